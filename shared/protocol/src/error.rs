@@ -1,0 +1,177 @@
+//! Errors that leave the server as JSON-RPC error objects, each carrying its HTTP status.
+//!
+//! Ladder errors (transport, envelope, headers, version) use the statuses the spec fixes:
+//! 400 for -32700/-32600/-32602(envelope)/-32020/-32021/-32022, 404 for -32601, 403 for a foreign
+//! Host/Origin, 405/406/413/415 for transport faults. Errors produced while serving a valid
+//! request (unknown tool, bad cursor, bad requestState) travel in-band on HTTP 200, because
+//! clients read a 4xx without a recognised body as "this is a legacy server".
+
+use http::StatusCode;
+use serde_json::{Value, json};
+
+use crate::wire::code;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum McpError {
+    #[error("Host or Origin not allowed: {0}")]
+    ForbiddenOrigin(String),
+    #[error("Method not allowed: this endpoint accepts POST only")]
+    HttpMethodNotAllowed,
+    #[error("Not acceptable: Accept must list application/json and text/event-stream")]
+    NotAcceptable,
+    #[error("Unsupported media type: Content-Type must be application/json")]
+    UnsupportedMediaType,
+    #[error("Request body exceeds {limit} bytes")]
+    BodyTooLarge { limit: usize },
+    #[error("Parse error: {0}")]
+    Parse(String),
+    #[error("Invalid request: {0}")]
+    InvalidRequest(String),
+    #[error("Header mismatch: {0}")]
+    HeaderMismatch(String),
+    #[error("Invalid params: {0}")]
+    InvalidEnvelope(String),
+    #[error("Unsupported protocol version")]
+    UnsupportedVersion { requested: Option<String> },
+    #[error("Method not found: {0}")]
+    MethodNotFound(String),
+    #[error("{message}")]
+    MissingCapability { message: String, required: Value },
+    #[error("{message}")]
+    InvalidParams { message: String, data: Option<Value> },
+    #[error("Internal error")]
+    Internal,
+}
+
+impl McpError {
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        McpError::InvalidParams { message: message.into(), data: None }
+    }
+
+    pub fn invalid_params_with(message: impl Into<String>, data: Value) -> Self {
+        McpError::InvalidParams { message: message.into(), data: Some(data) }
+    }
+
+    /// `-32021` for a capability the request needed but the client did not declare, e.g.
+    /// `missing_capability(json!({"sampling": {}}))`.
+    pub fn missing_capability(required: Value) -> Self {
+        let names: Vec<&str> = required
+            .as_object()
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        McpError::MissingCapability {
+            message: format!(
+                "Missing required client capability: {}",
+                names.join(", ")
+            ),
+            required,
+        }
+    }
+
+    pub fn code(&self) -> i32 {
+        match self {
+            McpError::ForbiddenOrigin(_)
+            | McpError::HttpMethodNotAllowed
+            | McpError::NotAcceptable
+            | McpError::UnsupportedMediaType
+            | McpError::BodyTooLarge { .. }
+            | McpError::InvalidRequest(_) => code::INVALID_REQUEST,
+            McpError::Parse(_) => code::PARSE_ERROR,
+            McpError::HeaderMismatch(_) => code::HEADER_MISMATCH,
+            McpError::InvalidEnvelope(_) | McpError::InvalidParams { .. } => code::INVALID_PARAMS,
+            McpError::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
+            McpError::MethodNotFound(_) => code::METHOD_NOT_FOUND,
+            McpError::MissingCapability { .. } => code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            McpError::Internal => code::INTERNAL_ERROR,
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            McpError::ForbiddenOrigin(_) => StatusCode::FORBIDDEN,
+            McpError::HttpMethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            McpError::NotAcceptable => StatusCode::NOT_ACCEPTABLE,
+            McpError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            McpError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            McpError::Parse(_)
+            | McpError::InvalidRequest(_)
+            | McpError::HeaderMismatch(_)
+            | McpError::InvalidEnvelope(_)
+            | McpError::UnsupportedVersion { .. }
+            | McpError::MissingCapability { .. } => StatusCode::BAD_REQUEST,
+            McpError::MethodNotFound(_) => StatusCode::NOT_FOUND,
+            McpError::InvalidParams { .. } | McpError::Internal => StatusCode::OK,
+        }
+    }
+
+    pub fn data(&self) -> Option<Value> {
+        match self {
+            McpError::UnsupportedVersion { requested } => {
+                let mut data = json!({ "supported": crate::wire::SUPPORTED_VERSIONS });
+                if let Some(requested) = requested {
+                    data["requested"] = json!(requested);
+                }
+                Some(data)
+            }
+            McpError::MissingCapability { required, .. } => {
+                Some(json!({ "requiredCapabilities": required }))
+            }
+            McpError::InvalidParams { data, .. } => data.clone(),
+            _ => None,
+        }
+    }
+
+    /// The JSON-RPC error object: `{code, message, data?}`.
+    pub fn to_error_object(&self) -> Value {
+        let mut error = json!({ "code": self.code(), "message": self.to_string() });
+        if let Some(data) = self.data() {
+            error["data"] = data;
+        }
+        error
+    }
+
+    /// The whole JSON-RPC error response. `id` is omitted only when it could not be read.
+    pub fn to_response(&self, id: Option<&Value>) -> Value {
+        let mut response = json!({ "jsonrpc": "2.0", "error": self.to_error_object() });
+        if let Some(id) = id {
+            response["id"] = id.clone();
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsupported_version_names_supported_and_requested() {
+        let error = McpError::UnsupportedVersion { requested: Some("v999.0.0".into()) };
+        let response = error.to_response(Some(&json!(7)));
+        assert_eq!(error.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(response["id"], 7);
+        assert_eq!(response["error"]["code"], -32022);
+        assert_eq!(response["error"]["data"]["requested"], "v999.0.0");
+        assert_eq!(response["error"]["data"]["supported"][0], "2026-07-28");
+    }
+
+    #[test]
+    fn missing_capability_data_is_a_capabilities_object() {
+        let error = McpError::missing_capability(json!({"sampling": {}}));
+        assert_eq!(error.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(error.to_error_object()["data"]["requiredCapabilities"], json!({"sampling": {}}));
+    }
+
+    #[test]
+    fn handler_errors_travel_in_band() {
+        assert_eq!(McpError::invalid_params("bad cursor").status(), StatusCode::OK);
+        assert_eq!(McpError::MethodNotFound("ping".into()).status(), StatusCode::NOT_FOUND);
+    }
+
+    #[test]
+    fn parse_errors_have_no_id() {
+        let response = McpError::Parse("eof".into()).to_response(None);
+        assert!(response.get("id").is_none());
+        assert_eq!(response["error"]["code"], -32700);
+    }
+}

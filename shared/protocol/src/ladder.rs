@@ -1,0 +1,377 @@
+//! The validation ladder: every check a request passes before any handler runs, in the order
+//! the spec and the conformance suite fix.
+//!
+//! 1. Host / Origin allow-list (403) — DNS rebinding.
+//! 2. HTTP method POST (405 with `Allow: POST`), `Accept` (406), `Content-Type` (415), body size (413).
+//! 3. JSON-RPC parse (-32700) and shape (-32600); notifications stop here with 202.
+//! 4. Legacy `initialize` without a modern envelope: 400 / -32022 naming the supported versions.
+//! 5. `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*` against the body, Base64 sentinel, case and
+//!    whitespace rules, duplicates (400 / -32020).
+//! 6. `MCP-Protocol-Version` header against `_meta` (400 / -32020).
+//! 7. `_meta` envelope keys (400 / -32602).
+//! 8. Supported version (400 / -32022).
+//! 9. Known method (404 / -32601), then the function's own method (400 / -32020).
+//!
+//! Threat model: every byte of the request is attacker-controlled. Nothing here panics on any
+//! input, allocates beyond the body limit, or lets a header override the body (the body is the
+//! authority; headers are only checked against it).
+
+use bytes::Bytes;
+use http::{HeaderMap, Request};
+use serde_json::Value;
+
+use crate::error::McpError;
+use crate::headers;
+use crate::method::{Method, Route};
+use crate::registry::{App, ClientContext};
+use crate::wire::{self, JsonObject, header, meta};
+
+/// Which Host and Origin values this deployment answers to.
+#[derive(Debug, Clone)]
+pub struct OriginPolicy {
+    /// Host names (no port) accepted in `Host`; empty means any host (behind a gateway that
+    /// already fixed the domain).
+    pub hosts: Vec<String>,
+    /// Extra browser origins accepted in `Origin`, exactly as sent (`https://app.example.com`).
+    pub origins: Vec<String>,
+}
+
+impl OriginPolicy {
+    /// Loopback only: the safe default for a local server.
+    pub fn localhost() -> Self {
+        OriginPolicy {
+            hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()],
+            origins: Vec::new(),
+        }
+    }
+
+    fn host_allowed(&self, host: &str) -> bool {
+        self.hosts.is_empty() || self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
+    }
+
+    pub fn check(&self, headers: &HeaderMap) -> Result<(), McpError> {
+        let forbidden = |what: &str| McpError::ForbiddenOrigin(what.to_string());
+        match headers::single(headers, "host").map_err(|_| forbidden("Host"))? {
+            Some(host) if self.host_allowed(strip_port(&host)) => {}
+            None if self.hosts.is_empty() => {}
+            _ => return Err(forbidden("Host")),
+        }
+        if let Some(origin) = headers::single(headers, "origin").map_err(|_| forbidden("Origin"))? {
+            let exact = self.origins.iter().any(|o| o.eq_ignore_ascii_case(&origin));
+            let by_host = !self.hosts.is_empty() && origin_host(&origin).is_some_and(|h| self.host_allowed(h));
+            if !(exact || by_host) {
+                return Err(forbidden("Origin"));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn strip_port(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host.split_inclusive(']').next().unwrap_or(host);
+    }
+    host.split(':').next().unwrap_or(host)
+}
+
+fn origin_host(origin: &str) -> Option<&str> {
+    let (_, rest) = origin.split_once("://")?;
+    Some(strip_port(rest.split('/').next()?))
+}
+
+/// A request that passed the ladder.
+#[derive(Debug, Clone)]
+pub struct ValidRequest {
+    pub id: Value,
+    pub method: Method,
+    pub params: JsonObject,
+    pub client: ClientContext,
+    pub progress_token: Option<Value>,
+    pub log_level: Option<String>,
+}
+
+impl ValidRequest {
+    /// The tool, prompt or URI a request targets, for logs and request-state binding.
+    pub fn target(&self) -> Option<&str> {
+        self.method.name_param().and_then(|key| self.params.get(key)).and_then(Value::as_str)
+    }
+}
+
+#[derive(Debug)]
+pub enum Validated {
+    Request(ValidRequest),
+    /// A JSON-RPC notification: accepted (202) and dropped; the core defines none over HTTP.
+    Notification,
+}
+
+/// A ladder failure, with the request id when it could be read.
+#[derive(Debug)]
+pub struct Rejection {
+    pub id: Option<Value>,
+    pub error: McpError,
+}
+
+impl From<McpError> for Rejection {
+    fn from(error: McpError) -> Self {
+        Rejection { id: None, error }
+    }
+}
+
+pub struct Ladder<'a> {
+    pub policy: &'a OriginPolicy,
+    pub max_body_bytes: usize,
+    pub app: &'a App,
+    pub route: Route,
+}
+
+impl Ladder<'_> {
+    pub fn validate(&self, request: &Request<Bytes>) -> Result<Validated, Rejection> {
+        let headers = request.headers();
+        self.policy.check(headers)?;
+        if request.method() != http::Method::POST {
+            return Err(McpError::HttpMethodNotAllowed.into());
+        }
+        check_accept(headers)?;
+        check_content_type(headers)?;
+        if request.body().len() > self.max_body_bytes {
+            return Err(McpError::BodyTooLarge { limit: self.max_body_bytes }.into());
+        }
+
+        let message: Value =
+            serde_json::from_slice(request.body()).map_err(|e| McpError::Parse(e.to_string()))?;
+        let Value::Object(mut message) = message else {
+            return Err(McpError::InvalidRequest("the body must be one JSON-RPC object".into()).into());
+        };
+        let id = message.get("id").cloned();
+        let reject = |error: McpError| Rejection { id: id.clone().filter(valid_id), error };
+        if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return Err(reject(McpError::InvalidRequest("jsonrpc must be \"2.0\"".into())));
+        }
+        let Some(Value::String(method_name)) = message.remove("method") else {
+            return Err(reject(McpError::InvalidRequest("method must be a string".into())));
+        };
+        let Some(id) = id.clone() else { return Ok(Validated::Notification) };
+        if !valid_id(&id) {
+            return Err(McpError::InvalidRequest("id must be a string or an integer".into()).into());
+        }
+        let params = match message.remove("params") {
+            None => JsonObject::new(),
+            Some(Value::Object(params)) => params,
+            Some(_) => return Err(reject(McpError::InvalidEnvelope("params must be an object".into()))),
+        };
+        let envelope = params.get("_meta").and_then(Value::as_object);
+        let body_version = envelope.and_then(|m| m.get(meta::PROTOCOL_VERSION));
+
+        if method_name == "initialize" && body_version.is_none() && !modern_header(headers) {
+            let requested = params.get("protocolVersion").and_then(Value::as_str).map(String::from);
+            return Err(reject(McpError::UnsupportedVersion { requested }));
+        }
+
+        headers::expect_equal(headers, header::METHOD, &method_name, false).map_err(reject)?;
+        let known = Method::from_wire(&method_name);
+        if let Some(key) = known.and_then(Method::name_param) {
+            let value = params.get(key).and_then(Value::as_str).unwrap_or_default();
+            headers::expect_equal(headers, header::NAME, value, true).map_err(reject)?;
+        }
+        if known == Some(Method::ToolsCall) {
+            self.check_param_headers(headers, &params).map_err(reject)?;
+        }
+
+        let header_version = headers::single(headers, header::PROTOCOL_VERSION).map_err(reject)?;
+        let Some(header_version) = header_version else {
+            return Err(reject(McpError::HeaderMismatch("MCP-Protocol-Version header is required".into())));
+        };
+        if let Some(body_version) = body_version.and_then(Value::as_str)
+            && body_version != header_version
+        {
+            return Err(reject(McpError::HeaderMismatch(format!(
+                "MCP-Protocol-Version header value '{header_version}' does not match _meta value '{body_version}'"
+            ))));
+        }
+
+        let client = read_envelope(envelope).map_err(reject)?;
+        if !wire::SUPPORTED_VERSIONS.contains(&client.protocol_version.as_str()) {
+            return Err(reject(McpError::UnsupportedVersion { requested: Some(client.protocol_version) }));
+        }
+        let envelope = envelope.cloned().unwrap_or_default();
+        let log_level = match envelope.get(meta::LOG_LEVEL) {
+            None => None,
+            Some(Value::String(level)) if wire::log_level_rank(level).is_some() => Some(level.clone()),
+            Some(_) => return Err(reject(McpError::invalid_params("Unknown logLevel"))),
+        };
+        let progress_token = match envelope.get(meta::PROGRESS_TOKEN) {
+            None => None,
+            Some(token @ (Value::String(_) | Value::Number(_))) if valid_id(token) => Some(token.clone()),
+            Some(_) => return Err(reject(McpError::InvalidEnvelope("progressToken must be a string or an integer".into()))),
+        };
+
+        let Some(method) = known else {
+            return Err(reject(McpError::MethodNotFound(method_name)));
+        };
+        if !self.route.accepts(method) {
+            return Err(reject(McpError::HeaderMismatch(format!(
+                "this function does not serve {method_name}"
+            ))));
+        }
+        Ok(Validated::Request(ValidRequest { id, method, params, client, progress_token, log_level }))
+    }
+
+    /// `Mcp-Param-{Name}` headers for arguments the tool's schema marks with `x-mcp-header`.
+    fn check_param_headers(&self, headers: &HeaderMap, params: &JsonObject) -> Result<(), McpError> {
+        let Some(tool) = params.get("name").and_then(Value::as_str).and_then(|n| self.app.find_tool(n)) else {
+            return Ok(());
+        };
+        let arguments = params.get("arguments").and_then(Value::as_object);
+        for (header_name, argument, kind) in tool.header_params() {
+            let name = format!("{}{}", header::PARAM_PREFIX, header_name.to_ascii_lowercase());
+            let body = arguments.and_then(|a| a.get(&argument)).filter(|v| !v.is_null());
+            let raw = headers::single(headers, &name)?;
+            match (body, raw) {
+                (None, None) => {}
+                (Some(_), None) => {
+                    return Err(McpError::HeaderMismatch(format!("Mcp-Param-{header_name} header is required")));
+                }
+                (None, Some(_)) => {
+                    return Err(McpError::HeaderMismatch(format!(
+                        "Mcp-Param-{header_name} header is present but argument '{argument}' is not"
+                    )));
+                }
+                (Some(body), Some(raw)) => {
+                    let value = headers::decode_sentinel(&name, &raw)?;
+                    if !param_matches(body, &value, &kind) {
+                        return Err(McpError::HeaderMismatch(format!(
+                            "Mcp-Param-{header_name} header value '{value}' does not match argument '{argument}'"
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn param_matches(body: &Value, header_value: &str, kind: &str) -> bool {
+    match body {
+        Value::String(s) => s == header_value,
+        Value::Bool(b) => header_value == if *b { "true" } else { "false" },
+        Value::Number(n) if kind == "integer" || kind == "number" => {
+            header_value.parse::<f64>().ok().zip(n.as_f64()).is_some_and(|(h, b)| h == b)
+        }
+        Value::Number(n) => n.to_string() == header_value,
+        _ => false,
+    }
+}
+
+fn valid_id(id: &Value) -> bool {
+    match id {
+        Value::String(_) => true,
+        Value::Number(n) => n.is_i64() || n.is_u64(),
+        _ => false,
+    }
+}
+
+fn modern_header(headers: &HeaderMap) -> bool {
+    headers::single(headers, header::PROTOCOL_VERSION)
+        .ok()
+        .flatten()
+        .is_some_and(|v| v.as_str() >= wire::PROTOCOL_VERSION)
+}
+
+fn read_envelope(envelope: Option<&JsonObject>) -> Result<ClientContext, McpError> {
+    let envelope = envelope.ok_or_else(|| McpError::InvalidEnvelope("params._meta is required".into()))?;
+    let protocol_version = match envelope.get(meta::PROTOCOL_VERSION) {
+        Some(Value::String(v)) => v.clone(),
+        Some(_) => return Err(McpError::InvalidEnvelope(format!("_meta[{}] must be a string", meta::PROTOCOL_VERSION))),
+        None => return Err(McpError::InvalidEnvelope(format!("_meta[{}] is required", meta::PROTOCOL_VERSION))),
+    };
+    let capabilities = match envelope.get(meta::CLIENT_CAPABILITIES) {
+        Some(Value::Object(c)) => c.clone(),
+        Some(_) => return Err(McpError::InvalidEnvelope(format!("_meta[{}] must be an object", meta::CLIENT_CAPABILITIES))),
+        None => return Err(McpError::InvalidEnvelope(format!("_meta[{}] is required", meta::CLIENT_CAPABILITIES))),
+    };
+    let info = envelope.get(meta::CLIENT_INFO).cloned();
+    Ok(ClientContext { protocol_version, capabilities, info })
+}
+
+fn check_accept(headers: &HeaderMap) -> Result<(), McpError> {
+    let accepts: Vec<String> = headers
+        .get_all("accept")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+        .collect();
+    let has = |wanted: &str| accepts.iter().any(|a| a == wanted || a == "*/*");
+    if has("application/json") && has("text/event-stream") {
+        Ok(())
+    } else {
+        Err(McpError::NotAcceptable)
+    }
+}
+
+fn check_content_type(headers: &HeaderMap) -> Result<(), McpError> {
+    let content_type = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    if media.eq_ignore_ascii_case("application/json") {
+        Ok(())
+    } else {
+        Err(McpError::UnsupportedMediaType)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in pairs {
+            map.append(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), http::HeaderValue::from_str(v).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn localhost_policy_accepts_loopback_hosts_with_any_port() {
+        let policy = OriginPolicy::localhost();
+        for host in ["localhost", "127.0.0.1:8080", "[::1]:3000", "LOCALHOST:1"] {
+            assert!(policy.check(&headers(&[("host", host)])).is_ok(), "{host}");
+        }
+        for host in ["evil.com", "127.0.0.1.evil.com", "localhost.evil.com:80"] {
+            assert!(policy.check(&headers(&[("host", host)])).is_err(), "{host}");
+        }
+    }
+
+    #[test]
+    fn foreign_origin_is_forbidden_even_with_a_good_host() {
+        let policy = OriginPolicy::localhost();
+        assert!(policy.check(&headers(&[("host", "localhost:8080"), ("origin", "http://localhost:5173")])).is_ok());
+        assert!(matches!(
+            policy.check(&headers(&[("host", "localhost:8080"), ("origin", "https://evil.com")])),
+            Err(McpError::ForbiddenOrigin(_))
+        ));
+    }
+
+    #[test]
+    fn any_host_policy_still_checks_origin_against_its_list() {
+        let policy = OriginPolicy { hosts: vec![], origins: vec!["https://app.example.com".into()] };
+        assert!(policy.check(&headers(&[("host", "abc.execute-api.us-east-1.amazonaws.com")])).is_ok());
+        assert!(policy.check(&headers(&[("origin", "https://app.example.com")])).is_ok());
+        assert!(policy.check(&headers(&[("origin", "https://evil.example.com")])).is_err());
+    }
+
+    #[test]
+    fn accept_needs_both_media_types() {
+        assert!(check_accept(&headers(&[("accept", "application/json, text/event-stream")])).is_ok());
+        assert!(check_accept(&headers(&[("accept", "application/json"), ("accept", "text/event-stream;q=0.9")])).is_ok());
+        assert!(check_accept(&headers(&[("accept", "application/json")])).is_err());
+        assert!(check_accept(&headers(&[])).is_err());
+    }
+
+    #[test]
+    fn numeric_params_compare_numerically() {
+        assert!(param_matches(&serde_json::json!(42), "42.0", "integer"));
+        assert!(param_matches(&serde_json::json!(true), "true", "boolean"));
+        assert!(!param_matches(&serde_json::json!("a"), "A", "string"));
+    }
+}

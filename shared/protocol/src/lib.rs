@@ -1,0 +1,34 @@
+//! Relevo's protocol core: MCP 2026-07-28 over stateless HTTP.
+//!
+//! Invariants every module keeps:
+//! - The request is the only input. Nothing is read from or written to process memory that a
+//!   later request depends on; continuation travels in sealed tokens ([`seal`]).
+//! - The body is the authority; headers are checked against it, never trusted over it.
+//! - Every byte from the client is attacker-controlled: no input panics, every failure is a
+//!   JSON-RPC error with the status the spec fixes ([`error`]).
+//! - No AWS here. Adapters (Lambda, the local gateway) turn their events into
+//!   `http::Request<Bytes>` and call [`McpServer::handle`].
+
+pub mod clock;
+pub mod cursor;
+pub mod error;
+pub mod headers;
+pub mod ladder;
+pub mod method;
+pub mod notify;
+pub mod registry;
+pub mod seal;
+pub mod server;
+pub mod wire;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::McpError;
+pub use ladder::OriginPolicy;
+pub use method::{Method, Route};
+pub use notify::Notifier;
+pub use registry::{
+    App, Call, ClientContext, ElicitAction, ElicitAnswer, Handler, InputRequest, Outcome, Prompt,
+    PromptArgument, Resource, ResourceTemplate, Tool, handler,
+};
+pub use seal::{KeyError, KeyRing};
+pub use server::{McpServer, Reply, ReplyBody, ServerConfig};

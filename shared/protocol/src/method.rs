@@ -1,0 +1,115 @@
+//! The MCP methods this server implements, and the ones the 2026-07-28 revision removed.
+
+/// A method a function can own. Each has its own Lambda in production.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    Discover,
+    ToolsList,
+    ToolsCall,
+    ResourcesList,
+    ResourcesTemplatesList,
+    ResourcesRead,
+    PromptsList,
+    PromptsGet,
+    Complete,
+    SubscriptionsListen,
+}
+
+impl Method {
+    pub const ALL: [Method; 10] = [
+        Method::Discover,
+        Method::ToolsList,
+        Method::ToolsCall,
+        Method::ResourcesList,
+        Method::ResourcesTemplatesList,
+        Method::ResourcesRead,
+        Method::PromptsList,
+        Method::PromptsGet,
+        Method::Complete,
+        Method::SubscriptionsListen,
+    ];
+
+    pub fn from_wire(name: &str) -> Option<Method> {
+        Method::ALL.into_iter().find(|m| m.as_str() == name)
+    }
+
+    /// The JSON-RPC method name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Discover => "server/discover",
+            Method::ToolsList => "tools/list",
+            Method::ToolsCall => "tools/call",
+            Method::ResourcesList => "resources/list",
+            Method::ResourcesTemplatesList => "resources/templates/list",
+            Method::ResourcesRead => "resources/read",
+            Method::PromptsList => "prompts/list",
+            Method::PromptsGet => "prompts/get",
+            Method::Complete => "completion/complete",
+            Method::SubscriptionsListen => "subscriptions/listen",
+        }
+    }
+
+    /// The function (and binary) that serves this method in production.
+    pub fn function_name(self) -> &'static str {
+        match self {
+            Method::Discover => "discover",
+            Method::ToolsList => "tools-list",
+            Method::ToolsCall => "tools-call",
+            Method::ResourcesList => "resources-list",
+            Method::ResourcesTemplatesList => "resources-templates-list",
+            Method::ResourcesRead => "resources-read",
+            Method::PromptsList => "prompts-list",
+            Method::PromptsGet => "prompts-get",
+            Method::Complete => "completion",
+            Method::SubscriptionsListen => "subscriptions-listen",
+        }
+    }
+
+    /// Only these may answer `input_required` (MRTR).
+    pub fn allows_input_required(self) -> bool {
+        matches!(self, Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead)
+    }
+
+    /// The body field that `Mcp-Name` must mirror, for the methods that carry one.
+    pub fn name_param(self) -> Option<&'static str> {
+        match self {
+            Method::ToolsCall | Method::PromptsGet => Some("name"),
+            Method::ResourcesRead => Some("uri"),
+            _ => None,
+        }
+    }
+}
+
+/// Which methods a deployed function accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// The all-methods `mcp` function (catch-all, and the single-function topology).
+    All,
+    /// A per-method function; a body naming any other method is refused.
+    Only(Method),
+}
+
+impl Route {
+    pub fn accepts(self, method: Method) -> bool {
+        match self {
+            Route::All => true,
+            Route::Only(own) => own == method,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_method_round_trips_and_has_a_distinct_function() {
+        let mut functions = std::collections::HashSet::new();
+        for method in Method::ALL {
+            assert_eq!(Method::from_wire(method.as_str()), Some(method));
+            assert!(functions.insert(method.function_name()));
+        }
+        assert_eq!(Method::from_wire("ping"), None);
+        assert_eq!(Method::from_wire("TOOLS/LIST"), None);
+    }
+}

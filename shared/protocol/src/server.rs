@@ -1,0 +1,553 @@
+//! One HTTP request in, one HTTP response out: the ladder, then the method's handler.
+//!
+//! The same [`McpServer::handle`] runs inside every Lambda (one per method, or the all-methods
+//! `mcp` function) and inside the local gateway, so what the tests exercise is what deploys.
+//! Nothing survives between calls except the immutable app and configuration: continuation
+//! state leaves sealed in `requestState`, list positions leave sealed in cursors.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use futures_util::FutureExt;
+use http::{HeaderValue, Request, Response, StatusCode, header};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio::sync::mpsc;
+
+use crate::clock::{Clock, SystemClock};
+use crate::cursor;
+use crate::error::McpError;
+use crate::ladder::{Ladder, OriginPolicy, Rejection, ValidRequest, Validated};
+use crate::method::{Method, Route};
+use crate::notify::Notifier;
+use crate::registry::{App, Call, Handler, Outcome};
+use crate::seal::KeyRing;
+use crate::wire::{self, JsonObject, meta};
+
+const REQUEST_STATE_DOMAIN: &str = "request-state";
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub origin_policy: OriginPolicy,
+    pub max_body_bytes: usize,
+    pub page_size: usize,
+    /// Lifetime of a `requestState`, seconds.
+    pub request_state_ttl_secs: u64,
+    /// `ttlMs` on discover and list results.
+    pub list_ttl_ms: u64,
+    /// `ttlMs` on `resources/read` results.
+    pub read_ttl_ms: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            origin_policy: OriginPolicy::localhost(),
+            max_body_bytes: 1024 * 1024,
+            page_size: 100,
+            request_state_ttl_secs: 3600,
+            list_ttl_ms: 60_000,
+            read_ttl_ms: 60_000,
+        }
+    }
+}
+
+/// A response body: complete bytes, or an SSE stream of frames.
+#[derive(Debug)]
+pub enum ReplyBody {
+    Full(Bytes),
+    Sse(mpsc::UnboundedReceiver<Bytes>),
+}
+
+impl ReplyBody {
+    /// The whole body, waiting for a stream to finish (for buffered Lambda integrations).
+    pub async fn collect(self) -> Bytes {
+        match self {
+            ReplyBody::Full(bytes) => bytes,
+            ReplyBody::Sse(mut frames) => {
+                let mut all = Vec::new();
+                while let Some(frame) = frames.recv().await {
+                    all.extend_from_slice(&frame);
+                }
+                Bytes::from(all)
+            }
+        }
+    }
+}
+
+pub type Reply = Response<ReplyBody>;
+
+/// The server: an app, its configuration, its key ring and its clock.
+#[derive(Clone)]
+pub struct McpServer {
+    app: Arc<App>,
+    config: Arc<ServerConfig>,
+    keys: KeyRing,
+    clock: Arc<dyn Clock>,
+}
+
+impl McpServer {
+    pub fn new(app: App, config: ServerConfig, keys: KeyRing) -> Self {
+        McpServer { app: Arc::new(app), config: Arc::new(config), keys, clock: Arc::new(SystemClock) }
+    }
+
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    pub fn app(&self) -> &App {
+        &self.app
+    }
+
+    /// Serves one HTTP request for a function that owns `route`.
+    pub async fn handle(&self, route: Route, request: Request<Bytes>) -> Reply {
+        let started = Instant::now();
+        let ladder = Ladder {
+            policy: &self.config.origin_policy,
+            max_body_bytes: self.config.max_body_bytes,
+            app: &self.app,
+            route,
+        };
+        let (reply, method, target) = match ladder.validate(&request) {
+            Ok(Validated::Notification) => (empty(StatusCode::ACCEPTED), None, None),
+            Err(Rejection { id, error }) => (error_reply(id.as_ref(), &error), None, None),
+            Ok(Validated::Request(valid)) => {
+                let method = valid.method;
+                let target = valid.target().map(String::from);
+                let reply = match self.dispatch(valid.clone()).await {
+                    Ok(reply) => reply,
+                    Err(error) => error_reply(Some(&valid.id), &error),
+                };
+                (reply, Some(method), target)
+            }
+        };
+        tracing::info!(
+            method = method.map(Method::as_str).unwrap_or("-"),
+            name = target.as_deref().unwrap_or("-"),
+            status = reply.status().as_u16(),
+            result_type = reply
+                .headers()
+                .get("x-relevo-result-type")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("-"),
+            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+            "mcp request"
+        );
+        reply
+    }
+
+    async fn dispatch(&self, request: ValidRequest) -> Result<Reply, McpError> {
+        let now = self.clock.now_unix();
+        let cursor = || -> Result<Option<String>, McpError> {
+            match request.params.get("cursor") {
+                None => Ok(None),
+                Some(Value::String(c)) => Ok(Some(c.clone())),
+                Some(_) => Err(McpError::invalid_params("Invalid cursor")),
+            }
+        };
+        let list = |key: &str, items: Vec<Value>| -> Result<JsonObject, McpError> {
+            let (page, next) =
+                cursor::page(&self.keys, key, &items, cursor()?.as_deref(), self.config.page_size, now)?;
+            let mut result = JsonObject::new();
+            result.insert(key.into(), Value::Array(page));
+            if let Some(next) = next {
+                result.insert("nextCursor".into(), json!(next));
+            }
+            Ok(result)
+        };
+        let app = &self.app;
+        let result = match request.method {
+            Method::Discover => {
+                let mut result = JsonObject::new();
+                result.insert("supportedVersions".into(), json!(wire::SUPPORTED_VERSIONS));
+                result.insert("capabilities".into(), app.capabilities());
+                if let Some(instructions) = &app.instructions {
+                    result.insert("instructions".into(), json!(instructions));
+                }
+                cacheable(result, self.config.list_ttl_ms)
+            }
+            Method::ToolsList => cacheable(list("tools", app.tools().map(|t| t.to_wire()).collect())?, self.config.list_ttl_ms),
+            Method::ResourcesList => {
+                cacheable(list("resources", app.resources().map(|r| r.to_wire()).collect())?, self.config.list_ttl_ms)
+            }
+            Method::ResourcesTemplatesList => cacheable(
+                list("resourceTemplates", app.templates().map(|t| t.to_wire()).collect())?,
+                self.config.list_ttl_ms,
+            ),
+            Method::PromptsList => cacheable(list("prompts", app.prompts().map(|p| p.to_wire()).collect())?, self.config.list_ttl_ms),
+            Method::Complete => self.complete(&request.params)?,
+            Method::SubscriptionsListen => return self.listen(&request),
+            Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead => return self.call(request, now).await,
+        };
+        Ok(self.result_reply(&request.id, result, "complete"))
+    }
+
+    /// `tools/call`, `prompts/get`, `resources/read`: the methods that run app handlers and may
+    /// answer `input_required`.
+    async fn call(&self, request: ValidRequest, now: u64) -> Result<Reply, McpError> {
+        let params = &request.params;
+        let (handler, arguments, uri, streams) = match request.method {
+            Method::ToolsCall => {
+                let name = params
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| McpError::invalid_params("params.name must be a string"))?;
+                let tool = self
+                    .app
+                    .find_tool(name)
+                    .ok_or_else(|| McpError::invalid_params(format!("Unknown tool: {name}")))?;
+                let arguments = match params.get("arguments") {
+                    None | Some(Value::Null) => JsonObject::new(),
+                    Some(Value::Object(a)) => a.clone(),
+                    Some(_) => return Err(McpError::invalid_params("params.arguments must be an object")),
+                };
+                if let Some(required) = &tool.required_capabilities {
+                    let missing = missing_capabilities(required, &request.client.capabilities);
+                    if !missing.is_empty() {
+                        return Err(McpError::missing_capability(Value::Object(missing)));
+                    }
+                }
+                (tool.handler.clone(), arguments, None, tool.streams)
+            }
+            Method::PromptsGet => {
+                let name = params
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| McpError::invalid_params("params.name must be a string"))?;
+                let prompt = self
+                    .app
+                    .find_prompt(name)
+                    .ok_or_else(|| McpError::invalid_params(format!("Unknown prompt: {name}")))?;
+                let arguments = match params.get("arguments") {
+                    None | Some(Value::Null) => JsonObject::new(),
+                    Some(Value::Object(a)) if a.values().all(Value::is_string) => a.clone(),
+                    Some(_) => return Err(McpError::invalid_params("prompt arguments must be an object of strings")),
+                };
+                if let Some(missing) = prompt.arguments.iter().find(|a| a.required && !arguments.contains_key(&a.name)) {
+                    return Err(McpError::invalid_params(format!("Missing required argument: {}", missing.name)));
+                }
+                (prompt.handler.clone(), arguments, None, false)
+            }
+            _ => {
+                let uri = params
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| McpError::invalid_params("params.uri must be a string"))?;
+                let (handler, arguments) = self.find_readable(uri)?;
+                (handler, arguments, Some(uri.to_string()), false)
+            }
+        };
+
+        let input_responses = match params.get("inputResponses") {
+            None | Some(Value::Null) => JsonObject::new(),
+            Some(Value::Object(responses)) if responses.values().all(Value::is_object) => responses.clone(),
+            Some(_) => return Err(McpError::invalid_params("inputResponses must map each key to a result object")),
+        };
+        let binding = self.state_binding(&request, &arguments);
+        let state = match params.get("requestState") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(token)) => Some(self.open_state(token, &binding, now)?),
+            Some(_) => return Err(invalid_state("requestState must be a string")),
+        };
+        let retry = state.is_some() || !input_responses.is_empty();
+
+        let call = Call {
+            arguments,
+            uri,
+            input_responses,
+            state,
+            client: request.client.clone(),
+            notifier: Notifier::silent(),
+        };
+
+        let wants_stream = request.progress_token.is_some() || request.log_level.is_some();
+        if streams && wants_stream {
+            return Ok(self.stream_call(request, handler, call, binding, now, retry));
+        }
+        let outcome = run_handler(&handler, call).await;
+        let (result, result_type) = self.finish(&request, outcome?, &binding, now, retry)?;
+        Ok(self.result_reply(&request.id, result, result_type))
+    }
+
+    fn find_readable(&self, uri: &str) -> Result<(Handler, JsonObject), McpError> {
+        if let Some(resource) = self.app.find_resource(uri) {
+            return Ok((resource.handler.clone(), JsonObject::new()));
+        }
+        self.app
+            .templates()
+            .find_map(|t| t.match_uri(uri).map(|vars| (t.handler.clone(), vars)))
+            .ok_or_else(|| McpError::invalid_params_with("Resource not found", json!({ "uri": uri })))
+    }
+
+    /// What a requestState is bound to: the method, its target and a digest of the arguments.
+    fn state_binding(&self, request: &ValidRequest, arguments: &JsonObject) -> Value {
+        let digest = Sha256::digest(canonical_json(&Value::Object(arguments.clone())).as_bytes());
+        json!({
+            "m": request.method.as_str(),
+            "t": request.target().unwrap_or_default(),
+            "a": digest.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+        })
+    }
+
+    fn open_state(&self, token: &str, binding: &Value, now: u64) -> Result<Value, McpError> {
+        let payload = self
+            .keys
+            .open(REQUEST_STATE_DOMAIN, token, now)
+            .map_err(|e| invalid_state(&e.to_string()))?;
+        if payload.get("b") != Some(binding) {
+            return Err(invalid_state("requestState belongs to another request"));
+        }
+        Ok(payload.get("s").cloned().unwrap_or(Value::Null))
+    }
+
+    /// Turns an outcome into the result object and its `resultType`.
+    fn finish(
+        &self,
+        request: &ValidRequest,
+        outcome: Outcome,
+        binding: &Value,
+        now: u64,
+        retry: bool,
+    ) -> Result<(JsonObject, &'static str), McpError> {
+        match outcome {
+            Outcome::Complete(result) => {
+                let result = if request.method == Method::ResourcesRead {
+                    // A read reached through MRTR is never shared: it depended on this client's input.
+                    let ttl = if retry { 0 } else { self.config.read_ttl_ms };
+                    let mut result = cacheable(result, ttl);
+                    if retry {
+                        result.insert("cacheScope".into(), json!("private"));
+                    }
+                    result
+                } else {
+                    result
+                };
+                Ok((result, "complete"))
+            }
+            Outcome::InputRequired { requests, state } => {
+                if !request.method.allows_input_required() {
+                    return Err(McpError::Internal);
+                }
+                if requests.is_empty() && state.is_none() {
+                    tracing::error!("handler returned input_required with neither requests nor state");
+                    return Err(McpError::Internal);
+                }
+                let mut input_requests = JsonObject::new();
+                for (key, input) in &requests {
+                    if !request.client.can_answer(input) {
+                        return Err(McpError::missing_capability(input.required_capability()));
+                    }
+                    input_requests.insert(key.clone(), input.to_wire());
+                }
+                let mut result = JsonObject::new();
+                if !input_requests.is_empty() {
+                    result.insert("inputRequests".into(), Value::Object(input_requests));
+                }
+                if let Some(state) = state {
+                    let sealed = self.keys.seal(
+                        REQUEST_STATE_DOMAIN,
+                        &json!({ "b": binding, "s": state }),
+                        now + self.config.request_state_ttl_secs,
+                    );
+                    result.insert("requestState".into(), json!(sealed));
+                }
+                Ok((result, "input_required"))
+            }
+        }
+    }
+
+    /// Runs a notifying handler with its notifications and final response on one SSE stream.
+    fn stream_call(&self, request: ValidRequest, handler: Handler, mut call: Call, binding: Value, now: u64, retry: bool) -> Reply {
+        let (frames_tx, frames_rx) = mpsc::unbounded_channel::<Bytes>();
+        let (notes_tx, mut notes_rx) = mpsc::unbounded_channel::<Value>();
+        call.notifier = Notifier::streaming(notes_tx, request.progress_token.clone(), request.log_level.as_deref());
+        let server = self.clone();
+        tokio::spawn(async move {
+            let work = run_handler(&handler, call);
+            tokio::pin!(work);
+            let outcome = loop {
+                tokio::select! {
+                    biased;
+                    Some(note) = notes_rx.recv() => {
+                        if frames_tx.send(sse_frame(&note)).is_err() {
+                            return; // the client closed the stream: cancelled
+                        }
+                    }
+                    outcome = &mut work => break outcome,
+                }
+            };
+            while let Ok(note) = notes_rx.try_recv() {
+                let _ = frames_tx.send(sse_frame(&note));
+            }
+            let message = match outcome.and_then(|o| server.finish(&request, o, &binding, now, retry)) {
+                Ok((result, result_type)) => server.decorate(&request.id, result, result_type),
+                Err(error) => error.to_response(Some(&request.id)),
+            };
+            let _ = frames_tx.send(sse_frame(&message));
+        });
+        let mut reply = Response::new(ReplyBody::Sse(frames_rx));
+        let headers = reply.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+        reply
+    }
+
+    /// `subscriptions/listen`: this server offers no list-changed or resource subscriptions yet,
+    /// so it acknowledges the empty subset it honours and ends the subscription gracefully.
+    fn listen(&self, request: &ValidRequest) -> Result<Reply, McpError> {
+        if !request.params.get("notifications").is_some_and(Value::is_object) {
+            return Err(McpError::invalid_params("params.notifications must be an object"));
+        }
+        let ack = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": { "_meta": { meta::SUBSCRIPTION_ID: request.id }, "notifications": {} }
+        });
+        let mut result = JsonObject::new();
+        result.insert("_meta".into(), json!({ meta::SUBSCRIPTION_ID: request.id }));
+        let done = self.decorate(&request.id, result, "complete");
+        let (tx, rx) = mpsc::unbounded_channel();
+        let _ = tx.send(sse_frame(&ack));
+        let _ = tx.send(sse_frame(&done));
+        let mut reply = Response::new(ReplyBody::Sse(rx));
+        reply.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        reply.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        Ok(reply)
+    }
+
+    fn complete(&self, params: &JsonObject) -> Result<JsonObject, McpError> {
+        let reference = params.get("ref").and_then(Value::as_object).ok_or_else(|| McpError::invalid_params("params.ref is required"))?;
+        let argument = params
+            .get("argument")
+            .and_then(Value::as_object)
+            .ok_or_else(|| McpError::invalid_params("params.argument is required"))?;
+        let (Some(arg_name), Some(prefix)) =
+            (argument.get("name").and_then(Value::as_str), argument.get("value").and_then(Value::as_str))
+        else {
+            return Err(McpError::invalid_params("argument.name and argument.value must be strings"));
+        };
+        let candidates: Vec<String> = match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let name = reference.get("name").and_then(Value::as_str).unwrap_or_default();
+                let prompt = self.app.find_prompt(name).ok_or_else(|| McpError::invalid_params(format!("Unknown prompt: {name}")))?;
+                prompt.arguments.iter().find(|a| a.name == arg_name).map(|a| a.completions.clone()).unwrap_or_default()
+            }
+            Some("ref/resource") => {
+                let uri = reference.get("uri").and_then(Value::as_str).unwrap_or_default();
+                let template = self
+                    .app
+                    .templates()
+                    .find(|t| t.uri_template == uri)
+                    .ok_or_else(|| McpError::invalid_params(format!("Unknown resource template: {uri}")))?;
+                template.completions.get(arg_name).cloned().unwrap_or_default()
+            }
+            _ => return Err(McpError::invalid_params("ref.type must be ref/prompt or ref/resource")),
+        };
+        let matching: Vec<String> = candidates.into_iter().filter(|c| c.starts_with(prefix)).collect();
+        let total = matching.len();
+        let values: Vec<String> = matching.into_iter().take(100).collect();
+        let mut result = JsonObject::new();
+        result.insert("completion".into(), json!({ "values": values, "total": total, "hasMore": total > 100 }));
+        Ok(result)
+    }
+
+    /// Adds `resultType` and `serverInfo` and wraps the result in a JSON-RPC response.
+    fn decorate(&self, id: &Value, mut result: JsonObject, result_type: &str) -> Value {
+        result.insert("resultType".into(), json!(result_type));
+        let server_info = json!({ "name": self.app.name, "version": self.app.version });
+        match result.get_mut("_meta") {
+            Some(Value::Object(meta_object)) => {
+                meta_object.insert(meta::SERVER_INFO.into(), server_info);
+            }
+            _ => {
+                result.insert("_meta".into(), json!({ meta::SERVER_INFO: server_info }));
+            }
+        }
+        json!({ "jsonrpc": "2.0", "id": id, "result": result })
+    }
+
+    fn result_reply(&self, id: &Value, result: JsonObject, result_type: &str) -> Reply {
+        let mut reply = json_reply(StatusCode::OK, &self.decorate(id, result, result_type));
+        if let Ok(value) = HeaderValue::from_str(result_type) {
+            reply.headers_mut().insert("x-relevo-result-type", value);
+        }
+        reply
+    }
+}
+
+async fn run_handler(handler: &Handler, call: Call) -> Result<Outcome, McpError> {
+    match AssertUnwindSafe(handler(call)).catch_unwind().await {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            tracing::error!("handler panicked");
+            Err(McpError::Internal)
+        }
+    }
+}
+
+fn invalid_state(reason: &str) -> McpError {
+    McpError::invalid_params_with(
+        "Invalid or expired requestState",
+        json!({ "reason": "invalid_request_state", "detail": reason }),
+    )
+}
+
+/// Capabilities in `required` (top-level keys) that the client did not declare.
+fn missing_capabilities(required: &Value, declared: &JsonObject) -> JsonObject {
+    required
+        .as_object()
+        .map(|r| r.iter().filter(|(k, _)| !declared.contains_key(*k)).map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default()
+}
+
+fn cacheable(mut result: JsonObject, ttl_ms: u64) -> JsonObject {
+    result.insert("ttlMs".into(), json!(ttl_ms));
+    result.insert("cacheScope".into(), json!("public"));
+    result
+}
+
+/// JSON with object keys sorted at every level, so equal arguments always hash equally.
+pub fn canonical_json(value: &Value) -> String {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let fields: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical_json(&map[k])))
+                .collect();
+            format!("{{{}}}", fields.join(","))
+        }
+        Value::Array(items) => format!("[{}]", items.iter().map(canonical_json).collect::<Vec<_>>().join(",")),
+        other => other.to_string(),
+    }
+}
+
+fn sse_frame(message: &Value) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {message}\n\n"))
+}
+
+fn json_reply(status: StatusCode, body: &Value) -> Reply {
+    let mut reply = Response::new(ReplyBody::Full(Bytes::from(body.to_string())));
+    *reply.status_mut() = status;
+    reply.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    reply
+}
+
+fn empty(status: StatusCode) -> Reply {
+    let mut reply = Response::new(ReplyBody::Full(Bytes::new()));
+    *reply.status_mut() = status;
+    reply
+}
+
+fn error_reply(id: Option<&Value>, error: &McpError) -> Reply {
+    let mut reply = json_reply(error.status(), &error.to_response(id));
+    if matches!(error, McpError::HttpMethodNotAllowed) {
+        reply.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+    }
+    reply
+}

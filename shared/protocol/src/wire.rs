@@ -1,0 +1,70 @@
+//! The one place that names wire types and constants.
+//!
+//! Content blocks, annotations, resource contents and error codes come from `rmcp::model`
+//! (the official Rust SDK's types, wire types only). Everything else in this crate goes through
+//! this module, so a change of SDK version touches one file.
+
+pub use rmcp::model::{
+    Annotations, CallToolResult, ContentBlock, ErrorCode, GetPromptResult, Implementation,
+    PromptMessage, ResourceContents, Role, ToolAnnotations,
+};
+pub use serde_json::{Map, Value};
+
+/// A JSON object, as serde_json represents it.
+pub type JsonObject = Map<String, Value>;
+
+/// The revision this server speaks on the stateless wire.
+pub const PROTOCOL_VERSION: &str = "2026-07-28";
+/// Every revision a request may name and be served with.
+pub const SUPPORTED_VERSIONS: &[&str] = &[PROTOCOL_VERSION];
+
+/// Per-request `_meta` keys (spec: basic/index "_meta").
+pub mod meta {
+    pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+    pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+    pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+    pub const PROGRESS_TOKEN: &str = "progressToken";
+}
+
+/// Standard request headers (spec: transports/streamable-http "Standard request headers").
+pub mod header {
+    pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+    pub const METHOD: &str = "mcp-method";
+    pub const NAME: &str = "mcp-name";
+    pub const PARAM_PREFIX: &str = "mcp-param-";
+}
+
+/// JSON-RPC error codes this server emits. `-32002` and `-32042` are never emitted.
+pub mod code {
+    use super::ErrorCode;
+    pub const PARSE_ERROR: i32 = ErrorCode::PARSE_ERROR.0;
+    pub const INVALID_REQUEST: i32 = ErrorCode::INVALID_REQUEST.0;
+    pub const METHOD_NOT_FOUND: i32 = ErrorCode::METHOD_NOT_FOUND.0;
+    pub const INVALID_PARAMS: i32 = ErrorCode::INVALID_PARAMS.0;
+    pub const INTERNAL_ERROR: i32 = ErrorCode::INTERNAL_ERROR.0;
+    pub const HEADER_MISMATCH: i32 = ErrorCode::HEADER_MISMATCH.0;
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 =
+        ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY.0;
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = ErrorCode::UNSUPPORTED_PROTOCOL_VERSION.0;
+}
+
+/// Logging levels in increasing severity (RFC 5424 order, as the spec lists them).
+pub const LOG_LEVELS: &[&str] =
+    &["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+
+/// Position of a level in [`LOG_LEVELS`], or `None` for a level the spec does not define.
+pub fn log_level_rank(level: &str) -> Option<usize> {
+    LOG_LEVELS.iter().position(|l| *l == level)
+}
+
+/// Serializes a wire type into a JSON object. The rmcp types all serialize to objects; anything
+/// else is a programming error caught by the unit tests of the app crates.
+pub fn to_object<T: serde::Serialize>(value: &T) -> JsonObject {
+    match serde_json::to_value(value) {
+        Ok(Value::Object(map)) => map,
+        _ => JsonObject::new(),
+    }
+}
