@@ -19,6 +19,7 @@ pub mod notify;
 pub mod registry;
 pub mod seal;
 pub mod server;
+pub mod settings;
 pub mod wire;
 
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -32,3 +33,4 @@ pub use registry::{
 };
 pub use seal::{KeyError, KeyRing};
 pub use server::{McpServer, Reply, ReplyBody, ServerConfig};
+pub use settings::{Settings, SettingsError};

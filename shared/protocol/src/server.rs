@@ -125,6 +125,10 @@ impl McpServer {
             }
         };
         tracing::info!(
+            function = match route {
+                Route::All => "mcp",
+                Route::Only(own) => own.function_name(),
+            },
             method = method.map(Method::as_str).unwrap_or("-"),
             name = target.as_deref().unwrap_or("-"),
             status = reply.status().as_u16(),

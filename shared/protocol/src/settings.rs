@@ -1,0 +1,113 @@
+//! Configuration from the environment, shared by every Lambda and the local gateway.
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `RELEVO_APP` | which app to serve (`demo`, `conformance`) | `demo` |
+//! | `RELEVO_STATE_KEYS` | `kid:base64key[,kid:base64key…]`, first active, rest accepted (rotation); each ≥ 32 bytes | required unless ephemeral keys are allowed |
+//! | `RELEVO_ALLOWED_HOSTS` | comma list of Host names; `*` for any (behind a gateway that fixes the domain) | loopback names |
+//! | `RELEVO_ALLOWED_ORIGINS` | comma list of browser origins accepted in `Origin` | none |
+//! | `RELEVO_MAX_BODY_BYTES` | request body limit | 1 MiB |
+//! | `RELEVO_PAGE_SIZE` | list page size | 100 |
+//!
+//! Secrets never reach logs: [`KeyRing`]'s `Debug` prints key ids only.
+
+use crate::ladder::OriginPolicy;
+use crate::seal::{KeyError, KeyRing};
+use crate::server::ServerConfig;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("RELEVO_STATE_KEYS is required: set it to kid:base64key with a key of at least 32 bytes")]
+    MissingKeys,
+    #[error("RELEVO_STATE_KEYS is invalid: {0}")]
+    BadKeys(#[from] KeyError),
+    #[error("{name} must be a positive integer, got {value:?}")]
+    BadNumber { name: &'static str, value: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub app: String,
+    pub config: ServerConfig,
+    pub keys: KeyRing,
+    /// True when no key was configured and a random one was made for this process only.
+    pub ephemeral_keys: bool,
+}
+
+impl Settings {
+    /// Reads settings through `lookup` (`std::env::var` in production, a map in tests).
+    /// With `allow_ephemeral_keys`, a missing key yields a random per-process key: fine for one
+    /// local process, wrong for Lambdas, where another instance must verify what this one sealed.
+    pub fn load(lookup: impl Fn(&str) -> Option<String>, allow_ephemeral_keys: bool) -> Result<Self, SettingsError> {
+        let list = |name: &str| -> Option<Vec<String>> {
+            lookup(name).map(|v| v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
+        };
+        let number = |name: &'static str, default: usize| -> Result<usize, SettingsError> {
+            match lookup(name) {
+                None => Ok(default),
+                Some(value) => value
+                    .trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or(SettingsError::BadNumber { name, value }),
+            }
+        };
+        let (keys, ephemeral_keys) = match lookup("RELEVO_STATE_KEYS").filter(|v| !v.trim().is_empty()) {
+            Some(spec) => (KeyRing::from_config(&spec)?, false),
+            None if allow_ephemeral_keys => (KeyRing::ephemeral(), true),
+            None => return Err(SettingsError::MissingKeys),
+        };
+        let mut origin_policy = OriginPolicy::localhost();
+        if let Some(hosts) = list("RELEVO_ALLOWED_HOSTS") {
+            origin_policy.hosts = if hosts.iter().any(|h| h == "*") { Vec::new() } else { hosts };
+        }
+        if let Some(origins) = list("RELEVO_ALLOWED_ORIGINS") {
+            origin_policy.origins = origins;
+        }
+        let defaults = ServerConfig::default();
+        let config = ServerConfig {
+            origin_policy,
+            max_body_bytes: number("RELEVO_MAX_BODY_BYTES", defaults.max_body_bytes)?,
+            page_size: number("RELEVO_PAGE_SIZE", defaults.page_size)?,
+            ..defaults
+        };
+        let app = lookup("RELEVO_APP").filter(|a| !a.is_empty()).unwrap_or_else(|| "demo".into());
+        Ok(Settings { app, config, keys, ephemeral_keys })
+    }
+
+    pub fn from_env(allow_ephemeral_keys: bool) -> Result<Self, SettingsError> {
+        Settings::load(|name| std::env::var(name).ok(), allow_ephemeral_keys)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn load(vars: &[(&str, &str)], ephemeral: bool) -> Result<Settings, SettingsError> {
+        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Settings::load(|name| map.get(name).cloned(), ephemeral)
+    }
+
+    #[test]
+    fn lambda_settings_refuse_to_start_without_keys() {
+        assert!(matches!(load(&[], false), Err(SettingsError::MissingKeys)));
+        let settings = load(&[], true).unwrap();
+        assert!(settings.ephemeral_keys);
+    }
+
+    #[test]
+    fn short_key_is_refused() {
+        assert!(matches!(load(&[("RELEVO_STATE_KEYS", "k1:c2hvcnQ=")], false), Err(SettingsError::BadKeys(_))));
+    }
+
+    #[test]
+    fn star_allows_any_host_and_numbers_are_checked() {
+        let settings = load(&[("RELEVO_ALLOWED_HOSTS", "*"), ("RELEVO_PAGE_SIZE", "5")], true).unwrap();
+        assert!(settings.config.origin_policy.hosts.is_empty());
+        assert_eq!(settings.config.page_size, 5);
+        assert!(matches!(load(&[("RELEVO_PAGE_SIZE", "0")], true), Err(SettingsError::BadNumber { .. })));
+    }
+}
