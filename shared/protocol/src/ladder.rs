@@ -197,7 +197,7 @@ impl Ladder<'_> {
         let log_level = match envelope.get(meta::LOG_LEVEL) {
             None => None,
             Some(Value::String(level)) if wire::log_level_rank(level).is_some() => Some(level.clone()),
-            Some(_) => return Err(reject(McpError::invalid_params("Unknown logLevel"))),
+            Some(_) => return Err(reject(McpError::InvalidEnvelope(format!("_meta[{}] is not a known logging level", meta::LOG_LEVEL)))),
         };
         let progress_token = match envelope.get(meta::PROGRESS_TOKEN) {
             None => None,

@@ -1,0 +1,118 @@
+//! Test support: build a gateway router around an app and send it requests in-process.
+
+use std::sync::Arc;
+
+use axum::Router;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, Request, StatusCode};
+use http_body_util::BodyExt;
+use relevo_protocol::{App, Clock, KeyRing, McpServer, ServerConfig};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+pub const VERSION: &str = "2026-07-28";
+
+/// A fixed test key, so tests are repeatable.
+pub fn test_keys() -> KeyRing {
+    KeyRing::new(vec![("test".into(), vec![42; 32])]).expect("a 32-byte key is valid")
+}
+
+pub fn server(app: App, config: ServerConfig, clock: Arc<dyn Clock>) -> McpServer {
+    McpServer::new(app, config, test_keys()).with_clock(clock)
+}
+
+pub fn router(server: McpServer) -> Router {
+    let limit = 1024 * 1024;
+    relevo_gateway::router(server, limit)
+}
+
+pub fn conformance_router() -> Router {
+    router(McpServer::new(relevo_app::conformance::app(), ServerConfig::default(), test_keys()))
+}
+
+/// The standard `_meta` envelope with these client capabilities.
+pub fn envelope(capabilities: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": VERSION,
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": { "name": "relevo-tests", "version": "0" }
+    })
+}
+
+/// A JSON-RPC request with every standard header set to match its body.
+pub fn rpc(id: u64, method: &str, mut params: Value) -> Request<axum::body::Body> {
+    if params.get("_meta").is_none() {
+        params["_meta"] = envelope(json!({ "elicitation": {}, "sampling": {}, "roots": {} }));
+    }
+    let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+    let mut builder = Request::post("/mcp")
+        .header("host", "127.0.0.1:8080")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", VERSION)
+        .header("mcp-method", method);
+    if let Some(name) = body["params"].get("name").or(body["params"].get("uri")).and_then(Value::as_str) {
+        builder = builder.header("mcp-name", name);
+    }
+    builder.body(axum::body::Body::from(body.to_string())).expect("a valid request")
+}
+
+/// A request with exactly these headers and this raw body.
+pub fn raw(method: &str, headers: &[(&str, &str)], body: impl Into<Bytes>) -> Request<axum::body::Body> {
+    let mut request = Request::builder().method(method).uri("/mcp").body(axum::body::Body::from(body.into())).expect("valid");
+    let map: &mut HeaderMap = request.headers_mut();
+    for (name, value) in headers {
+        map.append(
+            HeaderName::from_bytes(name.as_bytes()).expect("header name"),
+            HeaderValue::from_bytes(value.as_bytes()).expect("header value"),
+        );
+    }
+    request
+}
+
+/// The standard headers of a valid request, for tests that then change one.
+pub fn good_headers(method: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("host", "localhost:8080".into()),
+        ("content-type", "application/json".into()),
+        ("accept", "application/json, text/event-stream".into()),
+        ("mcp-protocol-version", VERSION.into()),
+        ("mcp-method", method.into()),
+    ]
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub text: String,
+}
+
+impl Reply {
+    /// The body as JSON; for an SSE body, the last `data:` frame (the response).
+    pub fn json(&self) -> Value {
+        if self.is_sse() {
+            return self.sse_messages().pop().unwrap_or(Value::Null);
+        }
+        serde_json::from_str(&self.text).unwrap_or(Value::Null)
+    }
+
+    pub fn is_sse(&self) -> bool {
+        self.headers.get("content-type").is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
+    }
+
+    pub fn sse_messages(&self) -> Vec<Value> {
+        self.text
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .filter_map(|data| serde_json::from_str(data).ok())
+            .collect()
+    }
+}
+
+pub async fn send(router: &Router, request: Request<axum::body::Body>) -> Reply {
+    let response = router.clone().oneshot(request).await.expect("the router is infallible");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response.into_body().collect().await.expect("body reads").to_bytes();
+    Reply { status, headers, text: String::from_utf8_lossy(&bytes).into_owned() }
+}

@@ -1,0 +1,235 @@
+//! Handler-level behaviour through the router: MRTR rounds and sealed state, pagination,
+//! SSE progress and logs, per-method routing, and a panicking handler.
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::sync::Arc;
+
+use relevo_protocol::wire::{CallToolResult, ContentBlock};
+use relevo_protocol::{App, ManualClock, Method, Outcome, Route, ServerConfig, Tool, handler};
+use relevo_tests::*;
+use serde_json::{Value, json};
+
+const T0: u64 = 1_800_000_000;
+
+fn clocked_router(clock: &ManualClock) -> axum::Router {
+    router(server(relevo_app::conformance::app(), ServerConfig::default(), Arc::new(clock.clone())))
+}
+
+async fn call_tool(router: &axum::Router, name: &str, extra: Value) -> Reply {
+    let mut params = json!({ "name": name, "arguments": {} });
+    if let Value::Object(extra) = extra {
+        for (key, value) in extra {
+            params[key] = value;
+        }
+    }
+    send(router, rpc(1, "tools/call", params)).await
+}
+
+#[tokio::test]
+async fn request_state_round_trips_and_the_retry_completes() {
+    let router = conformance_router();
+    let first = call_tool(&router, "test_input_required_result_request_state", json!({})).await.json();
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required");
+    assert_eq!(result["inputRequests"]["confirm"]["method"], "elicitation/create");
+    assert!(result.get("ttlMs").is_none(), "input_required results are never cacheable");
+    let state = result["requestState"].as_str().expect("sealed state").to_string();
+    assert!(state.starts_with("v1.test."));
+
+    let retry = json!({ "requestState": state, "inputResponses": { "confirm": { "action": "accept", "content": { "ok": true } } } });
+    let second = call_tool(&router, "test_input_required_result_request_state", retry).await.json();
+    assert_eq!(second["result"]["resultType"], "complete");
+    assert!(second["result"]["content"][0]["text"].as_str().unwrap().contains("state-ok"));
+}
+
+#[tokio::test]
+async fn tampered_state_is_rejected_with_invalid_params() {
+    let router = conformance_router();
+    let first = call_tool(&router, "test_input_required_result_tampered_state", json!({})).await.json();
+    let state = first["result"]["requestState"].as_str().unwrap();
+    let answers = json!({ "confirm": { "action": "accept", "content": { "ok": true } } });
+    for tampered in [format!("{state}-TAMPERED"), state.replacen("v1.", "v2.", 1), String::new(), "{}".into()] {
+        let reply = call_tool(&router, "test_input_required_result_tampered_state", json!({ "requestState": tampered, "inputResponses": answers })).await;
+        assert_eq!(reply.json()["error"]["code"], -32602, "{tampered}");
+        assert_eq!(reply.json()["error"]["data"]["reason"], "invalid_request_state");
+    }
+}
+
+#[tokio::test]
+async fn state_for_one_tool_is_refused_by_another() {
+    let router = conformance_router();
+    let first = call_tool(&router, "test_input_required_result_request_state", json!({})).await.json();
+    let state = first["result"]["requestState"].clone();
+    let reply = call_tool(&router, "test_input_required_result_tampered_state", json!({ "requestState": state })).await;
+    assert_eq!(reply.json()["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn state_is_bound_to_the_arguments() {
+    let router = conformance_router();
+    let first = call_tool(&router, "test_input_required_result_request_state", json!({})).await.json();
+    let state = first["result"]["requestState"].clone();
+    let retry = json!({ "arguments": { "extra": 1 }, "requestState": state });
+    assert_eq!(call_tool(&router, "test_input_required_result_request_state", retry).await.json()["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn expired_state_is_rejected() {
+    let clock = ManualClock::at(T0);
+    let router = clocked_router(&clock);
+    let first = call_tool(&router, "test_input_required_result_request_state", json!({})).await.json();
+    let state = first["result"]["requestState"].clone();
+    clock.advance(ServerConfig::default().request_state_ttl_secs);
+    let retry = json!({ "requestState": state, "inputResponses": { "confirm": { "action": "accept", "content": { "ok": true } } } });
+    let reply = call_tool(&router, "test_input_required_result_request_state", retry).await;
+    assert_eq!(reply.json()["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn state_sealed_by_one_instance_is_accepted_by_another_with_the_same_keys() {
+    let first = call_tool(&conformance_router(), "test_input_required_result_multi_round", json!({})).await.json();
+    let state = first["result"]["requestState"].clone();
+    let retry = json!({ "requestState": state, "inputResponses": { "step1": { "action": "accept", "content": { "name": "Ada" } } } });
+    let second = call_tool(&conformance_router(), "test_input_required_result_multi_round", retry).await.json();
+    assert_eq!(second["result"]["resultType"], "input_required");
+    assert!(second["result"]["inputRequests"]["step2"].is_object());
+}
+
+#[tokio::test]
+async fn partial_or_wrong_answers_get_a_new_input_required() {
+    let router = conformance_router();
+    let reply = call_tool(&router, "test_input_required_result_elicitation", json!({ "inputResponses": { "other": { "action": "accept" } } })).await;
+    assert_eq!(reply.json()["result"]["resultType"], "input_required");
+}
+
+#[tokio::test]
+async fn malformed_input_responses_are_invalid_params() {
+    let router = conformance_router();
+    for bad in [json!("nope"), json!([1]), json!({ "user_name": "not an object" })] {
+        let reply = call_tool(&router, "test_input_required_result_elicitation", json!({ "inputResponses": bad })).await;
+        assert_eq!(reply.json()["error"]["code"], -32602, "{bad}");
+    }
+}
+
+#[tokio::test]
+async fn input_request_for_an_undeclared_capability_is_32021() {
+    let params = json!({ "name": "test_input_required_result_elicitation", "arguments": {}, "_meta": envelope(json!({ "sampling": {} })) });
+    let reply = send(&conformance_router(), rpc(1, "tools/call", params)).await;
+    assert_eq!(reply.status, 400);
+    assert_eq!(reply.json()["error"]["code"], -32021);
+    assert_eq!(reply.json()["error"]["data"]["requiredCapabilities"], json!({ "elicitation": {} }));
+}
+
+#[tokio::test]
+async fn pages_list_every_tool_once_in_name_order() {
+    let config = ServerConfig { page_size: 4, ..ServerConfig::default() };
+    let router = router(server(relevo_app::conformance::app(), config, Arc::new(ManualClock::at(T0))));
+    let mut names = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..20 {
+        let params = match &cursor {
+            Some(c) => json!({ "cursor": c }),
+            None => json!({}),
+        };
+        let result = send(&router, rpc(1, "tools/list", params)).await.json()["result"].clone();
+        assert_eq!(result["cacheScope"], "public");
+        names.extend(result["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()));
+        cursor = result["nextCursor"].as_str().map(String::from);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    let mut sorted = names.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(names, sorted, "deterministic order by unique name, no repeats");
+    assert_eq!(names.len(), relevo_app::conformance::app().tools().count());
+}
+
+#[tokio::test]
+async fn forged_cursor_is_invalid_params() {
+    for cursor in [json!("abc"), json!(""), json!(7)] {
+        let reply = send(&conformance_router(), rpc(1, "tools/list", json!({ "cursor": cursor }))).await;
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.json()["error"]["code"], -32602, "{cursor}");
+    }
+}
+
+#[tokio::test]
+async fn progress_streams_as_sse_then_the_result() {
+    let mut meta = envelope(json!({}));
+    meta["progressToken"] = json!("p-1");
+    let reply = send(&conformance_router(), rpc(3, "tools/call", json!({ "name": "test_tool_with_progress", "_meta": meta }))).await;
+    assert!(reply.is_sse(), "{}", reply.text);
+    assert_eq!(reply.headers.get("x-accel-buffering").unwrap(), "no");
+    let messages = reply.sse_messages();
+    let progress: Vec<f64> = messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .map(|m| {
+            assert_eq!(m["params"]["progressToken"], "p-1");
+            m["params"]["progress"].as_f64().unwrap()
+        })
+        .collect();
+    assert_eq!(progress, vec![0.0, 50.0, 100.0]);
+    let last = messages.last().unwrap();
+    assert_eq!(last["id"], 3);
+    assert_eq!(last["result"]["resultType"], "complete");
+}
+
+#[tokio::test]
+async fn without_a_progress_token_the_same_tool_answers_json() {
+    let reply = send(&conformance_router(), rpc(3, "tools/call", json!({ "name": "test_tool_with_progress" }))).await;
+    assert!(!reply.is_sse());
+    assert_eq!(reply.json()["result"]["resultType"], "complete");
+}
+
+#[tokio::test]
+async fn logs_are_sent_only_when_the_client_asks() {
+    let quiet = send(&conformance_router(), rpc(1, "tools/call", json!({ "name": "test_logging_tool" }))).await;
+    assert!(!quiet.is_sse());
+    let mut meta = envelope(json!({}));
+    meta["io.modelcontextprotocol/logLevel"] = json!("info");
+    let loud = send(&conformance_router(), rpc(1, "tools/call", json!({ "name": "test_logging_tool", "_meta": meta }))).await;
+    let logs = loud.sse_messages().into_iter().filter(|m| m["method"] == "notifications/message").count();
+    assert_eq!(logs, 3);
+}
+
+#[tokio::test]
+async fn a_per_method_function_refuses_a_body_for_another_method() {
+    let server = server(relevo_app::conformance::app(), ServerConfig::default(), Arc::new(ManualClock::at(T0)));
+    let (parts, body) = rpc(1, "tools/list", json!({})).into_parts();
+    let bytes = http_body_util::BodyExt::collect(body).await.unwrap().to_bytes();
+    let reply = server.handle(Route::Only(Method::ToolsCall), http::Request::from_parts(parts, bytes)).await;
+    assert_eq!(reply.status(), 400);
+    let body = reply.into_body().collect().await;
+    assert_eq!(serde_json::from_slice::<Value>(&body).unwrap()["error"]["code"], -32020);
+}
+
+#[tokio::test]
+async fn gateway_routes_on_the_mcp_method_header_like_the_routing_rules() {
+    let headers = |value: &str| {
+        let mut map = http::HeaderMap::new();
+        map.insert("mcp-method", value.parse().unwrap());
+        map
+    };
+    assert_eq!(relevo_gateway::route_for(&headers("tools/call")), Route::Only(Method::ToolsCall));
+    assert_eq!(relevo_gateway::route_for(&headers("ping")), Route::All);
+    assert_eq!(relevo_gateway::route_for(&http::HeaderMap::new()), Route::All);
+}
+
+#[tokio::test]
+async fn a_panicking_handler_becomes_an_internal_error_not_a_crash() {
+    let app = App::new("panics", "0").tool(Tool::new("boom", "panics", json!({ "type": "object" }), handler(|_| async {
+        if true {
+            panic!("handler bug");
+        }
+        Ok(Outcome::tool(CallToolResult::success(vec![ContentBlock::text("unreachable")])))
+    })));
+    let router = router(server(app, ServerConfig::default(), Arc::new(ManualClock::at(T0))));
+    let reply = send(&router, rpc(1, "tools/call", json!({ "name": "boom" }))).await;
+    assert_eq!(reply.json()["error"]["code"], -32603);
+    let again = send(&router, rpc(2, "tools/list", json!({}))).await;
+    assert_eq!(again.status, 200, "the server still serves after a handler panic");
+}
