@@ -23,7 +23,7 @@ pub fn server(app: App, config: ServerConfig, clock: Arc<dyn Clock>) -> McpServe
 
 pub fn router(server: McpServer) -> Router {
     let limit = 1024 * 1024;
-    relevo_gateway::router(server, limit)
+    relevo_gateway::router(server, limit, relevo_gateway::Routing::PerMethod)
 }
 
 pub fn conformance_router() -> Router {
@@ -59,7 +59,8 @@ pub fn rpc(id: u64, method: &str, mut params: Value) -> Request<axum::body::Body
 
 /// A request with exactly these headers and this raw body.
 pub fn raw(method: &str, headers: &[(&str, &str)], body: impl Into<Bytes>) -> Request<axum::body::Body> {
-    let mut request = Request::builder().method(method).uri("/mcp").body(axum::body::Body::from(body.into())).expect("valid");
+    let mut request =
+        Request::builder().method(method).uri("/mcp").body(axum::body::Body::from(body.into())).expect("valid");
     let map: &mut HeaderMap = request.headers_mut();
     for (name, value) in headers {
         map.append(

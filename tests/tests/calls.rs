@@ -50,7 +50,12 @@ async fn tampered_state_is_rejected_with_invalid_params() {
     let state = first["result"]["requestState"].as_str().unwrap();
     let answers = json!({ "confirm": { "action": "accept", "content": { "ok": true } } });
     for tampered in [format!("{state}-TAMPERED"), state.replacen("v1.", "v2.", 1), String::new(), "{}".into()] {
-        let reply = call_tool(&router, "test_input_required_result_tampered_state", json!({ "requestState": tampered, "inputResponses": answers })).await;
+        let reply = call_tool(
+            &router,
+            "test_input_required_result_tampered_state",
+            json!({ "requestState": tampered, "inputResponses": answers }),
+        )
+        .await;
         assert_eq!(reply.json()["error"]["code"], -32602, "{tampered}");
         assert_eq!(reply.json()["error"]["data"]["reason"], "invalid_request_state");
     }
@@ -71,7 +76,10 @@ async fn state_is_bound_to_the_arguments() {
     let first = call_tool(&router, "test_input_required_result_request_state", json!({})).await.json();
     let state = first["result"]["requestState"].clone();
     let retry = json!({ "arguments": { "extra": 1 }, "requestState": state });
-    assert_eq!(call_tool(&router, "test_input_required_result_request_state", retry).await.json()["error"]["code"], -32602);
+    assert_eq!(
+        call_tool(&router, "test_input_required_result_request_state", retry).await.json()["error"]["code"],
+        -32602
+    );
 }
 
 #[tokio::test]
@@ -99,7 +107,12 @@ async fn state_sealed_by_one_instance_is_accepted_by_another_with_the_same_keys(
 #[tokio::test]
 async fn partial_or_wrong_answers_get_a_new_input_required() {
     let router = conformance_router();
-    let reply = call_tool(&router, "test_input_required_result_elicitation", json!({ "inputResponses": { "other": { "action": "accept" } } })).await;
+    let reply = call_tool(
+        &router,
+        "test_input_required_result_elicitation",
+        json!({ "inputResponses": { "other": { "action": "accept" } } }),
+    )
+    .await;
     assert_eq!(reply.json()["result"]["resultType"], "input_required");
 }
 
@@ -107,7 +120,8 @@ async fn partial_or_wrong_answers_get_a_new_input_required() {
 async fn malformed_input_responses_are_invalid_params() {
     let router = conformance_router();
     for bad in [json!("nope"), json!([1]), json!({ "user_name": "not an object" })] {
-        let reply = call_tool(&router, "test_input_required_result_elicitation", json!({ "inputResponses": bad })).await;
+        let reply =
+            call_tool(&router, "test_input_required_result_elicitation", json!({ "inputResponses": bad })).await;
         assert_eq!(reply.json()["error"]["code"], -32602, "{bad}");
     }
 }
@@ -160,7 +174,9 @@ async fn forged_cursor_is_invalid_params() {
 async fn progress_streams_as_sse_then_the_result() {
     let mut meta = envelope(json!({}));
     meta["progressToken"] = json!("p-1");
-    let reply = send(&conformance_router(), rpc(3, "tools/call", json!({ "name": "test_tool_with_progress", "_meta": meta }))).await;
+    let reply =
+        send(&conformance_router(), rpc(3, "tools/call", json!({ "name": "test_tool_with_progress", "_meta": meta })))
+            .await;
     assert!(reply.is_sse(), "{}", reply.text);
     assert_eq!(reply.headers.get("x-accel-buffering").unwrap(), "no");
     let messages = reply.sse_messages();
@@ -191,7 +207,8 @@ async fn logs_are_sent_only_when_the_client_asks() {
     assert!(!quiet.is_sse());
     let mut meta = envelope(json!({}));
     meta["io.modelcontextprotocol/logLevel"] = json!("info");
-    let loud = send(&conformance_router(), rpc(1, "tools/call", json!({ "name": "test_logging_tool", "_meta": meta }))).await;
+    let loud =
+        send(&conformance_router(), rpc(1, "tools/call", json!({ "name": "test_logging_tool", "_meta": meta }))).await;
     let logs = loud.sse_messages().into_iter().filter(|m| m["method"] == "notifications/message").count();
     assert_eq!(logs, 3);
 }
@@ -221,12 +238,17 @@ async fn gateway_routes_on_the_mcp_method_header_like_the_routing_rules() {
 
 #[tokio::test]
 async fn a_panicking_handler_becomes_an_internal_error_not_a_crash() {
-    let app = App::new("panics", "0").tool(Tool::new("boom", "panics", json!({ "type": "object" }), handler(|_| async {
-        if true {
-            panic!("handler bug");
-        }
-        Ok(Outcome::tool(CallToolResult::success(vec![ContentBlock::text("unreachable")])))
-    })));
+    let app = App::new("panics", "0").tool(Tool::new(
+        "boom",
+        "panics",
+        json!({ "type": "object" }),
+        handler(|_| async {
+            if true {
+                panic!("handler bug");
+            }
+            Ok(Outcome::tool(CallToolResult::success(vec![ContentBlock::text("unreachable")])))
+        }),
+    ));
     let router = router(server(app, ServerConfig::default(), Arc::new(ManualClock::at(T0))));
     let reply = send(&router, rpc(1, "tools/call", json!({ "name": "boom" }))).await;
     assert_eq!(reply.json()["error"]["code"], -32603);

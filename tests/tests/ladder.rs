@@ -19,7 +19,11 @@ async fn send_with(headers: Vec<(&'static str, String)>, payload: String) -> Rep
     send(&conformance_router(), raw("POST", &pairs, payload)).await
 }
 
-fn replace(mut headers: Vec<(&'static str, String)>, name: &'static str, value: Option<&str>) -> Vec<(&'static str, String)> {
+fn replace(
+    mut headers: Vec<(&'static str, String)>,
+    name: &'static str,
+    value: Option<&str>,
+) -> Vec<(&'static str, String)> {
     headers.retain(|(k, _)| *k != name);
     if let Some(value) = value {
         headers.push((name, value.into()));
@@ -172,7 +176,8 @@ async fn missing_mcp_name_on_tools_call_is_a_mismatch() {
 
 #[tokio::test]
 async fn mcp_param_header_is_required_when_the_argument_is_present() {
-    let params = json!({ "name": "test_header_params", "arguments": { "region": "eu-west-1" }, "_meta": envelope(json!({})) });
+    let params =
+        json!({ "name": "test_header_params", "arguments": { "region": "eu-west-1" }, "_meta": envelope(json!({})) });
     let mut headers = good_headers("tools/call");
     headers.push(("mcp-name", "test_header_params".into()));
     assert_error(&send_with(headers.clone(), body("tools/call", json!(1), params.clone())).await, 400, -32020);
@@ -290,7 +295,11 @@ async fn template_resources_are_readable_with_cache_fields() {
 
 #[tokio::test]
 async fn prompt_missing_a_required_argument_is_invalid_params() {
-    let reply = send(&conformance_router(), rpc(1, "prompts/get", json!({ "name": "test_prompt_with_arguments", "arguments": { "arg1": "a" } }))).await;
+    let reply = send(
+        &conformance_router(),
+        rpc(1, "prompts/get", json!({ "name": "test_prompt_with_arguments", "arguments": { "arg1": "a" } })),
+    )
+    .await;
     assert_error(&reply, 200, -32602);
 }
 
@@ -313,7 +322,11 @@ async fn missing_required_client_capability_is_400_32021_with_an_object() {
 
 #[tokio::test]
 async fn listen_acknowledges_first_then_ends_gracefully() {
-    let reply = send(&conformance_router(), rpc(5, "subscriptions/listen", json!({ "notifications": { "toolsListChanged": true } }))).await;
+    let reply = send(
+        &conformance_router(),
+        rpc(5, "subscriptions/listen", json!({ "notifications": { "toolsListChanged": true } })),
+    )
+    .await;
     assert!(reply.is_sse());
     let messages = reply.sse_messages();
     assert_eq!(messages[0]["method"], "notifications/subscriptions/acknowledged");

@@ -24,7 +24,8 @@ fn check(reply: &Reply) -> Result<(), TestCaseError> {
         prop_assert!(!reply.sse_messages().is_empty());
         return Ok(());
     }
-    let body: Value = serde_json::from_str(&reply.text).map_err(|e| TestCaseError::fail(format!("not JSON: {e}: {}", reply.text)))?;
+    let body: Value =
+        serde_json::from_str(&reply.text).map_err(|e| TestCaseError::fail(format!("not JSON: {e}: {}", reply.text)))?;
     prop_assert_eq!(&body["jsonrpc"], "2.0");
     if reply.status != 200 {
         let code = body["error"]["code"].as_i64().unwrap_or(0);
@@ -44,7 +45,8 @@ fn json_value() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(3, 24, 4, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::btree_map("[a-zA-Z_/.]{1,10}", inner, 0..4).prop_map(|m| Value::Object(m.into_iter().collect())),
+            prop::collection::btree_map("[a-zA-Z_/.]{1,10}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
 }

@@ -17,28 +17,54 @@ use relevo_protocol::wire::header;
 use relevo_protocol::{McpServer, Method, ReplyBody, Route};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
+/// How the gateway picks a function, mirroring the two production front doors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Routing {
+    /// Front door A: routing rules on `Mcp-Method`, one function per method, catch-all `mcp`.
+    #[default]
+    PerMethod,
+    /// Front door B: every request to the all-methods `mcp` function.
+    Single,
+}
+
+impl std::str::FromStr for Routing {
+    type Err = String;
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        match value {
+            "per-method" => Ok(Routing::PerMethod),
+            "single" => Ok(Routing::Single),
+            other => Err(format!("unknown routing {other:?}: expected per-method or single")),
+        }
+    }
+}
+
 /// The function a request would reach in production, decided on the `Mcp-Method` header only.
 pub fn route_for(headers: &http::HeaderMap) -> Route {
     let mut values = headers.get_all(header::METHOD).iter();
     match (values.next(), values.next()) {
-        (Some(value), None) => value
-            .to_str()
-            .ok()
-            .and_then(Method::from_wire)
-            .map_or(Route::All, Route::Only),
+        (Some(value), None) => value.to_str().ok().and_then(Method::from_wire).map_or(Route::All, Route::Only),
         _ => Route::All,
     }
 }
 
 /// The gateway's router: `/mcp` for MCP, 404 elsewhere.
-pub fn router(server: McpServer, max_body_bytes: usize) -> Router {
-    Router::new()
-        .route("/mcp", axum::routing::any(serve_mcp))
-        .with_state((server, max_body_bytes))
+pub fn router(server: McpServer, max_body_bytes: usize, routing: Routing) -> Router {
+    Router::new().route("/mcp", axum::routing::any(serve_mcp)).with_state(Gateway { server, max_body_bytes, routing })
 }
 
-async fn serve_mcp(State((server, max_body_bytes)): State<(McpServer, usize)>, request: Request) -> Response {
-    let route = route_for(request.headers());
+#[derive(Clone)]
+struct Gateway {
+    server: McpServer,
+    max_body_bytes: usize,
+    routing: Routing,
+}
+
+async fn serve_mcp(State(gateway): State<Gateway>, request: Request) -> Response {
+    let Gateway { server, max_body_bytes, routing } = gateway;
+    let route = match routing {
+        Routing::PerMethod => route_for(request.headers()),
+        Routing::Single => Route::All,
+    };
     let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, max_body_bytes + 1).await {
         Ok(bytes) => bytes,

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use relevo_protocol::wire::{CallToolResult, ContentBlock, GetPromptResult, PromptMessage, ResourceContents, Role};
 use relevo_protocol::{
-    App, Call, ElicitAction, InputRequest, Outcome, Prompt, PromptArgument, Resource, ResourceTemplate,
-    Tool, handler,
+    App, Call, ElicitAction, InputRequest, Outcome, Prompt, PromptArgument, Resource, ResourceTemplate, Tool, handler,
 };
 use serde_json::{Value, json};
 
@@ -63,57 +62,96 @@ fn roots_count(call: &Call, key: &str) -> Option<usize> {
 
 fn tools() -> Vec<Tool> {
     vec![
-        Tool::new("test_simple_text", "Returns a simple text response", empty_schema(), handler(|_| async {
-            Ok(text("This is a simple text response for testing."))
-        })),
-        Tool::new("test_image_content", "Returns a PNG image", empty_schema(), handler(|_| async {
-            Ok(Outcome::tool(CallToolResult::success(vec![ContentBlock::image(RED_PIXEL_PNG, "image/png")])))
-        })),
-        Tool::new("test_audio_content", "Returns WAV audio", empty_schema(), handler(|_| async {
-            Ok(Outcome::tool(CallToolResult::success(vec![ContentBlock::audio(SILENT_WAV, "audio/wav")])))
-        })),
-        Tool::new("test_embedded_resource", "Returns an embedded resource", empty_schema(), handler(|_| async {
-            Ok(Outcome::tool(CallToolResult::success(vec![ContentBlock::resource(ResourceContents::text(
-                "This is an embedded resource content.",
-                "test://embedded-resource",
-            ))])))
-        })),
-        Tool::new("test_multiple_content_types", "Returns text, an image and a resource", empty_schema(), handler(|_| async {
-            Ok(Outcome::tool(CallToolResult::success(vec![
-                ContentBlock::text("Multiple content types test:"),
-                ContentBlock::image(RED_PIXEL_PNG, "image/png"),
-                ContentBlock::resource(ResourceContents::TextResourceContents {
-                    uri: "test://mixed-content-resource".into(),
-                    mime_type: Some("application/json".into()),
-                    text: json!({"test": "data", "value": 123}).to_string(),
-                    meta: None,
-                }),
-            ])))
-        })),
-        Tool::new("test_tool_with_progress", "Reports progress 0, 50, 100 of 100", empty_schema(), handler(|call: Call| async move {
-            for step in [0.0, 50.0, 100.0] {
-                call.notifier.progress(step, Some(100.0), Some(&format!("Completed step {step} of 100")));
-                if step < 100.0 {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+        Tool::new(
+            "test_simple_text",
+            "Returns a simple text response",
+            empty_schema(),
+            handler(|_| async { Ok(text("This is a simple text response for testing.")) }),
+        ),
+        Tool::new(
+            "test_image_content",
+            "Returns a PNG image",
+            empty_schema(),
+            handler(|_| async {
+                Ok(Outcome::tool(CallToolResult::success(vec![ContentBlock::image(RED_PIXEL_PNG, "image/png")])))
+            }),
+        ),
+        Tool::new(
+            "test_audio_content",
+            "Returns WAV audio",
+            empty_schema(),
+            handler(|_| async {
+                Ok(Outcome::tool(CallToolResult::success(vec![ContentBlock::audio(SILENT_WAV, "audio/wav")])))
+            }),
+        ),
+        Tool::new(
+            "test_embedded_resource",
+            "Returns an embedded resource",
+            empty_schema(),
+            handler(|_| async {
+                Ok(Outcome::tool(CallToolResult::success(vec![ContentBlock::resource(ResourceContents::text(
+                    "This is an embedded resource content.",
+                    "test://embedded-resource",
+                ))])))
+            }),
+        ),
+        Tool::new(
+            "test_multiple_content_types",
+            "Returns text, an image and a resource",
+            empty_schema(),
+            handler(|_| async {
+                Ok(Outcome::tool(CallToolResult::success(vec![
+                    ContentBlock::text("Multiple content types test:"),
+                    ContentBlock::image(RED_PIXEL_PNG, "image/png"),
+                    ContentBlock::resource(ResourceContents::TextResourceContents {
+                        uri: "test://mixed-content-resource".into(),
+                        mime_type: Some("application/json".into()),
+                        text: json!({"test": "data", "value": 123}).to_string(),
+                        meta: None,
+                    }),
+                ])))
+            }),
+        ),
+        Tool::new(
+            "test_tool_with_progress",
+            "Reports progress 0, 50, 100 of 100",
+            empty_schema(),
+            handler(|call: Call| async move {
+                for step in [0.0, 50.0, 100.0] {
+                    call.notifier.progress(step, Some(100.0), Some(&format!("Completed step {step} of 100")));
+                    if step < 100.0 {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
                 }
-            }
-            Ok(text("Progress test completed"))
-        }))
+                Ok(text("Progress test completed"))
+            }),
+        )
         .streaming(),
-        Tool::new("test_logging_tool", "Logs three messages when the client asks for logs", empty_schema(), handler(|call: Call| async move {
-            for message in ["Tool execution started", "Tool processing data", "Tool execution completed"] {
-                call.notifier.log("info", Some("conformance"), json!(message));
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            Ok(text("Logging test completed"))
-        }))
+        Tool::new(
+            "test_logging_tool",
+            "Logs three messages when the client asks for logs",
+            empty_schema(),
+            handler(|call: Call| async move {
+                for message in ["Tool execution started", "Tool processing data", "Tool execution completed"] {
+                    call.notifier.log("info", Some("conformance"), json!(message));
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Ok(text("Logging test completed"))
+            }),
+        )
         .streaming(),
-        Tool::new("test_error_handling", "Always fails as a tool execution error", empty_schema(), handler(|_| async {
-            Ok(Outcome::tool_error("This tool intentionally returns an error for testing"))
-        })),
-        Tool::new("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", json_schema_fixture(), handler(|_| async {
-            Ok(text("ok"))
-        })),
+        Tool::new(
+            "test_error_handling",
+            "Always fails as a tool execution error",
+            empty_schema(),
+            handler(|_| async { Ok(Outcome::tool_error("This tool intentionally returns an error for testing")) }),
+        ),
+        Tool::new(
+            "json_schema_2020_12_tool",
+            "Tool with JSON Schema 2020-12 features",
+            json_schema_fixture(),
+            handler(|_| async { Ok(text("ok")) }),
+        ),
         Tool::new(
             "test_header_params",
             "Mirrors region and priority into Mcp-Param headers",
@@ -131,116 +169,181 @@ fn tools() -> Vec<Tool> {
                 Ok(text(format!("region={region}")))
             }),
         ),
-        Tool::new("test_missing_capability", "Needs the sampling capability", empty_schema(), handler(|_| async {
-            Ok(text("sampling capability present"))
-        }))
+        Tool::new(
+            "test_missing_capability",
+            "Needs the sampling capability",
+            empty_schema(),
+            handler(|_| async { Ok(text("sampling capability present")) }),
+        )
         .requires(json!({ "sampling": {} })),
-        Tool::new("test_input_required_result_elicitation", "Asks for a name, then greets", empty_schema(), handler(|call: Call| async move {
-            Ok(match accepted_field(&call, "user_name", "name") {
-                Some(name) => text(format!("Hello, {name}!")),
-                None if call.elicitation("user_name").is_some_and(|a| a.action != ElicitAction::Accept) => {
-                    text("No name given")
-                }
-                None => Outcome::ask("user_name", name_form("What is your name?", "name"), None),
-            })
-        })),
-        Tool::new("test_streaming_elicitation", "Asks for a name through input_required", empty_schema(), handler(|call: Call| async move {
-            Ok(match accepted_field(&call, "user_name", "name") {
-                Some(name) => text(format!("Hello, {name}!")),
-                None => Outcome::ask("user_name", name_form("What is your name?", "name"), None),
-            })
-        })),
-        Tool::new("test_input_required_result_sampling", "Asks the client's model a question", empty_schema(), handler(|call: Call| async move {
-            Ok(match sampled_text(&call, "capital_question") {
-                Some(answer) => text(format!("The model answered: {answer}")),
-                None => Outcome::ask("capital_question", InputRequest::sample_text("What is the capital of France?", 100), None),
-            })
-        })),
-        Tool::new("test_input_required_result_list_roots", "Asks for the client's roots", empty_schema(), handler(|call: Call| async move {
-            Ok(match roots_count(&call, "client_roots") {
-                Some(count) => text(format!("The client has {count} root(s)")),
-                None => Outcome::ask("client_roots", InputRequest::ListRoots, None),
-            })
-        })),
-        Tool::new("test_input_required_result_request_state", "Round-trips a sealed requestState", empty_schema(), handler(|call: Call| async move {
-            let confirmed = call.elicitation("confirm").is_some();
-            let state_ok = call.state.as_ref().and_then(|s| s.get("step")).and_then(Value::as_str) == Some("confirm");
-            Ok(if confirmed && state_ok {
-                text("state-ok: the requestState verified and round-tripped")
-            } else {
-                Outcome::ask("confirm", confirm_form(), Some(json!({ "step": "confirm" })))
-            })
-        })),
-        Tool::new("test_input_required_result_tampered_state", "Rejects a tampered requestState", empty_schema(), handler(|call: Call| async move {
-            Ok(match (&call.state, call.elicitation("confirm")) {
-                (Some(_), Some(_)) => text("state-ok"),
-                _ => Outcome::ask("confirm", confirm_form(), Some(json!({ "step": "confirm" }))),
-            })
-        })),
-        Tool::new("test_input_required_result_multiple_inputs", "Asks for three inputs at once", empty_schema(), handler(|call: Call| async move {
-            let name = accepted_field(&call, "user_name", "name");
-            let greeting = sampled_text(&call, "greeting");
-            let roots = roots_count(&call, "client_roots");
-            Ok(match (name, greeting, roots) {
-                (Some(name), Some(greeting), Some(roots)) => {
-                    text(format!("{greeting}, {name}! ({roots} root(s))"))
-                }
-                _ => Outcome::InputRequired {
-                    requests: [
-                        ("user_name".to_string(), name_form("What is your name?", "name")),
-                        ("greeting".to_string(), InputRequest::sample_text("Generate a greeting", 50)),
-                        ("client_roots".to_string(), InputRequest::ListRoots),
-                    ]
-                    .into(),
-                    state: Some(json!({ "step": "all" })),
-                },
-            })
-        })),
-        Tool::new("test_input_required_result_multi_round", "Asks in two rounds", empty_schema(), handler(|call: Call| async move {
-            let round = call.state.as_ref().and_then(|s| s.get("round")).and_then(Value::as_u64);
-            Ok(match round {
-                Some(1) => match accepted_field(&call, "step1", "name") {
-                    Some(name) => Outcome::ask(
-                        "step2",
-                        name_form("Step 2: What is your favorite color?", "color"),
-                        Some(json!({ "round": 2, "name": name })),
+        Tool::new(
+            "test_input_required_result_elicitation",
+            "Asks for a name, then greets",
+            empty_schema(),
+            handler(|call: Call| async move {
+                Ok(match accepted_field(&call, "user_name", "name") {
+                    Some(name) => text(format!("Hello, {name}!")),
+                    None if call.elicitation("user_name").is_some_and(|a| a.action != ElicitAction::Accept) => {
+                        text("No name given")
+                    }
+                    None => Outcome::ask("user_name", name_form("What is your name?", "name"), None),
+                })
+            }),
+        ),
+        Tool::new(
+            "test_streaming_elicitation",
+            "Asks for a name through input_required",
+            empty_schema(),
+            handler(|call: Call| async move {
+                Ok(match accepted_field(&call, "user_name", "name") {
+                    Some(name) => text(format!("Hello, {name}!")),
+                    None => Outcome::ask("user_name", name_form("What is your name?", "name"), None),
+                })
+            }),
+        ),
+        Tool::new(
+            "test_input_required_result_sampling",
+            "Asks the client's model a question",
+            empty_schema(),
+            handler(|call: Call| async move {
+                Ok(match sampled_text(&call, "capital_question") {
+                    Some(answer) => text(format!("The model answered: {answer}")),
+                    None => Outcome::ask(
+                        "capital_question",
+                        InputRequest::sample_text("What is the capital of France?", 100),
+                        None,
                     ),
-                    None => Outcome::ask("step1", name_form("Step 1: What is your name?", "name"), Some(json!({ "round": 1 }))),
-                },
-                Some(2) => {
-                    let name = call.state.as_ref().and_then(|s| s.get("name")).and_then(Value::as_str).unwrap_or_default().to_string();
-                    match accepted_field(&call, "step2", "color") {
-                        Some(color) => text(format!("{name} likes {color}")),
-                        None => Outcome::ask(
+                })
+            }),
+        ),
+        Tool::new(
+            "test_input_required_result_list_roots",
+            "Asks for the client's roots",
+            empty_schema(),
+            handler(|call: Call| async move {
+                Ok(match roots_count(&call, "client_roots") {
+                    Some(count) => text(format!("The client has {count} root(s)")),
+                    None => Outcome::ask("client_roots", InputRequest::ListRoots, None),
+                })
+            }),
+        ),
+        Tool::new(
+            "test_input_required_result_request_state",
+            "Round-trips a sealed requestState",
+            empty_schema(),
+            handler(|call: Call| async move {
+                let confirmed = call.elicitation("confirm").is_some();
+                let state_ok =
+                    call.state.as_ref().and_then(|s| s.get("step")).and_then(Value::as_str) == Some("confirm");
+                Ok(if confirmed && state_ok {
+                    text("state-ok: the requestState verified and round-tripped")
+                } else {
+                    Outcome::ask("confirm", confirm_form(), Some(json!({ "step": "confirm" })))
+                })
+            }),
+        ),
+        Tool::new(
+            "test_input_required_result_tampered_state",
+            "Rejects a tampered requestState",
+            empty_schema(),
+            handler(|call: Call| async move {
+                Ok(match (&call.state, call.elicitation("confirm")) {
+                    (Some(_), Some(_)) => text("state-ok"),
+                    _ => Outcome::ask("confirm", confirm_form(), Some(json!({ "step": "confirm" }))),
+                })
+            }),
+        ),
+        Tool::new(
+            "test_input_required_result_multiple_inputs",
+            "Asks for three inputs at once",
+            empty_schema(),
+            handler(|call: Call| async move {
+                let name = accepted_field(&call, "user_name", "name");
+                let greeting = sampled_text(&call, "greeting");
+                let roots = roots_count(&call, "client_roots");
+                Ok(match (name, greeting, roots) {
+                    (Some(name), Some(greeting), Some(roots)) => text(format!("{greeting}, {name}! ({roots} root(s))")),
+                    _ => Outcome::InputRequired {
+                        requests: [
+                            ("user_name".to_string(), name_form("What is your name?", "name")),
+                            ("greeting".to_string(), InputRequest::sample_text("Generate a greeting", 50)),
+                            ("client_roots".to_string(), InputRequest::ListRoots),
+                        ]
+                        .into(),
+                        state: Some(json!({ "step": "all" })),
+                    },
+                })
+            }),
+        ),
+        Tool::new(
+            "test_input_required_result_multi_round",
+            "Asks in two rounds",
+            empty_schema(),
+            handler(|call: Call| async move {
+                let round = call.state.as_ref().and_then(|s| s.get("round")).and_then(Value::as_u64);
+                Ok(match round {
+                    Some(1) => match accepted_field(&call, "step1", "name") {
+                        Some(name) => Outcome::ask(
                             "step2",
                             name_form("Step 2: What is your favorite color?", "color"),
                             Some(json!({ "round": 2, "name": name })),
                         ),
+                        None => Outcome::ask(
+                            "step1",
+                            name_form("Step 1: What is your name?", "name"),
+                            Some(json!({ "round": 1 })),
+                        ),
+                    },
+                    Some(2) => {
+                        let name = call
+                            .state
+                            .as_ref()
+                            .and_then(|s| s.get("name"))
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string();
+                        match accepted_field(&call, "step2", "color") {
+                            Some(color) => text(format!("{name} likes {color}")),
+                            None => Outcome::ask(
+                                "step2",
+                                name_form("Step 2: What is your favorite color?", "color"),
+                                Some(json!({ "round": 2, "name": name })),
+                            ),
+                        }
                     }
+                    _ => Outcome::ask(
+                        "step1",
+                        name_form("Step 1: What is your name?", "name"),
+                        Some(json!({ "round": 1 })),
+                    ),
+                })
+            }),
+        ),
+        Tool::new(
+            "test_input_required_result_capabilities",
+            "Asks only for what the client declared",
+            empty_schema(),
+            handler(|call: Call| async move {
+                if !call.input_responses.is_empty() {
+                    return Ok(text("Received the declared inputs"));
                 }
-                _ => Outcome::ask("step1", name_form("Step 1: What is your name?", "name"), Some(json!({ "round": 1 }))),
-            })
-        })),
-        Tool::new("test_input_required_result_capabilities", "Asks only for what the client declared", empty_schema(), handler(|call: Call| async move {
-            if !call.input_responses.is_empty() {
-                return Ok(text("Received the declared inputs"));
-            }
-            let candidates = [
-                ("user_name", name_form("What is your name?", "name")),
-                ("greeting", InputRequest::sample_text("Generate a greeting", 50)),
-                ("client_roots", InputRequest::ListRoots),
-            ];
-            let requests: std::collections::BTreeMap<String, InputRequest> = candidates
-                .into_iter()
-                .filter(|(_, request)| call.client.can_answer(request))
-                .map(|(key, request)| (key.to_string(), request))
-                .collect();
-            Ok(if requests.is_empty() {
-                text("The client declared no capability this tool can use")
-            } else {
-                Outcome::InputRequired { requests, state: None }
-            })
-        })),
+                let candidates = [
+                    ("user_name", name_form("What is your name?", "name")),
+                    ("greeting", InputRequest::sample_text("Generate a greeting", 50)),
+                    ("client_roots", InputRequest::ListRoots),
+                ];
+                let requests: std::collections::BTreeMap<String, InputRequest> = candidates
+                    .into_iter()
+                    .filter(|(_, request)| call.client.can_answer(request))
+                    .map(|(key, request)| (key.to_string(), request))
+                    .collect();
+                Ok(if requests.is_empty() {
+                    text("The client declared no capability this tool can use")
+                } else {
+                    Outcome::InputRequired { requests, state: None }
+                })
+            }),
+        ),
     ]
 }
 
@@ -271,9 +374,12 @@ fn json_schema_fixture() -> Value {
 }
 
 fn static_text(uri: &'static str, body: &'static str) -> Resource {
-    Resource::new(uri, uri.trim_start_matches("test://"), "text/plain", handler(move |_| async move {
-        Ok(Outcome::contents(vec![ResourceContents::text(body, uri)]))
-    }))
+    Resource::new(
+        uri,
+        uri.trim_start_matches("test://"),
+        "text/plain",
+        handler(move |_| async move { Ok(Outcome::contents(vec![ResourceContents::text(body, uri)])) }),
+    )
 }
 
 fn resources() -> Vec<Resource> {
@@ -282,29 +388,39 @@ fn resources() -> Vec<Resource> {
             .description("A static text resource"),
         static_text("test://stateless-static-text", "Static text served statelessly."),
         static_text("test://watched-resource", "The watched resource's current content."),
-        Resource::new("test://static-binary", "static-binary", "image/png", handler(|_| async {
-            Ok(Outcome::contents(vec![ResourceContents::BlobResourceContents {
-                uri: "test://static-binary".into(),
-                mime_type: Some("image/png".into()),
-                blob: RED_PIXEL_PNG.into(),
-                meta: None,
-            }]))
-        }))
+        Resource::new(
+            "test://static-binary",
+            "static-binary",
+            "image/png",
+            handler(|_| async {
+                Ok(Outcome::contents(vec![ResourceContents::BlobResourceContents {
+                    uri: "test://static-binary".into(),
+                    mime_type: Some("image/png".into()),
+                    blob: RED_PIXEL_PNG.into(),
+                    meta: None,
+                }]))
+            }),
+        )
         .description("A static PNG image"),
     ]
 }
 
 fn template() -> ResourceTemplate {
-    let mut template = ResourceTemplate::new("test://template/{id}/data", "template-data", "application/json", handler(|call: Call| async move {
-        let id = call.arguments.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
-        let uri = call.uri.unwrap_or_default();
-        Ok(Outcome::contents(vec![ResourceContents::TextResourceContents {
-            uri,
-            mime_type: Some("application/json".into()),
-            text: json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") }).to_string(),
-            meta: None,
-        }]))
-    }))
+    let mut template = ResourceTemplate::new(
+        "test://template/{id}/data",
+        "template-data",
+        "application/json",
+        handler(|call: Call| async move {
+            let id = call.arguments.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+            let uri = call.uri.unwrap_or_default();
+            Ok(Outcome::contents(vec![ResourceContents::TextResourceContents {
+                uri,
+                mime_type: Some("application/json".into()),
+                text: json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") }).to_string(),
+                meta: None,
+            }]))
+        }),
+    )
     .description("Data by id");
     template.completions.insert("id".into(), vec!["1".into(), "2".into(), "42".into()]);
     template
@@ -320,9 +436,12 @@ fn arg(call: &Call, name: &str) -> String {
 
 fn prompts() -> Vec<Prompt> {
     vec![
-        Prompt::new("test_simple_prompt", "A prompt without arguments", vec![], handler(|_| async {
-            Ok(user_text("This is a simple prompt for testing."))
-        })),
+        Prompt::new(
+            "test_simple_prompt",
+            "A prompt without arguments",
+            vec![],
+            handler(|_| async { Ok(user_text("This is a simple prompt for testing.")) }),
+        ),
         Prompt::new(
             "test_prompt_with_arguments",
             "A prompt with two arguments",
@@ -331,7 +450,11 @@ fn prompts() -> Vec<Prompt> {
                 PromptArgument::required("arg2", "Second argument"),
             ],
             handler(|call: Call| async move {
-                Ok(user_text(format!("Prompt with arguments: arg1='{}', arg2='{}'", arg(&call, "arg1"), arg(&call, "arg2"))))
+                Ok(user_text(format!(
+                    "Prompt with arguments: arg1='{}', arg2='{}'",
+                    arg(&call, "arg1"),
+                    arg(&call, "arg2")
+                )))
             }),
         ),
         Prompt::new(
@@ -349,22 +472,30 @@ fn prompts() -> Vec<Prompt> {
                 ])))
             }),
         ),
-        Prompt::new("test_prompt_with_image", "A prompt with an image", vec![], handler(|_| async {
-            Ok(Outcome::prompt(GetPromptResult::new(vec![
-                PromptMessage::new(Role::User, ContentBlock::image(RED_PIXEL_PNG, "image/png")),
-                PromptMessage::new_text(Role::User, "Please analyze the image above."),
-            ])))
-        })),
-        Prompt::new("test_input_required_result_prompt", "A prompt that first asks for context", vec![], handler(|call: Call| async move {
-            Ok(match accepted_field(&call, "user_context", "context") {
-                Some(context) => user_text(format!("Use this context: {context}")),
-                None => Outcome::ask(
-                    "user_context",
-                    name_form("What context should the prompt use?", "context"),
-                    None,
-                ),
-            })
-        })),
+        Prompt::new(
+            "test_prompt_with_image",
+            "A prompt with an image",
+            vec![],
+            handler(|_| async {
+                Ok(Outcome::prompt(GetPromptResult::new(vec![
+                    PromptMessage::new(Role::User, ContentBlock::image(RED_PIXEL_PNG, "image/png")),
+                    PromptMessage::new_text(Role::User, "Please analyze the image above."),
+                ])))
+            }),
+        ),
+        Prompt::new(
+            "test_input_required_result_prompt",
+            "A prompt that first asks for context",
+            vec![],
+            handler(|call: Call| async move {
+                Ok(match accepted_field(&call, "user_context", "context") {
+                    Some(context) => user_text(format!("Use this context: {context}")),
+                    None => {
+                        Outcome::ask("user_context", name_form("What context should the prompt use?", "context"), None)
+                    }
+                })
+            }),
+        ),
     ]
 }
 

@@ -125,12 +125,17 @@ pub fn app() -> App {
         .tool(add())
         .tool(count())
         .resource(
-            Resource::new("relevo://about", "about", "text/plain", handler(|_| async {
-                Ok(Outcome::contents(vec![ResourceContents::text(
-                    "Relevo: a stateless MCP server that runs one AWS Lambda per MCP method.",
-                    "relevo://about",
-                )]))
-            }))
+            Resource::new(
+                "relevo://about",
+                "about",
+                "text/plain",
+                handler(|_| async {
+                    Ok(Outcome::contents(vec![ResourceContents::text(
+                        "Relevo: a stateless MCP server that runs one AWS Lambda per MCP method.",
+                        "relevo://about",
+                    )]))
+                }),
+            )
             .description("What this server is"),
         )
         .prompt(Prompt::new(

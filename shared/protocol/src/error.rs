@@ -55,15 +55,9 @@ impl McpError {
     /// `-32021` for a capability the request needed but the client did not declare, e.g.
     /// `missing_capability(json!({"sampling": {}}))`.
     pub fn missing_capability(required: Value) -> Self {
-        let names: Vec<&str> = required
-            .as_object()
-            .map(|m| m.keys().map(String::as_str).collect())
-            .unwrap_or_default();
+        let names: Vec<&str> = required.as_object().map(|m| m.keys().map(String::as_str).collect()).unwrap_or_default();
         McpError::MissingCapability {
-            message: format!(
-                "Missing required client capability: {}",
-                names.join(", ")
-            ),
+            message: format!("Missing required client capability: {}", names.join(", ")),
             required,
         }
     }
@@ -113,9 +107,7 @@ impl McpError {
                 }
                 Some(data)
             }
-            McpError::MissingCapability { required, .. } => {
-                Some(json!({ "requiredCapabilities": required }))
-            }
+            McpError::MissingCapability { required, .. } => Some(json!({ "requiredCapabilities": required })),
             McpError::InvalidParams { data, .. } => data.clone(),
             _ => None,
         }

@@ -76,10 +76,7 @@ mod tests {
     #[test]
     fn values_are_case_sensitive() {
         let headers = map(&[("mcp-method", "TOOLS/LIST")]);
-        assert!(matches!(
-            expect_equal(&headers, "mcp-method", "tools/list", false),
-            Err(McpError::HeaderMismatch(_))
-        ));
+        assert!(matches!(expect_equal(&headers, "mcp-method", "tools/list", false), Err(McpError::HeaderMismatch(_))));
     }
 
     #[test]

@@ -39,10 +39,7 @@ pub struct OriginPolicy {
 impl OriginPolicy {
     /// Loopback only: the safe default for a local server.
     pub fn localhost() -> Self {
-        OriginPolicy {
-            hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()],
-            origins: Vec::new(),
-        }
+        OriginPolicy { hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()], origins: Vec::new() }
     }
 
     fn host_allowed(&self, host: &str) -> bool {
@@ -137,8 +134,7 @@ impl Ladder<'_> {
             return Err(McpError::BodyTooLarge { limit: self.max_body_bytes }.into());
         }
 
-        let message: Value =
-            serde_json::from_slice(request.body()).map_err(|e| McpError::Parse(e.to_string()))?;
+        let message: Value = serde_json::from_slice(request.body()).map_err(|e| McpError::Parse(e.to_string()))?;
         let Value::Object(mut message) = message else {
             return Err(McpError::InvalidRequest("the body must be one JSON-RPC object".into()).into());
         };
@@ -197,21 +193,26 @@ impl Ladder<'_> {
         let log_level = match envelope.get(meta::LOG_LEVEL) {
             None => None,
             Some(Value::String(level)) if wire::log_level_rank(level).is_some() => Some(level.clone()),
-            Some(_) => return Err(reject(McpError::InvalidEnvelope(format!("_meta[{}] is not a known logging level", meta::LOG_LEVEL)))),
+            Some(_) => {
+                return Err(reject(McpError::InvalidEnvelope(format!(
+                    "_meta[{}] is not a known logging level",
+                    meta::LOG_LEVEL
+                ))));
+            }
         };
         let progress_token = match envelope.get(meta::PROGRESS_TOKEN) {
             None => None,
             Some(token @ (Value::String(_) | Value::Number(_))) if valid_id(token) => Some(token.clone()),
-            Some(_) => return Err(reject(McpError::InvalidEnvelope("progressToken must be a string or an integer".into()))),
+            Some(_) => {
+                return Err(reject(McpError::InvalidEnvelope("progressToken must be a string or an integer".into())));
+            }
         };
 
         let Some(method) = known else {
             return Err(reject(McpError::MethodNotFound(method_name)));
         };
         if !self.route.accepts(method) {
-            return Err(reject(McpError::HeaderMismatch(format!(
-                "this function does not serve {method_name}"
-            ))));
+            return Err(reject(McpError::HeaderMismatch(format!("this function does not serve {method_name}"))));
         }
         Ok(Validated::Request(ValidRequest { id, method, params, client, progress_token, log_level }))
     }
@@ -281,12 +282,16 @@ fn read_envelope(envelope: Option<&JsonObject>) -> Result<ClientContext, McpErro
     let envelope = envelope.ok_or_else(|| McpError::InvalidEnvelope("params._meta is required".into()))?;
     let protocol_version = match envelope.get(meta::PROTOCOL_VERSION) {
         Some(Value::String(v)) => v.clone(),
-        Some(_) => return Err(McpError::InvalidEnvelope(format!("_meta[{}] must be a string", meta::PROTOCOL_VERSION))),
+        Some(_) => {
+            return Err(McpError::InvalidEnvelope(format!("_meta[{}] must be a string", meta::PROTOCOL_VERSION)));
+        }
         None => return Err(McpError::InvalidEnvelope(format!("_meta[{}] is required", meta::PROTOCOL_VERSION))),
     };
     let capabilities = match envelope.get(meta::CLIENT_CAPABILITIES) {
         Some(Value::Object(c)) => c.clone(),
-        Some(_) => return Err(McpError::InvalidEnvelope(format!("_meta[{}] must be an object", meta::CLIENT_CAPABILITIES))),
+        Some(_) => {
+            return Err(McpError::InvalidEnvelope(format!("_meta[{}] must be an object", meta::CLIENT_CAPABILITIES)));
+        }
         None => return Err(McpError::InvalidEnvelope(format!("_meta[{}] is required", meta::CLIENT_CAPABILITIES))),
     };
     let info = envelope.get(meta::CLIENT_INFO).cloned();
@@ -302,21 +307,13 @@ fn check_accept(headers: &HeaderMap) -> Result<(), McpError> {
         .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
         .collect();
     let has = |wanted: &str| accepts.iter().any(|a| a == wanted || a == "*/*");
-    if has("application/json") && has("text/event-stream") {
-        Ok(())
-    } else {
-        Err(McpError::NotAcceptable)
-    }
+    if has("application/json") && has("text/event-stream") { Ok(()) } else { Err(McpError::NotAcceptable) }
 }
 
 fn check_content_type(headers: &HeaderMap) -> Result<(), McpError> {
     let content_type = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
     let media = content_type.split(';').next().unwrap_or("").trim();
-    if media.eq_ignore_ascii_case("application/json") {
-        Ok(())
-    } else {
-        Err(McpError::UnsupportedMediaType)
-    }
+    if media.eq_ignore_ascii_case("application/json") { Ok(()) } else { Err(McpError::UnsupportedMediaType) }
 }
 
 #[cfg(test)]
@@ -363,7 +360,9 @@ mod tests {
     #[test]
     fn accept_needs_both_media_types() {
         assert!(check_accept(&headers(&[("accept", "application/json, text/event-stream")])).is_ok());
-        assert!(check_accept(&headers(&[("accept", "application/json"), ("accept", "text/event-stream;q=0.9")])).is_ok());
+        assert!(
+            check_accept(&headers(&[("accept", "application/json"), ("accept", "text/event-stream;q=0.9")])).is_ok()
+        );
         assert!(check_accept(&headers(&[("accept", "application/json")])).is_err());
         assert!(check_accept(&headers(&[])).is_err());
     }

@@ -20,7 +20,11 @@ impl Notifier {
         Notifier::default()
     }
 
-    pub(crate) fn streaming(sink: UnboundedSender<Value>, progress_token: Option<Value>, log_level: Option<&str>) -> Self {
+    pub(crate) fn streaming(
+        sink: UnboundedSender<Value>,
+        progress_token: Option<Value>,
+        log_level: Option<&str>,
+    ) -> Self {
         Notifier { sink: Some(sink), progress_token, log_threshold: log_level.and_then(log_level_rank) }
     }
 

@@ -47,16 +47,14 @@ impl ClientContext {
     /// True when the client can answer this input request on this request.
     pub fn can_answer(&self, request: &InputRequest) -> bool {
         match request {
-            InputRequest::Elicit { url: false, .. } => {
-                self.capabilities.get("elicitation").and_then(Value::as_object).is_some_and(|e| {
-                    e.contains_key("form") || !e.contains_key("url")
-                })
-            }
-            InputRequest::Elicit { url: true, .. } => self
+            InputRequest::Elicit { url: false, .. } => self
                 .capabilities
                 .get("elicitation")
                 .and_then(Value::as_object)
-                .is_some_and(|e| e.contains_key("url")),
+                .is_some_and(|e| e.contains_key("form") || !e.contains_key("url")),
+            InputRequest::Elicit { url: true, .. } => {
+                self.capabilities.get("elicitation").and_then(Value::as_object).is_some_and(|e| e.contains_key("url"))
+            }
             InputRequest::Sample(_) => self.declares("sampling"),
             InputRequest::ListRoots => self.declares("roots"),
         }
@@ -411,7 +409,12 @@ pub struct PromptArgument {
 
 impl PromptArgument {
     pub fn required(name: &str, description: &str) -> Self {
-        PromptArgument { name: name.into(), description: Some(description.into()), required: true, completions: Vec::new() }
+        PromptArgument {
+            name: name.into(),
+            description: Some(description.into()),
+            required: true,
+            completions: Vec::new(),
+        }
     }
 
     pub fn optional(name: &str, description: &str) -> Self {
@@ -574,7 +577,10 @@ mod tests {
     #[test]
     fn template_binds_variables_and_rejects_other_uris() {
         let template = ResourceTemplate::new("test://template/{id}/data", "t", "application/json", noop());
-        assert_eq!(template.match_uri("test://template/42/data"), Some(json!({"id": "42"}).as_object().cloned().unwrap()));
+        assert_eq!(
+            template.match_uri("test://template/42/data"),
+            Some(json!({"id": "42"}).as_object().cloned().unwrap())
+        );
         assert_eq!(template.match_uri("test://template//data"), None);
         assert_eq!(template.match_uri("test://template/4/2/data"), None);
         assert_eq!(template.match_uri("test://template/42/datum"), None);
@@ -600,7 +606,8 @@ mod tests {
     fn form_elicitation_needs_form_capability_and_url_needs_url() {
         let form = InputRequest::form("name?", json!({"type": "object"}));
         let url = InputRequest::url("pay", "https://example.com/pay");
-        let client = |caps: Value| ClientContext { capabilities: caps.as_object().cloned().unwrap(), ..Default::default() };
+        let client =
+            |caps: Value| ClientContext { capabilities: caps.as_object().cloned().unwrap(), ..Default::default() };
         assert!(client(json!({"elicitation": {}})).can_answer(&form));
         assert!(!client(json!({"elicitation": {}})).can_answer(&url));
         assert!(!client(json!({"elicitation": {"url": {}}})).can_answer(&form));

@@ -144,9 +144,7 @@ impl KeyRing {
         let (kid, payload_b64) = signed.split_once('.').ok_or(SealError::Malformed)?;
         let tag = B64.decode(tag).map_err(|_| SealError::Malformed)?;
         let key = self.keys.iter().find(|k| k.id == kid).ok_or(SealError::UnknownKey)?;
-        Self::mac(key, domain, signed)
-            .verify_slice(&tag)
-            .map_err(|_| SealError::BadSignature)?;
+        Self::mac(key, domain, signed).verify_slice(&tag).map_err(|_| SealError::BadSignature)?;
         let body: Value = B64
             .decode(payload_b64)
             .ok()
@@ -194,8 +192,7 @@ mod tests {
     fn previous_key_still_opens_after_rotation_but_foreign_key_does_not() {
         let old = ring("old", 1);
         let token = old.seal("state", &json!("x"), 100);
-        let rotated =
-            KeyRing::new(vec![("new".into(), vec![2; 32]), ("old".into(), vec![1; 32])]).unwrap();
+        let rotated = KeyRing::new(vec![("new".into(), vec![2; 32]), ("old".into(), vec![1; 32])]).unwrap();
         assert_eq!(rotated.open("state", &token, 1).unwrap(), json!("x"));
         let foreign = ring("old", 3);
         assert_eq!(foreign.open("state", &token, 1), Err(SealError::BadSignature));
@@ -204,10 +201,7 @@ mod tests {
 
     #[test]
     fn short_keys_and_bad_ids_are_refused() {
-        assert!(matches!(
-            KeyRing::new(vec![("k".into(), vec![0; 31])]),
-            Err(KeyError::TooShort { len: 31, .. })
-        ));
+        assert!(matches!(KeyRing::new(vec![("k".into(), vec![0; 31])]), Err(KeyError::TooShort { len: 31, .. })));
         assert!(matches!(KeyRing::new(vec![("a.b".into(), vec![0; 32])]), Err(KeyError::BadKeyId(_))));
         assert!(matches!(KeyRing::from_config(""), Err(KeyError::Empty)));
     }

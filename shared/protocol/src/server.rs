@@ -132,11 +132,7 @@ impl McpServer {
             method = method.map(Method::as_str).unwrap_or("-"),
             name = target.as_deref().unwrap_or("-"),
             status = reply.status().as_u16(),
-            result_type = reply
-                .headers()
-                .get("x-relevo-result-type")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("-"),
+            result_type = reply.headers().get("x-relevo-result-type").and_then(|v| v.to_str().ok()).unwrap_or("-"),
             latency_ms = started.elapsed().as_secs_f64() * 1000.0,
             "mcp request"
         );
@@ -153,8 +149,7 @@ impl McpServer {
             }
         };
         let list = |key: &str, items: Vec<Value>| -> Result<JsonObject, McpError> {
-            let (page, next) =
-                cursor::page(&self.keys, key, &items, cursor()?.as_deref(), self.config.page_size, now)?;
+            let (page, next) = cursor::page(&self.keys, key, &items, cursor()?.as_deref(), self.config.page_size, now)?;
             let mut result = JsonObject::new();
             result.insert(key.into(), Value::Array(page));
             if let Some(next) = next {
@@ -173,7 +168,9 @@ impl McpServer {
                 }
                 cacheable(result, self.config.list_ttl_ms)
             }
-            Method::ToolsList => cacheable(list("tools", app.tools().map(|t| t.to_wire()).collect())?, self.config.list_ttl_ms),
+            Method::ToolsList => {
+                cacheable(list("tools", app.tools().map(|t| t.to_wire()).collect())?, self.config.list_ttl_ms)
+            }
             Method::ResourcesList => {
                 cacheable(list("resources", app.resources().map(|r| r.to_wire()).collect())?, self.config.list_ttl_ms)
             }
@@ -181,7 +178,9 @@ impl McpServer {
                 list("resourceTemplates", app.templates().map(|t| t.to_wire()).collect())?,
                 self.config.list_ttl_ms,
             ),
-            Method::PromptsList => cacheable(list("prompts", app.prompts().map(|p| p.to_wire()).collect())?, self.config.list_ttl_ms),
+            Method::PromptsList => {
+                cacheable(list("prompts", app.prompts().map(|p| p.to_wire()).collect())?, self.config.list_ttl_ms)
+            }
             Method::Complete => self.complete(&request.params)?,
             Method::SubscriptionsListen => return self.listen(&request),
             Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead => return self.call(request, now).await,
@@ -230,7 +229,8 @@ impl McpServer {
                     Some(Value::Object(a)) if a.values().all(Value::is_string) => a.clone(),
                     Some(_) => return Err(McpError::invalid_params("prompt arguments must be an object of strings")),
                 };
-                if let Some(missing) = prompt.arguments.iter().find(|a| a.required && !arguments.contains_key(&a.name)) {
+                if let Some(missing) = prompt.arguments.iter().find(|a| a.required && !arguments.contains_key(&a.name))
+                {
                     return Err(McpError::invalid_params(format!("Missing required argument: {}", missing.name)));
                 }
                 (prompt.handler.clone(), arguments, None, false)
@@ -297,10 +297,7 @@ impl McpServer {
     }
 
     fn open_state(&self, token: &str, binding: &Value, now: u64) -> Result<Value, McpError> {
-        let payload = self
-            .keys
-            .open(REQUEST_STATE_DOMAIN, token, now)
-            .map_err(|e| invalid_state(&e.to_string()))?;
+        let payload = self.keys.open(REQUEST_STATE_DOMAIN, token, now).map_err(|e| invalid_state(&e.to_string()))?;
         if payload.get("b") != Some(binding) {
             return Err(invalid_state("requestState belongs to another request"));
         }
@@ -364,7 +361,15 @@ impl McpServer {
     }
 
     /// Runs a notifying handler with its notifications and final response on one SSE stream.
-    fn stream_call(&self, request: ValidRequest, handler: Handler, mut call: Call, binding: Value, now: u64, retry: bool) -> Reply {
+    fn stream_call(
+        &self,
+        request: ValidRequest,
+        handler: Handler,
+        mut call: Call,
+        binding: Value,
+        now: u64,
+        retry: bool,
+    ) -> Reply {
         let (frames_tx, frames_rx) = mpsc::unbounded_channel::<Bytes>();
         let (notes_tx, mut notes_rx) = mpsc::unbounded_channel::<Value>();
         call.notifier = Notifier::streaming(notes_tx, request.progress_token.clone(), request.log_level.as_deref());
@@ -424,7 +429,10 @@ impl McpServer {
     }
 
     fn complete(&self, params: &JsonObject) -> Result<JsonObject, McpError> {
-        let reference = params.get("ref").and_then(Value::as_object).ok_or_else(|| McpError::invalid_params("params.ref is required"))?;
+        let reference = params
+            .get("ref")
+            .and_then(Value::as_object)
+            .ok_or_else(|| McpError::invalid_params("params.ref is required"))?;
         let argument = params
             .get("argument")
             .and_then(Value::as_object)
@@ -437,7 +445,10 @@ impl McpServer {
         let candidates: Vec<String> = match reference.get("type").and_then(Value::as_str) {
             Some("ref/prompt") => {
                 let name = reference.get("name").and_then(Value::as_str).unwrap_or_default();
-                let prompt = self.app.find_prompt(name).ok_or_else(|| McpError::invalid_params(format!("Unknown prompt: {name}")))?;
+                let prompt = self
+                    .app
+                    .find_prompt(name)
+                    .ok_or_else(|| McpError::invalid_params(format!("Unknown prompt: {name}")))?;
                 prompt.arguments.iter().find(|a| a.name == arg_name).map(|a| a.completions.clone()).unwrap_or_default()
             }
             Some("ref/resource") => {
@@ -520,10 +531,8 @@ pub fn canonical_json(value: &Value) -> String {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
-            let fields: Vec<String> = keys
-                .into_iter()
-                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical_json(&map[k])))
-                .collect();
+            let fields: Vec<String> =
+                keys.into_iter().map(|k| format!("{}:{}", Value::String(k.clone()), canonical_json(&map[k]))).collect();
             format!("{{{}}}", fields.join(","))
         }
         Value::Array(items) => format!("[{}]", items.iter().map(canonical_json).collect::<Vec<_>>().join(",")),

@@ -1,0 +1,38 @@
+# Helpers shared by the scripts that start the local gateway for a test run.
+# Source it; it defines: root, free_port, start_gateway, stop_gateway.
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+gateway_pid=""
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# start_gateway PORT LOGFILE [gateway args...] — env vars (RELEVO_APP, ...) pass through.
+# Waits until the port accepts connections; the gateway is stopped by stop_gateway or on exit.
+start_gateway() {
+  local port=$1 log=$2
+  shift 2
+  "$root/target/debug/relevo-gateway" --port "$port" "$@" >"$log" 2>&1 &
+  gateway_pid=$!
+  trap stop_gateway EXIT
+  for _ in $(seq 1 100); do
+    if ! kill -0 "$gateway_pid" 2>/dev/null; then
+      echo "the gateway exited early; its log ($log):" >&2
+      cat "$log" >&2
+      return 1
+    fi
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "the gateway did not listen on 127.0.0.1:$port within 10 s" >&2
+  return 1
+}
+
+stop_gateway() {
+  if [[ -n "$gateway_pid" ]]; then
+    kill "$gateway_pid" 2>/dev/null || true
+    wait "$gateway_pid" 2>/dev/null || true
+    gateway_pid=""
+  fi
+}
