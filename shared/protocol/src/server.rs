@@ -27,6 +27,8 @@ use crate::seal::KeyRing;
 use crate::wire::{self, JsonObject, meta};
 
 const REQUEST_STATE_DOMAIN: &str = "request-state";
+/// Carries the result type from dispatch to the request log line; removed before the reply leaves.
+const RESULT_TYPE_HEADER: &str = "x-relevo-result-type";
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -124,6 +126,8 @@ impl McpServer {
                 (reply, Some(method), target)
             }
         };
+        let mut reply = reply;
+        let result_type = reply.headers_mut().remove(RESULT_TYPE_HEADER);
         tracing::info!(
             function = match route {
                 Route::All => "mcp",
@@ -132,7 +136,7 @@ impl McpServer {
             method = method.map(Method::as_str).unwrap_or("-"),
             name = target.as_deref().unwrap_or("-"),
             status = reply.status().as_u16(),
-            result_type = reply.headers().get("x-relevo-result-type").and_then(|v| v.to_str().ok()).unwrap_or("-"),
+            result_type = result_type.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("-"),
             latency_ms = started.elapsed().as_secs_f64() * 1000.0,
             "mcp request"
         );
@@ -402,6 +406,7 @@ impl McpServer {
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+        headers.insert(RESULT_TYPE_HEADER, HeaderValue::from_static("stream"));
         reply
     }
 
@@ -425,6 +430,7 @@ impl McpServer {
         let mut reply = Response::new(ReplyBody::Sse(rx));
         reply.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
         reply.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        reply.headers_mut().insert(RESULT_TYPE_HEADER, HeaderValue::from_static("stream"));
         Ok(reply)
     }
 
@@ -488,7 +494,7 @@ impl McpServer {
     fn result_reply(&self, id: &Value, result: JsonObject, result_type: &str) -> Reply {
         let mut reply = json_reply(StatusCode::OK, &self.decorate(id, result, result_type));
         if let Ok(value) = HeaderValue::from_str(result_type) {
-            reply.headers_mut().insert("x-relevo-result-type", value);
+            reply.headers_mut().insert(RESULT_TYPE_HEADER, value);
         }
         reply
     }
