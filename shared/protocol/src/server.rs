@@ -198,10 +198,7 @@ impl McpServer {
         let params = &request.params;
         let (handler, arguments, uri, streams) = match request.method {
             Method::ToolsCall => {
-                let name = params
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| McpError::invalid_params("params.name must be a string"))?;
+                let name = string_param(params, "name")?;
                 let tool = self
                     .app
                     .find_tool(name)
@@ -220,10 +217,7 @@ impl McpServer {
                 (tool.handler.clone(), arguments, None, tool.streams)
             }
             Method::PromptsGet => {
-                let name = params
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| McpError::invalid_params("params.name must be a string"))?;
+                let name = string_param(params, "name")?;
                 let prompt = self
                     .app
                     .find_prompt(name)
@@ -240,10 +234,7 @@ impl McpServer {
                 (prompt.handler.clone(), arguments, None, false)
             }
             _ => {
-                let uri = params
-                    .get("uri")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| McpError::invalid_params("params.uri must be a string"))?;
+                let uri = string_param(params, "uri")?;
                 let (handler, arguments) = self.find_readable(uri)?;
                 (handler, arguments, Some(uri.to_string()), false)
             }
@@ -508,6 +499,13 @@ async fn run_handler(handler: &Handler, call: Call) -> Result<Outcome, McpError>
             Err(McpError::Internal)
         }
     }
+}
+
+fn string_param<'a>(params: &'a JsonObject, key: &str) -> Result<&'a str, McpError> {
+    params
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| McpError::invalid_params(format!("params.{key} must be a string")))
 }
 
 fn invalid_state(reason: &str) -> McpError {
