@@ -39,6 +39,8 @@ pub enum McpError {
     MissingCapability { message: String, required: Value },
     #[error("{message}")]
     InvalidParams { message: String, data: Option<Value> },
+    #[error("Insufficient scope: requires {}", .0.join(" "))]
+    InsufficientScope(Vec<String>),
     #[error("Internal error")]
     Internal,
 }
@@ -69,7 +71,8 @@ impl McpError {
             | McpError::NotAcceptable
             | McpError::UnsupportedMediaType
             | McpError::BodyTooLarge { .. }
-            | McpError::InvalidRequest(_) => code::INVALID_REQUEST,
+            | McpError::InvalidRequest(_)
+            | McpError::InsufficientScope(_) => code::INVALID_REQUEST,
             McpError::Parse(_) => code::PARSE_ERROR,
             McpError::HeaderMismatch(_) => code::HEADER_MISMATCH,
             McpError::InvalidEnvelope(_) | McpError::InvalidParams { .. } => code::INVALID_PARAMS,
@@ -82,7 +85,7 @@ impl McpError {
 
     pub fn status(&self) -> StatusCode {
         match self {
-            McpError::ForbiddenOrigin(_) => StatusCode::FORBIDDEN,
+            McpError::ForbiddenOrigin(_) | McpError::InsufficientScope(_) => StatusCode::FORBIDDEN,
             McpError::HttpMethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             McpError::NotAcceptable => StatusCode::NOT_ACCEPTABLE,
             McpError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,

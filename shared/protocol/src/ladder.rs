@@ -122,12 +122,19 @@ pub struct Ladder<'a> {
 }
 
 impl Ladder<'_> {
-    pub fn validate(&self, request: &Request<Bytes>) -> Result<Validated, Rejection> {
-        let headers = request.headers();
-        self.policy.check(headers)?;
+    /// Rungs that need no body: Host/Origin, then the HTTP method. Authentication runs after
+    /// these and before [`Ladder::validate`].
+    pub fn check_front(&self, request: &Request<Bytes>) -> Result<(), Rejection> {
+        self.policy.check(request.headers())?;
         if request.method() != http::Method::POST {
             return Err(McpError::HttpMethodNotAllowed.into());
         }
+        Ok(())
+    }
+
+    /// The remaining rungs, from `Accept` to the function's own method.
+    pub fn validate(&self, request: &Request<Bytes>) -> Result<Validated, Rejection> {
+        let headers = request.headers();
         check_accept(headers)?;
         check_content_type(headers)?;
         if request.body().len() > self.max_body_bytes {

@@ -9,6 +9,7 @@
 //! - No AWS here. Adapters (Lambda, the local gateway) turn their events into
 //!   `http::Request<Bytes>` and call [`McpServer::handle`].
 
+pub mod auth;
 pub mod clock;
 pub mod cursor;
 pub mod error;
@@ -22,6 +23,7 @@ pub mod server;
 pub mod settings;
 pub mod wire;
 
+pub use auth::{AuthChallenge, Authenticator, NoAuth, Principal};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::McpError;
 pub use ladder::OriginPolicy;

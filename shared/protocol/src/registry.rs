@@ -14,6 +14,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::auth::Principal;
 use crate::error::McpError;
 use crate::notify::Notifier;
 use crate::wire::{self, CallToolResult, GetPromptResult, JsonObject, ResourceContents, ToolAnnotations};
@@ -181,6 +182,8 @@ pub struct Call {
     /// The verified payload of `requestState`, if the client echoed one.
     pub state: Option<Value>,
     pub client: ClientContext,
+    /// The verified caller: key every record by its tenant (and subject, if personal).
+    pub principal: Principal,
     pub notifier: Notifier,
 }
 
@@ -214,6 +217,9 @@ pub struct Tool {
     pub annotations: Option<ToolAnnotations>,
     /// Client capabilities the tool cannot run without (`-32021` when missing).
     pub required_capabilities: Option<Value>,
+    /// OAuth scopes a caller must hold to call the tool (403 `insufficient_scope` otherwise);
+    /// callers without them do not see it in `tools/list`.
+    pub scopes: Vec<String>,
     /// The tool sends progress or log notifications, so the response may be an SSE stream.
     pub streams: bool,
     pub handler: Handler,
@@ -229,6 +235,7 @@ impl Tool {
             output_schema: None,
             annotations: None,
             required_capabilities: None,
+            scopes: Vec::new(),
             streams: false,
             handler,
         }
@@ -251,6 +258,11 @@ impl Tool {
 
     pub fn requires(mut self, capabilities: Value) -> Self {
         self.required_capabilities = Some(capabilities);
+        self
+    }
+
+    pub fn scopes(mut self, scopes: &[&str]) -> Self {
+        self.scopes = scopes.iter().map(|s| s.to_string()).collect();
         self
     }
 

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
+use crate::auth::{AuthChallenge, Authenticator, Principal};
 use crate::clock::{Clock, SystemClock};
 use crate::cursor;
 use crate::error::McpError;
@@ -81,18 +82,19 @@ impl ReplyBody {
 
 pub type Reply = Response<ReplyBody>;
 
-/// The server: an app, its configuration, its key ring and its clock.
+/// The server: an app, its configuration, its key ring, its authenticator and its clock.
 #[derive(Clone)]
 pub struct McpServer {
     app: Arc<App>,
     config: Arc<ServerConfig>,
     keys: KeyRing,
+    auth: Arc<dyn Authenticator>,
     clock: Arc<dyn Clock>,
 }
 
 impl McpServer {
-    pub fn new(app: App, config: ServerConfig, keys: KeyRing) -> Self {
-        McpServer { app: Arc::new(app), config: Arc::new(config), keys, clock: Arc::new(SystemClock) }
+    pub fn new(app: App, config: ServerConfig, keys: KeyRing, auth: Arc<dyn Authenticator>) -> Self {
+        McpServer { app: Arc::new(app), config: Arc::new(config), keys, auth, clock: Arc::new(SystemClock) }
     }
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
@@ -113,14 +115,20 @@ impl McpServer {
             app: &self.app,
             route,
         };
-        let (reply, method, target) = match ladder.validate(&request) {
-            Ok(Validated::Notification) => (empty(StatusCode::ACCEPTED), None, None),
-            Err(Rejection { id, error }) => (error_reply(id.as_ref(), &error), None, None),
-            Ok(Validated::Request(valid)) => {
+        let principal = match ladder.check_front(&request) {
+            Err(Rejection { id, error }) => Err(error_reply(id.as_ref(), &error)),
+            Ok(()) => self.auth.authenticate(request.headers()).await.map_err(|c| challenge_reply(&c)),
+        };
+        let (reply, method, target) = match principal.map(|p| (p, ladder.validate(&request))) {
+            Err(reply) => (reply, None, None),
+            Ok((_, Ok(Validated::Notification))) => (empty(StatusCode::ACCEPTED), None, None),
+            Ok((_, Err(Rejection { id, error }))) => (error_reply(id.as_ref(), &error), None, None),
+            Ok((principal, Ok(Validated::Request(valid)))) => {
                 let method = valid.method;
                 let target = valid.target().map(String::from);
-                let reply = match self.dispatch(valid.clone()).await {
+                let reply = match self.dispatch(valid.clone(), principal).await {
                     Ok(reply) => reply,
+                    Err(McpError::InsufficientScope(needed)) => challenge_reply(&self.auth.insufficient_scope(&needed)),
                     Err(error) => error_reply(Some(&valid.id), &error),
                 };
                 (reply, Some(method), target)
@@ -143,7 +151,7 @@ impl McpServer {
         reply
     }
 
-    async fn dispatch(&self, request: ValidRequest) -> Result<Reply, McpError> {
+    async fn dispatch(&self, request: ValidRequest, principal: Principal) -> Result<Reply, McpError> {
         let now = self.clock.now_unix();
         let cursor = || -> Result<Option<String>, McpError> {
             match request.params.get("cursor") {
@@ -173,7 +181,13 @@ impl McpServer {
                 cacheable(result, self.config.list_ttl_ms)
             }
             Method::ToolsList => {
-                cacheable(list("tools", app.tools().map(|t| t.to_wire()).collect())?, self.config.list_ttl_ms)
+                let visible = app.tools().filter(|t| principal.holds(&t.scopes)).map(|t| t.to_wire()).collect();
+                let mut result = cacheable(list("tools", visible)?, self.config.list_ttl_ms);
+                if !self.auth.is_open() {
+                    // The list depends on the caller's scopes: never share it across tokens.
+                    result.insert("cacheScope".into(), json!("private"));
+                }
+                result
             }
             Method::ResourcesList => {
                 cacheable(list("resources", app.resources().map(|r| r.to_wire()).collect())?, self.config.list_ttl_ms)
@@ -187,14 +201,16 @@ impl McpServer {
             }
             Method::Complete => self.complete(&request.params)?,
             Method::SubscriptionsListen => return self.listen(&request),
-            Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead => return self.call(request, now).await,
+            Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead => {
+                return self.call(request, principal, now).await;
+            }
         };
         Ok(self.result_reply(&request.id, result, "complete"))
     }
 
     /// `tools/call`, `prompts/get`, `resources/read`: the methods that run app handlers and may
     /// answer `input_required`.
-    async fn call(&self, request: ValidRequest, now: u64) -> Result<Reply, McpError> {
+    async fn call(&self, request: ValidRequest, principal: Principal, now: u64) -> Result<Reply, McpError> {
         let params = &request.params;
         let (handler, arguments, uri, streams) = match request.method {
             Method::ToolsCall => {
@@ -203,6 +219,11 @@ impl McpServer {
                     .app
                     .find_tool(name)
                     .ok_or_else(|| McpError::invalid_params(format!("Unknown tool: {name}")))?;
+                // A caller without the tool's scopes gets 403 insufficient_scope, so a client can
+                // step up; scope names are public (protected-resource metadata lists them).
+                if !principal.holds(&tool.scopes) {
+                    return Err(McpError::InsufficientScope(tool.scopes.clone()));
+                }
                 let arguments = match params.get("arguments") {
                     None | Some(Value::Null) => JsonObject::new(),
                     Some(Value::Object(a)) => a.clone(),
@@ -259,6 +280,7 @@ impl McpServer {
             input_responses,
             state,
             client: request.client.clone(),
+            principal,
             notifier: Notifier::silent(),
         };
 
@@ -499,6 +521,15 @@ async fn run_handler(handler: &Handler, call: Call) -> Result<Outcome, McpError>
             Err(McpError::Internal)
         }
     }
+}
+
+fn challenge_reply(challenge: &AuthChallenge) -> Reply {
+    let body = json!({ "error": challenge.error, "error_description": challenge.description });
+    let mut reply = json_reply(challenge.status, &body);
+    if let Ok(value) = HeaderValue::from_str(&challenge.www_authenticate) {
+        reply.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    reply
 }
 
 fn string_param<'a>(params: &'a JsonObject, key: &str) -> Result<&'a str, McpError> {

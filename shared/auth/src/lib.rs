@@ -1,0 +1,27 @@
+//! Relevo as an OAuth 2.1 resource server (MCP authorization, RFC 9728, RFC 8707).
+//!
+//! Threat model: a bearer token is the only proof of identity, and any request may carry a forged,
+//! expired, replayed-elsewhere or algorithm-confused one. A token is accepted only if:
+//! - its header names an algorithm on the allow-list (asymmetric only: no `none`, no HS*), and a
+//!   `kid` that the issuer's JWKS holds for that same algorithm family;
+//! - its signature verifies with that key (jsonwebtoken, rust_crypto backend — no crypto here);
+//! - `iss` is the configured issuer and `aud` contains this server's canonical resource URI, so a
+//!   token minted for another resource is refused (no token passthrough);
+//! - `exp` is present and in the future and `nbf` (if present) is past, within a small skew;
+//! - it names a subject and a tenant (the tenant claim's name is configuration).
+//!
+//! The JWKS is fetched once per process with a bounded timeout, cached, and refetched when a token
+//! names an unknown `kid` (at most once per [`jwks::MIN_REFRESH_INTERVAL`], so a flood of random
+//! kids cannot turn the server into an amplifier against the issuer).
+
+pub mod config;
+pub mod dev;
+pub mod jwks;
+pub mod metadata;
+pub mod verifier;
+
+pub use config::{AuthMode, AuthSettings, ConfigError};
+pub use dev::DevIssuer;
+pub use jwks::{HttpKeySource, KeySource, StaticKeySource};
+pub use metadata::protected_resource_metadata;
+pub use verifier::{AuthError, BearerAuthenticator};

@@ -1,0 +1,106 @@
+//! Who is calling: the authentication port and the principal it yields.
+//!
+//! Every request is authenticated on its own (there are no sessions). The server asks its
+//! [`Authenticator`] right after the Host/Origin and HTTP-method checks, before it reads the
+//! body, so an unauthenticated caller learns nothing about the MCP surface. The principal's
+//! tenant and subject come only from a verified credential, never from arguments, and every
+//! business record is keyed by them.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::pin::Pin;
+
+use http::{HeaderMap, StatusCode};
+
+/// The caller, as a verified credential names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub tenant: String,
+    pub subject: String,
+    pub scopes: BTreeSet<String>,
+    /// True only for the explicit no-auth mode: every scope is granted.
+    pub unrestricted: bool,
+}
+
+impl Principal {
+    pub fn new(tenant: &str, subject: &str, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Principal {
+            tenant: tenant.into(),
+            subject: subject.into(),
+            scopes: scopes.into_iter().map(Into::into).collect(),
+            unrestricted: false,
+        }
+    }
+
+    /// The single local principal of `RELEVO_AUTH=off`.
+    pub fn local_unauthenticated() -> Self {
+        Principal { unrestricted: true, ..Principal::new("local", "anonymous", Vec::<String>::new()) }
+    }
+
+    /// True if the principal holds every scope in `needed`.
+    pub fn holds(&self, needed: &[String]) -> bool {
+        self.unrestricted || needed.iter().all(|s| self.scopes.contains(s))
+    }
+}
+
+/// A refusal the HTTP layer renders as-is: 401 or 403 with a `WWW-Authenticate` challenge and an
+/// OAuth-style JSON body (`{"error": ..., "error_description": ...}`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthChallenge {
+    pub status: StatusCode,
+    pub www_authenticate: String,
+    pub error: String,
+    pub description: String,
+}
+
+pub type AuthFuture<'a> = Pin<Box<dyn Future<Output = Result<Principal, AuthChallenge>> + Send + 'a>>;
+
+/// Verifies the credential on a request.
+pub trait Authenticator: Send + Sync {
+    fn authenticate<'a>(&'a self, headers: &'a HeaderMap) -> AuthFuture<'a>;
+
+    /// The 403 challenge naming every scope an operation needs.
+    fn insufficient_scope(&self, needed: &[String]) -> AuthChallenge;
+
+    /// True when every caller is the same unauthenticated principal (results may be public).
+    fn is_open(&self) -> bool {
+        false
+    }
+}
+
+/// `RELEVO_AUTH=off`: every request is [`Principal::local_unauthenticated`]. An explicit opt-in
+/// for local experiments only; the server logs a warning at start when it is used.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoAuth;
+
+impl Authenticator for NoAuth {
+    fn authenticate<'a>(&'a self, _headers: &'a HeaderMap) -> AuthFuture<'a> {
+        Box::pin(async { Ok(Principal::local_unauthenticated()) })
+    }
+
+    fn insufficient_scope(&self, needed: &[String]) -> AuthChallenge {
+        AuthChallenge {
+            status: StatusCode::FORBIDDEN,
+            www_authenticate: format!("Bearer error=\"insufficient_scope\", scope=\"{}\"", needed.join(" ")),
+            error: "insufficient_scope".into(),
+            description: format!("requires scope {}", needed.join(" ")),
+        }
+    }
+
+    fn is_open(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holds_needs_every_scope_unless_unrestricted() {
+        let principal = Principal::new("t", "s", ["a", "b"]);
+        assert!(principal.holds(&["a".into()]));
+        assert!(!principal.holds(&["a".into(), "c".into()]));
+        assert!(Principal::local_unauthenticated().holds(&["anything".into()]));
+    }
+}
