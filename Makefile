@@ -3,13 +3,21 @@ SHELL := /bin/bash
 APP ?= demo
 PORT ?= 8080
 ROUTING ?= per-method
+AUTH ?= dev
+TENANT ?= dev
+SUB ?= developer
+SCOPES ?= notes:read notes:write
 CARGO ?= cargo
 
-.PHONY: run test unit lint fmt conformance clients release-size clean
+.PHONY: run token test unit lint fmt conformance clients release-size clean
 
-## run: the server on http://127.0.0.1:$(PORT)/mcp (APP=demo|conformance, ROUTING=per-method|single)
+## run: the server on http://127.0.0.1:$(PORT)/mcp (APP=demo|conformance, ROUTING=per-method|single, AUTH=dev|required|off)
 run:
-	RELEVO_APP=$(APP) $(CARGO) run --quiet -p relevo-gateway -- --port $(PORT) --routing $(ROUTING)
+	RELEVO_APP=$(APP) RELEVO_AUTH=$(AUTH) $(CARGO) run --quiet -p relevo-gateway --bin relevo-gateway -- --port $(PORT) --routing $(ROUTING)
+
+## token: a bearer token from the dev issuer of a running `make run` (TENANT=, SUB=, SCOPES=)
+token:
+	@$(CARGO) run --quiet -p relevo-gateway --bin relevo-token -- --tenant "$(TENANT)" --sub "$(SUB)" --scopes "$(SCOPES)"
 
 ## test: lint, unit + in-process + property tests, the conformance suite, the Python SDK client
 test: lint unit conformance clients

@@ -11,8 +11,13 @@ if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.vers
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "mcp==$mcp_version"
 fi
-cargo build --quiet -p relevo-gateway
-mkdir -p "$root/target/clients"
+cargo build --quiet -p relevo-gateway --bins
+work="$root/target/clients"
+mkdir -p "$work"
+rm -f "$work/store.db"*
 port=$(free_port)
-RELEVO_APP=demo start_gateway "$port" "$root/target/clients/gateway-python.log"
-timeout 120 "$venv/bin/python" "$root/tests/clients/python_client.py" "http://127.0.0.1:$port/mcp"
+export RELEVO_DEV_ISSUER_FILE="$work/dev-issuer.json"
+RELEVO_APP=demo RELEVO_AUTH=dev RELEVO_STORE="sqlite:$work/store.db" start_gateway "$port" "$work/gateway-python.log"
+token() { "$root/target/debug/relevo-token" --tenant "$1" --sub "$2" --scopes "notes:read notes:write"; }
+RELEVO_TOKEN=$(token acme alice) RELEVO_OTHER_TOKEN=$(token globex alice) \
+  timeout 120 "$venv/bin/python" "$root/tests/clients/python_client.py" "http://127.0.0.1:$port/mcp"

@@ -1,16 +1,25 @@
 """The official Python SDK client (mcp 2.3) against a running Relevo server (demo app).
 
-Usage: python tests/clients/python_client.py http://127.0.0.1:8080/mcp
+Usage: RELEVO_TOKEN=... RELEVO_OTHER_TOKEN=... python tests/clients/python_client.py http://127.0.0.1:8080/mcp
 
-Connects in "auto" mode (server/discover, no handshake) and runs each check below against the
-demo app; prints every failure with its name and exits non-zero if any check failed.
+Connects in "auto" mode (server/discover, no handshake) with a bearer token and runs each check
+below against the demo app; prints every failure with its name and exits non-zero if any failed.
+RELEVO_OTHER_TOKEN is a token of another tenant, for the isolation check.
 """
 
 import asyncio
+import os
 import sys
 import traceback
 
+import httpx2
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+
+def connect(url: str, token: str) -> Client:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    return Client(streamable_http_client(url, http_client=http))
 
 
 async def negotiates_2026_07_28(client: Client) -> None:
@@ -59,6 +68,16 @@ async def gets_the_explain_prompt(client: Client) -> None:
     assert "DNS" in result.messages[0].content.text, result
 
 
+async def notes_are_private_to_their_tenant(client: Client) -> None:
+    created = await client.call_tool("note_create", {"text": "from python"})
+    note_id = created.structured_content["noteId"]
+    own = await client.call_tool("note_read", {"noteId": note_id})
+    assert own.structured_content["text"] == "from python", own
+    async with connect(URL, os.environ["RELEVO_OTHER_TOKEN"]) as other:
+        theirs = await other.call_tool("note_read", {"noteId": note_id})
+        assert theirs.is_error and theirs.content[0].text == f"No note with id {note_id}", theirs
+
+
 CHECKS = [
     negotiates_2026_07_28,
     lists_tools_in_name_order,
@@ -68,12 +87,17 @@ CHECKS = [
     count_streams_progress,
     reads_the_about_resource,
     gets_the_explain_prompt,
+    notes_are_private_to_their_tenant,
 ]
+
+URL = ""
 
 
 async def main(url: str) -> int:
+    global URL
+    URL = url
     failed = 0
-    async with Client(url) as client:
+    async with connect(url, os.environ["RELEVO_TOKEN"]) as client:
         for check in CHECKS:
             try:
                 await check(client)

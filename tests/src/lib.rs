@@ -6,7 +6,7 @@ use axum::Router;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Request, StatusCode};
 use http_body_util::BodyExt;
-use relevo_protocol::{App, Clock, KeyRing, McpServer, ServerConfig};
+use relevo_protocol::{App, Clock, KeyRing, McpServer, NoAuth, ServerConfig};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -17,17 +17,21 @@ pub fn test_keys() -> KeyRing {
     KeyRing::new(vec![("test".into(), vec![42; 32])]).expect("a 32-byte key is valid")
 }
 
+/// A server without authentication (the ladder and handler tests); see `tests/auth.rs` for auth.
 pub fn server(app: App, config: ServerConfig, clock: Arc<dyn Clock>) -> McpServer {
-    McpServer::new(app, config, test_keys()).with_clock(clock)
+    McpServer::new(app, config, test_keys(), Arc::new(NoAuth)).with_clock(clock)
+}
+
+pub fn gateway_options() -> relevo_gateway::GatewayOptions {
+    relevo_gateway::GatewayOptions { max_body_bytes: 1024 * 1024, ..Default::default() }
 }
 
 pub fn router(server: McpServer) -> Router {
-    let limit = 1024 * 1024;
-    relevo_gateway::router(server, limit, relevo_gateway::Routing::PerMethod)
+    relevo_gateway::router(server, gateway_options())
 }
 
 pub fn conformance_router() -> Router {
-    router(McpServer::new(relevo_app::conformance::app(), ServerConfig::default(), test_keys()))
+    router(McpServer::new(relevo_app::conformance::app(), ServerConfig::default(), test_keys(), Arc::new(NoAuth)))
 }
 
 /// The standard `_meta` envelope with these client capabilities.
@@ -40,7 +44,12 @@ pub fn envelope(capabilities: Value) -> Value {
 }
 
 /// A JSON-RPC request with every standard header set to match its body.
-pub fn rpc(id: u64, method: &str, mut params: Value) -> Request<axum::body::Body> {
+pub fn rpc(id: u64, method: &str, params: Value) -> Request<axum::body::Body> {
+    rpc_as(None, id, method, params)
+}
+
+/// [`rpc`] with `Authorization: Bearer <token>` when a token is given.
+pub fn rpc_as(token: Option<&str>, id: u64, method: &str, mut params: Value) -> Request<axum::body::Body> {
     if params.get("_meta").is_none() {
         params["_meta"] = envelope(json!({ "elicitation": {}, "sampling": {}, "roots": {} }));
     }
@@ -53,6 +62,9 @@ pub fn rpc(id: u64, method: &str, mut params: Value) -> Request<axum::body::Body
         .header("mcp-method", method);
     if let Some(name) = body["params"].get("name").or(body["params"].get("uri")).and_then(Value::as_str) {
         builder = builder.header("mcp-name", name);
+    }
+    if let Some(token) = token {
+        builder = builder.header("authorization", format!("Bearer {token}"));
     }
     builder.body(axum::body::Body::from(body.to_string())).expect("a valid request")
 }

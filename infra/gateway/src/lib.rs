@@ -4,15 +4,23 @@
 //! `POST /mcp` with an `Mcp-Method` header naming a known method goes to that method's handler
 //! (`Route::Only`), exactly like a routing rule on that header; anything else goes to the
 //! catch-all `mcp` handler (`Route::All`). Each handler still checks the body's method itself.
+//! `GET /.well-known/oauth-protected-resource[/mcp]` is the metadata function; in dev mode
+//! `GET /.well-known/jwks.json` publishes the dev issuer's key.
+//!
 //! Threat model: the gateway binds loopback only, and the core refuses foreign Host/Origin
-//! values (DNS rebinding), so a web page cannot drive it through a victim's browser.
+//! values (DNS rebinding), so a web page cannot drive it through a victim's browser. Token
+//! injection (for test harnesses that cannot send a token) exists only in dev mode, and every
+//! injected token still goes through full verification.
+
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures_util::StreamExt;
+use relevo_auth::{AuthSettings, DevIssuer};
 use relevo_protocol::wire::header;
 use relevo_protocol::{McpServer, Method, ReplyBody, Route};
 use tokio_stream::wrappers::UnboundedReceiverStream;
@@ -38,6 +46,34 @@ impl std::str::FromStr for Routing {
     }
 }
 
+/// A dev token the gateway adds to requests that carry none (for harnesses that cannot send one).
+#[derive(Clone, Debug)]
+pub struct InjectedToken {
+    pub issuer: DevIssuer,
+    pub tenant: String,
+    pub subject: String,
+    pub scopes: Vec<String>,
+}
+
+impl InjectedToken {
+    fn mint(&self) -> Option<String> {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
+        let scopes: Vec<&str> = self.scopes.iter().map(String::as_str).collect();
+        self.issuer.mint(&self.tenant, &self.subject, &scopes, now, 300).ok()
+    }
+}
+
+#[derive(Clone, Default)]
+pub struct GatewayOptions {
+    pub max_body_bytes: usize,
+    pub routing: Routing,
+    /// Serves protected-resource metadata when authorization is on.
+    pub auth: Option<AuthSettings>,
+    /// The dev issuer whose JWKS the gateway publishes.
+    pub dev_issuer: Option<DevIssuer>,
+    pub inject_token: Option<InjectedToken>,
+}
+
 /// The function a request would reach in production, decided on the `Mcp-Method` header only.
 pub fn route_for(headers: &http::HeaderMap) -> Route {
     let mut values = headers.get_all(header::METHOD).iter();
@@ -47,31 +83,59 @@ pub fn route_for(headers: &http::HeaderMap) -> Route {
     }
 }
 
-/// The gateway's router: `/mcp` for MCP, 404 elsewhere.
-pub fn router(server: McpServer, max_body_bytes: usize, routing: Routing) -> Router {
-    Router::new().route("/mcp", axum::routing::any(serve_mcp)).with_state(Gateway { server, max_body_bytes, routing })
-}
-
 #[derive(Clone)]
 struct Gateway {
     server: McpServer,
-    max_body_bytes: usize,
-    routing: Routing,
+    options: Arc<GatewayOptions>,
+}
+
+/// The gateway's router: `/mcp` for MCP, the well-known documents, 404 elsewhere.
+pub fn router(server: McpServer, options: GatewayOptions) -> Router {
+    let mut router = Router::new().route("/mcp", axum::routing::any(serve_mcp));
+    for path in relevo_auth::METADATA_PATHS {
+        router = router.route(path, axum::routing::any(serve_metadata));
+    }
+    router = router.route("/.well-known/jwks.json", axum::routing::get(serve_jwks));
+    router.with_state(Gateway { server, options: Arc::new(options) })
+}
+
+async fn serve_metadata(State(gateway): State<Gateway>, request: Request) -> Response {
+    match &gateway.options.auth {
+        Some(settings) => {
+            let (parts, body) =
+                relevo_auth::metadata_response(settings, request.method(), request.uri().path()).into_parts();
+            Response::from_parts(parts, Body::from(body))
+        }
+        None => http::StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+async fn serve_jwks(State(gateway): State<Gateway>) -> Response {
+    match &gateway.options.dev_issuer {
+        Some(issuer) => axum::Json(issuer.jwks()).into_response(),
+        None => http::StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 async fn serve_mcp(State(gateway): State<Gateway>, request: Request) -> Response {
-    let Gateway { server, max_body_bytes, routing } = gateway;
-    let route = match routing {
+    let options = &gateway.options;
+    let route = match options.routing {
         Routing::PerMethod => route_for(request.headers()),
         Routing::Single => Route::All,
     };
-    let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, max_body_bytes + 1).await {
+    let (mut parts, body) = request.into_parts();
+    if let Some(injected) = &options.inject_token
+        && !parts.headers.contains_key(http::header::AUTHORIZATION)
+        && let Some(value) = injected.mint().and_then(|t| http::HeaderValue::from_str(&format!("Bearer {t}")).ok())
+    {
+        parts.headers.insert(http::header::AUTHORIZATION, value);
+    }
+    let bytes = match axum::body::to_bytes(body, options.max_body_bytes + 1).await {
         Ok(bytes) => bytes,
         // Over the limit (or a broken upload): give the core a body it will refuse by size.
-        Err(_) => Bytes::from(vec![b' '; max_body_bytes + 1]),
+        Err(_) => Bytes::from(vec![b' '; options.max_body_bytes + 1]),
     };
-    let reply = server.handle(route, http::Request::from_parts(parts, bytes)).await;
+    let reply = gateway.server.handle(route, http::Request::from_parts(parts, bytes)).await;
     let (parts, body) = reply.into_parts();
     let body = match body {
         ReplyBody::Full(bytes) => Body::from(bytes),

@@ -1,10 +1,22 @@
-//! `relevo-gateway [--port N] [--routing per-method|single]`: the local server of `make run`,
-//! on 127.0.0.1 only.
+//! `relevo-gateway [--port N] [--routing per-method|single] [--inject-dev-token TENANT:SUB[:SCOPES]]`:
+//! the local server of `make run`, on 127.0.0.1 only.
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
 
-use relevo_gateway::Routing;
-use relevo_protocol::{McpServer, Settings};
+use relevo_app::Ports;
+use relevo_auth::{AuthMode, AuthSettings, BearerAuthenticator, DevIssuer, HttpKeySource, StaticKeySource};
+use relevo_embedded::SqliteStore;
+use relevo_gateway::{GatewayOptions, InjectedToken, Routing};
+use relevo_protocol::{Authenticator, McpServer, NoAuth, Settings};
+use relevo_state::RecordStore;
+
+struct Args {
+    port: u16,
+    routing: Routing,
+    inject: Option<(String, String, Vec<String>)>,
+}
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -13,40 +25,123 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_target(false)
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
-    let (port, routing) = parse_args()?;
+    let args = parse_args()?;
     let settings = Settings::from_env(true)?;
     if settings.ephemeral_keys {
         tracing::warn!(
             "RELEVO_STATE_KEYS is not set: using a random key for this process; requestState and cursors will not survive a restart"
         );
     }
-    let app = relevo_app::build(&settings.app)?;
-    let max_body_bytes = settings.config.max_body_bytes;
-    let server = McpServer::new(app, settings.config, settings.keys);
-    let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port))).await?;
-    tracing::info!(url = %format!("http://{}/mcp", listener.local_addr()?), app = %settings.app, ?routing, "relevo gateway listening");
-    axum::serve(listener, relevo_gateway::router(server, max_body_bytes, routing))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    let origin = format!("http://127.0.0.1:{}", args.port);
+    // The local gateway defaults to the dev issuer; Lambdas default to `required`.
+    let auth_settings = AuthSettings::load(
+        |name| std::env::var(name).ok().or_else(|| (name == "RELEVO_AUTH").then(|| "dev".into())),
+        &origin,
+    )?;
+    let mut options = GatewayOptions {
+        max_body_bytes: settings.config.max_body_bytes,
+        routing: args.routing,
+        auth: Some(auth_settings.clone()),
+        ..GatewayOptions::default()
+    };
+    if args.inject.is_some() && auth_settings.mode != AuthMode::Dev {
+        return Err("--inject-dev-token needs RELEVO_AUTH=dev".into());
+    }
+    let auth: Arc<dyn Authenticator> = match auth_settings.mode {
+        AuthMode::Dev => {
+            let issuer = dev_issuer(&auth_settings)?;
+            if let Some((tenant, subject, scopes)) = args.inject {
+                tracing::warn!(%tenant, %subject, "injecting a dev token into requests without one (test harness mode)");
+                options.inject_token = Some(InjectedToken { issuer: issuer.clone(), tenant, subject, scopes });
+            }
+            options.dev_issuer = Some(issuer.clone());
+            Arc::new(BearerAuthenticator::new(auth_settings.clone(), Arc::new(StaticKeySource(issuer.jwks()))))
+        }
+        AuthMode::Required => Arc::new(BearerAuthenticator::new(
+            auth_settings.clone(),
+            Arc::new(HttpKeySource::new(&auth_settings.jwks_url)),
+        )),
+        AuthMode::Off => {
+            tracing::warn!(
+                "RELEVO_AUTH=off: AUTHENTICATION IS DISABLED; every request is one anonymous principal with every scope"
+            );
+            options.auth = None;
+            Arc::new(NoAuth)
+        }
+    };
+    let ports = Ports::new(store()?);
+    let app = relevo_app::build(&settings.app, &ports)?;
+    let server = McpServer::new(app, settings.config, settings.keys, auth);
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, args.port))).await?;
+    tracing::info!(url = %format!("http://{}/mcp", listener.local_addr()?), app = %settings.app, routing = ?args.routing, auth = ?auth_settings.mode, "relevo gateway listening");
+    axum::serve(listener, relevo_gateway::router(server, options)).with_graceful_shutdown(shutdown_signal()).await?;
     Ok(())
 }
 
-fn parse_args() -> Result<(u16, Routing), String> {
+/// The dev issuer of `.relevo/dev-issuer.json`, reused across restarts while its issuer and
+/// audience still match (so tokens from `make token` survive a restart), else made afresh.
+fn dev_issuer(settings: &AuthSettings) -> Result<DevIssuer, Box<dyn std::error::Error>> {
+    let path = dev_issuer_path();
+    if let Ok(existing) = DevIssuer::load(&path)
+        && existing.issuer == settings.issuer
+        && existing.audience == settings.audience
+    {
+        return Ok(existing);
+    }
+    let issuer = DevIssuer::generate(&settings.issuer, &settings.audience);
+    issuer.save(&path)?;
+    tracing::info!(path = %path.display(), "new dev issuer key; mint tokens with `make token`");
+    Ok(issuer)
+}
+
+fn dev_issuer_path() -> PathBuf {
+    std::env::var("RELEVO_DEV_ISSUER_FILE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(".relevo/dev-issuer.json"))
+}
+
+/// `RELEVO_STORE`: `sqlite:PATH` (default `sqlite:.relevo/store.db`), `memory`, or `none`.
+fn store() -> Result<Option<Arc<dyn RecordStore>>, Box<dyn std::error::Error>> {
+    let spec = std::env::var("RELEVO_STORE").unwrap_or_else(|_| "sqlite:.relevo/store.db".into());
+    Ok(match spec.as_str() {
+        "none" => None,
+        "memory" => Some(Arc::new(SqliteStore::in_memory()?)),
+        other => match other.strip_prefix("sqlite:") {
+            Some(path) => Some(Arc::new(SqliteStore::open(std::path::Path::new(path))?)),
+            None => return Err(format!("RELEVO_STORE must be sqlite:PATH, memory or none, got {other:?}").into()),
+        },
+    })
+}
+
+fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
-    let mut port = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8080);
-    let mut routing = Routing::default();
+    let mut parsed = Args {
+        port: std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8080),
+        routing: Routing::default(),
+        inject: None,
+    };
     while let Some(arg) = args.next() {
         match arg.as_str() {
-            "--port" => port = args.next().and_then(|p| p.parse().ok()).ok_or("--port needs a number")?,
-            "--routing" => routing = args.next().ok_or("--routing needs a value")?.parse()?,
+            "--port" => parsed.port = args.next().and_then(|p| p.parse().ok()).ok_or("--port needs a number")?,
+            "--routing" => parsed.routing = args.next().ok_or("--routing needs a value")?.parse()?,
+            "--inject-dev-token" => {
+                let spec = args.next().ok_or("--inject-dev-token needs TENANT:SUB[:SCOPES]")?;
+                let mut parts = spec.splitn(3, ':');
+                let (Some(tenant), Some(subject)) = (parts.next(), parts.next()) else {
+                    return Err("--inject-dev-token needs TENANT:SUB[:SCOPES]".into());
+                };
+                let scopes =
+                    parts.next().unwrap_or("").split([',', ' ']).filter(|s| !s.is_empty()).map(String::from).collect();
+                parsed.inject = Some((tenant.into(), subject.into(), scopes));
+            }
             other => {
                 return Err(format!(
-                    "unknown argument {other:?}; usage: relevo-gateway [--port N] [--routing per-method|single]"
+                    "unknown argument {other:?}; usage: relevo-gateway [--port N] [--routing per-method|single] [--inject-dev-token TENANT:SUB[:SCOPES]]"
                 ));
             }
         }
     }
-    Ok((port, routing))
+    Ok(parsed)
 }
 
 async fn shutdown_signal() {

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use relevo_protocol::wire::{CallToolResult, GetPromptResult, PromptMessage, ResourceContents, Role, ToolAnnotations};
 use relevo_protocol::{App, Call, Outcome, Prompt, PromptArgument, Resource, Tool, handler};
+
+use crate::notes::{self, NotesPorts};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -118,9 +120,9 @@ fn count() -> Tool {
     .streaming()
 }
 
-pub fn app() -> App {
-    App::new("relevo-demo", env!("CARGO_PKG_VERSION"))
-        .instructions("A demo Relevo server: greet, add and count.")
+pub fn app(ports: &crate::Ports) -> App {
+    let app = App::new("relevo-demo", env!("CARGO_PKG_VERSION"))
+        .instructions("A demo Relevo server: greet, add, count, and private notes.")
         .tool(greet())
         .tool(add())
         .tool(count())
@@ -149,5 +151,14 @@ pub fn app() -> App {
                     format!("Explain {topic} in three short sentences."),
                 )])))
             }),
-        ))
+        ));
+    match &ports.records {
+        Some(records) => {
+            let notes = NotesPorts { records: records.clone(), ids: ports.ids.clone(), clock: ports.clock.clone() };
+            app.tool(notes::note_create(notes.clone()))
+                .tool(notes::note_read(notes.clone()))
+                .template(notes::note_resource(notes))
+        }
+        None => app,
+    }
 }

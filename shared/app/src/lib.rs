@@ -5,8 +5,27 @@
 
 pub mod conformance;
 pub mod demo;
+pub mod notes;
 
-use relevo_protocol::App;
+use std::sync::Arc;
+
+use relevo_protocol::{App, Clock, SystemClock};
+use relevo_state::{Ids, RandomIds, RecordStore};
+
+/// What apps may use of the outside world. A feature whose port is missing is left out of the
+/// app (a deployment without a store serves no notes) rather than failing at call time.
+#[derive(Clone)]
+pub struct Ports {
+    pub records: Option<Arc<dyn RecordStore>>,
+    pub ids: Arc<dyn Ids>,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Ports {
+    pub fn new(records: Option<Arc<dyn RecordStore>>) -> Self {
+        Ports { records, ids: Arc::new(RandomIds), clock: Arc::new(SystemClock) }
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 #[error("unknown app {0:?}: expected one of {APP_NAMES:?}")]
@@ -15,9 +34,9 @@ pub struct UnknownApp(pub String);
 pub const APP_NAMES: &[&str] = &["demo", "conformance"];
 
 /// The app called `name`.
-pub fn build(name: &str) -> Result<App, UnknownApp> {
+pub fn build(name: &str, ports: &Ports) -> Result<App, UnknownApp> {
     match name {
-        "demo" => Ok(demo::app()),
+        "demo" => Ok(demo::app(ports)),
         "conformance" => Ok(conformance::app()),
         other => Err(UnknownApp(other.to_string())),
     }

@@ -74,10 +74,10 @@ impl KeyCache {
     /// The key set, fetched on first use; refetched when `kid` is unknown and the cached copy is
     /// older than [`MIN_REFRESH_INTERVAL`].
     pub(crate) async fn keys_for(&self, kid: &str) -> Result<JwkSet, String> {
-        if let Some((keys, fetched)) = self.state.read().await.as_ref() {
-            if keys.find(kid).is_some() || fetched.elapsed() < MIN_REFRESH_INTERVAL {
-                return Ok(keys.clone());
-            }
+        if let Some((keys, fetched)) = self.state.read().await.as_ref()
+            && (keys.find(kid).is_some() || fetched.elapsed() < MIN_REFRESH_INTERVAL)
+        {
+            return Ok(keys.clone());
         }
         let mut state = self.state.write().await;
         if let Some((keys, fetched)) = state.as_ref()

@@ -23,5 +23,24 @@ pub mod verifier;
 pub use config::{AuthMode, AuthSettings, ConfigError};
 pub use dev::DevIssuer;
 pub use jwks::{HttpKeySource, KeySource, StaticKeySource};
-pub use metadata::protected_resource_metadata;
+pub use metadata::{METADATA_PATHS, metadata_response, protected_resource_metadata};
 pub use verifier::{AuthError, BearerAuthenticator};
+
+use std::sync::Arc;
+
+use relevo_protocol::{Authenticator, NoAuth};
+
+/// The authenticator for a deployed function: bearer tokens against the issuer's JWKS, or the
+/// explicit no-auth mode. `dev` belongs to the local gateway, which owns the dev issuer.
+pub fn lambda_authenticator(settings: &AuthSettings) -> Result<Arc<dyn Authenticator>, ConfigError> {
+    match settings.mode {
+        AuthMode::Required => {
+            Ok(Arc::new(BearerAuthenticator::new(settings.clone(), Arc::new(HttpKeySource::new(&settings.jwks_url)))))
+        }
+        AuthMode::Off => {
+            tracing::warn!("RELEVO_AUTH=off: every request is served as one unauthenticated principal");
+            Ok(Arc::new(NoAuth))
+        }
+        AuthMode::Dev => Err(ConfigError::BadMode("dev (the dev issuer runs in the local gateway only)".into())),
+    }
+}

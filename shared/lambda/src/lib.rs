@@ -7,14 +7,18 @@
 
 use bytes::Bytes;
 use lambda_http::{Body, Error, Request, Response, service_fn};
+use relevo_app::Ports;
+use relevo_auth::AuthSettings;
 use relevo_protocol::{McpServer, Route, Settings};
 
 /// Builds the server from the environment. Lambdas never use ephemeral keys: the instance that
 /// verifies a `requestState` is rarely the one that sealed it.
 pub fn server_from_env() -> Result<McpServer, Error> {
     let settings = Settings::from_env(false)?;
-    let app = relevo_app::build(&settings.app)?;
-    Ok(McpServer::new(app, settings.config, settings.keys))
+    let auth = relevo_auth::lambda_authenticator(&AuthSettings::from_env("")?)?;
+    // No durable store is wired into Lambda yet: features that need one are left out of the app.
+    let app = relevo_app::build(&settings.app, &Ports::new(None))?;
+    Ok(McpServer::new(app, settings.config, settings.keys, auth))
 }
 
 /// Serves one proxy event.
@@ -41,9 +45,28 @@ fn http_request(parts: lambda_http::http::request::Parts, body: Body) -> lambda_
     lambda_http::http::Request::from_parts(parts, bytes)
 }
 
+fn init_logging() {
+    tracing_subscriber::fmt().json().with_target(false).without_time().init();
+}
+
+/// The `well-known` function: protected-resource metadata (RFC 9728) on GET.
+pub async fn run_well_known() -> Result<(), Error> {
+    init_logging();
+    let settings = AuthSettings::from_env("")?;
+    lambda_http::run(service_fn(move |event: Request| {
+        let settings = settings.clone();
+        async move {
+            let response = relevo_auth::metadata_response(&settings, event.method(), event.uri().path());
+            let (parts, body) = response.into_parts();
+            Ok::<_, Error>(Response::from_parts(parts, Body::Text(body)))
+        }
+    }))
+    .await
+}
+
 /// The whole `main` of a function: JSON logs for CloudWatch, settings, then the event loop.
 pub async fn run(route: Route) -> Result<(), Error> {
-    tracing_subscriber::fmt().json().with_target(false).without_time().init();
+    init_logging();
     let server = server_from_env()?;
     lambda_http::run(service_fn(move |event: Request| {
         let server = server.clone();

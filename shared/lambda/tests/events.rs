@@ -3,13 +3,13 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use lambda_http::{Body, request::from_str};
-use relevo_protocol::{KeyRing, McpServer, Method, OriginPolicy, Route, ServerConfig};
+use relevo_protocol::{KeyRing, McpServer, Method, NoAuth, OriginPolicy, Route, ServerConfig};
 use serde_json::Value;
 
 fn server(hosts: Vec<String>) -> McpServer {
     let config = ServerConfig { origin_policy: OriginPolicy { hosts, origins: vec![] }, ..ServerConfig::default() };
     let keys = KeyRing::new(vec![("k".into(), vec![1; 32])]).unwrap();
-    McpServer::new(relevo_app::demo::app(), config, keys)
+    McpServer::new(relevo_app::demo::app(&relevo_app::Ports::new(None)), config, keys, std::sync::Arc::new(NoAuth))
 }
 
 fn json_body(body: &Body) -> Value {

@@ -313,6 +313,8 @@ pub struct Resource {
     pub title: Option<String>,
     pub description: Option<String>,
     pub mime_type: Option<String>,
+    /// Per-caller content: reads carry `cacheScope: private`.
+    pub private: bool,
     pub handler: Handler,
 }
 
@@ -324,12 +326,19 @@ impl Resource {
             title: None,
             description: None,
             mime_type: Some(mime_type.into()),
+            private: false,
             handler,
         }
     }
 
     pub fn description(mut self, text: &str) -> Self {
         self.description = Some(text.into());
+        self
+    }
+
+    /// Marks the content as per-caller: reads carry `cacheScope: private`.
+    pub fn private(mut self) -> Self {
+        self.private = true;
         self
     }
 
@@ -352,6 +361,8 @@ pub struct ResourceTemplate {
     pub mime_type: Option<String>,
     /// Completion candidates per template variable.
     pub completions: BTreeMap<String, Vec<String>>,
+    /// Per-caller content: reads carry `cacheScope: private`.
+    pub private: bool,
     pub handler: Handler,
 }
 
@@ -364,12 +375,19 @@ impl ResourceTemplate {
             description: None,
             mime_type: Some(mime_type.into()),
             completions: BTreeMap::new(),
+            private: false,
             handler,
         }
     }
 
     pub fn description(mut self, text: &str) -> Self {
         self.description = Some(text.into());
+        self
+    }
+
+    /// Marks the content as per-caller: reads carry `cacheScope: private`.
+    pub fn private(mut self) -> Self {
+        self.private = true;
         self
     }
 

@@ -57,6 +57,17 @@ impl Default for ServerConfig {
     }
 }
 
+/// What one round of a handler call is bound to, and how its result may be cached.
+struct Round {
+    /// Method, target and arguments digest a `requestState` is bound to.
+    binding: Value,
+    now: u64,
+    /// The request carried `inputResponses` or `requestState`.
+    retry: bool,
+    /// The content is per-caller.
+    private: bool,
+}
+
 /// A response body: complete bytes, or an SSE stream of frames.
 #[derive(Debug)]
 pub enum ReplyBody {
@@ -212,7 +223,7 @@ impl McpServer {
     /// answer `input_required`.
     async fn call(&self, request: ValidRequest, principal: Principal, now: u64) -> Result<Reply, McpError> {
         let params = &request.params;
-        let (handler, arguments, uri, streams) = match request.method {
+        let (handler, arguments, uri, streams, private) = match request.method {
             Method::ToolsCall => {
                 let name = string_param(params, "name")?;
                 let tool = self
@@ -235,7 +246,7 @@ impl McpServer {
                         return Err(McpError::missing_capability(Value::Object(missing)));
                     }
                 }
-                (tool.handler.clone(), arguments, None, tool.streams)
+                (tool.handler.clone(), arguments, None, tool.streams, false)
             }
             Method::PromptsGet => {
                 let name = string_param(params, "name")?;
@@ -252,12 +263,12 @@ impl McpServer {
                 {
                     return Err(McpError::invalid_params(format!("Missing required argument: {}", missing.name)));
                 }
-                (prompt.handler.clone(), arguments, None, false)
+                (prompt.handler.clone(), arguments, None, false, false)
             }
             _ => {
                 let uri = string_param(params, "uri")?;
-                let (handler, arguments) = self.find_readable(uri)?;
-                (handler, arguments, Some(uri.to_string()), false)
+                let (handler, arguments, private) = self.find_readable(uri)?;
+                (handler, arguments, Some(uri.to_string()), false, private)
             }
         };
 
@@ -272,7 +283,7 @@ impl McpServer {
             Some(Value::String(token)) => Some(self.open_state(token, &binding, now)?),
             Some(_) => return Err(invalid_state("requestState must be a string")),
         };
-        let retry = state.is_some() || !input_responses.is_empty();
+        let round = Round { binding, now, retry: state.is_some() || !input_responses.is_empty(), private };
 
         let call = Call {
             arguments,
@@ -286,20 +297,21 @@ impl McpServer {
 
         let wants_stream = request.progress_token.is_some() || request.log_level.is_some();
         if streams && wants_stream {
-            return Ok(self.stream_call(request, handler, call, binding, now, retry));
+            return Ok(self.stream_call(request, handler, call, round));
         }
         let outcome = run_handler(&handler, call).await;
-        let (result, result_type) = self.finish(&request, outcome?, &binding, now, retry)?;
+        let (result, result_type) = self.finish(&request, outcome?, &round)?;
         Ok(self.result_reply(&request.id, result, result_type))
     }
 
-    fn find_readable(&self, uri: &str) -> Result<(Handler, JsonObject), McpError> {
+    /// The handler for `uri`, the template variables it binds, and whether its content is private.
+    fn find_readable(&self, uri: &str) -> Result<(Handler, JsonObject, bool), McpError> {
         if let Some(resource) = self.app.find_resource(uri) {
-            return Ok((resource.handler.clone(), JsonObject::new()));
+            return Ok((resource.handler.clone(), JsonObject::new(), resource.private));
         }
         self.app
             .templates()
-            .find_map(|t| t.match_uri(uri).map(|vars| (t.handler.clone(), vars)))
+            .find_map(|t| t.match_uri(uri).map(|vars| (t.handler.clone(), vars, t.private)))
             .ok_or_else(|| McpError::invalid_params_with("Resource not found", json!({ "uri": uri })))
     }
 
@@ -326,17 +338,15 @@ impl McpServer {
         &self,
         request: &ValidRequest,
         outcome: Outcome,
-        binding: &Value,
-        now: u64,
-        retry: bool,
+        round: &Round,
     ) -> Result<(JsonObject, &'static str), McpError> {
         match outcome {
             Outcome::Complete(result) => {
                 let result = if request.method == Method::ResourcesRead {
-                    // A read reached through MRTR is never shared: it depended on this client's input.
-                    let ttl = if retry { 0 } else { self.config.read_ttl_ms };
+                    // A read reached through MRTR depended on this client's input: never shared.
+                    let ttl = if round.retry { 0 } else { self.config.read_ttl_ms };
                     let mut result = cacheable(result, ttl);
-                    if retry {
+                    if round.retry || round.private {
                         result.insert("cacheScope".into(), json!("private"));
                     }
                     result
@@ -367,8 +377,8 @@ impl McpServer {
                 if let Some(state) = state {
                     let sealed = self.keys.seal(
                         REQUEST_STATE_DOMAIN,
-                        &json!({ "b": binding, "s": state }),
-                        now + self.config.request_state_ttl_secs,
+                        &json!({ "b": round.binding, "s": state }),
+                        round.now + self.config.request_state_ttl_secs,
                     );
                     result.insert("requestState".into(), json!(sealed));
                 }
@@ -378,15 +388,7 @@ impl McpServer {
     }
 
     /// Runs a notifying handler with its notifications and final response on one SSE stream.
-    fn stream_call(
-        &self,
-        request: ValidRequest,
-        handler: Handler,
-        mut call: Call,
-        binding: Value,
-        now: u64,
-        retry: bool,
-    ) -> Reply {
+    fn stream_call(&self, request: ValidRequest, handler: Handler, mut call: Call, round: Round) -> Reply {
         let (frames_tx, frames_rx) = mpsc::unbounded_channel::<Bytes>();
         let (notes_tx, mut notes_rx) = mpsc::unbounded_channel::<Value>();
         call.notifier = Notifier::streaming(notes_tx, request.progress_token.clone(), request.log_level.as_deref());
@@ -408,7 +410,7 @@ impl McpServer {
             while let Ok(note) = notes_rx.try_recv() {
                 let _ = frames_tx.send(sse_frame(&note));
             }
-            let message = match outcome.and_then(|o| server.finish(&request, o, &binding, now, retry)) {
+            let message = match outcome.and_then(|o| server.finish(&request, o, &round)) {
                 Ok((result, result_type)) => server.decorate(&request.id, result, result_type),
                 Err(error) => error.to_response(Some(&request.id)),
             };

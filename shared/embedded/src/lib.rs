@@ -1,0 +1,155 @@
+//! SQLite adapters of the `relevo-state` ports: the same contract as DynamoDB, on one machine.
+//!
+//! Conditional writes are single SQL statements (`INSERT … ON CONFLICT … WHERE expired`,
+//! `UPDATE … WHERE revision = ?`), so they are atomic without explicit transactions. The database
+//! survives restarts (WAL mode); `:memory:` is available for tests. Calls run on the blocking pool
+//! behind one connection, which serializes writers as SQLite would anyway.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use relevo_state::{Record, RecordKey, RecordStore, StoreError, StoreFuture};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::Value;
+
+#[derive(Clone)]
+pub struct SqliteStore {
+    connection: Arc<Mutex<Connection>>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SqliteStore")
+    }
+}
+
+const SCHEMA: &str = "
+    PRAGMA journal_mode = WAL;
+    PRAGMA busy_timeout = 5000;
+    CREATE TABLE IF NOT EXISTS records (
+        pk         TEXT PRIMARY KEY,
+        tenant     TEXT NOT NULL,
+        revision   INTEGER NOT NULL,
+        body       TEXT NOT NULL,
+        expires_at INTEGER
+    );
+";
+
+impl SqliteStore {
+    /// Opens (and creates if needed) the database at `path`.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        }
+        Self::with(Connection::open(path).map_err(unavailable)?)
+    }
+
+    /// A private in-memory database.
+    pub fn in_memory() -> Result<Self, StoreError> {
+        Self::with(Connection::open_in_memory().map_err(unavailable)?)
+    }
+
+    fn with(connection: Connection) -> Result<Self, StoreError> {
+        connection.execute_batch(SCHEMA).map_err(unavailable)?;
+        Ok(SqliteStore { connection: Arc::new(Mutex::new(connection)) })
+    }
+
+    async fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let connection = self.connection.clone();
+        tokio::task::spawn_blocking(move || {
+            let connection =
+                connection.lock().map_err(|_| StoreError::Unavailable("connection lock poisoned".into()))?;
+            work(&connection)
+        })
+        .await
+        .map_err(|e| StoreError::Unavailable(e.to_string()))?
+    }
+}
+
+fn unavailable(error: rusqlite::Error) -> StoreError {
+    StoreError::Unavailable(error.to_string())
+}
+
+fn read(connection: &Connection, key: &RecordKey, now: u64) -> Result<Option<Record>, StoreError> {
+    connection
+        .query_row(
+            "SELECT revision, body, expires_at FROM records WHERE pk = ?1 AND (expires_at IS NULL OR expires_at > ?2)",
+            params![key.storage_key(), now as i64],
+            |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?, row.get::<_, Option<i64>>(2)?)),
+        )
+        .optional()
+        .map_err(unavailable)?
+        .map(|(revision, body, expires_at)| {
+            let body: Value =
+                serde_json::from_str(&body).map_err(|e| StoreError::Unavailable(format!("corrupt record: {e}")))?;
+            Ok(Record { key: key.clone(), revision: revision as u64, body, expires_at: expires_at.map(|e| e as u64) })
+        })
+        .transpose()
+}
+
+impl RecordStore for SqliteStore {
+    fn create<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        body: &'a Value,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> StoreFuture<'a, Record> {
+        let (key, body) = (key.clone(), body.clone());
+        Box::pin(self.run(move |connection| {
+            let written = connection
+                .execute(
+                    "INSERT INTO records (pk, tenant, revision, body, expires_at) VALUES (?1, ?2, 1, ?3, ?4)
+                     ON CONFLICT (pk) DO UPDATE SET revision = 1, body = excluded.body, expires_at = excluded.expires_at
+                     WHERE records.expires_at IS NOT NULL AND records.expires_at <= ?5",
+                    params![
+                        key.storage_key(),
+                        key.owner.tenant,
+                        body.to_string(),
+                        expires_at.map(|e| e as i64),
+                        now as i64
+                    ],
+                )
+                .map_err(unavailable)?;
+            if written == 1 {
+                return Ok(Record { key, revision: 1, body, expires_at });
+            }
+            match read(connection, &key, now)? {
+                Some(current) => Err(StoreError::AlreadyExists(Box::new(current))),
+                None => Err(StoreError::Unavailable("create lost a race with an expiry".into())),
+            }
+        }))
+    }
+
+    fn get<'a>(&'a self, key: &'a RecordKey, now: u64) -> StoreFuture<'a, Option<Record>> {
+        let key = key.clone();
+        Box::pin(self.run(move |connection| read(connection, &key, now)))
+    }
+
+    fn update<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        expected_revision: u64,
+        body: &'a Value,
+        now: u64,
+    ) -> StoreFuture<'a, Record> {
+        let (key, body) = (key.clone(), body.clone());
+        Box::pin(self.run(move |connection| {
+            let written = connection
+                .execute(
+                    "UPDATE records SET revision = revision + 1, body = ?1
+                     WHERE pk = ?2 AND revision = ?3 AND (expires_at IS NULL OR expires_at > ?4)",
+                    params![body.to_string(), key.storage_key(), expected_revision as i64, now as i64],
+                )
+                .map_err(unavailable)?;
+            match read(connection, &key, now)? {
+                Some(current) if written == 1 => Ok(current),
+                Some(current) => Err(StoreError::Conflict { expected: expected_revision, current: Box::new(current) }),
+                None => Err(StoreError::NotFound),
+            }
+        }))
+    }
+}

@@ -1,0 +1,15 @@
+//! Business state and its ports. Adapters (`relevo-embedded` on SQLite, the AWS adapters on
+//! DynamoDB) implement the ports; handlers see only the traits.
+//!
+//! Tenancy invariant: every storage key starts with the tenant, and with the principal when the
+//! record is personal. Keys are built only from a verified principal ([`Owner`]), never from
+//! arguments, so a lookup of another tenant's or principal's id finds nothing — it answers exactly
+//! like an id that never existed.
+
+#[cfg(feature = "contract")]
+pub mod contract;
+pub mod ids;
+pub mod records;
+
+pub use ids::{Ids, RandomIds};
+pub use records::{Owner, Record, RecordKey, RecordStore, StoreError, StoreFuture};
