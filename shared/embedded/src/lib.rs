@@ -5,6 +5,10 @@
 //! survives restarts (WAL mode); `:memory:` is available for tests. Calls run on the blocking pool
 //! behind one connection, which serializes writers as SQLite would anyway.
 
+mod jobs;
+
+pub use jobs::SqliteQueue;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -51,10 +55,11 @@ impl SqliteStore {
 
     fn with(connection: Connection) -> Result<Self, StoreError> {
         connection.execute_batch(SCHEMA).map_err(unavailable)?;
+        connection.execute_batch(jobs::SCHEMA).map_err(unavailable)?;
         Ok(SqliteStore { connection: Arc::new(Mutex::new(connection)) })
     }
 
-    async fn run<T: Send + 'static>(
+    pub(crate) async fn run<T: Send + 'static>(
         &self,
         work: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
@@ -69,7 +74,7 @@ impl SqliteStore {
     }
 }
 
-fn unavailable(error: rusqlite::Error) -> StoreError {
+pub(crate) fn unavailable(error: rusqlite::Error) -> StoreError {
     StoreError::Unavailable(error.to_string())
 }
 

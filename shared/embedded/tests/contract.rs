@@ -24,3 +24,15 @@ async fn sqlite_file_meets_the_contract_and_survives_a_reopen() {
     assert_eq!(reopened.get(&key, 1_800_000_000).await.unwrap().unwrap().body, json!({"text": "a2"}));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[tokio::test]
+async fn sqlite_meets_the_job_store_contract() {
+    relevo_state::contract::job_store_contract(Arc::new(SqliteStore::in_memory().unwrap())).await;
+}
+
+#[tokio::test]
+async fn sqlite_meets_the_queue_contract_and_dead_letters() {
+    let queue = relevo_embedded::SqliteQueue::new(SqliteStore::in_memory().unwrap(), 3);
+    relevo_state::contract::queue_contract(Arc::new(queue.clone()), 3, 1_800_000_000).await;
+    assert_eq!(queue.dead_letters().await.unwrap(), vec![("two".to_string(), 3)]);
+}

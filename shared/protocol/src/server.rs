@@ -26,6 +26,7 @@ use crate::notify::Notifier;
 use crate::registry::{App, Call, Handler, Outcome};
 use crate::seal::KeyRing;
 use crate::wire::{self, JsonObject, meta};
+use relevo_state::canonical_json;
 
 const REQUEST_STATE_DOMAIN: &str = "request-state";
 /// Carries the result type from dispatch to the request log line; removed before the reply leaves.
@@ -560,21 +561,6 @@ fn cacheable(mut result: JsonObject, ttl_ms: u64) -> JsonObject {
     result.insert("ttlMs".into(), json!(ttl_ms));
     result.insert("cacheScope".into(), json!("public"));
     result
-}
-
-/// JSON with object keys sorted at every level, so equal arguments always hash equally.
-pub fn canonical_json(value: &Value) -> String {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            let fields: Vec<String> =
-                keys.into_iter().map(|k| format!("{}:{}", Value::String(k.clone()), canonical_json(&map[k]))).collect();
-            format!("{{{}}}", fields.join(","))
-        }
-        Value::Array(items) => format!("[{}]", items.iter().map(canonical_json).collect::<Vec<_>>().join(",")),
-        other => other.to_string(),
-    }
 }
 
 fn sse_frame(message: &Value) -> Bytes {

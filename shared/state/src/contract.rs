@@ -83,3 +83,132 @@ pub async fn record_store_contract(store: Arc<dyn RecordStore>) {
         "the losers see AlreadyExists"
     );
 }
+
+/// The behaviour every [`JobStore`](crate::JobStore) adapter must show.
+#[allow(clippy::unwrap_used, clippy::panic)]
+pub async fn job_store_contract(store: Arc<dyn crate::JobStore>) {
+    use crate::jobs::{Created, Job, JobRef, JobStatus, conflicting_job};
+
+    let job = |tenant: &str, subject: &str, id: &str, key: Option<&str>, updated_at: u64| Job {
+        job: JobRef { tenant: tenant.into(), subject: subject.into(), id: id.into() },
+        kind: "export".into(),
+        operation_key: key.map(String::from),
+        digest: "d1".into(),
+        input: json!({"dataset": "customers"}),
+        status: JobStatus::Queued,
+        revision: 1,
+        lease: None,
+        checkpoint: None,
+        result: None,
+        error: None,
+        attempts: 0,
+        cancel_requested: false,
+        created_at: NOW,
+        updated_at,
+        expires_at: NOW + 3600,
+    };
+
+    let first = job("acme", "alice", "j1", Some("k1"), NOW);
+    assert_eq!(store.create_job(&first).await.unwrap(), Created::New(first.clone()), "first create is New");
+    match store.create_job(&job("acme", "alice", "j2", Some("k1"), NOW)).await.unwrap() {
+        Created::Existing(existing) => assert_eq!(existing.job.id, "j1", "a taken operation key names the first job"),
+        other => panic!("same key must give Existing, got {other:?}"),
+    }
+    assert_eq!(
+        store.get_job(&JobRef { tenant: "acme".into(), subject: "alice".into(), id: "j2".into() }).await.unwrap(),
+        None,
+        "the refused job was not written"
+    );
+    assert!(
+        matches!(store.create_job(&job("acme", "bob", "j3", Some("k1"), NOW)).await.unwrap(), Created::New(_)),
+        "operation keys are per principal"
+    );
+    assert!(matches!(store.create_job(&job("acme", "alice", "j4", None, NOW + 1)).await.unwrap(), Created::New(_)));
+
+    let alice_j1 = first.job.clone();
+    assert_eq!(store.get_job(&alice_j1).await.unwrap().unwrap().revision, 1);
+    let bob_j1 = JobRef { subject: "bob".into(), ..alice_j1.clone() };
+    let globex_j1 = JobRef { tenant: "globex".into(), ..alice_j1.clone() };
+    assert_eq!(store.get_job(&bob_j1).await.unwrap(), None, "another principal's job id finds nothing");
+    assert_eq!(store.get_job(&globex_j1).await.unwrap(), None, "another tenant's job id finds nothing");
+
+    let mut running = first.next(NOW + 2);
+    running.status = JobStatus::Running;
+    let written = store.put_job(&running, 1).await.unwrap();
+    assert_eq!(written.revision, 2);
+    let mut stale = first.next(NOW + 3);
+    stale.status = JobStatus::Cancelled;
+    let error = store.put_job(&stale, 1).await.unwrap_err();
+    assert_eq!(
+        conflicting_job(&error).map(|j| (j.revision, j.status)),
+        Some((2, JobStatus::Running)),
+        "Conflict carries the current job"
+    );
+    assert_eq!(
+        store.get_job(&alice_j1).await.unwrap().unwrap().status,
+        JobStatus::Running,
+        "a refused put changes nothing"
+    );
+    let ghost = job("acme", "alice", "ghost", None, NOW).next(NOW);
+    assert!(matches!(store.put_job(&ghost, 1).await, Err(StoreError::NotFound)));
+
+    let mut done = running.next(NOW + 4);
+    done.status = JobStatus::Succeeded;
+    store.put_job(&done, 2).await.unwrap();
+    let active: Vec<String> =
+        store.list_active(10).await.unwrap().into_iter().map(|j| format!("{}/{}", j.job.subject, j.job.id)).collect();
+    assert_eq!(active, vec!["bob/j3", "alice/j4"], "active jobs, oldest update first, terminal ones left out");
+
+    let mut racers = tokio::task::JoinSet::new();
+    for n in 0..8 {
+        let store = store.clone();
+        let racer = job("acme", "carol", &format!("race-{n}"), Some("same-key"), NOW);
+        racers.spawn(async move { store.create_job(&racer).await.unwrap() });
+    }
+    let outcomes = racers.join_all().await;
+    let winners: Vec<&Created> = outcomes.iter().filter(|c| matches!(c, Created::New(_))).collect();
+    assert_eq!(winners.len(), 1, "exactly one concurrent start with one key creates a job");
+    let Created::New(winner) = winners[0] else { unreachable!() };
+    assert!(
+        outcomes.iter().all(|c| match c {
+            Created::New(j) | Created::Existing(j) => j.job.id == winner.job.id,
+        }),
+        "every racer sees the winner's job"
+    );
+}
+
+/// The behaviour every [`Queue`](crate::Queue) adapter must show, for a queue created with
+/// `max_receives` deliveries before dead-lettering. `now` must be the adapter's idea of the
+/// current time (SQS ignores it and uses its own clock).
+#[allow(clippy::unwrap_used, clippy::panic)]
+pub async fn queue_contract(queue: Arc<dyn crate::Queue>, max_receives: u32, now: u64) {
+    queue.send("one").await.unwrap();
+    queue.send("two").await.unwrap();
+    let mut first = queue.receive(10, 30, now).await.unwrap();
+    first.sort_by(|a, b| a.body.cmp(&b.body));
+    assert_eq!(first.iter().map(|m| m.body.as_str()).collect::<Vec<_>>(), vec!["one", "two"]);
+    assert!(first.iter().all(|m| m.receive_count == 1), "first delivery counts 1");
+    assert!(queue.receive(10, 30, now).await.unwrap().is_empty(), "received messages are invisible");
+
+    queue.delete(&first[0].receipt).await.unwrap();
+    queue.change_visibility(&first[1].receipt, 0, now).await.unwrap();
+    let again = queue.receive(10, 30, now).await.unwrap();
+    assert_eq!(again.len(), 1, "a deleted message is gone, a released one is back");
+    assert_eq!((again[0].body.as_str(), again[0].receive_count), ("two", 2));
+
+    let mut receipt = again[0].receipt.clone();
+    let mut deliveries = 2;
+    loop {
+        queue.change_visibility(&receipt, 0, now).await.unwrap();
+        let next = queue.receive(10, 30, now).await.unwrap();
+        match next.first() {
+            Some(message) => {
+                deliveries = message.receive_count;
+                receipt = message.receipt.clone();
+                assert!(deliveries <= max_receives, "no delivery beyond the limit");
+            }
+            None => break,
+        }
+    }
+    assert_eq!(deliveries, max_receives, "delivered exactly max_receives times, then dead-lettered");
+}

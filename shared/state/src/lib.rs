@@ -6,10 +6,22 @@
 //! arguments, so a lookup of another tenant's or principal's id finds nothing — it answers exactly
 //! like an id that never existed.
 
+pub mod canonical;
+pub mod clock;
 #[cfg(feature = "contract")]
 pub mod contract;
 pub mod ids;
+pub mod jobs;
+pub mod queue;
 pub mod records;
+pub mod work;
 
+pub use canonical::canonical_json;
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use ids::{Ids, RandomIds};
+pub use jobs::{Created, Job, JobRef, JobStatus, JobStore, Lease};
+pub use queue::{Queue, QueueMessage, WorkMessage};
 pub use records::{Owner, Record, RecordKey, RecordStore, StoreError, StoreFuture};
+pub use work::{
+    Engine, EngineConfig, JobContext, JobFailure, JobRunner, Processed, ReconcileReport, StartError, WorkError,
+};

@@ -1,0 +1,428 @@
+//! Running jobs: start (idempotent), process one delivery (claim, run, checkpoint, complete, all
+//! fenced), and reconcile (re-enqueue, expire leases, enforce the attempt budget).
+//!
+//! Failure model: any process may die between any two writes, and any message may be delivered
+//! twice, late, or concurrently. Safety comes from the store, not the queue: a claim is a
+//! conditional write, every later write is conditional on the revision the worker holds (a lost
+//! lease means a refused write, never an overwrite), and a terminal job is never run again. A
+//! job whose worker died stays `running` until its lease expires; the reconciler then requeues it
+//! or, past the attempt budget, fails it with a reason.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use futures_util::FutureExt;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::canonical::canonical_json;
+use crate::clock::Clock;
+use crate::ids::Ids;
+use crate::jobs::{Created, Job, JobRef, JobStatus, JobStore, Lease, conflicting_job};
+use crate::queue::{Queue, WorkMessage};
+use crate::records::StoreError;
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// How a run ended, as the runner reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobFailure {
+    /// A permanent failure: the job ends `failed` with this reason.
+    Failed(String),
+    /// A transient failure: the lease is released and the job runs again later.
+    Retry(String),
+    /// The runner saw the cancel request and stopped.
+    Cancelled,
+    /// The runner lost its lease (a write was refused); another worker owns the job now.
+    Fenced,
+}
+
+/// Runs one kind of job. Must be safe to resume from any checkpoint it saved.
+pub trait JobRunner: Send + Sync {
+    fn run<'a>(&'a self, ctx: &'a JobContext) -> BoxFuture<'a, Result<Value, JobFailure>>;
+}
+
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// How long a claim lasts; every checkpoint extends it by as much.
+    pub lease_secs: u64,
+    /// Claims allowed before a job is failed for good.
+    pub max_attempts: u32,
+    /// A job still queued this long after its last write is re-enqueued by the reconciler.
+    pub queued_deadline_secs: u64,
+    /// How long finished jobs are kept (store TTL).
+    pub retention_secs: u64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig { lease_secs: 60, max_attempts: 5, queued_deadline_secs: 60, retention_secs: 7 * 24 * 3600 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StartError {
+    #[error("operation key {operation_key:?} was already used for job {existing} with different arguments")]
+    KeyConflict { operation_key: String, existing: String },
+    #[error("no runner for job kind {0:?}")]
+    UnknownKind(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What processing one delivery did. Every variant means "delete the message"; errors mean
+/// "leave it for redelivery".
+#[derive(Debug, Clone, PartialEq)]
+pub enum Processed {
+    Finished(JobStatus),
+    /// Already terminal, or gone: nothing to do.
+    NothingToDo,
+    /// Another worker took the job over while this one ran.
+    Fenced,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WorkError {
+    #[error("the job is leased by another worker")]
+    Busy,
+    #[error("the run will be retried: {0}")]
+    Retry(String),
+    #[error("the message is not a work message")]
+    BadMessage,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What a runner sees of its job while it runs. Checkpoints are fenced writes.
+pub struct JobContext {
+    store: Arc<dyn JobStore>,
+    clock: Arc<dyn Clock>,
+    lease_owner: String,
+    lease_secs: u64,
+    job: Mutex<Job>,
+}
+
+impl JobContext {
+    pub fn job(&self) -> Job {
+        self.job.lock().map(|j| j.clone()).unwrap_or_else(|e| e.into_inner().clone())
+    }
+
+    pub fn input(&self) -> Value {
+        self.job().input
+    }
+
+    /// The last checkpoint saved (by this run or an earlier one).
+    pub fn checkpoint(&self) -> Option<Value> {
+        self.job().checkpoint
+    }
+
+    pub fn cancel_requested(&self) -> bool {
+        self.job().cancel_requested
+    }
+
+    /// Saves a checkpoint and extends the lease, only while this worker still holds the lease.
+    pub async fn save_checkpoint(&self, checkpoint: Value) -> Result<(), JobFailure> {
+        let lease_secs = self.lease_secs;
+        let owner = self.lease_owner.clone();
+        self.write(move |job, now| {
+            job.checkpoint = Some(checkpoint.clone());
+            job.lease = Some(Lease { owner: owner.clone(), expires_at: now + lease_secs });
+        })
+        .await
+    }
+
+    /// A conditional write of `change` applied to the held job. On a conflict the job is read
+    /// again: if this worker still holds the lease (someone only asked to cancel), the write is
+    /// retried on the new revision; otherwise the worker is fenced out.
+    async fn write(&self, change: impl Fn(&mut Job, u64)) -> Result<(), JobFailure> {
+        for _ in 0..3 {
+            let now = self.clock.now_unix();
+            let held = self.job();
+            if !held.leased_by(&self.lease_owner, now) {
+                return Err(JobFailure::Fenced);
+            }
+            let mut next = held.next(now);
+            change(&mut next, now);
+            match self.store.put_job(&next, held.revision).await {
+                Ok(written) => {
+                    *self.job.lock().unwrap_or_else(|e| e.into_inner()) = written;
+                    return Ok(());
+                }
+                Err(error) => match conflicting_job(&error) {
+                    Some(current) if current.leased_by(&self.lease_owner, now) => {
+                        *self.job.lock().unwrap_or_else(|e| e.into_inner()) = current;
+                    }
+                    Some(_) | None => return Err(JobFailure::Fenced),
+                },
+            }
+        }
+        Err(JobFailure::Fenced)
+    }
+}
+
+/// Starts, runs and reconciles jobs over the store and queue ports.
+pub struct Engine {
+    pub store: Arc<dyn JobStore>,
+    pub queue: Arc<dyn Queue>,
+    pub clock: Arc<dyn Clock>,
+    pub ids: Arc<dyn Ids>,
+    pub config: EngineConfig,
+    runners: HashMap<String, Arc<dyn JobRunner>>,
+}
+
+/// SHA-256 of the canonical JSON of `input`, hex.
+pub fn input_digest(input: &Value) -> String {
+    Sha256::digest(canonical_json(input).as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Engine {
+    pub fn new(
+        store: Arc<dyn JobStore>,
+        queue: Arc<dyn Queue>,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn Ids>,
+        config: EngineConfig,
+    ) -> Self {
+        Engine { store, queue, clock, ids, config, runners: HashMap::new() }
+    }
+
+    pub fn runner(mut self, kind: &str, runner: Arc<dyn JobRunner>) -> Self {
+        self.runners.insert(kind.to_string(), runner);
+        self
+    }
+
+    /// Creates the job durably, then enqueues it. Same (owner, kind, operation key) and same
+    /// input → the same job; same key with other input → [`StartError::KeyConflict`].
+    pub async fn start(
+        &self,
+        tenant: &str,
+        subject: &str,
+        kind: &str,
+        operation_key: Option<&str>,
+        input: Value,
+    ) -> Result<Job, StartError> {
+        if !self.runners.contains_key(kind) {
+            return Err(StartError::UnknownKind(kind.into()));
+        }
+        let now = self.clock.now_unix();
+        let job = Job {
+            job: JobRef { tenant: tenant.into(), subject: subject.into(), id: self.ids.new_id() },
+            kind: kind.into(),
+            operation_key: operation_key.map(String::from),
+            digest: input_digest(&input),
+            input,
+            status: JobStatus::Queued,
+            revision: 1,
+            lease: None,
+            checkpoint: None,
+            result: None,
+            error: None,
+            attempts: 0,
+            cancel_requested: false,
+            created_at: now,
+            updated_at: now,
+            expires_at: now + self.config.retention_secs,
+        };
+        match self.store.create_job(&job).await? {
+            Created::New(job) => {
+                // Job first, then message: if this send is lost, the reconciler re-enqueues.
+                if let Err(error) = self.queue.send(&WorkMessage::new(job.job.clone()).encode()).await {
+                    tracing::warn!(%error, job = %job.job.id, "enqueue failed; the reconciler will retry");
+                }
+                Ok(job)
+            }
+            Created::Existing(existing) if existing.digest == job.digest => Ok(existing),
+            Created::Existing(existing) => Err(StartError::KeyConflict {
+                operation_key: operation_key.unwrap_or_default().to_string(),
+                existing: existing.job.id,
+            }),
+        }
+    }
+
+    /// Asks a job to stop. Idempotent; a queued job is cancelled at once, a running one when its
+    /// runner next looks, a terminal one is left as it is. Returns the job, or `None` if absent.
+    pub async fn cancel(&self, job: &JobRef) -> Result<Option<Job>, StoreError> {
+        for _ in 0..5 {
+            let Some(current) = self.store.get_job(job).await? else { return Ok(None) };
+            if current.status.is_terminal() || current.cancel_requested && current.status != JobStatus::Queued {
+                return Ok(Some(current));
+            }
+            let mut next = current.next(self.clock.now_unix());
+            next.cancel_requested = true;
+            if current.status == JobStatus::Queued {
+                next.status = JobStatus::Cancelled;
+            }
+            match self.store.put_job(&next, current.revision).await {
+                Ok(written) => return Ok(Some(written)),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(other) => return Err(other),
+            }
+        }
+        Err(StoreError::Unavailable("cancel kept conflicting".into()))
+    }
+
+    /// Handles one delivery of a work message.
+    pub async fn process_message(&self, body: &str) -> Result<Processed, WorkError> {
+        let message = WorkMessage::decode(body).ok_or(WorkError::BadMessage)?;
+        self.process(&message.job).await
+    }
+
+    pub async fn process(&self, job_ref: &JobRef) -> Result<Processed, WorkError> {
+        let now = self.clock.now_unix();
+        let Some(job) = self.store.get_job(job_ref).await? else { return Ok(Processed::NothingToDo) };
+        if job.status.is_terminal() {
+            return Ok(Processed::NothingToDo);
+        }
+        if job.lease_live(now) {
+            return Err(WorkError::Busy);
+        }
+        if job.cancel_requested {
+            return self.settle(&job, JobStatus::Cancelled, None, None).await;
+        }
+        if job.attempts >= self.config.max_attempts {
+            let reason = format!("attempt budget exhausted after {} attempts", job.attempts);
+            return self.settle(&job, JobStatus::Failed, None, Some(reason)).await;
+        }
+        let Some(runner) = self.runners.get(&job.kind).cloned() else {
+            return self
+                .settle(&job, JobStatus::Failed, None, Some(format!("no runner for job kind {:?}", job.kind)))
+                .await;
+        };
+
+        let lease_owner = self.ids.new_id();
+        let mut claimed = job.next(now);
+        claimed.status = JobStatus::Running;
+        claimed.lease = Some(Lease { owner: lease_owner.clone(), expires_at: now + self.config.lease_secs });
+        claimed.attempts += 1;
+        let claimed = match self.store.put_job(&claimed, job.revision).await {
+            Ok(claimed) => claimed,
+            Err(StoreError::Conflict { .. }) => return Err(WorkError::Busy),
+            Err(other) => return Err(other.into()),
+        };
+
+        let ctx = JobContext {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            lease_owner,
+            lease_secs: self.config.lease_secs,
+            job: Mutex::new(claimed),
+        };
+        let outcome = match AssertUnwindSafe(runner.run(&ctx)).catch_unwind().await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                tracing::error!(job = %job_ref.id, "job runner panicked");
+                Err(JobFailure::Retry("the runner panicked".into()))
+            }
+        };
+        let (status, result, error) = match outcome {
+            Ok(result) => (JobStatus::Succeeded, Some(result), None),
+            Err(JobFailure::Failed(reason)) => (JobStatus::Failed, None, Some(reason)),
+            Err(JobFailure::Cancelled) => (JobStatus::Cancelled, None, None),
+            Err(JobFailure::Fenced) => return Ok(Processed::Fenced),
+            Err(JobFailure::Retry(reason)) => {
+                let released = ctx
+                    .write(|job, _| {
+                        job.status = JobStatus::Queued;
+                        job.lease = None;
+                        job.error = Some(reason.clone());
+                    })
+                    .await;
+                return match released {
+                    Ok(()) => Err(WorkError::Retry(reason)),
+                    Err(_) => Ok(Processed::Fenced),
+                };
+            }
+        };
+        let finished = ctx
+            .write(|job, _| {
+                job.status = status;
+                job.lease = None;
+                job.result = result.clone();
+                job.error = error.clone();
+            })
+            .await;
+        match finished {
+            Ok(()) => Ok(Processed::Finished(status)),
+            Err(_) => Ok(Processed::Fenced),
+        }
+    }
+
+    /// Moves an unleased job to a terminal status (conditional on the revision read).
+    async fn settle(
+        &self,
+        job: &Job,
+        status: JobStatus,
+        result: Option<Value>,
+        error: Option<String>,
+    ) -> Result<Processed, WorkError> {
+        let mut next = job.next(self.clock.now_unix());
+        next.status = status;
+        next.lease = None;
+        next.result = result;
+        next.error = error;
+        match self.store.put_job(&next, job.revision).await {
+            Ok(_) => Ok(Processed::Finished(status)),
+            Err(StoreError::Conflict { .. }) => Err(WorkError::Busy),
+            Err(other) => Err(other.into()),
+        }
+    }
+
+    /// One reconciler pass: re-enqueue jobs left queued past the deadline, requeue (or fail,
+    /// past the attempt budget) jobs whose lease expired, finish cancelled queued jobs.
+    pub async fn reconcile(&self, limit: usize) -> Result<ReconcileReport, StoreError> {
+        let mut report = ReconcileReport::default();
+        let now = self.clock.now_unix();
+        for job in self.store.list_active(limit).await? {
+            let mut next = job.next(now);
+            let enqueue = match job.status {
+                JobStatus::Queued if job.cancel_requested => {
+                    next.status = JobStatus::Cancelled;
+                    false
+                }
+                JobStatus::Queued if job.updated_at + self.config.queued_deadline_secs <= now => true,
+                JobStatus::Running if !job.lease_live(now) => {
+                    next.lease = None;
+                    if job.attempts >= self.config.max_attempts {
+                        next.status = JobStatus::Failed;
+                        next.error = Some(format!(
+                            "attempt budget exhausted: {} attempts, the last worker's lease expired",
+                            job.attempts
+                        ));
+                        false
+                    } else {
+                        next.status = JobStatus::Queued;
+                        true
+                    }
+                }
+                _ => continue,
+            };
+            match self.store.put_job(&next, job.revision).await {
+                Ok(written) => {
+                    if enqueue {
+                        self.queue.send(&WorkMessage::new(written.job.clone()).encode()).await?;
+                        report.requeued += 1;
+                    } else if written.status == JobStatus::Failed {
+                        report.failed += 1;
+                    } else {
+                        report.cancelled += 1;
+                    }
+                }
+                Err(StoreError::Conflict { .. }) => report.skipped += 1,
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(report)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReconcileReport {
+    pub requeued: usize,
+    pub failed: usize,
+    pub cancelled: usize,
+    /// Jobs that changed under the reconciler (someone else acted; next pass looks again).
+    pub skipped: usize,
+}
