@@ -22,8 +22,9 @@ token:
 ## test: lint, unit + in-process + property tests, the conformance suite, the Python SDK client
 test: lint unit conformance clients
 
+## unit: every cargo test, with the DynamoDB/SQS emulator (moto) running for the AWS adapters
 unit:
-	$(CARGO) test --workspace --quiet
+	infra/scripts/with-moto.sh $(CARGO) test --workspace --quiet
 
 lint:
 	$(CARGO) fmt --all --check

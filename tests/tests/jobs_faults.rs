@@ -15,7 +15,9 @@ use std::sync::{Arc, Mutex};
 use relevo_embedded::{SqliteQueue, SqliteStore};
 use relevo_state::jobs::{Created, Job, JobRef, JobStatus, JobStore};
 use relevo_state::work::BoxFuture;
-use relevo_state::{Engine, EngineConfig, JobContext, JobFailure, JobRunner, ManualClock, Queue, RandomIds, StartError, StoreFuture};
+use relevo_state::{
+    Engine, EngineConfig, JobContext, JobFailure, JobRunner, ManualClock, Queue, RandomIds, StartError, StoreFuture,
+};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
@@ -139,13 +141,15 @@ struct Harness {
 fn harness(kill: Kill) -> Harness {
     let sqlite = SqliteStore::in_memory().unwrap();
     let crash = Arc::new(Crash { kill, writes: AtomicUsize::new(0), armed: false.into(), crashed: Notify::new() });
-    let store = Arc::new(CrashingStore { inner: sqlite.clone(), crash: crash.clone(), completions: AtomicUsize::new(0) });
+    let store =
+        Arc::new(CrashingStore { inner: sqlite.clone(), crash: crash.clone(), completions: AtomicUsize::new(0) });
     let queue = SqliteQueue::new(sqlite, 10);
     let clock = ManualClock::at(T0);
     let sink = Arc::new(Sink::default());
     let config = EngineConfig { lease_secs: 30, max_attempts: 5, queued_deadline_secs: 60, retention_secs: 3600 };
-    let engine = Engine::new(store.clone(), Arc::new(queue.clone()), Arc::new(clock.clone()), Arc::new(RandomIds), config)
-        .runner("windows", Arc::new(WindowRunner { sink: sink.clone(), crash: crash.clone() }));
+    let engine =
+        Engine::new(store.clone(), Arc::new(queue.clone()), Arc::new(clock.clone()), Arc::new(RandomIds), config)
+            .runner("windows", Arc::new(WindowRunner { sink: sink.clone(), crash: crash.clone() }));
     Harness { engine: Arc::new(engine), store, queue, clock, sink, crash }
 }
 
@@ -249,7 +253,9 @@ async fn concurrent_starts_with_one_key_make_one_job() {
     let mut starts = tokio::task::JoinSet::new();
     for _ in 0..8 {
         let engine = h.engine.clone();
-        starts.spawn(async move { engine.start("acme", "alice", "windows", Some("same"), json!({ "x": 1 })).await.unwrap().job.id });
+        starts.spawn(async move {
+            engine.start("acme", "alice", "windows", Some("same"), json!({ "x": 1 })).await.unwrap().job.id
+        });
     }
     let ids = starts.join_all().await;
     assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");

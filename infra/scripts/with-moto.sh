@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# with-moto.sh COMMAND...: runs COMMAND with a local DynamoDB + SQS emulator (moto server, from
+# PyPI, installed into .tools/moto on first use) on a free loopback port, exported to the command
+# as RELEVO_TEST_AWS_ENDPOINT; stops the emulator afterwards, whatever the command's outcome.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+moto_version="5.2.5"
+venv="$root/.tools/moto"
+
+if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('moto') != '$moto_version')" 2>/dev/null; then
+  echo "with-moto: installing moto[server]==$moto_version into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$moto_version"
+fi
+port=$(free_port)
+mkdir -p "$root/target"
+"$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$root/target/moto.log" 2>&1 &
+moto_pid=$!
+trap 'kill $moto_pid 2>/dev/null || true; wait $moto_pid 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do
+  if curl -sf "http://127.0.0.1:$port/moto-api/" >/dev/null 2>&1; then break; fi
+  if ! kill -0 "$moto_pid" 2>/dev/null; then echo "with-moto: moto exited; see target/moto.log" >&2; exit 1; fi
+  sleep 0.1
+done
+curl -sf "http://127.0.0.1:$port/moto-api/" >/dev/null || { echo "with-moto: moto did not start on $port" >&2; exit 1; }
+RELEVO_TEST_AWS_ENDPOINT="http://127.0.0.1:$port" "$@"

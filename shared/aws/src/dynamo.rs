@@ -1,0 +1,358 @@
+//! `RecordStore` and `JobStore` on one DynamoDB table.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
+    TransactWriteItem,
+};
+use relevo_state::jobs::{Created, Job, JobRef, JobStore};
+use relevo_state::{Owner, Record, RecordKey, RecordStore, StoreError, StoreFuture};
+use serde_json::Value;
+
+type Item = HashMap<String, AttributeValue>;
+
+const ACTIVE_INDEX: &str = "active";
+
+#[derive(Clone, Debug)]
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+}
+
+impl DynamoStore {
+    pub fn new(client: Client, table: &str) -> Self {
+        DynamoStore { client, table: table.into() }
+    }
+}
+
+fn unavailable(error: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(error.to_string())
+}
+
+fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+fn n(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+fn get_n(item: &Item, name: &str) -> Option<u64> {
+    item.get(name).and_then(|v| v.as_n().ok()).and_then(|v| v.parse().ok())
+}
+
+fn get_s<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
+    item.get(name).and_then(|v| v.as_s().ok()).map(String::as_str)
+}
+
+fn body_of(item: &Item) -> Result<Value, StoreError> {
+    serde_json::from_str(get_s(item, "body").unwrap_or("null")).map_err(|e| unavailable(format!("corrupt item: {e}")))
+}
+
+fn live(item: &Item, now: u64) -> bool {
+    get_n(item, "expires_at").is_none_or(|expires| expires > now)
+}
+
+fn record_of(key: &RecordKey, item: &Item) -> Result<Record, StoreError> {
+    Ok(Record {
+        key: key.clone(),
+        revision: get_n(item, "rev").unwrap_or(0),
+        body: body_of(item)?,
+        expires_at: get_n(item, "expires_at"),
+    })
+}
+
+fn record_item(key: &RecordKey, revision: u64, body: &Value, expires_at: Option<u64>) -> Item {
+    let mut item = Item::from([
+        ("pk".into(), s(key.storage_key())),
+        ("tenant".into(), s(&key.owner.tenant)),
+        ("rev".into(), n(revision)),
+        ("body".into(), s(body.to_string())),
+    ]);
+    if let Some(expires_at) = expires_at {
+        item.insert("expires_at".into(), n(expires_at));
+    }
+    item
+}
+
+fn job_key(job: &JobRef) -> RecordKey {
+    RecordKey::new(job.owner(), "job", &job.id)
+}
+
+fn operation_key(job: &Job, key: &str) -> RecordKey {
+    RecordKey::new(
+        Owner::personal(&job.job.tenant, &job.job.subject),
+        "opkey",
+        &format!("{}:{}{key}", job.kind.len(), job.kind),
+    )
+}
+
+fn job_item(job: &Job) -> Result<Item, StoreError> {
+    let body = serde_json::to_value(job).map_err(unavailable)?;
+    let mut item = record_item(&job_key(&job.job), job.revision, &body, Some(job.expires_at));
+    item.insert("status".into(), s(job.status.as_str()));
+    item.insert("updated_at".into(), n(job.updated_at));
+    if !job.status.is_terminal() {
+        item.insert(ACTIVE_INDEX.into(), s("1"));
+    }
+    Ok(item)
+}
+
+fn job_of(item: &Item) -> Result<Job, StoreError> {
+    serde_json::from_value(body_of(item)?).map_err(|e| unavailable(format!("corrupt job: {e}")))
+}
+
+impl DynamoStore {
+    async fn get_item(&self, key: &RecordKey) -> Result<Option<Item>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(key.storage_key()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| unavailable(e.into_service_error()))?;
+        Ok(output.item)
+    }
+
+    /// A conditional put; `Ok(None)` when the condition failed, with the old item if any.
+    async fn put_if(&self, item: Item, condition: &str, values: Item) -> Result<Result<(), Option<Item>>, StoreError> {
+        let mut request = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression(condition)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        if !values.is_empty() {
+            request = request.set_expression_attribute_values(Some(values));
+        }
+        match request.send().await {
+            Ok(_) => Ok(Ok(())),
+            Err(error) => match error.into_service_error() {
+                PutItemError::ConditionalCheckFailedException(failed) => Ok(Err(failed.item)),
+                other => Err(unavailable(other)),
+            },
+        }
+    }
+}
+
+impl RecordStore for DynamoStore {
+    fn create<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        body: &'a Value,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> StoreFuture<'a, Record> {
+        Box::pin(async move {
+            let item = record_item(key, 1, body, expires_at);
+            let values = Item::from([(":now".into(), n(now))]);
+            match self.put_if(item, "attribute_not_exists(pk) OR expires_at <= :now", values).await? {
+                Ok(()) => Ok(Record { key: key.clone(), revision: 1, body: body.clone(), expires_at }),
+                Err(Some(old)) => Err(StoreError::AlreadyExists(Box::new(record_of(key, &old)?))),
+                Err(None) => Err(unavailable("create refused without the current item")),
+            }
+        })
+    }
+
+    fn get<'a>(&'a self, key: &'a RecordKey, now: u64) -> StoreFuture<'a, Option<Record>> {
+        Box::pin(async move {
+            match self.get_item(key).await? {
+                Some(item) if live(&item, now) => Ok(Some(record_of(key, &item)?)),
+                _ => Ok(None),
+            }
+        })
+    }
+
+    fn update<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        expected_revision: u64,
+        body: &'a Value,
+        now: u64,
+    ) -> StoreFuture<'a, Record> {
+        Box::pin(async move {
+            let Some(current) = self.get_item(key).await?.filter(|item| live(item, now)) else {
+                return Err(StoreError::NotFound);
+            };
+            let expires_at = get_n(&current, "expires_at");
+            let item = record_item(key, expected_revision + 1, body, expires_at);
+            let values = Item::from([(":rev".into(), n(expected_revision)), (":now".into(), n(now))]);
+            let condition = "rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)";
+            match self.put_if(item, condition, values).await? {
+                Ok(()) => {
+                    Ok(Record { key: key.clone(), revision: expected_revision + 1, body: body.clone(), expires_at })
+                }
+                Err(Some(old)) if live(&old, now) => {
+                    Err(StoreError::Conflict { expected: expected_revision, current: Box::new(record_of(key, &old)?) })
+                }
+                Err(_) => Err(StoreError::NotFound),
+            }
+        })
+    }
+}
+
+impl JobStore for DynamoStore {
+    fn create_job<'a>(&'a self, job: &'a Job) -> StoreFuture<'a, Created> {
+        Box::pin(async move {
+            let item = job_item(job)?;
+            let Some(key) = &job.operation_key else {
+                return match self.put_if(item, "attribute_not_exists(pk)", Item::new()).await? {
+                    Ok(()) => Ok(Created::New(job.clone())),
+                    Err(_) => Err(unavailable("job id collision")),
+                };
+            };
+            let opkey = operation_key(job, key);
+            let opkey_item = Item::from([
+                ("pk".into(), s(opkey.storage_key())),
+                ("tenant".into(), s(&job.job.tenant)),
+                ("job_pk".into(), s(job_key(&job.job).storage_key())),
+                ("job_id".into(), s(&job.job.id)),
+                ("expires_at".into(), n(job.expires_at)),
+            ]);
+            let put = |item: Item| -> Result<TransactWriteItem, StoreError> {
+                let put = Put::builder()
+                    .table_name(&self.table)
+                    .set_item(Some(item))
+                    .condition_expression("attribute_not_exists(pk)")
+                    .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+                    .build()
+                    .map_err(unavailable)?;
+                Ok(TransactWriteItem::builder().put(put).build())
+            };
+            let result = self
+                .client
+                .transact_write_items()
+                .transact_items(put(opkey_item)?)
+                .transact_items(put(item)?)
+                .send()
+                .await;
+            match result {
+                Ok(_) => Ok(Created::New(job.clone())),
+                Err(SdkError::ServiceError(service)) => match service.into_err() {
+                    TransactWriteItemsError::TransactionCanceledException(cancelled) => {
+                        let first = cancelled.cancellation_reasons().first();
+                        if first.and_then(|r| r.code()) != Some("ConditionalCheckFailed") {
+                            return Err(unavailable(format!(
+                                "transaction cancelled: {:?}",
+                                cancelled.cancellation_reasons()
+                            )));
+                        }
+                        let existing_id = match first.and_then(|r| r.item()) {
+                            Some(old) => get_s(old, "job_id").map(String::from),
+                            None => {
+                                self.get_item(&opkey).await?.as_ref().and_then(|i| get_s(i, "job_id").map(String::from))
+                            }
+                        }
+                        .ok_or_else(|| unavailable("operation key record without a job"))?;
+                        let existing_ref = JobRef { id: existing_id, ..job.job.clone() };
+                        let existing = self
+                            .get_item(&job_key(&existing_ref))
+                            .await?
+                            .ok_or_else(|| unavailable("operation key names a missing job"))?;
+                        Ok(Created::Existing(job_of(&existing)?))
+                    }
+                    other => Err(unavailable(other)),
+                },
+                Err(other) => Err(unavailable(other)),
+            }
+        })
+    }
+
+    fn get_job<'a>(&'a self, job: &'a JobRef) -> StoreFuture<'a, Option<Job>> {
+        Box::pin(async move { self.get_item(&job_key(job)).await?.map(|item| job_of(&item)).transpose() })
+    }
+
+    fn put_job<'a>(&'a self, job: &'a Job, expected_revision: u64) -> StoreFuture<'a, Job> {
+        Box::pin(async move {
+            if job.revision != expected_revision + 1 {
+                return Err(unavailable("put_job needs revision = expected + 1"));
+            }
+            let values = Item::from([(":rev".into(), n(expected_revision))]);
+            match self.put_if(job_item(job)?, "rev = :rev", values).await? {
+                Ok(()) => Ok(job.clone()),
+                Err(Some(old)) => {
+                    let current = job_of(&old)?;
+                    let record = Record {
+                        key: job_key(&current.job),
+                        revision: current.revision,
+                        body: serde_json::to_value(&current).map_err(unavailable)?,
+                        expires_at: Some(current.expires_at),
+                    };
+                    Err(StoreError::Conflict { expected: expected_revision, current: Box::new(record) })
+                }
+                Err(None) => Err(StoreError::NotFound),
+            }
+        })
+    }
+
+    fn list_active<'a>(&'a self, limit: usize) -> StoreFuture<'a, Vec<Job>> {
+        Box::pin(async move {
+            let output = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(ACTIVE_INDEX)
+                .key_condition_expression("active = :one")
+                .expression_attribute_values(":one", s("1"))
+                .scan_index_forward(true)
+                .limit(limit.min(1000) as i32)
+                .send()
+                .await
+                .map_err(|e| unavailable(e.into_service_error()))?;
+            output.items().iter().map(job_of).collect()
+        })
+    }
+}
+
+/// Creates the single table with its TTL and `active` index (tests and local emulation; SAM
+/// creates it in AWS).
+pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError> {
+    let attribute = |name: &str, kind: ScalarAttributeType| {
+        AttributeDefinition::builder().attribute_name(name).attribute_type(kind).build().map_err(unavailable)
+    };
+    let key = |name: &str, kind: KeyType| {
+        KeySchemaElement::builder().attribute_name(name).key_type(kind).build().map_err(unavailable)
+    };
+    let index = GlobalSecondaryIndex::builder()
+        .index_name(ACTIVE_INDEX)
+        .key_schema(key(ACTIVE_INDEX, KeyType::Hash)?)
+        .key_schema(key("updated_at", KeyType::Range)?)
+        .projection(Projection::builder().projection_type(ProjectionType::All).build())
+        .build()
+        .map_err(unavailable)?;
+    client
+        .create_table()
+        .table_name(table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(attribute("pk", ScalarAttributeType::S)?)
+        .attribute_definitions(attribute(ACTIVE_INDEX, ScalarAttributeType::S)?)
+        .attribute_definitions(attribute("updated_at", ScalarAttributeType::N)?)
+        .key_schema(key("pk", KeyType::Hash)?)
+        .global_secondary_indexes(index)
+        .send()
+        .await
+        .map_err(|e| unavailable(e.into_service_error()))?;
+    client
+        .update_time_to_live()
+        .table_name(table)
+        .time_to_live_specification(
+            TimeToLiveSpecification::builder()
+                .attribute_name("expires_at")
+                .enabled(true)
+                .build()
+                .map_err(unavailable)?,
+        )
+        .send()
+        .await
+        .map_err(|e| unavailable(e.into_service_error()))?;
+    Ok(())
+}

@@ -1,0 +1,48 @@
+//! The DynamoDB and SQS adapters against a real emulator (moto server), started by `make test`
+//! (`infra/scripts/with-moto.sh`). Without `RELEVO_TEST_AWS_ENDPOINT` these tests fail on purpose:
+//! a missing emulator must never look like a pass.
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::sync::Arc;
+
+use relevo_aws::{DynamoStore, SqsQueue, create_queue_with_dead_letters, create_table, emulator_config};
+use relevo_state::{Ids, RandomIds};
+
+fn endpoint() -> String {
+    std::env::var("RELEVO_TEST_AWS_ENDPOINT").unwrap_or_else(|_| {
+        panic!("RELEVO_TEST_AWS_ENDPOINT is not set: these tests need the moto emulator; run them with `make test` (or infra/scripts/with-moto.sh cargo test)")
+    })
+}
+
+fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}", RandomIds.new_id().replace(['_', '-'], "x"))
+}
+
+async fn store() -> DynamoStore {
+    let config = emulator_config(&endpoint()).await;
+    let client = aws_sdk_dynamodb::Client::new(&config);
+    let table = unique("relevo");
+    create_table(&client, &table).await.unwrap();
+    DynamoStore::new(client, &table)
+}
+
+#[tokio::test]
+async fn dynamodb_meets_the_record_store_contract() {
+    relevo_state::contract::record_store_contract(Arc::new(store().await)).await;
+}
+
+#[tokio::test]
+async fn dynamodb_meets_the_job_store_contract() {
+    relevo_state::contract::job_store_contract(Arc::new(store().await)).await;
+}
+
+#[tokio::test]
+async fn sqs_meets_the_queue_contract_and_dead_letters_after_max_receives() {
+    let config = emulator_config(&endpoint()).await;
+    let client = aws_sdk_sqs::Client::new(&config);
+    let (url, dead) = create_queue_with_dead_letters(&client, &unique("relevo"), 3).await.unwrap();
+    relevo_state::contract::queue_contract(Arc::new(SqsQueue::new(client.clone(), &url)), 3, 0).await;
+    let moved = client.receive_message().queue_url(&dead).send().await.unwrap();
+    assert_eq!(moved.messages().iter().map(|m| m.body().unwrap_or_default()).collect::<Vec<_>>(), vec!["two"]);
+}
