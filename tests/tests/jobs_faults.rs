@@ -3,8 +3,11 @@
 //! the reconciler runs, and the message is redelivered to two workers at once. Across every
 //! schedule: no job lost, no job completed twice, no effect applied twice, every job terminal.
 //!
-//! The store is the real SQLite adapter; the "kill" drops the worker's future at the chosen point
-//! (a wrapper that, after letting the chosen write through, never returns).
+//! Every schedule runs against both job stores: the SQLite adapter, and the DynamoDB adapter on the
+//! moto emulator that `make test` starts. The queue is the SQLite one in both (SQS visibility runs
+//! on the emulator's wall clock; its semantics are covered by the queue contract). The "kill"
+//! drops the worker's future at the chosen point (a wrapper that, after letting the chosen write
+//! through, never returns), like a process that died.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -75,9 +78,9 @@ impl Crash {
     }
 }
 
-/// The SQLite job store, with a crash point after writes.
+/// A job store with a crash point after writes.
 struct CrashingStore {
-    inner: SqliteStore,
+    inner: Arc<dyn JobStore>,
     crash: Arc<Crash>,
     completions: AtomicUsize,
 }
@@ -138,11 +141,31 @@ struct Harness {
     crash: Arc<Crash>,
 }
 
-fn harness(kill: Kill) -> Harness {
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Backend {
+    Sqlite,
+    Dynamo,
+}
+
+async fn job_store(backend: Backend, sqlite: &SqliteStore) -> Arc<dyn JobStore> {
+    match backend {
+        Backend::Sqlite => Arc::new(sqlite.clone()),
+        Backend::Dynamo => {
+            let endpoint = std::env::var("RELEVO_TEST_AWS_ENDPOINT")
+                .expect("RELEVO_TEST_AWS_ENDPOINT is not set: run with `make test` (it starts the moto emulator)");
+            let client = aws_sdk_dynamodb::Client::new(&relevo_aws::emulator_config(&endpoint).await);
+            let table = format!("faults-{}", relevo_state::Ids::new_id(&RandomIds).replace(['_', '-'], "x"));
+            relevo_aws::create_table(&client, &table).await.unwrap();
+            Arc::new(relevo_aws::DynamoStore::new(client, &table))
+        }
+    }
+}
+
+async fn harness(kill: Kill, backend: Backend) -> Harness {
     let sqlite = SqliteStore::in_memory().unwrap();
     let crash = Arc::new(Crash { kill, writes: AtomicUsize::new(0), armed: false.into(), crashed: Notify::new() });
-    let store =
-        Arc::new(CrashingStore { inner: sqlite.clone(), crash: crash.clone(), completions: AtomicUsize::new(0) });
+    let inner = job_store(backend, &sqlite).await;
+    let store = Arc::new(CrashingStore { inner, crash: crash.clone(), completions: AtomicUsize::new(0) });
     let queue = SqliteQueue::new(sqlite, 10);
     let clock = ManualClock::at(T0);
     let sink = Arc::new(Sink::default());
@@ -182,8 +205,8 @@ impl Now for ManualClock {
     }
 }
 
-async fn run_schedule(kill: Kill) {
-    let h = harness(kill);
+async fn run_schedule(kill: Kill, backend: Backend) {
+    let h = harness(kill, backend).await;
     let job = h.engine.start("acme", "alice", "windows", Some("op-1"), json!({ "dataset": "d" })).await.unwrap();
 
     // First worker: killed at the chosen point (its future is dropped, like a dead process).
@@ -208,7 +231,12 @@ async fn run_schedule(kill: Kill) {
     }
 
     let final_job = h.store.get_job(&job.job).await.unwrap().expect("no job is lost");
-    assert_eq!(final_job.status, JobStatus::Succeeded, "{kill:?}: ends terminal ({:?})", final_job.error);
+    assert_eq!(
+        final_job.status,
+        JobStatus::Succeeded,
+        "{kill:?} on {backend:?}: ends terminal ({:?})",
+        final_job.error
+    );
     assert_eq!(final_job.result, Some(json!({ "windows": WINDOWS })), "{kill:?}");
     assert_eq!(h.store.completions.load(Ordering::SeqCst), 1, "{kill:?}: completed exactly once");
     let applied = h.sink.applied.lock().unwrap().clone();
@@ -217,25 +245,36 @@ async fn run_schedule(kill: Kill) {
         // A kill between an effect and its checkpoint repeats that one effect on resume (which an
         // idempotent downstream absorbs); every other window is applied exactly once.
         let allowed = if kill == Kill::AfterEffect(window) { 2 } else { 1 };
-        assert!((1..=allowed).contains(&times), "{kill:?}: window {window} applied {times} times");
+        assert!((1..=allowed).contains(&times), "{kill:?} on {backend:?}: window {window} applied {times} times");
     }
     assert!(h.queue.dead_letters().await.unwrap().is_empty(), "{kill:?}: nothing dead-lettered");
 }
 
-#[tokio::test]
-async fn killing_the_worker_at_any_write_point_loses_nothing_and_repeats_nothing() {
+fn schedules() -> Vec<Kill> {
     // Writes of one clean run: 1 claim + WINDOWS checkpoints + 1 completion.
     let mut schedules = vec![Kill::Never];
     schedules.extend((1..=(WINDOWS as usize + 2)).map(Kill::AfterWrite));
     schedules.extend((0..WINDOWS).map(Kill::AfterEffect));
-    for kill in schedules {
-        run_schedule(kill).await;
+    schedules
+}
+
+#[tokio::test]
+async fn killing_the_worker_at_any_write_point_loses_nothing_and_repeats_nothing_on_sqlite() {
+    for kill in schedules() {
+        run_schedule(kill, Backend::Sqlite).await;
+    }
+}
+
+#[tokio::test]
+async fn killing_the_worker_at_any_write_point_loses_nothing_and_repeats_nothing_on_dynamodb() {
+    for kill in schedules() {
+        run_schedule(kill, Backend::Dynamo).await;
     }
 }
 
 #[tokio::test]
 async fn same_key_same_input_is_the_same_job_and_other_input_is_a_named_conflict() {
-    let h = harness(Kill::Never);
+    let h = harness(Kill::Never, Backend::Sqlite).await;
     let first = h.engine.start("acme", "alice", "windows", Some("k"), json!({ "a": 1, "b": 2 })).await.unwrap();
     let again = h.engine.start("acme", "alice", "windows", Some("k"), json!({ "b": 2, "a": 1 })).await.unwrap();
     assert_eq!(first.job.id, again.job.id, "key order does not change the digest");
@@ -249,7 +288,7 @@ async fn same_key_same_input_is_the_same_job_and_other_input_is_a_named_conflict
 
 #[tokio::test]
 async fn concurrent_starts_with_one_key_make_one_job() {
-    let h = harness(Kill::Never);
+    let h = harness(Kill::Never, Backend::Sqlite).await;
     let mut starts = tokio::task::JoinSet::new();
     for _ in 0..8 {
         let engine = h.engine.clone();
@@ -264,7 +303,7 @@ async fn concurrent_starts_with_one_key_make_one_job() {
 
 #[tokio::test]
 async fn a_job_past_its_attempt_budget_fails_with_a_reason() {
-    let h = harness(Kill::Never);
+    let h = harness(Kill::Never, Backend::Sqlite).await;
     let job = h.engine.start("acme", "alice", "windows", None, json!({})).await.unwrap();
     let mut stuck = h.store.get_job(&job.job).await.unwrap().unwrap();
     for _ in 0..5 {
@@ -284,7 +323,7 @@ async fn a_job_past_its_attempt_budget_fails_with_a_reason() {
 
 #[tokio::test]
 async fn cancel_is_idempotent_and_a_queued_job_never_runs() {
-    let h = harness(Kill::Never);
+    let h = harness(Kill::Never, Backend::Sqlite).await;
     let job = h.engine.start("acme", "alice", "windows", None, json!({})).await.unwrap();
     let first = h.engine.cancel(&job.job).await.unwrap().unwrap();
     let second = h.engine.cancel(&job.job).await.unwrap().unwrap();
