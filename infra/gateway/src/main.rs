@@ -4,13 +4,14 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use relevo_app::Ports;
 use relevo_auth::{AuthMode, AuthSettings, BearerAuthenticator, DevIssuer, HttpKeySource, StaticKeySource};
-use relevo_embedded::SqliteStore;
+use relevo_embedded::{SqliteQueue, SqliteStore};
 use relevo_gateway::{GatewayOptions, InjectedToken, Routing};
 use relevo_protocol::{Authenticator, McpServer, NoAuth, Settings};
-use relevo_state::RecordStore;
+use relevo_state::{Engine, EngineConfig, RandomIds, RecordStore, SystemClock};
 
 struct Args {
     port: u16,
@@ -69,7 +70,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Arc::new(NoAuth)
         }
     };
-    let ports = Ports::new(store()?);
+    let (records, engine) = backend()?;
+    let mut ports = Ports::new(records);
+    if let Some(engine) = &engine {
+        ports = ports.with_jobs(engine.clone());
+        // The local stand-ins for the SQS event source mapping and the scheduled reconciler.
+        let (worker, reconciler) = (engine.clone(), engine.clone());
+        tokio::spawn(
+            async move { worker.run_queue_loop(60, Duration::from_millis(100), std::future::pending()).await },
+        );
+        let every = Duration::from_secs(env_number("RELEVO_RECONCILE_SECS", 10));
+        tokio::spawn(async move { reconciler.run_reconciler_loop(every, std::future::pending()).await });
+    }
     let app = relevo_app::build(&settings.app, &ports)?;
     let server = McpServer::new(app, settings.config, settings.keys, auth);
     let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, args.port))).await?;
@@ -100,17 +112,30 @@ fn dev_issuer_path() -> PathBuf {
         .unwrap_or_else(|_| PathBuf::from(".relevo/dev-issuer.json"))
 }
 
-/// `RELEVO_STORE`: `sqlite:PATH` (default `sqlite:.relevo/store.db`), `memory`, or `none`.
-fn store() -> Result<Option<Arc<dyn RecordStore>>, Box<dyn std::error::Error>> {
+type Backend = (Option<Arc<dyn RecordStore>>, Option<Arc<Engine>>);
+
+/// `RELEVO_STORE`: `sqlite:PATH` (default `sqlite:.relevo/store.db`), `memory`, or `none`. The
+/// same database holds records, jobs and the work queue (5 deliveries, then dead letters).
+fn backend() -> Result<Backend, Box<dyn std::error::Error>> {
     let spec = std::env::var("RELEVO_STORE").unwrap_or_else(|_| "sqlite:.relevo/store.db".into());
-    Ok(match spec.as_str() {
-        "none" => None,
-        "memory" => Some(Arc::new(SqliteStore::in_memory()?)),
+    let sqlite = match spec.as_str() {
+        "none" => return Ok((None, None)),
+        "memory" => SqliteStore::in_memory()?,
         other => match other.strip_prefix("sqlite:") {
-            Some(path) => Some(Arc::new(SqliteStore::open(std::path::Path::new(path))?)),
+            Some(path) => SqliteStore::open(std::path::Path::new(path))?,
             None => return Err(format!("RELEVO_STORE must be sqlite:PATH, memory or none, got {other:?}").into()),
         },
-    })
+    };
+    let queue = SqliteQueue::new(sqlite.clone(), 5);
+    let config = EngineConfig { lease_secs: env_number("RELEVO_LEASE_SECS", 30), ..EngineConfig::default() };
+    let engine =
+        Engine::new(Arc::new(sqlite.clone()), Arc::new(queue), Arc::new(SystemClock), Arc::new(RandomIds), config);
+    let window = Duration::from_millis(env_number("RELEVO_EXPORT_WINDOW_MS", 250));
+    Ok((Some(Arc::new(sqlite)), Some(Arc::new(relevo_app::with_job_runners(engine, window)))))
+}
+
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 fn parse_args() -> Result<Args, String> {

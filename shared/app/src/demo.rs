@@ -7,6 +7,7 @@ use std::time::Duration;
 use relevo_protocol::wire::{CallToolResult, GetPromptResult, PromptMessage, ResourceContents, Role, ToolAnnotations};
 use relevo_protocol::{App, Call, Outcome, Prompt, PromptArgument, Resource, Tool, handler};
 
+use crate::export;
 use crate::notes::{self, NotesPorts};
 use serde::Deserialize;
 use serde_json::json;
@@ -152,13 +153,21 @@ pub fn app(ports: &crate::Ports) -> App {
                 )])))
             }),
         ));
-    match &ports.records {
+    let app = match &ports.records {
         Some(records) => {
             let notes = NotesPorts { records: records.clone(), ids: ports.ids.clone(), clock: ports.clock.clone() };
             app.tool(notes::note_create(notes.clone()))
                 .tool(notes::note_read(notes.clone()))
                 .template(notes::note_resource(notes))
         }
+        None => app,
+    };
+    match &ports.jobs {
+        Some(engine) => app
+            .tool(export::export_start(engine.clone()))
+            .tool(export::export_status(engine.clone()))
+            .tool(export::export_result(engine.clone()))
+            .template(export::export_resource(engine.clone())),
         None => app,
     }
 }

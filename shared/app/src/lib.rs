@@ -5,26 +5,40 @@
 
 pub mod conformance;
 pub mod demo;
+pub mod export;
 pub mod notes;
 
 use std::sync::Arc;
 
 use relevo_protocol::{App, Clock, SystemClock};
-use relevo_state::{Ids, RandomIds, RecordStore};
+use relevo_state::{Engine, Ids, RandomIds, RecordStore};
 
 /// What apps may use of the outside world. A feature whose port is missing is left out of the
 /// app (a deployment without a store serves no notes) rather than failing at call time.
 #[derive(Clone)]
 pub struct Ports {
     pub records: Option<Arc<dyn RecordStore>>,
+    /// Durable jobs (store + queue); build it with [`with_job_runners`] so it can run the app's jobs.
+    pub jobs: Option<Arc<Engine>>,
     pub ids: Arc<dyn Ids>,
     pub clock: Arc<dyn Clock>,
 }
 
 impl Ports {
     pub fn new(records: Option<Arc<dyn RecordStore>>) -> Self {
-        Ports { records, ids: Arc::new(RandomIds), clock: Arc::new(SystemClock) }
+        Ports { records, jobs: None, ids: Arc::new(RandomIds), clock: Arc::new(SystemClock) }
     }
+
+    pub fn with_jobs(mut self, engine: Arc<Engine>) -> Self {
+        self.jobs = Some(engine);
+        self
+    }
+}
+
+/// Registers the runners of every job kind the apps start. `window_delay` paces the export's
+/// reads (the stand-in for a slow source; `RELEVO_EXPORT_WINDOW_MS`).
+pub fn with_job_runners(engine: Engine, window_delay: std::time::Duration) -> Engine {
+    engine.runner(export::KIND, Arc::new(export::ExportRunner { window_delay }))
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -426,3 +426,75 @@ pub struct ReconcileReport {
     /// Jobs that changed under the reconciler (someone else acted; next pass looks again).
     pub skipped: usize,
 }
+
+impl Engine {
+    /// Processes a batch of deliveries `(message id, body)` concurrently and returns the ids of
+    /// the messages to deliver again (SQS `batchItemFailures`). An error or a panic in one
+    /// message fails that message only. A body that is not a work message is reported as failed
+    /// too, so the queue dead-letters it after its receive limit for someone to look at.
+    pub async fn process_batch(&self, messages: Vec<(String, String)>) -> Vec<String> {
+        let runs = messages.into_iter().map(|(id, body)| async move {
+            let outcome = AssertUnwindSafe(self.process_message(&body)).catch_unwind().await;
+            match outcome {
+                Ok(Ok(_)) => None,
+                Ok(Err(error)) => {
+                    tracing::warn!(message = %id, %error, "message will be delivered again");
+                    Some(id)
+                }
+                Err(_) => {
+                    tracing::error!(message = %id, "processing panicked");
+                    Some(id)
+                }
+            }
+        });
+        futures_util::future::join_all(runs).await.into_iter().flatten().collect()
+    }
+
+    /// The local stand-in for the SQS event source mapping: receive, process, delete what
+    /// succeeded, until `stop` resolves. Failed messages reappear after `visibility_secs`.
+    pub async fn run_queue_loop(
+        &self,
+        visibility_secs: u64,
+        idle: std::time::Duration,
+        stop: impl Future<Output = ()>,
+    ) {
+        tokio::pin!(stop);
+        loop {
+            let now = self.clock.now_unix();
+            let received = tokio::select! {
+                _ = &mut stop => return,
+                received = self.queue.receive(10, visibility_secs, now) => received,
+            };
+            let messages = match received {
+                Ok(messages) if !messages.is_empty() => messages,
+                Ok(_) => {
+                    tokio::select! { _ = &mut stop => return, _ = tokio::time::sleep(idle) => continue }
+                }
+                Err(error) => {
+                    tracing::error!(%error, "queue receive failed");
+                    tokio::select! { _ = &mut stop => return, _ = tokio::time::sleep(idle * 10) => continue }
+                }
+            };
+            let batch = messages.iter().map(|m| (m.id.clone(), m.body.clone())).collect();
+            let failed = self.process_batch(batch).await;
+            for message in messages.iter().filter(|m| !failed.contains(&m.id)) {
+                if let Err(error) = self.queue.delete(&message.receipt).await {
+                    tracing::warn!(%error, "delete failed; the message will be processed again (harmlessly)");
+                }
+            }
+        }
+    }
+
+    /// The local stand-in for the scheduled reconciler: a pass every `every`, until `stop`.
+    pub async fn run_reconciler_loop(&self, every: std::time::Duration, stop: impl Future<Output = ()>) {
+        tokio::pin!(stop);
+        loop {
+            tokio::select! { _ = &mut stop => return, _ = tokio::time::sleep(every) => {} }
+            match self.reconcile(100).await {
+                Ok(report) if report != ReconcileReport::default() => tracing::info!(?report, "reconciled"),
+                Ok(_) => {}
+                Err(error) => tracing::error!(%error, "reconcile failed"),
+            }
+        }
+    }
+}
