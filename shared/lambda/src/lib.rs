@@ -7,18 +7,104 @@
 
 use bytes::Bytes;
 use lambda_http::{Body, Error, Request, Response, service_fn};
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use lambda_http::LambdaEvent;
 use relevo_app::Ports;
 use relevo_auth::AuthSettings;
+use relevo_aws::{DynamoStore, SqsQueue};
 use relevo_protocol::{McpServer, Route, Settings};
+use relevo_state::{Engine, EngineConfig, RandomIds, SystemClock};
 
 /// Builds the server from the environment. Lambdas never use ephemeral keys: the instance that
 /// verifies a `requestState` is rarely the one that sealed it.
-pub fn server_from_env() -> Result<McpServer, Error> {
+pub async fn server_from_env() -> Result<McpServer, Error> {
     let settings = Settings::from_env(false)?;
     let auth = relevo_auth::lambda_authenticator(&AuthSettings::from_env("")?)?;
-    // No durable store is wired into Lambda yet: features that need one are left out of the app.
-    let app = relevo_app::build(&settings.app, &Ports::new(None))?;
+    let app = relevo_app::build(&settings.app, &ports_from_env().await)?;
     Ok(McpServer::new(app, settings.config, settings.keys, auth))
+}
+
+/// DynamoDB (`RELEVO_TABLE`) and SQS (`RELEVO_QUEUE_URL`) when configured; features whose port is
+/// missing are left out of the app.
+pub async fn ports_from_env() -> Ports {
+    let table = std::env::var("RELEVO_TABLE").ok().filter(|t| !t.is_empty());
+    let Some(table) = table else { return Ports::new(None) };
+    let config = relevo_aws::sdk_config().await;
+    let store = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(&config), &table));
+    let ports = Ports::new(Some(store.clone()));
+    match std::env::var("RELEVO_QUEUE_URL").ok().filter(|u| !u.is_empty()) {
+        Some(url) => {
+            let queue = Arc::new(SqsQueue::new(aws_sdk_sqs::Client::new(&config), &url));
+            let lease_secs = std::env::var("RELEVO_LEASE_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(60);
+            let engine = Engine::new(
+                store,
+                queue,
+                Arc::new(SystemClock),
+                Arc::new(RandomIds),
+                EngineConfig { lease_secs, ..EngineConfig::default() },
+            );
+            let window = Duration::from_millis(
+                std::env::var("RELEVO_EXPORT_WINDOW_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(250),
+            );
+            ports.with_jobs(Arc::new(relevo_app::with_job_runners(engine, window)))
+        }
+        None => ports,
+    }
+}
+
+async fn engine_from_env() -> Result<Arc<Engine>, Error> {
+    ports_from_env().await.jobs.ok_or_else(|| Error::from("RELEVO_TABLE and RELEVO_QUEUE_URL are required"))
+}
+
+/// The `worker` function: an SQS batch in, `batchItemFailures` out (only the failed messages;
+/// a panic in one message fails that message only). Needs `ReportBatchItemFailures` on the
+/// event source mapping, or failed messages are deleted with the batch.
+pub async fn run_worker() -> Result<(), Error> {
+    init_logging();
+    let engine = engine_from_env().await?;
+    lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
+        let engine = engine.clone();
+        async move { Ok::<_, Error>(handle_sqs_batch(&engine, event.payload).await) }
+    }))
+    .await
+}
+
+/// One SQS event: every record processed, the failed ones reported by message id.
+pub async fn handle_sqs_batch(engine: &Engine, event: SqsEvent) -> SqsBatchResponse {
+    let batch =
+        event.records.into_iter().map(|m| (m.message_id.unwrap_or_default(), m.body.unwrap_or_default())).collect();
+    let mut response = SqsBatchResponse::default();
+    response.batch_item_failures = engine
+        .process_batch(batch)
+        .await
+        .into_iter()
+        .map(|id| {
+            let mut failure = BatchItemFailure::default();
+            failure.item_identifier = id;
+            failure
+        })
+        .collect();
+    response
+}
+
+/// The `reconciler` function (scheduled): one reconcile pass; returns its report.
+pub async fn run_reconciler() -> Result<(), Error> {
+    init_logging();
+    let engine = engine_from_env().await?;
+    lambda_http::lambda_runtime::run(service_fn(move |_: LambdaEvent<serde_json::Value>| {
+        let engine = engine.clone();
+        async move {
+            let report = engine.reconcile(500).await?;
+            tracing::info!(?report, "reconciled");
+            Ok::<_, Error>(serde_json::json!({
+                "requeued": report.requeued, "failed": report.failed, "cancelled": report.cancelled, "skipped": report.skipped
+            }))
+        }
+    }))
+    .await
 }
 
 /// Serves one proxy event.
@@ -67,7 +153,7 @@ pub async fn run_well_known() -> Result<(), Error> {
 /// The whole `main` of a function: JSON logs for CloudWatch, settings, then the event loop.
 pub async fn run(route: Route) -> Result<(), Error> {
     init_logging();
-    let server = server_from_env()?;
+    let server = server_from_env().await?;
     lambda_http::run(service_fn(move |event: Request| {
         let server = server.clone();
         async move { Ok::<_, Error>(handle_event(&server, route, event).await) }
