@@ -6,12 +6,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use relevo_app::Jobs;
 use relevo_app::Ports;
 use relevo_auth::{AuthMode, AuthSettings, BearerAuthenticator, DevIssuer, HttpKeySource, StaticKeySource};
 use relevo_embedded::{SqliteQueue, SqliteStore};
 use relevo_gateway::{GatewayOptions, InjectedToken, Routing};
 use relevo_protocol::{Authenticator, McpServer, NoAuth, Settings};
-use relevo_state::{Engine, EngineConfig, RandomIds, RecordStore, SystemClock};
+use relevo_state::{EngineConfig, RecordStore};
 
 struct Args {
     port: u16,
@@ -70,9 +71,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Arc::new(NoAuth)
         }
     };
-    let (records, engine) = backend()?;
+    let (records, jobs) = backend()?;
     let mut ports = Ports::new(records);
-    if let Some(engine) = &engine {
+    if let Some(jobs) = &jobs {
+        let engine = &jobs.engine;
         ports = ports.with_jobs(engine.clone());
         // The local stand-ins for the SQS event source mapping and the scheduled reconciler.
         let (worker, reconciler) = (engine.clone(), engine.clone());
@@ -83,7 +85,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tokio::spawn(async move { reconciler.run_reconciler_loop(every, std::future::pending()).await });
     }
     let app = relevo_app::build(&settings.app, &ports)?;
-    let server = McpServer::new(app, settings.config, settings.keys, auth);
+    let mut server = McpServer::new(app, settings.config, settings.keys, auth);
+    if let Some(jobs) = &jobs {
+        server = server.with_tasks(jobs.engine.clone(), &jobs.tool_runner);
+    }
     let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, args.port))).await?;
     tracing::info!(url = %format!("http://{}/mcp", listener.local_addr()?), app = %settings.app, routing = ?args.routing, auth = ?auth_settings.mode, "relevo gateway listening");
     axum::serve(listener, relevo_gateway::router(server, options)).with_graceful_shutdown(shutdown_signal()).await?;
@@ -112,7 +117,7 @@ fn dev_issuer_path() -> PathBuf {
         .unwrap_or_else(|_| PathBuf::from(".relevo/dev-issuer.json"))
 }
 
-type Backend = (Option<Arc<dyn RecordStore>>, Option<Arc<Engine>>);
+type Backend = (Option<Arc<dyn RecordStore>>, Option<Jobs>);
 
 /// `RELEVO_STORE`: `sqlite:PATH` (default `sqlite:.relevo/store.db`), `memory`, or `none`. The
 /// same database holds records, jobs and the work queue (5 deliveries, then dead letters).
@@ -128,10 +133,9 @@ fn backend() -> Result<Backend, Box<dyn std::error::Error>> {
     };
     let queue = SqliteQueue::new(sqlite.clone(), 5);
     let config = EngineConfig { lease_secs: env_number("RELEVO_LEASE_SECS", 30), ..EngineConfig::default() };
-    let engine =
-        Engine::new(Arc::new(sqlite.clone()), Arc::new(queue), Arc::new(SystemClock), Arc::new(RandomIds), config);
     let window = Duration::from_millis(env_number("RELEVO_EXPORT_WINDOW_MS", 250));
-    Ok((Some(Arc::new(sqlite)), Some(Arc::new(relevo_app::with_job_runners(engine, window)))))
+    let jobs = relevo_app::jobs(Arc::new(sqlite.clone()), Arc::new(queue), config, window);
+    Ok((Some(Arc::new(sqlite)), Some(jobs)))
 }
 
 fn env_number(name: &str, default: u64) -> u64 {

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use relevo_protocol::wire::{CallToolResult, ContentBlock, GetPromptResult, PromptMessage, ResourceContents, Role};
 use relevo_protocol::{
-    App, Call, ElicitAction, InputRequest, Outcome, Prompt, PromptArgument, Resource, ResourceTemplate, Tool, handler,
+    App, Call, ElicitAction, InputRequest, Outcome, Prompt, PromptArgument, Resource, ResourceTemplate, TaskSupport,
+    Tool, handler,
 };
 use serde_json::{Value, json};
 
@@ -347,6 +348,111 @@ fn tools() -> Vec<Tool> {
     ]
 }
 
+/// The Tasks-extension fixtures (SEP-2663 scenarios).
+fn task_tools() -> Vec<Tool> {
+    let confirm = || {
+        InputRequest::form(
+            "Confirm the deletion?",
+            json!({ "type": "object", "properties": { "confirm": { "type": "boolean" } }, "required": ["confirm"] }),
+        )
+    };
+    vec![
+        Tool::new(
+            "greet",
+            "Greets by name (never a task)",
+            json!({ "type": "object", "properties": { "name": { "type": "string" } }, "required": ["name"] }),
+            handler(|call: Call| async move {
+                let name = call.arguments.get("name").and_then(Value::as_str).unwrap_or("stranger").to_string();
+                Ok(text(format!("Hello, {name}!")))
+            }),
+        ),
+        Tool::new(
+            "slow_compute",
+            "Sleeps `seconds` then answers; a task when the client declares the Tasks extension",
+            json!({ "type": "object", "properties": { "seconds": { "type": "number", "minimum": 0, "maximum": 60 } } }),
+            handler(|call: Call| async move {
+                let seconds = call.arguments.get("seconds").and_then(Value::as_f64).unwrap_or(1.0).clamp(0.0, 60.0);
+                tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+                Ok(text(format!("Computed after {seconds} s")))
+            }),
+        )
+        .tasks(TaskSupport::Optional),
+        Tool::new(
+            "confirm_delete",
+            "Asks for confirmation, then deletes",
+            json!({ "type": "object", "properties": { "filename": { "type": "string" } } }),
+            handler(move |call: Call| async move {
+                Ok(match call.elicitation("confirm") {
+                    Some(answer) if answer.action == ElicitAction::Accept => text("Deleted"),
+                    Some(_) => text("Deletion cancelled"),
+                    None => Outcome::ask("confirm", confirm(), None),
+                })
+            }),
+        )
+        .tasks(TaskSupport::Optional),
+        Tool::new(
+            "failing_job",
+            "Fails as a tool error after about a second",
+            empty_schema(),
+            handler(|_| async {
+                tokio::time::sleep(Duration::from_millis(800)).await;
+                Ok(Outcome::tool_error("The job failed: the input was rejected"))
+            }),
+        )
+        .tasks(TaskSupport::Required),
+        Tool::new(
+            "protocol_error_job",
+            "Fails with a protocol error",
+            empty_schema(),
+            handler(|_| async {
+                if true {
+                    panic!("the protocol_error_job fixture always panics");
+                }
+                Ok(text("unreachable"))
+            }),
+        )
+        .tasks(TaskSupport::Optional),
+        Tool::new(
+            "test_tool_with_task",
+            "Asks for a name (MRTR), then greets from a task",
+            empty_schema(),
+            handler(|call: Call| async move {
+                let name = accepted_field(&call, "user_name", "name").unwrap_or_else(|| "stranger".into());
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                Ok(text(format!("Hello, {name}, from a task!")))
+            }),
+        )
+        .tasks(TaskSupport::Required)
+        .gather_before_task(handler(|call: Call| async move {
+            Ok(match accepted_field(&call, "user_name", "name") {
+                Some(_) => Outcome::Complete(Default::default()),
+                None => Outcome::ask("user_name", name_form("What is your name?", "name"), None),
+            })
+        })),
+        Tool::new(
+            "multi_input",
+            "Asks two questions at once",
+            empty_schema(),
+            handler(|call: Call| async move {
+                let first = accepted_field(&call, "first", "name");
+                let second = accepted_field(&call, "second", "name");
+                Ok(match (first, second) {
+                    (Some(first), Some(second)) => text(format!("Answers: {first}, {second}")),
+                    _ => Outcome::InputRequired {
+                        requests: [
+                            ("first".to_string(), name_form("First: what is your name?", "name")),
+                            ("second".to_string(), name_form("Second: what is your name?", "name")),
+                        ]
+                        .into(),
+                        state: None,
+                    },
+                })
+            }),
+        )
+        .tasks(TaskSupport::Optional),
+    ]
+}
+
 fn json_schema_fixture() -> Value {
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -503,7 +609,7 @@ pub fn app() -> App {
     let mut app = App::new("relevo-conformance", env!("CARGO_PKG_VERSION"))
         .instructions("Fixture app for the MCP conformance suite.")
         .template(template());
-    for tool in tools() {
+    for tool in tools().into_iter().chain(task_tools()) {
         app = app.tool(tool);
     }
     for resource in resources() {

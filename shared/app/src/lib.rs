@@ -10,15 +10,15 @@ pub mod notes;
 
 use std::sync::Arc;
 
-use relevo_protocol::{App, Clock, SystemClock};
-use relevo_state::{Engine, Ids, RandomIds, RecordStore};
+use relevo_protocol::{App, Clock, SystemClock, ToolTaskRunner};
+use relevo_state::{Engine, EngineConfig, Ids, JobStore, Queue, RandomIds, RecordStore};
 
 /// What apps may use of the outside world. A feature whose port is missing is left out of the
 /// app (a deployment without a store serves no notes) rather than failing at call time.
 #[derive(Clone)]
 pub struct Ports {
     pub records: Option<Arc<dyn RecordStore>>,
-    /// Durable jobs (store + queue); build it with [`with_job_runners`] so it can run the app's jobs.
+    /// Durable jobs (store + queue), from [`jobs`].
     pub jobs: Option<Arc<Engine>>,
     pub ids: Arc<dyn Ids>,
     pub clock: Arc<dyn Clock>,
@@ -35,10 +35,27 @@ impl Ports {
     }
 }
 
-/// Registers the runners of every job kind the apps start. `window_delay` paces the export's
-/// reads (the stand-in for a slow source; `RELEVO_EXPORT_WINDOW_MS`).
-pub fn with_job_runners(engine: Engine, window_delay: std::time::Duration) -> Engine {
-    engine.runner(export::KIND, Arc::new(export::ExportRunner { window_delay }))
+/// The durable-work engine with a runner for every job kind: the apps' jobs (the export) and
+/// tool calls run as tasks. Give `engine` to [`Ports::with_jobs`] and both to
+/// `McpServer::with_tasks`.
+pub struct Jobs {
+    pub engine: Arc<Engine>,
+    pub tool_runner: Arc<ToolTaskRunner>,
+}
+
+/// Builds [`Jobs`]. `window_delay` paces the export's reads (the stand-in for a slow source;
+/// `RELEVO_EXPORT_WINDOW_MS`).
+pub fn jobs(
+    store: Arc<dyn JobStore>,
+    queue: Arc<dyn Queue>,
+    config: EngineConfig,
+    window_delay: std::time::Duration,
+) -> Jobs {
+    let tool_runner = Arc::new(ToolTaskRunner::default());
+    let engine = Engine::new(store, queue, Arc::new(SystemClock), Arc::new(RandomIds), config)
+        .runner(export::KIND, Arc::new(export::ExportRunner { window_delay }))
+        .runner(relevo_protocol::tasks::TOOL_TASK_KIND, tool_runner.clone());
+    Jobs { engine: Arc::new(engine), tool_runner }
 }
 
 #[derive(Debug, thiserror::Error)]

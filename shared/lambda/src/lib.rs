@@ -12,51 +12,57 @@ use std::time::Duration;
 
 use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_http::LambdaEvent;
-use relevo_app::Ports;
+use relevo_app::{Jobs, Ports};
 use relevo_auth::AuthSettings;
 use relevo_aws::{DynamoStore, SqsQueue};
 use relevo_protocol::{McpServer, Route, Settings};
-use relevo_state::{Engine, EngineConfig, RandomIds, SystemClock};
+use relevo_state::{Engine, EngineConfig};
 
 /// Builds the server from the environment. Lambdas never use ephemeral keys: the instance that
 /// verifies a `requestState` is rarely the one that sealed it.
 pub async fn server_from_env() -> Result<McpServer, Error> {
     let settings = Settings::from_env(false)?;
     let auth = relevo_auth::lambda_authenticator(&AuthSettings::from_env("")?)?;
-    let app = relevo_app::build(&settings.app, &ports_from_env().await)?;
-    Ok(McpServer::new(app, settings.config, settings.keys, auth))
+    let (ports, jobs) = backend_from_env().await;
+    let app = relevo_app::build(&settings.app, &ports)?;
+    let server = McpServer::new(app, settings.config, settings.keys, auth);
+    Ok(match jobs {
+        Some(jobs) => server.with_tasks(jobs.engine.clone(), &jobs.tool_runner),
+        None => server,
+    })
+}
+
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 /// DynamoDB (`RELEVO_TABLE`) and SQS (`RELEVO_QUEUE_URL`) when configured; features whose port is
 /// missing are left out of the app.
-pub async fn ports_from_env() -> Ports {
+pub async fn backend_from_env() -> (Ports, Option<Jobs>) {
     let table = std::env::var("RELEVO_TABLE").ok().filter(|t| !t.is_empty());
-    let Some(table) = table else { return Ports::new(None) };
+    let Some(table) = table else { return (Ports::new(None), None) };
     let config = relevo_aws::sdk_config().await;
     let store = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(&config), &table));
     let ports = Ports::new(Some(store.clone()));
     match std::env::var("RELEVO_QUEUE_URL").ok().filter(|u| !u.is_empty()) {
         Some(url) => {
             let queue = Arc::new(SqsQueue::new(aws_sdk_sqs::Client::new(&config), &url));
-            let lease_secs = std::env::var("RELEVO_LEASE_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(60);
-            let engine = Engine::new(
-                store,
-                queue,
-                Arc::new(SystemClock),
-                Arc::new(RandomIds),
-                EngineConfig { lease_secs, ..EngineConfig::default() },
-            );
-            let window = Duration::from_millis(
-                std::env::var("RELEVO_EXPORT_WINDOW_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(250),
-            );
-            ports.with_jobs(Arc::new(relevo_app::with_job_runners(engine, window)))
+            let config = EngineConfig { lease_secs: env_number("RELEVO_LEASE_SECS", 60), ..EngineConfig::default() };
+            let window = Duration::from_millis(env_number("RELEVO_EXPORT_WINDOW_MS", 250));
+            let jobs = relevo_app::jobs(store, queue, config, window);
+            (ports.with_jobs(jobs.engine.clone()), Some(jobs))
         }
-        None => ports,
+        None => (ports, None),
     }
 }
 
+/// The engine of a worker or reconciler, able to run tool tasks of the configured app.
 async fn engine_from_env() -> Result<Arc<Engine>, Error> {
-    ports_from_env().await.jobs.ok_or_else(|| Error::from("RELEVO_TABLE and RELEVO_QUEUE_URL are required"))
+    let settings = Settings::from_env(false)?;
+    let (ports, jobs) = backend_from_env().await;
+    let jobs = jobs.ok_or_else(|| Error::from("RELEVO_TABLE and RELEVO_QUEUE_URL are required"))?;
+    jobs.tool_runner.bind(Arc::new(relevo_app::build(&settings.app, &ports)?));
+    Ok(jobs.engine)
 }
 
 /// The `worker` function: an SQS batch in, `batchItemFailures` out (only the failed messages;

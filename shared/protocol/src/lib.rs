@@ -21,6 +21,7 @@ pub mod registry;
 pub mod seal;
 pub mod server;
 pub mod settings;
+pub mod tasks;
 pub mod wire;
 
 pub use auth::{AuthChallenge, Authenticator, NoAuth, Principal};
@@ -36,3 +37,4 @@ pub use registry::{
 pub use seal::{KeyError, KeyRing};
 pub use server::{McpServer, Reply, ReplyBody, ServerConfig};
 pub use settings::{Settings, SettingsError};
+pub use tasks::{TaskSupport, ToolTaskRunner};

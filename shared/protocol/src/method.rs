@@ -13,10 +13,13 @@ pub enum Method {
     PromptsGet,
     Complete,
     SubscriptionsListen,
+    TasksGet,
+    TasksUpdate,
+    TasksCancel,
 }
 
 impl Method {
-    pub const ALL: [Method; 10] = [
+    pub const ALL: [Method; 13] = [
         Method::Discover,
         Method::ToolsList,
         Method::ToolsCall,
@@ -27,6 +30,9 @@ impl Method {
         Method::PromptsGet,
         Method::Complete,
         Method::SubscriptionsListen,
+        Method::TasksGet,
+        Method::TasksUpdate,
+        Method::TasksCancel,
     ];
 
     pub fn from_wire(name: &str) -> Option<Method> {
@@ -46,6 +52,9 @@ impl Method {
             Method::PromptsGet => "prompts/get",
             Method::Complete => "completion/complete",
             Method::SubscriptionsListen => "subscriptions/listen",
+            Method::TasksGet => "tasks/get",
+            Method::TasksUpdate => "tasks/update",
+            Method::TasksCancel => "tasks/cancel",
         }
     }
 
@@ -62,6 +71,9 @@ impl Method {
             Method::PromptsGet => "prompts-get",
             Method::Complete => "completion",
             Method::SubscriptionsListen => "subscriptions-listen",
+            Method::TasksGet => "tasks-get",
+            Method::TasksUpdate => "tasks-update",
+            Method::TasksCancel => "tasks-cancel",
         }
     }
 
@@ -75,6 +87,7 @@ impl Method {
         match self {
             Method::ToolsCall | Method::PromptsGet => Some("name"),
             Method::ResourcesRead => Some("uri"),
+            Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => Some("taskId"),
             _ => None,
         }
     }

@@ -137,6 +137,9 @@ pub enum Outcome {
     Complete(JsonObject),
     /// Ask the client for input; `state` is sealed into `requestState` and comes back verified.
     InputRequired { requests: BTreeMap<String, InputRequest>, state: Option<Value> },
+    /// The work continues as a task (only for `tools/call`, only when the client declared the
+    /// Tasks extension): the job is already durably created.
+    TaskCreated(relevo_state::Job),
 }
 
 impl Outcome {
@@ -222,6 +225,11 @@ pub struct Tool {
     pub scopes: Vec<String>,
     /// The tool sends progress or log notifications, so the response may be an SSE stream.
     pub streams: bool,
+    /// Whether calls run as tasks (Tasks extension).
+    pub task_support: crate::tasks::TaskSupport,
+    /// For task tools: runs synchronously before the task is created, so any input the task needs
+    /// is gathered by MRTR first; its `Complete` outcome lets the task start.
+    pub gather: Option<Handler>,
     pub handler: Handler,
 }
 
@@ -237,6 +245,8 @@ impl Tool {
             required_capabilities: None,
             scopes: Vec::new(),
             streams: false,
+            task_support: crate::tasks::TaskSupport::Forbidden,
+            gather: None,
             handler,
         }
     }
@@ -263,6 +273,16 @@ impl Tool {
 
     pub fn scopes(mut self, scopes: &[&str]) -> Self {
         self.scopes = scopes.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    pub fn tasks(mut self, support: crate::tasks::TaskSupport) -> Self {
+        self.task_support = support;
+        self
+    }
+
+    pub fn gather_before_task(mut self, gather: Handler) -> Self {
+        self.gather = Some(gather);
         self
     }
 

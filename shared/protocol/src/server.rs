@@ -25,8 +25,10 @@ use crate::method::{Method, Route};
 use crate::notify::Notifier;
 use crate::registry::{App, Call, Handler, Outcome};
 use crate::seal::KeyRing;
+use crate::tasks::{self, TaskSupport, ToolTaskRunner};
 use crate::wire::{self, JsonObject, meta};
 use relevo_state::canonical_json;
+use relevo_state::{Engine, JobRef};
 
 const REQUEST_STATE_DOMAIN: &str = "request-state";
 /// Carries the result type from dispatch to the request log line; removed before the reply leaves.
@@ -102,11 +104,27 @@ pub struct McpServer {
     keys: KeyRing,
     auth: Arc<dyn Authenticator>,
     clock: Arc<dyn Clock>,
+    tasks: Option<Arc<Engine>>,
 }
 
 impl McpServer {
     pub fn new(app: App, config: ServerConfig, keys: KeyRing, auth: Arc<dyn Authenticator>) -> Self {
-        McpServer { app: Arc::new(app), config: Arc::new(config), keys, auth, clock: Arc::new(SystemClock) }
+        McpServer {
+            app: Arc::new(app),
+            config: Arc::new(config),
+            keys,
+            auth,
+            clock: Arc::new(SystemClock),
+            tasks: None,
+        }
+    }
+
+    /// Offers the Tasks extension, with tasks stored and run by `engine`. `runner` must be the
+    /// [`ToolTaskRunner`] registered in that engine; it is bound to this server's app here.
+    pub fn with_tasks(mut self, engine: Arc<Engine>, runner: &ToolTaskRunner) -> Self {
+        runner.bind(self.app.clone());
+        self.tasks = Some(engine);
+        self
     }
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
@@ -186,7 +204,11 @@ impl McpServer {
             Method::Discover => {
                 let mut result = JsonObject::new();
                 result.insert("supportedVersions".into(), json!(wire::SUPPORTED_VERSIONS));
-                result.insert("capabilities".into(), app.capabilities());
+                let mut capabilities = app.capabilities();
+                if self.tasks.is_some() {
+                    capabilities["extensions"] = json!({ tasks::EXTENSION: {} });
+                }
+                result.insert("capabilities".into(), capabilities);
                 if let Some(instructions) = &app.instructions {
                     result.insert("instructions".into(), json!(instructions));
                 }
@@ -216,6 +238,9 @@ impl McpServer {
             Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead => {
                 return self.call(request, principal, now).await;
             }
+            Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => {
+                return self.task_method(&request, &principal).await;
+            }
         };
         Ok(self.result_reply(&request.id, result, "complete"))
     }
@@ -224,6 +249,7 @@ impl McpServer {
     /// answer `input_required`.
     async fn call(&self, request: ValidRequest, principal: Principal, now: u64) -> Result<Reply, McpError> {
         let params = &request.params;
+        let mut task_tool = None;
         let (handler, arguments, uri, streams, private) = match request.method {
             Method::ToolsCall => {
                 let name = string_param(params, "name")?;
@@ -246,6 +272,9 @@ impl McpServer {
                     if !missing.is_empty() {
                         return Err(McpError::missing_capability(Value::Object(missing)));
                     }
+                }
+                if tool.task_support != TaskSupport::Forbidden {
+                    task_tool = Some((tool.name.clone(), tool.task_support, tool.gather.clone()));
                 }
                 (tool.handler.clone(), arguments, None, tool.streams, false)
             }
@@ -295,6 +324,34 @@ impl McpServer {
             principal,
             notifier: Notifier::silent(),
         };
+
+        if let Some((name, support, gather)) = task_tool {
+            match (&self.tasks, request.client.declares_tasks()) {
+                (Some(engine), true) => {
+                    if let Some(gather) = gather {
+                        match run_handler(&gather, call.clone()).await? {
+                            Outcome::Complete(_) => {}
+                            asking => {
+                                let (result, result_type) = self.finish(&request, asking, &round)?;
+                                return Ok(self.result_reply(&request.id, result, result_type));
+                            }
+                        }
+                    }
+                    let input = tasks::tool_task_input(&name, &call);
+                    let job = engine
+                        .start(&call.principal.tenant, &call.principal.subject, tasks::TOOL_TASK_KIND, None, input)
+                        .await
+                        .map_err(|error| {
+                            tracing::error!(%error, "could not create the task");
+                            McpError::Internal
+                        })?;
+                    let (result, result_type) = self.finish(&request, Outcome::TaskCreated(job), &round)?;
+                    return Ok(self.result_reply(&request.id, result, result_type));
+                }
+                _ if support == TaskSupport::Required => return Err(tasks::tasks_required()),
+                _ => {}
+            }
+        }
 
         let wants_stream = request.progress_token.is_some() || request.log_level.is_some();
         if streams && wants_stream {
@@ -355,6 +412,13 @@ impl McpServer {
                     result
                 };
                 Ok((result, "complete"))
+            }
+            Outcome::TaskCreated(job) => {
+                if request.method != Method::ToolsCall || self.tasks.is_none() {
+                    tracing::error!("a task was created outside tools/call or without the Tasks extension");
+                    return Err(McpError::Internal);
+                }
+                Ok((tasks::task_fields(&job), "task"))
             }
             Outcome::InputRequired { requests, state } => {
                 if !request.method.allows_input_required() {
@@ -424,6 +488,42 @@ impl McpServer {
         headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
         headers.insert(RESULT_TYPE_HEADER, HeaderValue::from_static("stream"));
         reply
+    }
+
+    /// `tasks/get`, `tasks/update`, `tasks/cancel`: the caller's own tasks only; another
+    /// principal's task id is an unknown task.
+    async fn task_method(&self, request: &ValidRequest, principal: &Principal) -> Result<Reply, McpError> {
+        let Some(engine) = &self.tasks else {
+            return Err(McpError::MethodNotFound(request.method.as_str().into()));
+        };
+        if !request.client.declares_tasks() {
+            return Err(tasks::tasks_required());
+        }
+        let task_id = string_param(&request.params, "taskId")?;
+        let job = JobRef { tenant: principal.tenant.clone(), subject: principal.subject.clone(), id: task_id.into() };
+        let unknown = || McpError::invalid_params_with("Unknown task", json!({ "taskId": task_id }));
+        let store_failure = |error: relevo_state::StoreError| {
+            tracing::error!(%error, "task store failure");
+            McpError::Internal
+        };
+        let result = match request.method {
+            Method::TasksGet => {
+                let found = engine.store.get_job(&job).await.map_err(store_failure)?.ok_or_else(unknown)?;
+                tasks::detailed_task(&found)
+            }
+            Method::TasksUpdate => {
+                let Some(Value::Object(responses)) = request.params.get("inputResponses") else {
+                    return Err(McpError::invalid_params("params.inputResponses must be an object"));
+                };
+                engine.provide_input(&job, responses).await.map_err(store_failure)?.ok_or_else(unknown)?;
+                JsonObject::new()
+            }
+            _ => {
+                engine.cancel(&job).await.map_err(store_failure)?.ok_or_else(unknown)?;
+                JsonObject::new()
+            }
+        };
+        Ok(self.result_reply(&request.id, result, "complete"))
     }
 
     /// `subscriptions/listen`: this server offers no list-changed or resource subscriptions yet,

@@ -19,6 +19,8 @@ use crate::records::{Owner, StoreError, StoreFuture};
 pub enum JobStatus {
     Queued,
     Running,
+    /// Parked until the client answers `pending_input` (tasks: `input_required`).
+    InputRequired,
     Succeeded,
     Failed,
     Cancelled,
@@ -33,6 +35,7 @@ impl JobStatus {
         match self {
             JobStatus::Queued => "queued",
             JobStatus::Running => "running",
+            JobStatus::InputRequired => "input_required",
             JobStatus::Succeeded => "succeeded",
             JobStatus::Failed => "failed",
             JobStatus::Cancelled => "cancelled",
@@ -44,7 +47,9 @@ impl JobStatus {
         use JobStatus::*;
         matches!(
             (self, next),
-            (Queued, Running | Cancelled | Failed) | (Running, Running | Queued | Succeeded | Failed | Cancelled)
+            (Queued, Running | Cancelled | Failed)
+                | (Running, Running | Queued | InputRequired | Succeeded | Failed | Cancelled)
+                | (InputRequired, Queued | Cancelled)
         ) || (self == next && !self.is_terminal())
     }
 }
@@ -90,6 +95,18 @@ pub struct Job {
     /// How many times a worker has claimed the job.
     pub attempts: u32,
     pub cancel_requested: bool,
+    /// Input requests the job waits on (key → request), while `InputRequired`.
+    #[serde(default)]
+    pub pending_input: Option<Value>,
+    /// Every input response received so far (key → response).
+    #[serde(default)]
+    pub input_responses: Option<Value>,
+    /// What the runner asked to get back when it resumes after input.
+    #[serde(default)]
+    pub resume_state: Option<Value>,
+    /// A JSON-RPC error object when the job failed by a protocol error (tasks: `failed`).
+    #[serde(default)]
+    pub protocol_error: Option<Value>,
     pub created_at: u64,
     pub updated_at: u64,
     /// When the record may be deleted (store TTL).

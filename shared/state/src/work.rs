@@ -38,6 +38,11 @@ pub enum JobFailure {
     Cancelled,
     /// The runner lost its lease (a write was refused); another worker owns the job now.
     Fenced,
+    /// The runner needs input from the client: the job parks as `InputRequired` until
+    /// [`Engine::provide_input`] has answers for every key of `requests`.
+    NeedsInput { requests: Value, state: Option<Value> },
+    /// A protocol-level failure (a JSON-RPC error object): the job ends `failed` with it.
+    Protocol(Value),
 }
 
 /// Runs one kind of job. Must be safe to resume from any checkpoint it saved.
@@ -121,6 +126,19 @@ impl JobContext {
 
     pub fn cancel_requested(&self) -> bool {
         self.job().cancel_requested
+    }
+
+    /// Reads the job again (to see a cancel request made since the last write); keeps the fresh
+    /// copy while this worker still holds the lease. Returns whether cancellation was requested.
+    pub async fn refresh(&self) -> bool {
+        if let Ok(Some(current)) = self.store.get_job(&self.job().job).await
+            && current.leased_by(&self.lease_owner, self.clock.now_unix())
+        {
+            let cancel = current.cancel_requested;
+            *self.job.lock().unwrap_or_else(|e| e.into_inner()) = current;
+            return cancel;
+        }
+        self.cancel_requested()
     }
 
     /// Saves a checkpoint and extends the lease, only while this worker still holds the lease.
@@ -222,6 +240,10 @@ impl Engine {
             error: None,
             attempts: 0,
             cancel_requested: false,
+            pending_input: None,
+            input_responses: None,
+            resume_state: None,
+            protocol_error: None,
             created_at: now,
             updated_at: now,
             expires_at: now + self.config.retention_secs,
@@ -247,13 +269,15 @@ impl Engine {
     pub async fn cancel(&self, job: &JobRef) -> Result<Option<Job>, StoreError> {
         for _ in 0..5 {
             let Some(current) = self.store.get_job(job).await? else { return Ok(None) };
-            if current.status.is_terminal() || current.cancel_requested && current.status != JobStatus::Queued {
+            let parked = matches!(current.status, JobStatus::Queued | JobStatus::InputRequired);
+            if current.status.is_terminal() || current.cancel_requested && !parked {
                 return Ok(Some(current));
             }
             let mut next = current.next(self.clock.now_unix());
             next.cancel_requested = true;
-            if current.status == JobStatus::Queued {
+            if parked {
                 next.status = JobStatus::Cancelled;
+                next.pending_input = None;
             }
             match self.store.put_job(&next, current.revision).await {
                 Ok(written) => return Ok(Some(written)),
@@ -262,6 +286,58 @@ impl Engine {
             }
         }
         Err(StoreError::Unavailable("cancel kept conflicting".into()))
+    }
+
+    /// Delivers input responses to a job parked for input. Keys that are not pending are ignored;
+    /// once every pending key is answered the job is queued again. Returns the job, or `None`
+    /// if absent. Idempotent: answers for keys already answered change nothing.
+    pub async fn provide_input(
+        &self,
+        job: &JobRef,
+        responses: &serde_json::Map<String, Value>,
+    ) -> Result<Option<Job>, StoreError> {
+        for _ in 0..5 {
+            let Some(current) = self.store.get_job(job).await? else { return Ok(None) };
+            let Some(Value::Object(pending)) =
+                current.pending_input.clone().filter(|_| current.status == JobStatus::InputRequired)
+            else {
+                return Ok(Some(current));
+            };
+            let answered: Vec<&String> = responses.keys().filter(|k| pending.contains_key(*k)).collect();
+            if answered.is_empty() {
+                return Ok(Some(current));
+            }
+            let mut next = current.next(self.clock.now_unix());
+            let mut collected = match current.input_responses.clone() {
+                Some(Value::Object(map)) => map,
+                _ => serde_json::Map::new(),
+            };
+            let mut still_pending = pending.clone();
+            for key in answered {
+                collected.insert(key.clone(), responses[key].clone());
+                still_pending.remove(key);
+            }
+            next.input_responses = Some(Value::Object(collected));
+            let resume = still_pending.is_empty();
+            if resume {
+                next.status = JobStatus::Queued;
+                next.pending_input = None;
+            } else {
+                next.pending_input = Some(Value::Object(still_pending));
+            }
+            match self.store.put_job(&next, current.revision).await {
+                Ok(written) => {
+                    if resume && let Err(error) = self.queue.send(&WorkMessage::new(written.job.clone()).encode()).await
+                    {
+                        tracing::warn!(%error, "enqueue after input failed; the reconciler will retry");
+                    }
+                    return Ok(Some(written));
+                }
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(other) => return Err(other),
+            }
+        }
+        Err(StoreError::Unavailable("input delivery kept conflicting".into()))
     }
 
     /// Handles one delivery of a work message.
@@ -273,7 +349,7 @@ impl Engine {
     pub async fn process(&self, job_ref: &JobRef) -> Result<Processed, WorkError> {
         let now = self.clock.now_unix();
         let Some(job) = self.store.get_job(job_ref).await? else { return Ok(Processed::NothingToDo) };
-        if job.status.is_terminal() {
+        if job.status.is_terminal() || job.status == JobStatus::InputRequired {
             return Ok(Processed::NothingToDo);
         }
         if job.lease_live(now) {
@@ -322,6 +398,33 @@ impl Engine {
             Err(JobFailure::Failed(reason)) => (JobStatus::Failed, None, Some(reason)),
             Err(JobFailure::Cancelled) => (JobStatus::Cancelled, None, None),
             Err(JobFailure::Fenced) => return Ok(Processed::Fenced),
+            Err(JobFailure::Protocol(error)) => {
+                let message = error["message"].as_str().unwrap_or("protocol error").to_string();
+                let written = ctx
+                    .write(|job, _| {
+                        job.status = JobStatus::Failed;
+                        job.lease = None;
+                        job.error = Some(message.clone());
+                        job.protocol_error = Some(error.clone());
+                    })
+                    .await;
+                return Ok(if written.is_ok() { Processed::Finished(JobStatus::Failed) } else { Processed::Fenced });
+            }
+            Err(JobFailure::NeedsInput { requests, state }) => {
+                let written = ctx
+                    .write(|job, _| {
+                        job.status = JobStatus::InputRequired;
+                        job.lease = None;
+                        job.pending_input = Some(requests.clone());
+                        job.resume_state = state.clone();
+                    })
+                    .await;
+                return Ok(if written.is_ok() {
+                    Processed::Finished(JobStatus::InputRequired)
+                } else {
+                    Processed::Fenced
+                });
+            }
             Err(JobFailure::Retry(reason)) => {
                 let released = ctx
                     .write(|job, _| {

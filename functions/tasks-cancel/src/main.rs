@@ -1,0 +1,8 @@
+//! The `tasks-cancel` function: serves `tasks/cancel` (Tasks extension) only; a body naming another method is refused.
+
+use relevo_protocol::{Method, Route};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    relevo_lambda::run(Route::Only(Method::TasksCancel)).await
+}
