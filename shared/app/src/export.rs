@@ -184,7 +184,7 @@ pub fn export_start(engine: Arc<Engine>) -> Tool {
             async move {
                 Ok(match start(&engine, &call).await? {
                     // A client that declared the Tasks extension follows the same job as a task.
-                    Ok(job) if call.client.declares_tasks() => Outcome::TaskCreated(job),
+                    Ok(job) if call.client.declares_tasks() => Outcome::TaskCreated(Box::new(job)),
                     Ok(job) => Outcome::tool(CallToolResult::structured(status_view(&job))),
                     Err(tool_error) => tool_error,
                 })

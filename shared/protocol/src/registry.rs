@@ -139,7 +139,7 @@ pub enum Outcome {
     InputRequired { requests: BTreeMap<String, InputRequest>, state: Option<Value> },
     /// The work continues as a task (only for `tools/call`, only when the client declared the
     /// Tasks extension): the job is already durably created.
-    TaskCreated(relevo_state::Job),
+    TaskCreated(Box<relevo_state::Job>),
 }
 
 impl Outcome {

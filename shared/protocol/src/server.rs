@@ -345,7 +345,7 @@ impl McpServer {
                             tracing::error!(%error, "could not create the task");
                             McpError::Internal
                         })?;
-                    let (result, result_type) = self.finish(&request, Outcome::TaskCreated(job), &round)?;
+                    let (result, result_type) = self.finish(&request, Outcome::TaskCreated(Box::new(job)), &round)?;
                     return Ok(self.result_reply(&request.id, result, result_type));
                 }
                 _ if support == TaskSupport::Required => return Err(tasks::tasks_required()),
