@@ -60,7 +60,8 @@ pub fn rpc_as(token: Option<&str>, id: u64, method: &str, mut params: Value) -> 
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", VERSION)
         .header("mcp-method", method);
-    if let Some(name) = body["params"].get("name").or(body["params"].get("uri")).and_then(Value::as_str) {
+    let params = &body["params"];
+    if let Some(name) = params.get("name").or(params.get("uri")).or(params.get("taskId")).and_then(Value::as_str) {
         builder = builder.header("mcp-name", name);
     }
     if let Some(token) = token {
@@ -128,4 +129,24 @@ pub async fn send(router: &Router, request: Request<axum::body::Body>) -> Reply 
     let headers = response.headers().clone();
     let bytes = response.into_body().collect().await.expect("body reads").to_bytes();
     Reply { status, headers, text: String::from_utf8_lossy(&bytes).into_owned() }
+}
+
+/// The dev issuer of `http://127.0.0.1:8080`, its settings and an authenticator trusting it.
+pub fn dev_auth() -> (relevo_auth::AuthSettings, relevo_auth::DevIssuer, relevo_auth::BearerAuthenticator) {
+    let origin = "http://127.0.0.1:8080";
+    let vars = [("RELEVO_AUTH", "dev"), ("RELEVO_AUTH_ALGORITHMS", "ES256")];
+    let settings = relevo_auth::AuthSettings::load(|n| vars.iter().find(|(k, _)| *k == n).map(|(_, v)| v.to_string()), origin)
+        .expect("dev settings are valid");
+    let issuer = relevo_auth::DevIssuer::generate(&settings.issuer, &settings.audience);
+    let auth = relevo_auth::BearerAuthenticator::new(
+        settings.clone(),
+        Arc::new(relevo_auth::StaticKeySource(issuer.jwks())),
+    );
+    (settings, issuer, auth)
+}
+
+/// A token of the dev issuer, valid for five minutes.
+pub fn dev_token(issuer: &relevo_auth::DevIssuer, tenant: &str, subject: &str, scopes: &[&str]) -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    issuer.mint(tenant, subject, scopes, now, 300).expect("the dev issuer signs")
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use relevo_app::Ports;
-use relevo_auth::{AuthSettings, BearerAuthenticator, DevIssuer, StaticKeySource};
+use relevo_auth::DevIssuer;
 use relevo_embedded::SqliteStore;
 use relevo_protocol::{McpServer, ServerConfig};
 use relevo_tests::*;
@@ -27,11 +27,7 @@ fn now() -> u64 {
 }
 
 fn fixture() -> Fixture {
-    let vars = [("RELEVO_AUTH", "dev"), ("RELEVO_AUTH_ALGORITHMS", "ES256")];
-    let settings =
-        AuthSettings::load(|n| vars.iter().find(|(k, _)| *k == n).map(|(_, v)| v.to_string()), ISSUER).unwrap();
-    let issuer = DevIssuer::generate(ISSUER, AUDIENCE);
-    let auth = BearerAuthenticator::new(settings.clone(), Arc::new(StaticKeySource(issuer.jwks())));
+    let (settings, issuer, auth) = dev_auth();
     let ports = Ports::new(Some(Arc::new(SqliteStore::in_memory().unwrap())));
     let server = McpServer::new(relevo_app::demo::app(&ports), ServerConfig::default(), test_keys(), Arc::new(auth));
     let options =
@@ -41,7 +37,7 @@ fn fixture() -> Fixture {
 
 impl Fixture {
     fn token(&self, tenant: &str, subject: &str, scopes: &[&str]) -> String {
-        self.issuer.mint(tenant, subject, scopes, now(), 300).unwrap()
+        dev_token(&self.issuer, tenant, subject, scopes)
     }
 
     fn claims(&self, overrides: Value) -> String {
