@@ -9,7 +9,7 @@ SUB ?= developer
 SCOPES ?= notes:read notes:write
 CARGO ?= cargo
 
-.PHONY: run token test unit lint fmt conformance clients release-size clean
+.PHONY: run token test unit lint fmt conformance clients bench release-size clean
 
 ## run: the server on http://127.0.0.1:$(PORT)/mcp (APP=demo|conformance, ROUTING=per-method|single, AUTH=dev|required|off)
 run:
@@ -40,6 +40,10 @@ conformance:
 ## clients: the official Python SDK client (mcp 2.3) against the demo app
 clients:
 	infra/scripts/python-client.sh
+
+## bench: durable-work throughput and store/queue calls per job (release build; timing lives here, never in tests)
+bench:
+	$(CARGO) run --release --quiet -p relevo-bench -- 1000
 
 ## release-size: release build of one function binary, and its size
 release-size:

@@ -135,13 +135,12 @@ pub async fn send(router: &Router, request: Request<axum::body::Body>) -> Reply 
 pub fn dev_auth() -> (relevo_auth::AuthSettings, relevo_auth::DevIssuer, relevo_auth::BearerAuthenticator) {
     let origin = "http://127.0.0.1:8080";
     let vars = [("RELEVO_AUTH", "dev"), ("RELEVO_AUTH_ALGORITHMS", "ES256")];
-    let settings = relevo_auth::AuthSettings::load(|n| vars.iter().find(|(k, _)| *k == n).map(|(_, v)| v.to_string()), origin)
-        .expect("dev settings are valid");
+    let settings =
+        relevo_auth::AuthSettings::load(|n| vars.iter().find(|(k, _)| *k == n).map(|(_, v)| v.to_string()), origin)
+            .expect("dev settings are valid");
     let issuer = relevo_auth::DevIssuer::generate(&settings.issuer, &settings.audience);
-    let auth = relevo_auth::BearerAuthenticator::new(
-        settings.clone(),
-        Arc::new(relevo_auth::StaticKeySource(issuer.jwks())),
-    );
+    let auth =
+        relevo_auth::BearerAuthenticator::new(settings.clone(), Arc::new(relevo_auth::StaticKeySource(issuer.jwks())));
     (settings, issuer, auth)
 }
 

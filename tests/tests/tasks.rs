@@ -26,7 +26,8 @@ fn fixture() -> Fixture {
     let (settings, issuer, auth) = dev_auth();
     let sqlite = SqliteStore::in_memory().unwrap();
     let queue = SqliteQueue::new(sqlite.clone(), 5);
-    let jobs = relevo_app::jobs(Arc::new(sqlite.clone()), Arc::new(queue.clone()), EngineConfig::default(), Duration::ZERO);
+    let jobs =
+        relevo_app::jobs(Arc::new(sqlite.clone()), Arc::new(queue.clone()), EngineConfig::default(), Duration::ZERO);
     let ports = Ports::new(Some(Arc::new(sqlite))).with_jobs(jobs.engine.clone());
     let server = McpServer::new(relevo_app::demo::app(&ports), ServerConfig::default(), test_keys(), Arc::new(auth))
         .with_tasks(jobs.engine.clone(), &jobs.tool_runner);
@@ -48,7 +49,8 @@ impl Fixture {
     async fn drain(&self) {
         use relevo_state::Queue;
         loop {
-            let messages = self.queue.receive(10, 60, relevo_state::Clock::now_unix(&relevo_state::SystemClock)).await.unwrap();
+            let messages =
+                self.queue.receive(10, 60, relevo_state::Clock::now_unix(&relevo_state::SystemClock)).await.unwrap();
             if messages.is_empty() {
                 return;
             }
@@ -64,7 +66,13 @@ impl Fixture {
 async fn the_export_is_a_task_that_only_its_owner_can_read_or_cancel() {
     let f = fixture();
     let alice = dev_token(&f.issuer, "acme", "alice", SCOPES);
-    let created = f.rpc(&alice, "tools/call", json!({ "name": "export_start", "arguments": { "dataset": "orders", "purpose": "audit" } })).await;
+    let created = f
+        .rpc(
+            &alice,
+            "tools/call",
+            json!({ "name": "export_start", "arguments": { "dataset": "orders", "purpose": "audit" } }),
+        )
+        .await;
     let task = &created["result"];
     assert_eq!(task["resultType"], "task", "{created}");
     assert_eq!(task["status"], "working");
@@ -76,7 +84,10 @@ async fn the_export_is_a_task_that_only_its_owner_can_read_or_cancel() {
     assert_eq!(got["result"]["resultType"], "complete");
     assert_eq!(got["result"]["status"], "working", "readable at once: created before the reply");
 
-    for (who, token) in [("other principal", dev_token(&f.issuer, "acme", "bob", SCOPES)), ("other tenant", dev_token(&f.issuer, "globex", "alice", SCOPES))] {
+    for (who, token) in [
+        ("other principal", dev_token(&f.issuer, "acme", "bob", SCOPES)),
+        ("other tenant", dev_token(&f.issuer, "globex", "alice", SCOPES)),
+    ] {
         for method in ["tasks/get", "tasks/cancel"] {
             let refused = f.rpc(&token, method, json!({ "taskId": id })).await;
             assert_eq!(refused["error"]["code"], -32602, "{who} {method}: {refused}");
@@ -91,8 +102,16 @@ async fn the_export_is_a_task_that_only_its_owner_can_read_or_cancel() {
     assert_eq!(done["result"]["resultType"], "complete");
 
     let ack = f.rpc(&alice, "tasks/cancel", json!({ "taskId": id })).await;
-    assert_eq!(ack["result"], json!({ "resultType": "complete", "_meta": ack["result"]["_meta"] }), "cancel of a finished task is an empty ack");
-    assert_eq!(f.rpc(&alice, "tasks/get", json!({ "taskId": id })).await["result"]["status"], "completed", "and changes nothing");
+    assert_eq!(
+        ack["result"],
+        json!({ "resultType": "complete", "_meta": ack["result"]["_meta"] }),
+        "cancel of a finished task is an empty ack"
+    );
+    assert_eq!(
+        f.rpc(&alice, "tasks/get", json!({ "taskId": id })).await["result"]["status"],
+        "completed",
+        "and changes nothing"
+    );
 }
 
 #[tokio::test]
@@ -101,8 +120,21 @@ async fn without_the_extension_tasks_methods_are_32021_and_the_export_is_synchro
     let alice = dev_token(&f.issuer, "acme", "alice", SCOPES);
     let plain = send(&f.router, rpc_as(Some(&alice), 1, "tasks/get", json!({ "taskId": "x" }))).await;
     assert_eq!(plain.status, 400);
-    assert_eq!(plain.json()["error"]["data"]["requiredCapabilities"], json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } }));
-    let started = send(&f.router, rpc_as(Some(&alice), 2, "tools/call", json!({ "name": "export_start", "arguments": { "dataset": "orders", "purpose": "audit" } }))).await.json();
+    assert_eq!(
+        plain.json()["error"]["data"]["requiredCapabilities"],
+        json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } })
+    );
+    let started = send(
+        &f.router,
+        rpc_as(
+            Some(&alice),
+            2,
+            "tools/call",
+            json!({ "name": "export_start", "arguments": { "dataset": "orders", "purpose": "audit" } }),
+        ),
+    )
+    .await
+    .json();
     assert_eq!(started["result"]["resultType"], "complete");
     assert_eq!(started["result"]["structuredContent"]["status"], "queued");
 }
