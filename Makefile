@@ -9,7 +9,7 @@ SUB ?= developer
 SCOPES ?= notes:read notes:write
 CARGO ?= cargo
 
-.PHONY: run token test unit lint fmt conformance clients bench release-size clean
+.PHONY: run token test unit lint fmt validate conformance clients bench release-size clean
 
 ## run: the server on http://127.0.0.1:$(PORT)/mcp (APP=demo|conformance, ROUTING=per-method|single, AUTH=dev|required|off)
 run:
@@ -19,8 +19,8 @@ run:
 token:
 	@$(CARGO) run --quiet -p relevo-gateway --bin relevo-token -- --tenant "$(TENANT)" --sub "$(SUB)" --scopes "$(SCOPES)"
 
-## test: lint, unit + in-process + property tests, the conformance suite, the Python SDK client
-test: lint unit conformance clients
+## test: lint, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python SDK client
+test: lint validate unit conformance clients
 
 ## unit: every cargo test, with the DynamoDB/SQS emulator (moto) running for the AWS adapters
 unit:
@@ -32,6 +32,10 @@ lint:
 
 fmt:
 	$(CARGO) fmt --all
+
+## validate: cfn-lint on template.yaml (offline) and the checks linters miss
+validate:
+	infra/scripts/validate.sh
 
 ## conformance: the official suite, 2026-07-28 requirement set, per-method and single routing
 conformance:
