@@ -1,6 +1,6 @@
 # Relevo — the two commands: `make run` and `make test`.
 SHELL := /bin/bash
-APP ?= demo
+APP ?= shop
 PORT ?= 8080
 ROUTING ?= per-method
 AUTH ?= dev
@@ -11,7 +11,7 @@ CARGO ?= cargo
 
 .PHONY: run token test unit lint fmt validate conformance clients bench release-size clean
 
-## run: the server on http://127.0.0.1:$(PORT)/mcp (APP=demo|conformance, ROUTING=per-method|single, AUTH=dev|required|off)
+## run: the server on http://127.0.0.1:$(PORT)/mcp (APP=shop|conformance, ROUTING=per-method|single, AUTH=dev|required|off)
 run:
 	RELEVO_APP=$(APP) RELEVO_AUTH=$(AUTH) $(CARGO) run --quiet -p relevo-gateway --bin relevo-gateway -- --port $(PORT) --routing $(ROUTING)
 

@@ -17,7 +17,7 @@ mkdir -p "$work"
 rm -f "$work/store.db"*
 port=$(free_port)
 export RELEVO_DEV_ISSUER_FILE="$work/dev-issuer.json"
-RELEVO_APP=demo RELEVO_AUTH=dev RELEVO_STORE="sqlite:$work/store.db" start_gateway "$port" "$work/gateway-python.log"
+RELEVO_APP=shop RELEVO_AUTH=dev RELEVO_STORE="sqlite:$work/store.db" start_gateway "$port" "$work/gateway-python.log"
 token() { "$root/target/debug/relevo-token" --tenant "$1" --sub "$2" --scopes "notes:read notes:write"; }
 RELEVO_TOKEN=$(token acme alice) RELEVO_OTHER_TOKEN=$(token globex alice) \
   timeout 120 "$venv/bin/python" "$root/tests/clients/python_client.py" "http://127.0.0.1:$port/mcp"

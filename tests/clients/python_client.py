@@ -24,7 +24,7 @@ def connect(url: str, token: str) -> Client:
 
 async def negotiates_2026_07_28(client: Client) -> None:
     assert client.protocol_version == "2026-07-28", client.protocol_version
-    assert client.server_info is not None and client.server_info.name == "relevo-demo", client.server_info
+    assert client.server_info is not None and client.server_info.name == "relevo-shop", client.server_info
 
 
 async def lists_tools_in_name_order(client: Client) -> None:

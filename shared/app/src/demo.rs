@@ -9,6 +9,7 @@ use relevo_protocol::{App, Call, Outcome, Prompt, PromptArgument, Resource, Tool
 
 use crate::export;
 use crate::notes::{self, NotesPorts};
+use crate::shop::{self, ShopPorts};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -122,8 +123,8 @@ fn count() -> Tool {
 }
 
 pub fn app(ports: &crate::Ports) -> App {
-    let app = App::new("relevo-demo", env!("CARGO_PKG_VERSION"))
-        .instructions("A demo Relevo server: greet, add, count, and private notes.")
+    let app = App::new("relevo-shop", env!("CARGO_PKG_VERSION"))
+        .instructions("A Relevo example shop: browse the catalog, fill a cart, check out (you confirm the total), export customer data, keep private notes.")
         .tool(greet())
         .tool(add())
         .tool(count())
@@ -153,6 +154,13 @@ pub fn app(ports: &crate::Ports) -> App {
                 )])))
             }),
         ));
+    let mut app = app.tool(shop::catalog_list());
+    if let Some(records) = &ports.records {
+        let shop_ports = ShopPorts { records: records.clone(), ids: ports.ids.clone(), clock: ports.clock.clone() };
+        for tool in shop::tools(&shop_ports).into_iter().skip(1) {
+            app = app.tool(tool);
+        }
+    }
     let app = match &ports.records {
         Some(records) => {
             let notes = NotesPorts { records: records.clone(), ids: ports.ids.clone(), clock: ports.clock.clone() };

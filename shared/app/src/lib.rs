@@ -7,6 +7,7 @@ pub mod conformance;
 pub mod demo;
 pub mod export;
 pub mod notes;
+pub mod shop;
 
 use std::sync::Arc;
 
@@ -62,12 +63,12 @@ pub fn jobs(
 #[error("unknown app {0:?}: expected one of {APP_NAMES:?}")]
 pub struct UnknownApp(pub String);
 
-pub const APP_NAMES: &[&str] = &["demo", "conformance"];
+pub const APP_NAMES: &[&str] = &["shop", "conformance"];
 
 /// The app called `name`.
 pub fn build(name: &str, ports: &Ports) -> Result<App, UnknownApp> {
     match name {
-        "demo" => Ok(demo::app(ports)),
+        "shop" | "demo" => Ok(demo::app(ports)),
         "conformance" => Ok(conformance::app()),
         other => Err(UnknownApp(other.to_string())),
     }

@@ -31,8 +31,8 @@ pub use ladder::OriginPolicy;
 pub use method::{Method, Route};
 pub use notify::Notifier;
 pub use registry::{
-    App, Call, ClientContext, ElicitAction, ElicitAnswer, Handler, InputRequest, Outcome, Prompt, PromptArgument,
-    Resource, ResourceTemplate, Tool, handler,
+    App, CachePolicy, Call, ClientContext, ElicitAction, ElicitAnswer, Handler, InputRequest, Outcome, Prompt,
+    PromptArgument, Resource, ResourceTemplate, Tool, handler,
 };
 pub use seal::{KeyError, KeyRing};
 pub use server::{McpServer, Reply, ReplyBody, ServerConfig};

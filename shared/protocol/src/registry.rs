@@ -225,6 +225,11 @@ pub struct Tool {
     pub scopes: Vec<String>,
     /// The tool sends progress or log notifications, so the response may be an SSE stream.
     pub streams: bool,
+    /// How clients may cache this tool's results (stated in the description `tools/list` shows).
+    pub cache: CachePolicy,
+    /// Read domains (dot-glob patterns) a successful call invalidates; announced in a
+    /// `<cache_invalidation …/>` tag as the first content block of the result.
+    pub invalidates: Vec<String>,
     /// Whether calls run as tasks (Tasks extension).
     pub task_support: crate::tasks::TaskSupport,
     /// For task tools: runs synchronously before the task is created, so any input the task needs
@@ -245,6 +250,8 @@ impl Tool {
             required_capabilities: None,
             scopes: Vec::new(),
             streams: false,
+            cache: CachePolicy::Unstated,
+            invalidates: Vec::new(),
             task_support: crate::tasks::TaskSupport::Forbidden,
             gather: None,
             handler,
@@ -273,6 +280,23 @@ impl Tool {
 
     pub fn scopes(mut self, scopes: &[&str]) -> Self {
         self.scopes = scopes.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    /// Results never change (a catalog): `[Cache-Control: immutable]`.
+    pub fn cache_immutable(mut self) -> Self {
+        self.cache = CachePolicy::Immutable;
+        self
+    }
+
+    /// Results are per-call and must not be reused: `[Cache-Control: no-store]`.
+    pub fn cache_no_store(mut self) -> Self {
+        self.cache = CachePolicy::NoStore;
+        self
+    }
+
+    pub fn invalidates(mut self, domains: &[&str]) -> Self {
+        self.invalidates = domains.iter().map(|d| d.to_string()).collect();
         self
     }
 
@@ -307,9 +331,14 @@ impl Tool {
     }
 
     pub fn to_wire(&self) -> Value {
+        let description = match self.cache {
+            CachePolicy::Unstated => self.description.clone(),
+            CachePolicy::Immutable => format!("{} [Cache-Control: immutable]", self.description),
+            CachePolicy::NoStore => format!("{} [Cache-Control: no-store]", self.description),
+        };
         let mut tool = json!({
             "name": self.name,
-            "description": self.description,
+            "description": description,
             "inputSchema": self.input_schema,
         });
         if let Some(title) = &self.title {
@@ -323,6 +352,15 @@ impl Tool {
         }
         tool
     }
+}
+
+/// A tool's declared cache policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CachePolicy {
+    #[default]
+    Unstated,
+    Immutable,
+    NoStore,
 }
 
 /// A concrete resource with a fixed URI.

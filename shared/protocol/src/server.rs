@@ -250,6 +250,7 @@ impl McpServer {
     async fn call(&self, request: ValidRequest, principal: Principal, now: u64) -> Result<Reply, McpError> {
         let params = &request.params;
         let mut task_tool = None;
+        let mut invalidation: Option<(String, String)> = None;
         let (handler, arguments, uri, streams, private) = match request.method {
             Method::ToolsCall => {
                 let name = string_param(params, "name")?;
@@ -273,6 +274,7 @@ impl McpServer {
                         return Err(McpError::missing_capability(Value::Object(missing)));
                     }
                 }
+                invalidation = (!tool.invalidates.is_empty()).then(|| (tool.name.clone(), tool.invalidates.join(" ")));
                 if tool.task_support != TaskSupport::Forbidden {
                     task_tool = Some((tool.name.clone(), tool.task_support, tool.gather.clone()));
                 }
@@ -307,7 +309,7 @@ impl McpServer {
             Some(Value::Object(responses)) if responses.values().all(Value::is_object) => responses.clone(),
             Some(_) => return Err(McpError::invalid_params("inputResponses must map each key to a result object")),
         };
-        let binding = self.state_binding(&request, &arguments);
+        let binding = self.state_binding(&request, &principal, &arguments);
         let state = match params.get("requestState") {
             None | Some(Value::Null) => None,
             Some(Value::String(token)) => Some(self.open_state(token, &binding, now)?),
@@ -357,8 +359,13 @@ impl McpServer {
         if streams && wants_stream {
             return Ok(self.stream_call(request, handler, call, round));
         }
-        let outcome = run_handler(&handler, call).await;
-        let (result, result_type) = self.finish(&request, outcome?, &round)?;
+        let outcome = match (run_handler(&handler, call).await?, invalidation) {
+            (Outcome::Complete(result), Some((cause, domains))) => {
+                Outcome::Complete(announce_invalidation(result, &cause, &domains))
+            }
+            (outcome, _) => outcome,
+        };
+        let (result, result_type) = self.finish(&request, outcome, &round)?;
         Ok(self.result_reply(&request.id, result, result_type))
     }
 
@@ -373,10 +380,13 @@ impl McpServer {
             .ok_or_else(|| McpError::invalid_params_with("Resource not found", json!({ "uri": uri })))
     }
 
-    /// What a requestState is bound to: the method, its target and a digest of the arguments.
-    fn state_binding(&self, request: &ValidRequest, arguments: &JsonObject) -> Value {
+    /// What a requestState is bound to: the caller (tenant and subject), the method, its target
+    /// and a digest of the arguments. State sealed for anything else is refused.
+    fn state_binding(&self, request: &ValidRequest, principal: &Principal, arguments: &JsonObject) -> Value {
         let digest = Sha256::digest(canonical_json(&Value::Object(arguments.clone())).as_bytes());
         json!({
+            "tn": principal.tenant,
+            "sb": principal.subject,
             "m": request.method.as_str(),
             "t": request.target().unwrap_or_default(),
             "a": digest.iter().map(|b| format!("{b:02x}")).collect::<String>(),
@@ -624,6 +634,22 @@ async fn run_handler(handler: &Handler, call: Call) -> Result<Outcome, McpError>
             Err(McpError::Internal)
         }
     }
+}
+
+/// Prepends `<cache_invalidation cause="…" domains="…"/>` to a successful result's content.
+fn announce_invalidation(mut result: JsonObject, cause: &str, domains: &str) -> JsonObject {
+    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        return result;
+    }
+    let tag =
+        json!({ "type": "text", "text": format!("<cache_invalidation cause=\"{cause}\" domains=\"{domains}\"/>") });
+    match result.get_mut("content") {
+        Some(Value::Array(content)) => content.insert(0, tag),
+        _ => {
+            result.insert("content".into(), json!([tag]));
+        }
+    }
+    result
 }
 
 fn challenge_reply(challenge: &AuthChallenge) -> Reply {

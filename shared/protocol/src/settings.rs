@@ -2,7 +2,7 @@
 //!
 //! | variable | meaning | default |
 //! |---|---|---|
-//! | `RELEVO_APP` | which app to serve (`demo`, `conformance`) | `demo` |
+//! | `RELEVO_APP` | which app to serve (`shop`, `conformance`) | `shop` |
 //! | `RELEVO_STATE_KEYS` | `kid:base64key[,kid:base64key…]`, first active, rest accepted (rotation); each ≥ 32 bytes | required unless ephemeral keys are allowed |
 //! | `RELEVO_ALLOWED_HOSTS` | comma list of Host names; `*` for any (behind a gateway that fixes the domain) | loopback names |
 //! | `RELEVO_ALLOWED_ORIGINS` | comma list of browser origins accepted in `Origin` | none |
@@ -72,7 +72,7 @@ impl Settings {
             page_size: number("RELEVO_PAGE_SIZE", defaults.page_size)?,
             ..defaults
         };
-        let app = lookup("RELEVO_APP").filter(|a| !a.is_empty()).unwrap_or_else(|| "demo".into());
+        let app = lookup("RELEVO_APP").filter(|a| !a.is_empty()).unwrap_or_else(|| "shop".into());
         Ok(Settings { app, config, keys, ephemeral_keys })
     }
 

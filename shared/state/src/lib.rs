@@ -14,6 +14,7 @@ pub mod ids;
 pub mod jobs;
 pub mod queue;
 pub mod records;
+pub mod seal;
 pub mod work;
 
 pub use canonical::canonical_json;

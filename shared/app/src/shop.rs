@@ -1,0 +1,450 @@
+//! The shop: catalog, carts, checkout with a confirmation the user gives through elicitation.
+//!
+//! The business logic (prices, carts, orders) knows nothing of MCP; the tools at the bottom map it
+//! onto the protocol. Carts and orders are records keyed by the caller's tenant and subject. A
+//! checkout is quoted in round one (the exact total, a fresh nonce and the cart revision travel in
+//! the sealed `requestState`), and confirmed in round two: the order is created by a conditional
+//! write keyed by that nonce, so a replayed or concurrent confirmation finds the first order and
+//! never makes a second one. A cart changed since the quote is quoted again.
+
+use std::sync::Arc;
+
+use relevo_protocol::wire::{CallToolResult, ToolAnnotations};
+use relevo_protocol::{Call, ElicitAction, InputRequest, McpError, Outcome, Tool, handler};
+use relevo_state::{Clock, Ids, Owner, Record, RecordKey, RecordStore, StoreError};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// Carts expire a day after creation.
+pub const CART_LIFETIME_SECS: u64 = 24 * 3600;
+/// Orders are kept a year.
+pub const ORDER_RETENTION_SECS: u64 = 365 * 24 * 3600;
+const MAX_QUANTITY: u64 = 99;
+const MAX_LINES: usize = 50;
+
+/// One catalog item; prices in cents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Item {
+    pub sku: &'static str,
+    pub name: &'static str,
+    pub price_cents: u64,
+}
+
+/// The catalog, ordered by SKU (its unique key).
+pub const CATALOG: &[Item] = &[
+    Item { sku: "BEAN-ESP-1KG", name: "Espresso beans, 1 kg", price_cents: 2899 },
+    Item { sku: "BEAN-FLT-250", name: "Filter beans, 250 g", price_cents: 1150 },
+    Item { sku: "GRN-BURR-01", name: "Burr grinder", price_cents: 8990 },
+    Item { sku: "KTL-GOOSE-1L", name: "Gooseneck kettle, 1 l", price_cents: 5499 },
+    Item { sku: "MUG-CER-300", name: "Ceramic mug, 300 ml", price_cents: 1299 },
+];
+
+pub fn find_item(sku: &str) -> Option<&'static Item> {
+    CATALOG.iter().find(|i| i.sku == sku)
+}
+
+/// `$180.36` for 18036.
+pub fn dollars(cents: u64) -> String {
+    format!("${}.{:02}", cents / 100, cents % 100)
+}
+
+/// The cart's lines with prices, and its total.
+pub fn priced(cart: &Value) -> (Vec<Value>, u64) {
+    let mut total = 0;
+    let lines = cart["lines"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|line| {
+            let item = find_item(line["sku"].as_str()?)?;
+            let quantity = line["quantity"].as_u64()?;
+            let subtotal = item.price_cents * quantity;
+            total += subtotal;
+            Some(json!({ "sku": item.sku, "name": item.name, "quantity": quantity, "unitPriceCents": item.price_cents, "subtotalCents": subtotal }))
+        })
+        .collect();
+    (lines, total)
+}
+
+/// What the shop tools need from outside.
+#[derive(Clone)]
+pub struct ShopPorts {
+    pub records: Arc<dyn RecordStore>,
+    pub ids: Arc<dyn Ids>,
+    pub clock: Arc<dyn Clock>,
+}
+
+fn owner(call: &Call) -> Owner {
+    Owner::personal(&call.principal.tenant, &call.principal.subject)
+}
+
+fn cart_key(call: &Call, id: &str) -> RecordKey {
+    RecordKey::new(owner(call), "cart", id)
+}
+
+fn order_key(call: &Call, id: &str) -> RecordKey {
+    RecordKey::new(owner(call), "order", id)
+}
+
+fn store_failure(error: StoreError) -> McpError {
+    tracing::error!(%error, "shop store failure");
+    McpError::Internal
+}
+
+fn no_cart(id: &str) -> Outcome {
+    Outcome::tool_error(format!("No cart with id {id} (carts expire 24 hours after creation)"))
+}
+
+fn cart_view(id: &str, record: &Record) -> Value {
+    let (lines, total) = priced(&record.body);
+    json!({
+        "cartId": id,
+        "lines": lines,
+        "totalCents": total,
+        "total": dollars(total),
+        "checkedOut": record.body["orderId"].is_string(),
+        "expiresAt": record.expires_at,
+    })
+}
+
+fn cart_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "cartId": { "type": "string" },
+            "lines": { "type": "array", "items": { "type": "object", "properties": {
+                "sku": { "type": "string" }, "name": { "type": "string" }, "quantity": { "type": "integer" },
+                "unitPriceCents": { "type": "integer" }, "subtotalCents": { "type": "integer" } } } },
+            "totalCents": { "type": "integer" },
+            "total": { "type": "string" },
+            "checkedOut": { "type": "boolean" },
+            "expiresAt": { "type": ["integer", "null"] }
+        },
+        "required": ["cartId", "lines", "totalCents", "total", "checkedOut"]
+    })
+}
+
+fn order_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "status": { "type": "string", "enum": ["ordered", "cancelled"] },
+            "orderId": { "type": "string" },
+            "cartId": { "type": "string" },
+            "totalCents": { "type": "integer" },
+            "total": { "type": "string" }
+        },
+        "required": ["status", "cartId"]
+    })
+}
+
+fn cart_id_schema() -> Value {
+    json!({ "type": "object", "properties": { "cartId": { "type": "string", "minLength": 1, "maxLength": 64 } }, "required": ["cartId"], "additionalProperties": false })
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CartArgs {
+    cart_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AddArgs {
+    cart_id: String,
+    sku: String,
+    quantity: u64,
+}
+
+pub fn catalog_list() -> Tool {
+    Tool::new(
+        "catalog_list",
+        "Lists the catalog (SKU, name, price), ordered by SKU.",
+        json!({ "type": "object", "additionalProperties": false }),
+        handler(|_| async {
+            let items: Vec<Value> = CATALOG
+                .iter()
+                .map(|i| json!({ "sku": i.sku, "name": i.name, "priceCents": i.price_cents, "price": dollars(i.price_cents) }))
+                .collect();
+            Ok(Outcome::tool(CallToolResult::structured(json!({ "items": items }))))
+        }),
+    )
+    .title("Catalog")
+    .output_schema(json!({
+        "type": "object",
+        "properties": { "items": { "type": "array", "items": { "type": "object", "properties": {
+            "sku": { "type": "string" }, "name": { "type": "string" }, "priceCents": { "type": "integer" }, "price": { "type": "string" } },
+            "required": ["sku", "name", "priceCents", "price"] } } },
+        "required": ["items"]
+    }))
+    .annotations(ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false))
+    .cache_immutable()
+}
+
+pub fn cart_create(ports: ShopPorts) -> Tool {
+    Tool::new(
+        "cart_create",
+        "Creates an empty cart and returns its id: a handle only you can use. Carts expire 24 hours after creation.",
+        json!({ "type": "object", "additionalProperties": false }),
+        handler(move |call: Call| {
+            let ports = ports.clone();
+            async move {
+                let now = ports.clock.now_unix();
+                let id = ports.ids.new_id();
+                let record = ports
+                    .records
+                    .create(&cart_key(&call, &id), &json!({ "lines": [] }), Some(now + CART_LIFETIME_SECS), now)
+                    .await
+                    .map_err(store_failure)?;
+                Ok(Outcome::tool(CallToolResult::structured(cart_view(&id, &record))))
+            }
+        }),
+    )
+    .title("Create a cart")
+    .output_schema(cart_schema())
+    .annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false))
+    .scopes(&["shop"])
+    .cache_no_store()
+    .invalidates(&["cart.*"])
+}
+
+pub fn cart_add_item(ports: ShopPorts) -> Tool {
+    Tool::new(
+        "cart_add_item",
+        "Adds a quantity of a catalog item (by SKU) to your cart.",
+        json!({
+            "type": "object",
+            "properties": {
+                "cartId": { "type": "string", "minLength": 1, "maxLength": 64 },
+                "sku": { "type": "string", "minLength": 1, "maxLength": 32 },
+                "quantity": { "type": "integer", "minimum": 1, "maximum": MAX_QUANTITY }
+            },
+            "required": ["cartId", "sku", "quantity"],
+            "additionalProperties": false
+        }),
+        handler(move |call: Call| {
+            let ports = ports.clone();
+            async move {
+                let args: AddArgs = match call.args() {
+                    Ok(args) => args,
+                    Err(error) => return Ok(error),
+                };
+                if find_item(&args.sku).is_none() {
+                    return Ok(Outcome::tool_error(format!("No catalog item with SKU {}", args.sku)));
+                }
+                if !(1..=MAX_QUANTITY).contains(&args.quantity) {
+                    return Ok(Outcome::tool_error(format!("quantity must be 1 to {MAX_QUANTITY}")));
+                }
+                let key = cart_key(&call, &args.cart_id);
+                for _ in 0..5 {
+                    let now = ports.clock.now_unix();
+                    let Some(current) = ports.records.get(&key, now).await.map_err(store_failure)? else {
+                        return Ok(no_cart(&args.cart_id));
+                    };
+                    if current.body["orderId"].is_string() {
+                        return Ok(Outcome::tool_error("This cart is already checked out"));
+                    }
+                    let mut body = current.body.clone();
+                    let lines = body["lines"].as_array_mut().ok_or(McpError::Internal)?;
+                    let line_count = lines.len();
+                    match lines.iter_mut().find(|l| l["sku"] == args.sku.as_str()) {
+                        Some(line) => {
+                            let quantity = line["quantity"].as_u64().unwrap_or(0) + args.quantity;
+                            if quantity > MAX_QUANTITY {
+                                return Ok(Outcome::tool_error(format!("at most {MAX_QUANTITY} of one item")));
+                            }
+                            line["quantity"] = json!(quantity);
+                        }
+                        None if line_count >= MAX_LINES => {
+                            return Ok(Outcome::tool_error("a cart holds at most 50 lines"));
+                        }
+                        None => lines.push(json!({ "sku": args.sku, "quantity": args.quantity })),
+                    }
+                    match ports.records.update(&key, current.revision, &body, now).await {
+                        Ok(updated) => {
+                            return Ok(Outcome::tool(CallToolResult::structured(cart_view(&args.cart_id, &updated))));
+                        }
+                        Err(StoreError::Conflict { .. }) => continue,
+                        Err(StoreError::NotFound) => return Ok(no_cart(&args.cart_id)),
+                        Err(other) => return Err(store_failure(other)),
+                    }
+                }
+                Err(McpError::Internal)
+            }
+        }),
+    )
+    .title("Add to cart")
+    .output_schema(cart_schema())
+    .annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false))
+    .scopes(&["shop"])
+    .cache_no_store()
+    .invalidates(&["cart.*"])
+}
+
+pub fn cart_view_tool(ports: ShopPorts) -> Tool {
+    Tool::new(
+        "cart_view",
+        "Shows your cart: lines, prices and the total.",
+        cart_id_schema(),
+        handler(move |call: Call| {
+            let ports = ports.clone();
+            async move {
+                let args: CartArgs = match call.args() {
+                    Ok(args) => args,
+                    Err(error) => return Ok(error),
+                };
+                let now = ports.clock.now_unix();
+                Ok(match ports.records.get(&cart_key(&call, &args.cart_id), now).await.map_err(store_failure)? {
+                    Some(record) => Outcome::tool(CallToolResult::structured(cart_view(&args.cart_id, &record))),
+                    None => no_cart(&args.cart_id),
+                })
+            }
+        }),
+    )
+    .title("View a cart")
+    .output_schema(cart_schema())
+    .annotations(ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false))
+    .scopes(&["shop"])
+    .cache_no_store()
+}
+
+fn order_result(status: &str, cart_id: &str, order_id: Option<&str>, total: u64) -> Outcome {
+    let mut view = json!({ "status": status, "cartId": cart_id, "totalCents": total, "total": dollars(total) });
+    if let Some(order_id) = order_id {
+        view["orderId"] = json!(order_id);
+    }
+    Outcome::tool(CallToolResult::structured(view))
+}
+
+pub fn cart_checkout(ports: ShopPorts) -> Tool {
+    Tool::new(
+        "cart_checkout",
+        "Checks out your cart: asks you to confirm the exact total, then places exactly one order. Declining places none.",
+        cart_id_schema(),
+        handler(move |call: Call| {
+            let ports = ports.clone();
+            async move {
+                let args: CartArgs = match call.args() {
+                    Ok(args) => args,
+                    Err(error) => return Ok(error),
+                };
+                checkout(&ports, &call, &args.cart_id).await
+            }
+        }),
+    )
+    .title("Check out")
+    .output_schema(order_schema())
+    .annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(true).open_world(false))
+    .scopes(&["shop"])
+    .cache_no_store()
+    .invalidates(&["cart.*", "orders.*"])
+}
+
+fn quote(cart_id: &str, record: &Record, nonce: String) -> Outcome {
+    let (_, total) = priced(&record.body);
+    let message = format!("The total for cart {cart_id} is {} — confirm the order?", dollars(total));
+    Outcome::ask(
+        "confirm",
+        InputRequest::form(
+            &message,
+            json!({ "type": "object", "properties": { "confirm": { "type": "boolean", "title": "Place the order" } }, "required": ["confirm"] }),
+        ),
+        Some(json!({ "nonce": nonce, "totalCents": total, "cartRevision": record.revision })),
+    )
+}
+
+async fn checkout(ports: &ShopPorts, call: &Call, cart_id: &str) -> Result<Outcome, McpError> {
+    let now = ports.clock.now_unix();
+    let quoted = call
+        .state
+        .as_ref()
+        .and_then(|s| Some((s["nonce"].as_str()?.to_string(), s["totalCents"].as_u64()?, s["cartRevision"].as_u64()?)));
+
+    // A confirmation already consumed returns its first outcome, whatever else changed since.
+    if let Some((nonce, _, _)) = &quoted
+        && let Some(order) = ports.records.get(&order_key(call, nonce), now).await.map_err(store_failure)?
+    {
+        let total = order.body["totalCents"].as_u64().unwrap_or(0);
+        return Ok(order_result("ordered", cart_id, Some(nonce), total));
+    }
+    let Some(cart) = ports.records.get(&cart_key(call, cart_id), now).await.map_err(store_failure)? else {
+        return Ok(no_cart(cart_id));
+    };
+    if cart.body["orderId"].is_string() {
+        return Ok(Outcome::tool_error(format!(
+            "Cart {cart_id} is already checked out as order {}",
+            cart.body["orderId"]
+        )));
+    }
+    if priced(&cart.body).0.is_empty() {
+        return Ok(Outcome::tool_error("The cart is empty"));
+    }
+    let Some((nonce, total, revision)) = quoted else { return Ok(quote(cart_id, &cart, ports.ids.new_id())) };
+    let answer = call.elicitation("confirm");
+    match answer.as_ref().map(|a| a.action) {
+        Some(ElicitAction::Decline | ElicitAction::Cancel) => {
+            return Ok(order_result("cancelled", cart_id, None, total));
+        }
+        Some(ElicitAction::Accept)
+            if answer.as_ref().and_then(|a| a.content.as_ref()?.get("confirm")?.as_bool()) == Some(false) =>
+        {
+            return Ok(order_result("cancelled", cart_id, None, total));
+        }
+        Some(ElicitAction::Accept) => {}
+        None => return Ok(quote(cart_id, &cart, nonce)),
+    }
+    if cart.revision != revision {
+        // The cart changed after the quote: the confirmed total is stale, so quote again.
+        return Ok(quote(cart_id, &cart, ports.ids.new_id()));
+    }
+    let order = json!({ "cartId": cart_id, "lines": cart.body["lines"], "totalCents": total, "placedAt": now });
+    match ports.records.create(&order_key(call, &nonce), &order, Some(now + ORDER_RETENTION_SECS), now).await {
+        Ok(_) => {}
+        Err(StoreError::AlreadyExists(first)) => {
+            let total = first.body["totalCents"].as_u64().unwrap_or(total);
+            return Ok(order_result("ordered", cart_id, Some(&nonce), total));
+        }
+        Err(other) => return Err(store_failure(other)),
+    }
+    let mut checked_out = cart.body.clone();
+    checked_out["orderId"] = json!(nonce);
+    if let Err(error) = ports.records.update(&cart_key(call, cart_id), cart.revision, &checked_out, now).await {
+        // The order stands (it is the effect); the cart mark is advisory and the next write wins.
+        tracing::warn!(%error, "could not mark the cart as checked out");
+    }
+    Ok(order_result("ordered", cart_id, Some(&nonce), total))
+}
+
+/// The shop's tools over these ports.
+pub fn tools(ports: &ShopPorts) -> Vec<Tool> {
+    vec![
+        catalog_list(),
+        cart_create(ports.clone()),
+        cart_add_item(ports.clone()),
+        cart_view_tool(ports.clone()),
+        cart_checkout(ports.clone()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_is_ordered_by_unique_sku() {
+        let skus: Vec<&str> = CATALOG.iter().map(|i| i.sku).collect();
+        let mut sorted = skus.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(skus, sorted);
+    }
+
+    #[test]
+    fn totals_price_every_known_line() {
+        let cart = json!({ "lines": [{ "sku": "GRN-BURR-01", "quantity": 2 }, { "sku": "MUG-CER-300", "quantity": 1 }, { "sku": "GONE", "quantity": 9 }] });
+        let (lines, total) = priced(&cart);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(total, 2 * 8990 + 1299);
+        assert_eq!(dollars(total), "$192.79");
+    }
+}

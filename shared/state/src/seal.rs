@@ -1,0 +1,246 @@
+//! HMAC-SHA256 sealed tokens: the `requestState` of MRTR and the list cursors.
+//!
+//! Threat model: every sealed token comes back from the client, so it is attacker-controlled.
+//! A token is accepted only if its MAC verifies under a key of the ring (the active key or a
+//! previous one kept for rotation), for the same *domain* (a cursor cannot be replayed as a
+//! requestState), and before its expiry. The MAC is checked in constant time (`hmac`'s
+//! `verify_slice`) before the payload is decoded or parsed, and tokens over [`MAX_TOKEN_BYTES`]
+//! are refused unread. Payloads are signed, not encrypted: the client can read them, so they
+//! must never hold secrets.
+//!
+//! Wire form: `v1.<kid>.<b64url(payload JSON)>.<b64url(mac)>` where the MAC covers
+//! `relevo/<domain>/v1\0<kid>.<b64 payload>`, and the payload JSON is `{"exp":unix_secs,"p":...}`.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use hmac::{Hmac, KeyInit, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// Tokens longer than this are rejected before any work is done on them.
+pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
+/// Keys shorter than this are refused.
+pub const MIN_KEY_BYTES: usize = 32;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SealError {
+    #[error("token is larger than {MAX_TOKEN_BYTES} bytes")]
+    TooLarge,
+    #[error("token is not in the v1 format")]
+    Malformed,
+    #[error("token was sealed with a key this server does not hold")]
+    UnknownKey,
+    #[error("token failed integrity verification")]
+    BadSignature,
+    #[error("token has expired")]
+    Expired,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    #[error("key {kid:?} is {len} bytes; at least {MIN_KEY_BYTES} are required")]
+    TooShort { kid: String, len: usize },
+    #[error("key id {0:?} must be 1-32 characters of [A-Za-z0-9_-]")]
+    BadKeyId(String),
+    #[error("key {0:?} is not valid base64")]
+    BadEncoding(String),
+    #[error("no keys configured")]
+    Empty,
+}
+
+#[derive(Clone)]
+struct Key {
+    id: String,
+    secret: Vec<u8>,
+}
+
+/// The active signing key and the previous keys still accepted during rotation.
+#[derive(Clone)]
+pub struct KeyRing {
+    keys: Vec<Key>,
+}
+
+impl std::fmt::Debug for KeyRing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ids: Vec<&str> = self.keys.iter().map(|k| k.id.as_str()).collect();
+        f.debug_struct("KeyRing").field("key_ids", &ids).finish()
+    }
+}
+
+impl KeyRing {
+    /// A ring from `(key id, secret)` pairs; the first is the active key.
+    pub fn new(keys: Vec<(String, Vec<u8>)>) -> Result<Self, KeyError> {
+        if keys.is_empty() {
+            return Err(KeyError::Empty);
+        }
+        let mut ring = Vec::with_capacity(keys.len());
+        for (id, secret) in keys {
+            let id_ok = !id.is_empty()
+                && id.len() <= 32
+                && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if !id_ok {
+                return Err(KeyError::BadKeyId(id));
+            }
+            if secret.len() < MIN_KEY_BYTES {
+                return Err(KeyError::TooShort { kid: id, len: secret.len() });
+            }
+            ring.push(Key { id, secret });
+        }
+        Ok(KeyRing { keys: ring })
+    }
+
+    /// Parses `kid:base64secret[,kid:base64secret...]` (standard or URL-safe base64), first active.
+    pub fn from_config(spec: &str) -> Result<Self, KeyError> {
+        let mut keys = Vec::new();
+        for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (id, encoded) = entry.split_once(':').ok_or_else(|| KeyError::BadKeyId(entry.into()))?;
+            let secret = base64::engine::general_purpose::STANDARD
+                .decode(encoded.trim())
+                .or_else(|_| B64.decode(encoded.trim().trim_end_matches('=')))
+                .map_err(|_| KeyError::BadEncoding(id.into()))?;
+            keys.push((id.trim().to_string(), secret));
+        }
+        KeyRing::new(keys)
+    }
+
+    /// A ring with one fresh random key, for a single local process only.
+    pub fn ephemeral() -> Self {
+        let mut secret = vec![0u8; 32];
+        getrandom::fill(&mut secret).expect("the operating system random source is available");
+        KeyRing { keys: vec![Key { id: "ephemeral".into(), secret }] }
+    }
+
+    fn active(&self) -> &Key {
+        &self.keys[0]
+    }
+
+    fn mac(key: &Key, domain: &str, signed: &str) -> HmacSha256 {
+        let mut mac = HmacSha256::new_from_slice(&key.secret).expect("HMAC takes keys of any length");
+        mac.update(b"relevo/");
+        mac.update(domain.as_bytes());
+        mac.update(b"/v1\0");
+        mac.update(signed.as_bytes());
+        mac
+    }
+
+    /// Seals `payload` for `domain`, valid until `expires_at` (unix seconds).
+    pub fn seal(&self, domain: &str, payload: &Value, expires_at: u64) -> String {
+        let key = self.active();
+        let body = json!({ "exp": expires_at, "p": payload });
+        let signed = format!("{}.{}", key.id, B64.encode(body.to_string()));
+        let tag = Self::mac(key, domain, &signed).finalize().into_bytes();
+        format!("v1.{signed}.{}", B64.encode(tag))
+    }
+
+    /// Verifies and opens a token sealed for `domain`; `now` is unix seconds.
+    pub fn open(&self, domain: &str, token: &str, now: u64) -> Result<Value, SealError> {
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(SealError::TooLarge);
+        }
+        let rest = token.strip_prefix("v1.").ok_or(SealError::Malformed)?;
+        let (signed, tag) = rest.rsplit_once('.').ok_or(SealError::Malformed)?;
+        let (kid, payload_b64) = signed.split_once('.').ok_or(SealError::Malformed)?;
+        let tag = B64.decode(tag).map_err(|_| SealError::Malformed)?;
+        let key = self.keys.iter().find(|k| k.id == kid).ok_or(SealError::UnknownKey)?;
+        Self::mac(key, domain, signed).verify_slice(&tag).map_err(|_| SealError::BadSignature)?;
+        let body: Value = B64
+            .decode(payload_b64)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .ok_or(SealError::Malformed)?;
+        let expires_at = body.get("exp").and_then(Value::as_u64).ok_or(SealError::Malformed)?;
+        if now >= expires_at {
+            return Err(SealError::Expired);
+        }
+        Ok(body.get("p").cloned().unwrap_or(Value::Null))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ring(id: &str, byte: u8) -> KeyRing {
+        KeyRing::new(vec![(id.into(), vec![byte; 32])]).unwrap()
+    }
+
+    #[test]
+    fn sealed_token_opens_with_same_ring_and_domain() {
+        let keys = ring("k1", 7);
+        let token = keys.seal("state", &json!({"round": 2}), 100);
+        assert_eq!(keys.open("state", &token, 99).unwrap(), json!({"round": 2}));
+    }
+
+    #[test]
+    fn token_from_another_domain_is_rejected() {
+        let keys = ring("k1", 7);
+        let token = keys.seal("cursor", &json!(5), 100);
+        assert_eq!(keys.open("state", &token, 1), Err(SealError::BadSignature));
+    }
+
+    #[test]
+    fn expired_token_is_rejected() {
+        let keys = ring("k1", 7);
+        let token = keys.seal("state", &json!(1), 100);
+        assert_eq!(keys.open("state", &token, 100), Err(SealError::Expired));
+    }
+
+    #[test]
+    fn previous_key_still_opens_after_rotation_but_foreign_key_does_not() {
+        let old = ring("old", 1);
+        let token = old.seal("state", &json!("x"), 100);
+        let rotated = KeyRing::new(vec![("new".into(), vec![2; 32]), ("old".into(), vec![1; 32])]).unwrap();
+        assert_eq!(rotated.open("state", &token, 1).unwrap(), json!("x"));
+        let foreign = ring("old", 3);
+        assert_eq!(foreign.open("state", &token, 1), Err(SealError::BadSignature));
+        assert_eq!(ring("other", 1).open("state", &token, 1), Err(SealError::UnknownKey));
+    }
+
+    #[test]
+    fn short_keys_and_bad_ids_are_refused() {
+        assert!(matches!(KeyRing::new(vec![("k".into(), vec![0; 31])]), Err(KeyError::TooShort { len: 31, .. })));
+        assert!(matches!(KeyRing::new(vec![("a.b".into(), vec![0; 32])]), Err(KeyError::BadKeyId(_))));
+        assert!(matches!(KeyRing::from_config(""), Err(KeyError::Empty)));
+    }
+
+    #[test]
+    fn config_parses_active_then_previous_keys() {
+        let secret = base64::engine::general_purpose::STANDARD.encode([9u8; 32]);
+        let ring = KeyRing::from_config(&format!("k2:{secret}, k1:{secret}")).unwrap();
+        assert_eq!(format!("{ring:?}"), r#"KeyRing { key_ids: ["k2", "k1"] }"#);
+    }
+
+    #[test]
+    fn oversized_token_is_rejected_unread() {
+        let keys = ring("k1", 7);
+        let token = format!("v1.k1.{}", "A".repeat(MAX_TOKEN_BYTES));
+        assert_eq!(keys.open("state", &token, 1), Err(SealError::TooLarge));
+    }
+
+    proptest! {
+        #[test]
+        fn any_single_byte_change_is_rejected(index in 0usize..200, replacement in any::<u8>()) {
+            let keys = ring("k1", 7);
+            let token = keys.seal("state", &json!({"round": 1, "name": "a"}), 1000);
+            let mut bytes = token.clone().into_bytes();
+            let index = index % bytes.len();
+            prop_assume!(bytes[index] != replacement);
+            bytes[index] = replacement;
+            let tampered = String::from_utf8_lossy(&bytes).into_owned();
+            prop_assert!(keys.open("state", &tampered, 1).is_err());
+        }
+
+        #[test]
+        fn truncation_or_extension_is_rejected(cut in 1usize..40, suffix in "[A-Za-z0-9_-]{1,8}") {
+            let keys = ring("k1", 7);
+            let token = keys.seal("state", &json!([1, 2, 3]), 1000);
+            let truncated = &token[..token.len().saturating_sub(cut)];
+            prop_assert!(keys.open("state", truncated, 1).is_err());
+            let extended = format!("{token}{suffix}");
+            prop_assert!(keys.open("state", &extended, 1).is_err());
+        }
+    }
+}
