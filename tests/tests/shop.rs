@@ -24,7 +24,8 @@ fn shop() -> Shop {
     let (settings, issuer, auth) = dev_auth();
     let ports = Ports::new(Some(Arc::new(SqliteStore::in_memory().unwrap())));
     let clock = ManualClock::at(NOW);
-    let server = McpServer::new(relevo_app::demo::app(&ports), ServerConfig::default(), test_keys(), Arc::new(auth))
+    let config = ServerConfig { listen_max_secs: 1, ..ServerConfig::default() };
+    let server = McpServer::new(relevo_app::demo::app(&ports), config, test_keys(), Arc::new(auth))
         .with_clock(Arc::new(clock.clone()));
     let options = relevo_gateway::GatewayOptions { auth: Some(settings), ..gateway_options() };
     Shop { router: relevo_gateway::router(server, options), issuer, clock }
@@ -210,5 +211,47 @@ async fn cache_policy_is_declared_and_mutations_announce_invalidation() {
     assert!(
         !bad["result"]["content"][0]["text"].as_str().unwrap().starts_with("<cache_invalidation"),
         "only on success"
+    );
+}
+
+#[tokio::test]
+async fn a_listener_hears_of_changes_to_its_own_subscribed_cart_only_then_the_stream_ends() {
+    let shop = shop();
+    let (alice, bob) = (shop.token("acme", "alice"), shop.token("acme", "bob"));
+    let cart = |reply: Value| reply["result"]["structuredContent"]["cartId"].as_str().unwrap().to_string();
+    let alices = cart(shop.call(&alice, "cart_create", json!({ "arguments": {} })).await);
+    let bobs = cart(shop.call(&bob, "cart_create", json!({ "arguments": {} })).await);
+
+    let filter = json!({ "notifications": { "resourceSubscriptions": [format!("carts://{alices}"), format!("carts://{bobs}")], "toolsListChanged": true } });
+    let listening = tokio::spawn({
+        let (router, alice) = (shop.router.clone(), alice.clone());
+        async move { send(&router, rpc_as(Some(&alice), 77, "subscriptions/listen", filter)).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    for (token, id) in [(&alice, &alices), (&bob, &bobs)] {
+        shop.call(
+            token,
+            "cart_add_item",
+            json!({ "arguments": { "cartId": id, "sku": "MUG-CER-300", "quantity": 1 } }),
+        )
+        .await;
+    }
+    let stream = listening.await.unwrap();
+    let messages = stream.sse_messages();
+    assert_eq!(messages[0]["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        messages[0]["params"]["notifications"],
+        json!({ "resourceSubscriptions": [format!("carts://{alices}"), format!("carts://{bobs}")] }),
+        "only the honoured subset"
+    );
+    let updates: Vec<&Value> = messages.iter().filter(|m| m["method"] == "notifications/resources/updated").collect();
+    assert_eq!(updates.len(), 1, "bob's cart is not alice's to hear about: {messages:?}");
+    assert_eq!(updates[0]["params"]["uri"], format!("carts://{alices}"));
+    assert_eq!(updates[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 77);
+    let last = messages.last().unwrap();
+    assert_eq!(
+        (last["id"].clone(), last["result"]["resultType"].clone()),
+        (json!(77), json!("complete")),
+        "ended gracefully with the listen result"
     );
 }

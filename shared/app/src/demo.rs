@@ -160,6 +160,7 @@ pub fn app(ports: &crate::Ports) -> App {
         for tool in shop::tools(&shop_ports).into_iter().skip(1) {
             app = app.tool(tool);
         }
+        app = app.template(shop::cart_resource(shop_ports));
     }
     let app = match &ports.records {
         Some(records) => {

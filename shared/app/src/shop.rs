@@ -262,6 +262,7 @@ pub fn cart_add_item(ports: ShopPorts) -> Tool {
                     }
                     match ports.records.update(&key, current.revision, &body, now).await {
                         Ok(updated) => {
+                            call.notifier.resource_updated(&format!("carts://{}", args.cart_id));
                             return Ok(Outcome::tool(CallToolResult::structured(cart_view(&args.cart_id, &updated))));
                         }
                         Err(StoreError::Conflict { .. }) => continue,
@@ -408,11 +409,41 @@ async fn checkout(ports: &ShopPorts, call: &Call, cart_id: &str) -> Result<Outco
     }
     let mut checked_out = cart.body.clone();
     checked_out["orderId"] = json!(nonce);
-    if let Err(error) = ports.records.update(&cart_key(call, cart_id), cart.revision, &checked_out, now).await {
+    match ports.records.update(&cart_key(call, cart_id), cart.revision, &checked_out, now).await {
+        Ok(_) => call.notifier.resource_updated(&format!("carts://{cart_id}")),
         // The order stands (it is the effect); the cart mark is advisory and the next write wins.
-        tracing::warn!(%error, "could not mark the cart as checked out");
+        Err(error) => tracing::warn!(%error, "could not mark the cart as checked out"),
     }
     Ok(order_result("ordered", cart_id, Some(&nonce), total))
+}
+
+/// `carts://{cartId}`: your cart as JSON; listeners subscribed to it hear of every change.
+pub fn cart_resource(ports: ShopPorts) -> relevo_protocol::ResourceTemplate {
+    relevo_protocol::ResourceTemplate::new(
+        "carts://{cartId}",
+        "cart",
+        "application/json",
+        handler(move |call: Call| {
+            let ports = ports.clone();
+            async move {
+                let uri = call.uri.clone().unwrap_or_default();
+                let id = call.arguments.get("cartId").and_then(Value::as_str).unwrap_or_default().to_string();
+                match ports.records.get(&cart_key(&call, &id), ports.clock.now_unix()).await.map_err(store_failure)? {
+                    Some(record) => {
+                        Ok(Outcome::contents(vec![relevo_protocol::wire::ResourceContents::TextResourceContents {
+                            uri,
+                            mime_type: Some("application/json".into()),
+                            text: cart_view(&id, &record).to_string(),
+                            meta: None,
+                        }]))
+                    }
+                    None => Err(McpError::invalid_params_with("Resource not found", json!({ "uri": uri }))),
+                }
+            }
+        }),
+    )
+    .description("One of your carts")
+    .private()
 }
 
 /// The shop's tools over these ports.

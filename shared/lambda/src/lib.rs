@@ -21,7 +21,11 @@ use relevo_state::{Engine, EngineConfig};
 /// Builds the server from the environment. Lambdas never use ephemeral keys: the instance that
 /// verifies a `requestState` is rarely the one that sealed it.
 pub async fn server_from_env() -> Result<McpServer, Error> {
-    let settings = Settings::from_env(false)?;
+    let mut settings = Settings::from_env(false)?;
+    if std::env::var("RELEVO_LISTEN_MAX_SECS").is_err() {
+        // Buffered responses: a listen stream is acknowledged and ended at once.
+        settings.config.listen_max_secs = 0;
+    }
     let auth = relevo_auth::lambda_authenticator(&AuthSettings::from_env("")?)?;
     let (ports, jobs) = backend_from_env().await;
     let app = relevo_app::build(&settings.app, &ports)?;

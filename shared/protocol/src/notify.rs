@@ -3,6 +3,7 @@
 //! when the client asked: progress needs a `progressToken`, logs need a `logLevel`.
 
 use serde_json::{Value, json};
+use tokio::sync::broadcast;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::wire::log_level_rank;
@@ -12,6 +13,17 @@ pub struct Notifier {
     sink: Option<UnboundedSender<Value>>,
     progress_token: Option<Value>,
     log_threshold: Option<usize>,
+    events: Option<(broadcast::Sender<ResourceEvent>, String, String)>,
+}
+
+/// A resource of one principal changed. Delivered to that principal's `subscriptions/listen`
+/// streams on this instance (the listen stream lives where the client is connected; other
+/// instances' listeners learn of changes when they read).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceEvent {
+    pub tenant: String,
+    pub subject: String,
+    pub uri: String,
 }
 
 impl Notifier {
@@ -25,7 +37,7 @@ impl Notifier {
         progress_token: Option<Value>,
         log_level: Option<&str>,
     ) -> Self {
-        Notifier { sink: Some(sink), progress_token, log_threshold: log_level.and_then(log_level_rank) }
+        Notifier { sink: Some(sink), progress_token, log_threshold: log_level.and_then(log_level_rank), events: None }
     }
 
     /// Sends `notifications/progress` if the client gave a progress token. `progress` must grow.
@@ -52,6 +64,19 @@ impl Notifier {
             params["logger"] = json!(logger);
         }
         let _ = sink.send(json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": params }));
+    }
+
+    /// Attaches the instance's resource-event channel, for the caller `tenant`/`subject`.
+    pub(crate) fn with_events(mut self, sender: broadcast::Sender<ResourceEvent>, tenant: &str, subject: &str) -> Self {
+        self.events = Some((sender, tenant.into(), subject.into()));
+        self
+    }
+
+    /// Reports that `uri` (of the caller) changed, for `notifications/resources/updated`.
+    pub fn resource_updated(&self, uri: &str) {
+        if let Some((sender, tenant, subject)) = &self.events {
+            let _ = sender.send(ResourceEvent { tenant: tenant.clone(), subject: subject.clone(), uri: uri.into() });
+        }
     }
 
     /// True once the client has closed the stream: the spec's cancellation signal on HTTP.

@@ -14,7 +14,8 @@ use futures_util::FutureExt;
 use http::{HeaderValue, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use tokio::sync::mpsc;
+use std::time::Duration;
+use tokio::sync::{broadcast, mpsc};
 
 use crate::auth::{AuthChallenge, Authenticator, Principal};
 use crate::clock::{Clock, SystemClock};
@@ -22,7 +23,7 @@ use crate::cursor;
 use crate::error::McpError;
 use crate::ladder::{Ladder, OriginPolicy, Rejection, ValidRequest, Validated};
 use crate::method::{Method, Route};
-use crate::notify::Notifier;
+use crate::notify::{Notifier, ResourceEvent};
 use crate::registry::{App, Call, Handler, Outcome};
 use crate::seal::KeyRing;
 use crate::tasks::{self, TaskSupport, ToolTaskRunner};
@@ -45,6 +46,9 @@ pub struct ServerConfig {
     pub list_ttl_ms: u64,
     /// `ttlMs` on `resources/read` results.
     pub read_ttl_ms: u64,
+    /// How long a `subscriptions/listen` stream stays open before the server ends it gracefully
+    /// (0: acknowledge and end at once, for buffered integrations).
+    pub listen_max_secs: u64,
 }
 
 impl Default for ServerConfig {
@@ -56,6 +60,7 @@ impl Default for ServerConfig {
             request_state_ttl_secs: 3600,
             list_ttl_ms: 60_000,
             read_ttl_ms: 60_000,
+            listen_max_secs: 300,
         }
     }
 }
@@ -105,10 +110,12 @@ pub struct McpServer {
     auth: Arc<dyn Authenticator>,
     clock: Arc<dyn Clock>,
     tasks: Option<Arc<Engine>>,
+    events: broadcast::Sender<ResourceEvent>,
 }
 
 impl McpServer {
     pub fn new(app: App, config: ServerConfig, keys: KeyRing, auth: Arc<dyn Authenticator>) -> Self {
+        let (events, _) = broadcast::channel(256);
         McpServer {
             app: Arc::new(app),
             config: Arc::new(config),
@@ -116,6 +123,7 @@ impl McpServer {
             auth,
             clock: Arc::new(SystemClock),
             tasks: None,
+            events,
         }
     }
 
@@ -234,7 +242,7 @@ impl McpServer {
                 cacheable(list("prompts", app.prompts().map(|p| p.to_wire()).collect())?, self.config.list_ttl_ms)
             }
             Method::Complete => self.complete(&request.params)?,
-            Method::SubscriptionsListen => return self.listen(&request),
+            Method::SubscriptionsListen => return self.listen(&request, &principal),
             Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead => {
                 return self.call(request, principal, now).await;
             }
@@ -317,15 +325,8 @@ impl McpServer {
         };
         let round = Round { binding, now, retry: state.is_some() || !input_responses.is_empty(), private };
 
-        let call = Call {
-            arguments,
-            uri,
-            input_responses,
-            state,
-            client: request.client.clone(),
-            principal,
-            notifier: Notifier::silent(),
-        };
+        let notifier = Notifier::silent().with_events(self.events.clone(), &principal.tenant, &principal.subject);
+        let call = Call { arguments, uri, input_responses, state, client: request.client.clone(), principal, notifier };
 
         if let Some((name, support, gather)) = task_tool {
             match (&self.tasks, request.client.declares_tasks()) {
@@ -466,7 +467,8 @@ impl McpServer {
     fn stream_call(&self, request: ValidRequest, handler: Handler, mut call: Call, round: Round) -> Reply {
         let (frames_tx, frames_rx) = mpsc::unbounded_channel::<Bytes>();
         let (notes_tx, mut notes_rx) = mpsc::unbounded_channel::<Value>();
-        call.notifier = Notifier::streaming(notes_tx, request.progress_token.clone(), request.log_level.as_deref());
+        call.notifier = Notifier::streaming(notes_tx, request.progress_token.clone(), request.log_level.as_deref())
+            .with_events(self.events.clone(), &call.principal.tenant, &call.principal.subject);
         let server = self.clone();
         tokio::spawn(async move {
             let work = run_handler(&handler, call);
@@ -536,26 +538,70 @@ impl McpServer {
         Ok(self.result_reply(&request.id, result, "complete"))
     }
 
-    /// `subscriptions/listen`: this server offers no list-changed or resource subscriptions yet,
-    /// so it acknowledges the empty subset it honours and ends the subscription gracefully.
-    fn listen(&self, request: &ValidRequest) -> Result<Reply, McpError> {
-        if !request.params.get("notifications").is_some_and(Value::is_object) {
+    /// `subscriptions/listen`: acknowledges the subset of the filter this server honours
+    /// (resource subscriptions; its lists never change at run time), then forwards
+    /// `notifications/resources/updated` for the caller's own resources at or below a subscribed
+    /// URI, each tagged with the subscription id, and ends with the listen result after
+    /// `listen_max_secs` (before a function's time limit) or when the client goes away.
+    fn listen(&self, request: &ValidRequest, principal: &Principal) -> Result<Reply, McpError> {
+        let Some(filter) = request.params.get("notifications").and_then(Value::as_object) else {
             return Err(McpError::invalid_params("params.notifications must be an object"));
+        };
+        let subscriptions: Vec<String> = match filter.get("resourceSubscriptions") {
+            None => Vec::new(),
+            Some(Value::Array(uris)) if uris.iter().all(Value::is_string) => {
+                uris.iter().filter_map(Value::as_str).map(String::from).collect()
+            }
+            Some(_) => return Err(McpError::invalid_params("resourceSubscriptions must be an array of URIs")),
+        };
+        let mut honoured = JsonObject::new();
+        if !subscriptions.is_empty() {
+            honoured.insert("resourceSubscriptions".into(), json!(subscriptions));
         }
+        let id = request.id.clone();
+        let tag = json!({ meta::SUBSCRIPTION_ID: id });
         let ack = json!({
             "jsonrpc": "2.0",
             "method": "notifications/subscriptions/acknowledged",
-            "params": { "_meta": { meta::SUBSCRIPTION_ID: request.id }, "notifications": {} }
+            "params": { "_meta": tag, "notifications": honoured }
         });
         let mut result = JsonObject::new();
-        result.insert("_meta".into(), json!({ meta::SUBSCRIPTION_ID: request.id }));
-        let done = self.decorate(&request.id, result, "complete");
+        result.insert("_meta".into(), tag.clone());
+        let done = self.decorate(&id, result, "complete");
         let (tx, rx) = mpsc::unbounded_channel();
         let _ = tx.send(sse_frame(&ack));
-        let _ = tx.send(sse_frame(&done));
+        let mut events = self.events.subscribe();
+        let (tenant, subject) = (principal.tenant.clone(), principal.subject.clone());
+        let deadline = tokio::time::sleep(Duration::from_secs(self.config.listen_max_secs));
+        tokio::spawn(async move {
+            tokio::pin!(deadline);
+            loop {
+                tokio::select! {
+                    () = &mut deadline => break,
+                    () = tx.closed() => return,
+                    event = events.recv() => match event {
+                        Ok(event) if event.tenant == tenant && event.subject == subject
+                            && subscriptions.iter().any(|s| event.uri.starts_with(s.as_str())) => {
+                            let note = json!({
+                                "jsonrpc": "2.0",
+                                "method": "notifications/resources/updated",
+                                "params": { "_meta": tag, "uri": event.uri }
+                            });
+                            if tx.send(sse_frame(&note)).is_err() {
+                                return;
+                            }
+                        }
+                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    },
+                }
+            }
+            let _ = tx.send(sse_frame(&done));
+        });
         let mut reply = Response::new(ReplyBody::Sse(rx));
         reply.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
         reply.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        reply.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
         reply.headers_mut().insert(RESULT_TYPE_HEADER, HeaderValue::from_static("stream"));
         Ok(reply)
     }

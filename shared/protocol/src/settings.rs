@@ -8,6 +8,7 @@
 //! | `RELEVO_ALLOWED_ORIGINS` | comma list of browser origins accepted in `Origin` | none |
 //! | `RELEVO_MAX_BODY_BYTES` | request body limit | 1 MiB |
 //! | `RELEVO_PAGE_SIZE` | list page size | 100 |
+//! | `RELEVO_LISTEN_MAX_SECS` | how long a `subscriptions/listen` stream stays open | 300 (Lambda: 0 until response streaming) |
 //!
 //! Secrets never reach logs: [`KeyRing`]'s `Debug` prints key ids only.
 
@@ -70,6 +71,13 @@ impl Settings {
             origin_policy,
             max_body_bytes: number("RELEVO_MAX_BODY_BYTES", defaults.max_body_bytes)?,
             page_size: number("RELEVO_PAGE_SIZE", defaults.page_size)?,
+            listen_max_secs: match lookup("RELEVO_LISTEN_MAX_SECS") {
+                Some(value) => value
+                    .trim()
+                    .parse()
+                    .map_err(|_| SettingsError::BadNumber { name: "RELEVO_LISTEN_MAX_SECS", value })?,
+                None => defaults.listen_max_secs,
+            },
             ..defaults
         };
         let app = lookup("RELEVO_APP").filter(|a| !a.is_empty()).unwrap_or_else(|| "shop".into());
