@@ -11,9 +11,11 @@
 //! `AWS_ENDPOINT_URL` setting, so tests point it at a local emulator.
 
 mod dynamo;
+mod secrets;
 mod sqs;
 
 pub use dynamo::{DynamoStore, create_table};
+pub use secrets::{SecretKeysError, key_ring_from_secret, load_key_ring};
 pub use sqs::{SqsQueue, create_queue_with_dead_letters};
 
 use aws_config::{BehaviorVersion, SdkConfig};

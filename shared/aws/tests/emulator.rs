@@ -46,3 +46,19 @@ async fn sqs_meets_the_queue_contract_and_dead_letters_after_max_receives() {
     let moved = client.receive_message().queue_url(&dead).send().await.unwrap();
     assert_eq!(moved.messages().iter().map(|m| m.body().unwrap_or_default()).collect::<Vec<_>>(), vec!["two"]);
 }
+
+#[tokio::test]
+async fn the_key_ring_loads_from_secrets_manager() {
+    let config = emulator_config(&endpoint()).await;
+    let client = aws_sdk_secretsmanager::Client::new(&config);
+    let name = unique("relevo-keys");
+    let secret =
+        serde_json::json!({ "kid": "k2", "key": "x".repeat(48), "previous": [{ "kid": "k1", "key": "y".repeat(48) }] });
+    client.create_secret().name(&name).secret_string(secret.to_string()).send().await.unwrap();
+    let ring = relevo_aws::load_key_ring(&client, &name).await.unwrap();
+    assert_eq!(format!("{ring:?}"), r#"KeyRing { key_ids: ["k2", "k1"] }"#);
+    assert!(
+        relevo_aws::load_key_ring(&client, "no-such-secret").await.is_err(),
+        "a missing secret is an error, never a default key"
+    );
+}

@@ -21,7 +21,7 @@ use relevo_state::{Engine, EngineConfig};
 /// Builds the server from the environment. Lambdas never use ephemeral keys: the instance that
 /// verifies a `requestState` is rarely the one that sealed it.
 pub async fn server_from_env() -> Result<McpServer, Error> {
-    let mut settings = Settings::from_env(false)?;
+    let mut settings = settings_from_env().await?;
     if std::env::var("RELEVO_LISTEN_MAX_SECS").is_err() {
         // Buffered responses: a listen stream is acknowledged and ended at once.
         settings.config.listen_max_secs = 0;
@@ -60,9 +60,25 @@ pub async fn backend_from_env() -> (Ports, Option<Jobs>) {
     }
 }
 
+/// Settings with the signing keys from Secrets Manager (`RELEVO_STATE_KEYS_SECRET`, name or ARN)
+/// or from `RELEVO_STATE_KEYS`. Without either a function refuses to start: the instance that
+/// verifies a `requestState` is rarely the one that sealed it, so a per-process key is wrong here.
+pub async fn settings_from_env() -> Result<Settings, Error> {
+    match std::env::var("RELEVO_STATE_KEYS_SECRET").ok().filter(|s| !s.is_empty()) {
+        Some(secret) => {
+            let mut settings = Settings::from_env(true)?;
+            let client = aws_sdk_secretsmanager::Client::new(&relevo_aws::sdk_config().await);
+            settings.keys = relevo_aws::load_key_ring(&client, &secret).await?;
+            settings.ephemeral_keys = false;
+            Ok(settings)
+        }
+        None => Ok(Settings::from_env(false)?),
+    }
+}
+
 /// The engine of a worker or reconciler, able to run tool tasks of the configured app.
 async fn engine_from_env() -> Result<Arc<Engine>, Error> {
-    let settings = Settings::from_env(false)?;
+    let settings = settings_from_env().await?;
     let (ports, jobs) = backend_from_env().await;
     let jobs = jobs.ok_or_else(|| Error::from("RELEVO_TABLE and RELEVO_QUEUE_URL are required"))?;
     jobs.tool_runner.bind(Arc::new(relevo_app::build(&settings.app, &ports)?));

@@ -234,6 +234,17 @@ mod tests {
         }
 
         #[test]
+        fn any_single_bit_flip_is_rejected(index in 0usize..400, bit in 0u8..8) {
+            let keys = ring("k1", 7);
+            let token = keys.seal("state", &json!({"tn": "acme", "sb": "alice", "s": {"nonce": "n"}}), 1000);
+            let mut bytes = token.into_bytes();
+            let index = index % bytes.len();
+            bytes[index] ^= 1 << bit;
+            let flipped = String::from_utf8_lossy(&bytes).into_owned();
+            prop_assert!(keys.open("state", &flipped, 1).is_err());
+        }
+
+        #[test]
         fn truncation_or_extension_is_rejected(cut in 1usize..40, suffix in "[A-Za-z0-9_-]{1,8}") {
             let keys = ring("k1", 7);
             let token = keys.seal("state", &json!([1, 2, 3]), 1000);
