@@ -5,8 +5,14 @@
 //! previous one kept for rotation), for the same *domain* (a cursor cannot be replayed as a
 //! requestState), and before its expiry. The MAC is checked in constant time (`hmac`'s
 //! `verify_slice`) before the payload is decoded or parsed, and tokens over [`MAX_TOKEN_BYTES`]
-//! are refused unread. Payloads are signed, not encrypted: the client can read them, so they
-//! must never hold secrets.
+//! are refused unread.
+//!
+//! Decision: payloads are signed, not encrypted (no AEAD). What the server carries between MRTR
+//! rounds is the binding (tenant, subject, method, target, argument digest) and the handler's
+//! state — for the shop, a nonce, the quoted total and the cart revision: all things the client
+//! already knows or sent. Integrity is what protects them; secrecy would add a second key use and
+//! hide nothing. A handler that ever needs to carry something the client must not read should
+//! keep it in the store under the nonce instead, and the sealer must then grow AEAD.
 //!
 //! Wire form: `v1.<kid>.<b64url(payload JSON)>.<b64url(mac)>` where the MAC covers
 //! `relevo/<domain>/v1\0<kid>.<b64 payload>`, and the payload JSON is `{"exp":unix_secs,"p":...}`.
