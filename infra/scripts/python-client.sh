@@ -11,7 +11,7 @@ if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.vers
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "mcp==$mcp_version"
 fi
-cargo build --quiet -p relevo-gateway --bins
+cargo build --quiet --workspace --bins
 work="$root/target/clients"
 mkdir -p "$work"
 rm -f "$work/store.db"*
@@ -41,3 +41,20 @@ trap 'kill $first_pid 2>/dev/null || true; stop_gateway' EXIT
 RELEVO_TOKEN=$("$root/target/debug/relevo-token" --tenant acme --sub alice --scopes shop) \
   timeout 120 "$venv/bin/python" "$root/tests/clients/python_shop.py" \
   "http://127.0.0.1:$first/mcp" "http://127.0.0.1:$second/mcp" "$proxy_port"
+
+# The same client against the real function binaries (local Lambda mode, DynamoDB/SQS on moto).
+if [[ -n "${RELEVO_TEST_AWS_ENDPOINT:-}" ]]; then
+  kill "$first_pid" 2>/dev/null || true
+  stop_gateway
+  unset RELEVO_AUTH_ISSUER RELEVO_AUTH_AUDIENCE RELEVO_STATE_KEYS
+  export RELEVO_DEV_ISSUER_FILE="$work/dev-issuer-lambda.json"
+  lambda_port=$(free_port)
+  AWS_ENDPOINT_URL="$RELEVO_TEST_AWS_ENDPOINT" RELEVO_APP=shop start_lambda_mode "$lambda_port" "$work/lambda-mode.log"
+  lambda_url="http://127.0.0.1:$lambda_port/mcp"
+  token() { "$root/target/debug/relevo-token" --tenant "$1" --sub "$2" --scopes "$3"; }
+  echo "python clients against the real Lambda binaries:"
+  RELEVO_TOKEN=$(token acme alice "notes:read notes:write") RELEVO_OTHER_TOKEN=$(token globex alice "notes:read notes:write") \
+    timeout 120 "$venv/bin/python" "$root/tests/clients/python_client.py" "$lambda_url"
+  RELEVO_TOKEN=$(token acme alice shop) \
+    timeout 120 "$venv/bin/python" "$root/tests/clients/python_shop.py" "$lambda_url" "$lambda_url" "$(free_port)"
+fi

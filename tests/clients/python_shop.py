@@ -92,7 +92,9 @@ async def accepting_places_one_order_across_processes(url: str) -> None:
         assert result.structured_content["total"] == expected
         assert expected in ELICITED[-1], (expected, ELICITED[-1])
         rounds = [backend for backend, method, name in SERVED[before:] if name == "cart_checkout"]
-        assert len(rounds) == 2 and rounds[0] != rounds[1], f"the retry must reach the other gateway: {rounds}"
+        assert len(rounds) == 2, rounds
+        if len(set(BACKENDS)) > 1:
+            assert rounds[0] != rounds[1], f"the retry must reach the other gateway: {rounds}"
         view = (await client.call_tool("cart_view", {"cartId": cart})).structured_content
         assert view["checkedOut"] is True, view
 
@@ -106,7 +108,11 @@ async def declining_places_none(url: str) -> None:
         assert view["checkedOut"] is False, view
 
 
+BACKENDS: list[str] = []
+
+
 async def main(backends: list[str], port: int) -> int:
+    BACKENDS.extend(backends)
     proxy = start_proxy(backends, port)
     url = f"http://127.0.0.1:{port}/mcp"
     checks = [accepting_places_one_order_across_processes, declining_places_none]

@@ -12,6 +12,8 @@
 //! injection (for test harnesses that cannot send a token) exists only in dev mode, and every
 //! injected token still goes through full verification.
 
+pub mod lambda_local;
+
 use std::sync::Arc;
 
 use axum::Router;
@@ -56,7 +58,7 @@ pub struct InjectedToken {
 }
 
 impl InjectedToken {
-    fn mint(&self) -> Option<String> {
+    pub fn mint(&self) -> Option<String> {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
         let scopes: Vec<&str> = self.scopes.iter().map(String::as_str).collect();
         self.issuer.mint(&self.tenant, &self.subject, &scopes, now, 300).ok()

@@ -1,0 +1,122 @@
+//! Local Lambda mode under fault: the worker function's process is killed (SIGKILL) while it runs
+//! an export; the event source mapping redelivers the message after its visibility timeout, the
+//! dead lease expires, a fresh worker process resumes from the last checkpoint, and the export
+//! completes whole. Real binaries, real event formats, DynamoDB and SQS on the moto emulator that
+//! `make test` starts (this test fails, on purpose, without it). Bounded: 90 s at most.
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use relevo_auth::DevIssuer;
+use serde_json::{Value, json};
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+async fn rpc(http: &reqwest::Client, url: &str, token: &str, name: &str, arguments: Value) -> Value {
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": name, "arguments": arguments,
+        "_meta": { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} }
+    }});
+    let response = http
+        .post(url)
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    response.json::<Value>().await.unwrap()["result"]["structuredContent"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killing_the_worker_mid_export_loses_nothing() {
+    let endpoint = std::env::var("RELEVO_TEST_AWS_ENDPOINT")
+        .expect("RELEVO_TEST_AWS_ENDPOINT is not set: run with `make test` (it starts the moto emulator)");
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_relevo-lambda-local"));
+    let bin_dir = exe.parent().unwrap().to_path_buf();
+    assert!(bin_dir.join("worker").exists(), "build the function binaries first (`cargo build --workspace --bins`)");
+    let dir = std::env::temp_dir().join(format!("relevo-lambda-kill-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = free_port();
+    let _lambda = Running(
+        Command::new(&exe)
+            .args(["--port", &port.to_string(), "--bin-dir", bin_dir.to_str().unwrap()])
+            .env("AWS_ENDPOINT_URL", &endpoint)
+            .env("RELEVO_APP", "shop")
+            .env("RELEVO_DEV_ISSUER_FILE", dir.join("issuer.json"))
+            .env("RELEVO_LAMBDA_PID_DIR", dir.join("pids"))
+            .env("RELEVO_EXPORT_WINDOW_MS", "300")
+            .env("RELEVO_LEASE_SECS", "3")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() || !dir.join("issuer.json").exists() {
+        assert!(Instant::now() < deadline, "local Lambda mode did not start");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let token = DevIssuer::load(&dir.join("issuer.json"))
+        .unwrap()
+        .mint("acme", "alice", &["exports:read", "exports:write"], now, 600)
+        .unwrap();
+    let (http, url) = (reqwest::Client::new(), format!("http://127.0.0.1:{port}/mcp"));
+
+    let started =
+        rpc(&http, &url, &token, "export_start", json!({ "dataset": "customers", "purpose": "kill test" })).await;
+    let job = started["jobId"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = rpc(&http, &url, &token, "export_status", json!({ "jobId": job })).await;
+        let rows = status["rowsExported"].as_u64().unwrap_or(0);
+        if rows > 0 {
+            assert!(rows < 240, "the kill must come mid-export: {status}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the export never started: {status}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    kill(&dir.join("pids").join("worker.pid"));
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = rpc(&http, &url, &token, "export_status", json!({ "jobId": job })).await;
+        if status["status"] == "succeeded" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the export did not finish after the worker was killed: {status}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let result = rpc(&http, &url, &token, "export_result", json!({ "jobId": job })).await;
+    let ids: Vec<String> =
+        result["csv"].as_str().unwrap().lines().skip(1).map(|l| l.split(',').next().unwrap().to_string()).collect();
+    assert_eq!(ids, (0..240).map(|i| i.to_string()).collect::<Vec<_>>(), "every row once, in order");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn kill(pid_file: &Path) {
+    let pid = std::fs::read_to_string(pid_file).unwrap();
+    let status = Command::new("kill").args(["-9", pid.trim()]).status().unwrap();
+    assert!(status.success(), "the worker process was killed");
+}
