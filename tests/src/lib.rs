@@ -30,8 +30,13 @@ pub fn router(server: McpServer) -> Router {
     relevo_gateway::router(server, gateway_options())
 }
 
+/// The default configuration, except that listen streams end at once (tests read whole bodies).
+pub fn test_config() -> ServerConfig {
+    ServerConfig { listen_max_secs: 0, ..ServerConfig::default() }
+}
+
 pub fn conformance_router() -> Router {
-    router(McpServer::new(relevo_app::conformance::app(), ServerConfig::default(), test_keys(), Arc::new(NoAuth)))
+    router(McpServer::new(relevo_app::conformance::app(), test_config(), test_keys(), Arc::new(NoAuth)))
 }
 
 /// The standard `_meta` envelope with these client capabilities.

@@ -119,6 +119,11 @@ pub fn status_view(job: &Job) -> Value {
     view
 }
 
+/// The caller's export `id`, or `None` (absent, another principal's, or another kind of job).
+async fn find_export(engine: &Engine, call: &Call, id: &str) -> Result<Option<Job>, McpError> {
+    Ok(engine.store.get_job(&job_ref(call, id)).await.map_err(store_failure)?.filter(|job| job.kind == KIND))
+}
+
 fn store_failure(error: impl std::fmt::Display) -> McpError {
     tracing::error!(%error, "export store failure");
     McpError::Internal
@@ -209,9 +214,9 @@ pub fn export_status(engine: Arc<Engine>) -> Tool {
                     Ok(args) => args,
                     Err(error) => return Ok(error),
                 };
-                Ok(match engine.store.get_job(&job_ref(&call, &args.job_id)).await.map_err(store_failure)? {
-                    Some(job) if job.kind == KIND => Outcome::tool(CallToolResult::structured(status_view(&job))),
-                    _ => Outcome::tool_error(format!("No export with id {}", args.job_id)),
+                Ok(match find_export(&engine, &call, &args.job_id).await? {
+                    Some(job) => Outcome::tool(CallToolResult::structured(status_view(&job))),
+                    None => Outcome::tool_error(format!("No export with id {}", args.job_id)),
                 })
             }
         }),
@@ -234,12 +239,12 @@ pub fn export_result(engine: Arc<Engine>) -> Tool {
                     Ok(args) => args,
                     Err(error) => return Ok(error),
                 };
-                Ok(match engine.store.get_job(&job_ref(&call, &args.job_id)).await.map_err(store_failure)? {
-                    Some(job) if job.kind == KIND => match (&job.status, &job.result) {
+                Ok(match find_export(&engine, &call, &args.job_id).await? {
+                    Some(job) => match (&job.status, &job.result) {
                         (JobStatus::Succeeded, Some(result)) => Outcome::tool(CallToolResult::structured(result.clone())),
                         _ => Outcome::tool_error(format!("Export {} is {}, not finished", job.job.id, job.status.as_str())),
                     },
-                    _ => Outcome::tool_error(format!("No export with id {}", args.job_id)),
+                    None => Outcome::tool_error(format!("No export with id {}", args.job_id)),
                 })
             }
         }),
@@ -268,8 +273,7 @@ pub fn export_resource(engine: Arc<Engine>) -> ResourceTemplate {
             async move {
                 let uri = call.uri.clone().unwrap_or_default();
                 let id = call.arguments.get("jobId").and_then(Value::as_str).unwrap_or_default().to_string();
-                let job = engine.store.get_job(&job_ref(&call, &id)).await.map_err(store_failure)?;
-                match job.filter(|j| j.kind == KIND) {
+                match find_export(&engine, &call, &id).await? {
                     Some(job) => match (&job.status, job.result.as_ref().and_then(|r| r["csv"].as_str())) {
                         (JobStatus::Succeeded, Some(csv)) => {
                             Ok(Outcome::contents(vec![ResourceContents::TextResourceContents {

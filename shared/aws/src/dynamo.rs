@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::types::{
     TransactWriteItem,
 };
 use relevo_state::jobs::{Created, Job, JobRef, JobStore};
-use relevo_state::{Owner, Record, RecordKey, RecordStore, StoreError, StoreFuture};
+use relevo_state::{Record, RecordKey, RecordStore, StoreError, StoreFuture};
 use serde_json::Value;
 
 type Item = HashMap<String, AttributeValue>;
@@ -81,21 +81,9 @@ fn record_item(key: &RecordKey, revision: u64, body: &Value, expires_at: Option<
     item
 }
 
-fn job_key(job: &JobRef) -> RecordKey {
-    RecordKey::new(job.owner(), "job", &job.id)
-}
-
-fn operation_key(job: &Job, key: &str) -> RecordKey {
-    RecordKey::new(
-        Owner::personal(&job.job.tenant, &job.job.subject),
-        "opkey",
-        &format!("{}:{}{key}", job.kind.len(), job.kind),
-    )
-}
-
 fn job_item(job: &Job) -> Result<Item, StoreError> {
     let body = serde_json::to_value(job).map_err(unavailable)?;
-    let mut item = record_item(&job_key(&job.job), job.revision, &body, Some(job.expires_at));
+    let mut item = record_item(&job.job.record_key(), job.revision, &body, Some(job.expires_at));
     item.insert("status".into(), s(job.status.as_str()));
     item.insert("updated_at".into(), n(job.updated_at));
     if !job.status.is_terminal() {
@@ -210,11 +198,11 @@ impl JobStore for DynamoStore {
                     Err(_) => Err(unavailable("job id collision")),
                 };
             };
-            let opkey = operation_key(job, key);
+            let opkey = job.operation_record_key(key);
             let opkey_item = Item::from([
                 ("pk".into(), s(opkey.storage_key())),
                 ("tenant".into(), s(&job.job.tenant)),
-                ("job_pk".into(), s(job_key(&job.job).storage_key())),
+                ("job_pk".into(), s(job.job.record_key().storage_key())),
                 ("job_id".into(), s(&job.job.id)),
                 ("expires_at".into(), n(job.expires_at)),
             ]);
@@ -255,7 +243,7 @@ impl JobStore for DynamoStore {
                         .ok_or_else(|| unavailable("operation key record without a job"))?;
                         let existing_ref = JobRef { id: existing_id, ..job.job.clone() };
                         let existing = self
-                            .get_item(&job_key(&existing_ref))
+                            .get_item(&existing_ref.record_key())
                             .await?
                             .ok_or_else(|| unavailable("operation key names a missing job"))?;
                         Ok(Created::Existing(job_of(&existing)?))
@@ -268,7 +256,7 @@ impl JobStore for DynamoStore {
     }
 
     fn get_job<'a>(&'a self, job: &'a JobRef) -> StoreFuture<'a, Option<Job>> {
-        Box::pin(async move { self.get_item(&job_key(job)).await?.map(|item| job_of(&item)).transpose() })
+        Box::pin(async move { self.get_item(&job.record_key()).await?.map(|item| job_of(&item)).transpose() })
     }
 
     fn put_job<'a>(&'a self, job: &'a Job, expected_revision: u64) -> StoreFuture<'a, Job> {
@@ -282,7 +270,7 @@ impl JobStore for DynamoStore {
                 Err(Some(old)) => {
                     let current = job_of(&old)?;
                     let record = Record {
-                        key: job_key(&current.job),
+                        key: current.job.record_key(),
                         revision: current.revision,
                         body: serde_json::to_value(&current).map_err(unavailable)?,
                         expires_at: Some(current.expires_at),

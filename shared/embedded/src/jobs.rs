@@ -6,7 +6,7 @@
 //! `max_receives` times moves to `dead_letters` instead of being delivered.
 
 use relevo_state::jobs::{Created, Job, JobRef, JobStore};
-use relevo_state::{Ids, Owner, Queue, QueueMessage, RandomIds, Record, RecordKey, StoreError, StoreFuture};
+use relevo_state::{Ids, Queue, QueueMessage, RandomIds, Record, StoreError, StoreFuture};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::{SqliteStore, unavailable};
@@ -42,20 +42,6 @@ pub(crate) const SCHEMA: &str = "
     );
 ";
 
-fn job_key(job: &JobRef) -> RecordKey {
-    RecordKey::new(job.owner(), "job", &job.id)
-}
-
-/// Operation keys are scoped to the job's owner and kind: another principal's key never finds
-/// (or leaks) this principal's job.
-fn operation_key(job: &Job, key: &str) -> RecordKey {
-    RecordKey::new(
-        Owner::personal(&job.job.tenant, &job.job.subject),
-        "opkey",
-        &format!("{}:{}{key}", job.kind.len(), job.kind),
-    )
-}
-
 fn read_job(connection: &Connection, pk: &str) -> Result<Option<Job>, StoreError> {
     let body: Option<String> = connection
         .query_row("SELECT body FROM jobs WHERE pk = ?1", params![pk], |row| row.get(0))
@@ -66,7 +52,7 @@ fn read_job(connection: &Connection, pk: &str) -> Result<Option<Job>, StoreError
 
 fn as_record(job: &Job) -> Record {
     Record {
-        key: job_key(&job.job),
+        key: job.job.record_key(),
         revision: job.revision,
         body: serde_json::to_value(job).unwrap_or_default(),
         expires_at: Some(job.expires_at),
@@ -82,17 +68,17 @@ impl JobStore for SqliteStore {
         let job = job.clone();
         Box::pin(self.run(move |connection| {
             let tx = connection.unchecked_transaction().map_err(unavailable)?;
-            let pk = job_key(&job.job).storage_key();
+            let pk = job.job.record_key().storage_key();
             if let Some(key) = &job.operation_key {
                 let inserted = tx
                     .execute(
                         "INSERT INTO operation_keys (pk, job_pk, expires_at) VALUES (?1, ?2, ?3) ON CONFLICT (pk) DO NOTHING",
-                        params![operation_key(&job, key).storage_key(), pk, job.expires_at as i64],
+                        params![job.operation_record_key(key).storage_key(), pk, job.expires_at as i64],
                     )
                     .map_err(unavailable)?;
                 if inserted == 0 {
                     let existing_pk: String = tx
-                        .query_row("SELECT job_pk FROM operation_keys WHERE pk = ?1", params![operation_key(&job, key).storage_key()], |r| r.get(0))
+                        .query_row("SELECT job_pk FROM operation_keys WHERE pk = ?1", params![job.operation_record_key(key).storage_key()], |r| r.get(0))
                         .map_err(unavailable)?;
                     let existing = read_job(&tx, &existing_pk)?.ok_or_else(|| StoreError::Unavailable("operation key names a missing job".into()))?;
                     return Ok(Created::Existing(existing));
@@ -114,7 +100,7 @@ impl JobStore for SqliteStore {
     }
 
     fn get_job<'a>(&'a self, job: &'a JobRef) -> StoreFuture<'a, Option<Job>> {
-        let pk = job_key(job).storage_key();
+        let pk = job.record_key().storage_key();
         Box::pin(self.run(move |connection| read_job(connection, &pk)))
     }
 
@@ -124,7 +110,7 @@ impl JobStore for SqliteStore {
             if job.revision != expected_revision + 1 {
                 return Err(StoreError::Unavailable("put_job needs revision = expected + 1".into()));
             }
-            let pk = job_key(&job.job).storage_key();
+            let pk = job.job.record_key().storage_key();
             let written = connection
                 .execute(
                     "UPDATE jobs SET status = ?1, updated_at = ?2, revision = ?3, body = ?4, expires_at = ?5 WHERE pk = ?6 AND revision = ?7",

@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::records::{Owner, StoreError, StoreFuture};
+use crate::records::{Owner, RecordKey, StoreError, StoreFuture};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -73,6 +73,11 @@ impl JobRef {
     pub fn owner(&self) -> Owner {
         Owner::personal(&self.tenant, &self.subject)
     }
+
+    /// The storage key of the job record (every adapter uses this one).
+    pub fn record_key(&self) -> RecordKey {
+        RecordKey::new(self.owner(), "job", &self.id)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -121,6 +126,12 @@ impl Job {
 
     pub fn lease_live(&self, now: u64) -> bool {
         self.lease.as_ref().is_some_and(|l| l.expires_at > now)
+    }
+
+    /// The storage key of the job's operation-key record. Operation keys are scoped to the job's
+    /// owner and kind: another principal's key never finds (or leaks) this principal's job.
+    pub fn operation_record_key(&self, key: &str) -> RecordKey {
+        RecordKey::new(self.job.owner(), "opkey", &format!("{}:{}{key}", self.kind.len(), self.kind))
     }
 
     pub fn leased_by(&self, owner: &str, now: u64) -> bool {
