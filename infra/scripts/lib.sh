@@ -1,5 +1,5 @@
-# Helpers shared by the scripts that start the local gateway for a test run.
-# Source it; it defines: root, free_port, start_gateway, stop_gateway.
+# Helpers shared by the scripts that start local servers for a test run.
+# Source it; it defines: root, free_port, start_gateway, start_lambda_mode, stop_gateway.
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 gateway_pid=""
@@ -8,46 +8,40 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
+# wait_listening PORT LOGFILE WHAT: waits (20 s at most) until $gateway_pid listens on PORT.
+wait_listening() {
+  local port=$1 log=$2 what=$3
+  trap stop_gateway EXIT
+  for _ in $(seq 1 200); do
+    if ! kill -0 "$gateway_pid" 2>/dev/null; then
+      echo "$what exited early; its log ($log):" >&2
+      cat "$log" >&2
+      return 1
+    fi
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "$what did not listen on 127.0.0.1:$port within 20 s" >&2
+  return 1
+}
+
 # start_gateway PORT LOGFILE [gateway args...] — env vars (RELEVO_APP, ...) pass through.
-# Waits until the port accepts connections; the gateway is stopped by stop_gateway or on exit.
 start_gateway() {
   local port=$1 log=$2
   shift 2
   "$root/target/debug/relevo-gateway" --port "$port" "$@" >"$log" 2>&1 &
   gateway_pid=$!
-  trap stop_gateway EXIT
-  for _ in $(seq 1 100); do
-    if ! kill -0 "$gateway_pid" 2>/dev/null; then
-      echo "the gateway exited early; its log ($log):" >&2
-      cat "$log" >&2
-      return 1
-    fi
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  echo "the gateway did not listen on 127.0.0.1:$port within 10 s" >&2
-  return 1
+  wait_listening "$port" "$log" "the gateway"
 }
 
 # start_lambda_mode PORT LOGFILE [args...]: the real function binaries behind the local API
-# Gateway (relevo-lambda-local); needs AWS_ENDPOINT_URL (the emulator). Stopped like the gateway.
+# Gateway (relevo-lambda-local); needs AWS_ENDPOINT_URL (the emulator).
 start_lambda_mode() {
   local port=$1 log=$2
   shift 2
   "$root/target/debug/relevo-lambda-local" --port "$port" --bin-dir "$root/target/debug" "$@" >"$log" 2>&1 &
   gateway_pid=$!
-  trap stop_gateway EXIT
-  for _ in $(seq 1 200); do
-    if ! kill -0 "$gateway_pid" 2>/dev/null; then
-      echo "local Lambda mode exited early; its log ($log):" >&2
-      cat "$log" >&2
-      return 1
-    fi
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  echo "local Lambda mode did not listen on 127.0.0.1:$port within 20 s" >&2
-  return 1
+  wait_listening "$port" "$log" "local Lambda mode"
 }
 
 stop_gateway() {
