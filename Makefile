@@ -9,7 +9,7 @@ SUB ?= developer
 SCOPES ?= notes:read notes:write
 CARGO ?= cargo
 
-.PHONY: run run-lambda token test unit lint fmt validate conformance clients bench release-size clean
+.PHONY: run run-lambda deploy logs token test unit lint fmt validate conformance clients bench release-size clean
 
 ## run: the server on http://127.0.0.1:$(PORT)/mcp (APP=shop|conformance, ROUTING=per-method|single, AUTH=dev|required|off)
 run:
@@ -38,6 +38,16 @@ lint:
 
 fmt:
 	$(CARGO) fmt --all
+
+## deploy: sam build + sam deploy --guided (needs AWS credentials, SAM CLI and cargo-lambda)
+deploy:
+	sam build --beta-features
+	sam deploy --guided
+
+## logs: tail a function's logs (FUNCTION=McpFunction by default)
+FUNCTION ?= McpFunction
+logs:
+	sam logs --name $(FUNCTION) --tail
 
 ## validate: cfn-lint on template.yaml (offline) and the checks linters miss
 validate:

@@ -180,9 +180,21 @@ pub async fn run_well_known() -> Result<(), Error> {
 pub async fn run(route: Route) -> Result<(), Error> {
     init_logging();
     let server = server_from_env().await?;
+    // Behind a custom domain the catch-all also receives the metadata paths (no routing rule
+    // claims them), so the all-methods function answers them as the `well-known` function does.
+    let metadata = Arc::new(AuthSettings::from_env("").ok().filter(|_| route == Route::All));
     lambda_http::run(service_fn(move |event: Request| {
-        let server = server.clone();
-        async move { Ok::<_, Error>(handle_event(&server, route, event).await) }
+        let (server, metadata) = (server.clone(), metadata.clone());
+        async move {
+            if let Some(settings) = metadata.as_ref()
+                && relevo_auth::METADATA_PATHS.contains(&event.uri().path().trim_end_matches('/'))
+            {
+                let (parts, body) =
+                    relevo_auth::metadata_response(settings, event.method(), event.uri().path()).into_parts();
+                return Ok::<_, Error>(Response::from_parts(parts, Body::Text(body)));
+            }
+            Ok::<_, Error>(handle_event(&server, route, event).await)
+        }
     }))
     .await
 }
