@@ -9,7 +9,7 @@ SUB ?= developer
 SCOPES ?= notes:read notes:write
 CARGO ?= cargo
 
-.PHONY: run run-lambda deploy logs token test unit lint fmt validate conformance clients bench release-size clean
+.PHONY: run run-lambda build deploy logs token test unit lint fmt validate conformance clients bench release-size clean
 
 ## run: the server on http://127.0.0.1:$(PORT)/mcp (APP=shop|conformance, ROUTING=per-method|single, AUTH=dev|required|off)
 run:
@@ -39,15 +39,26 @@ lint:
 fmt:
 	$(CARGO) fmt --all
 
+FUNCTIONS := discover tools-list tools-call resources-list resources-templates-list resources-read prompts-list \
+	prompts-get completion subscriptions-listen tasks-get tasks-update tasks-cancel mcp well-known worker reconciler
+ARCH ?= arm64
+
+## build: every function as a Lambda zip (release, cargo-lambda from PyPI into .tools/sam), with its size
+build:
+	infra/scripts/sam-tools.sh
+	PATH="$(CURDIR)/.tools/sam/bin:$$PATH" cargo lambda build --release --$(ARCH) --output-format zip $(addprefix --bin ,$(FUNCTIONS))
+	@for f in $(FUNCTIONS); do stat -c '%8s bytes  target/lambda/%n' target/lambda/$$f/bootstrap.zip 2>/dev/null | sed "s|target/lambda/target/lambda/|target/lambda/|"; done
+
 ## deploy: sam build + sam deploy --guided (needs AWS credentials, SAM CLI and cargo-lambda)
 deploy:
-	sam build --beta-features
-	sam deploy --guided
+	infra/scripts/sam-tools.sh
+	PATH="$(CURDIR)/.tools/sam/bin:$$PATH" SAM_CLI_TELEMETRY=0 sam build --beta-features
+	PATH="$(CURDIR)/.tools/sam/bin:$$PATH" SAM_CLI_TELEMETRY=0 sam deploy --guided
 
 ## logs: tail a function's logs (FUNCTION=McpFunction by default)
 FUNCTION ?= McpFunction
 logs:
-	sam logs --name $(FUNCTION) --tail
+	PATH="$(CURDIR)/.tools/sam/bin:$$PATH" SAM_CLI_TELEMETRY=0 sam logs --name $(FUNCTION) --tail
 
 ## validate: cfn-lint on template.yaml (offline) and the checks linters miss
 validate:

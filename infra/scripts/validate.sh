@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# validate.sh: lints template.yaml offline (cfn-lint, no AWS credentials) and checks what the
-# linters miss: every SQS event source reports partial batch failures, and the work queue's
+# validate.sh: lints template.yaml offline (cfn-lint and `sam validate --lint`, no AWS
+# credentials) and checks what the linters miss: every SQS event source reports partial batch failures, and the work queue's
 # visibility timeout is at least six times the worker's timeout.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -11,6 +11,9 @@ if [[ ! -x "$venv/bin/cfn-lint" ]]; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check cfn-lint
 fi
 "$venv/bin/cfn-lint" "$root/template.yaml"
+"$(dirname "$0")/sam-tools.sh"
+(cd "$root" && SAM_CLI_TELEMETRY=0 AWS_CONFIG_FILE=/nonexistent AWS_SHARED_CREDENTIALS_FILE=/nonexistent \
+  "$root/.tools/sam/bin/sam" validate --lint --region us-east-1)
 "$venv/bin/python" - "$root/template.yaml" <<'PY'
 import sys, yaml
 
