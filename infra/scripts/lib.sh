@@ -4,6 +4,18 @@
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 gateway_pid=""
 
+# ensure_venv DIR CHECK PACKAGE...: a virtualenv at DIR with PACKAGEs, installed once (when the
+# Python expression CHECK, run in it, fails).
+ensure_venv() {
+  local dir=$1 check=$2
+  shift 2
+  if ! "$dir/bin/python" -c "$check" 2>/dev/null; then
+    echo "installing $* into $dir"
+    python3 -m venv "$dir"
+    "$dir/bin/pip" install --quiet --disable-pip-version-check "$@"
+  fi
+}
+
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }

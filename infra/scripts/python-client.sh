@@ -1,16 +1,12 @@
 #!/usr/bin/env bash
 # Runs the official Python SDK client (mcp 2.3, pinned) against the local gateway serving the
-# demo app. Installs the client into .venv (git-ignored) on first use.
+# shop app. Installs the client into .venv (git-ignored) on first use.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 mcp_version="2.3.0"
 venv="$root/.venv"
 
-if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$mcp_version')" 2>/dev/null; then
-  echo "python-client: installing mcp==$mcp_version into $venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "mcp==$mcp_version"
-fi
+ensure_venv "$venv" "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$mcp_version')" "mcp==$mcp_version"
 cargo build --quiet --workspace --bins
 work="$root/target/clients"
 mkdir -p "$work"

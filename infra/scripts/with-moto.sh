@@ -7,11 +7,7 @@ source "$(dirname "$0")/lib.sh"
 moto_version="5.2.5"
 venv="$root/.tools/moto"
 
-if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('moto') != '$moto_version')" 2>/dev/null; then
-  echo "with-moto: installing moto[server]==$moto_version into $venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$moto_version"
-fi
+ensure_venv "$venv" "import importlib.metadata as m, sys; sys.exit(m.version('moto') != '$moto_version')" "moto[server]==$moto_version"
 port=$(free_port)
 mkdir -p "$root/target"
 "$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$root/target/moto.log" 2>&1 &

@@ -27,6 +27,15 @@ use relevo_protocol::wire::header;
 use relevo_protocol::{McpServer, Method, ReplyBody, Route};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
+/// JSON log lines on stdout, level from `RUST_LOG` (default `info`).
+pub fn init_logging() {
+    tracing_subscriber::fmt()
+        .json()
+        .with_target(false)
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .init();
+}
+
 /// How the gateway picks a function, mirroring the two production front doors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Routing {

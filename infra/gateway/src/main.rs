@@ -22,11 +22,7 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    tracing_subscriber::fmt()
-        .json()
-        .with_target(false)
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .init();
+    relevo_gateway::init_logging();
     let args = parse_args()?;
     let settings = Settings::from_env(true)?;
     if settings.ephemeral_keys {

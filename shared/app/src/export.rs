@@ -129,6 +129,10 @@ fn store_failure(error: impl std::fmt::Display) -> McpError {
     McpError::Internal
 }
 
+fn job_id_schema() -> Value {
+    json!({ "type": "object", "properties": { "jobId": { "type": "string", "minLength": 1, "maxLength": 64 } }, "required": ["jobId"], "additionalProperties": false })
+}
+
 fn status_schema() -> Value {
     json!({
         "type": "object",
@@ -206,7 +210,7 @@ pub fn export_status(engine: Arc<Engine>) -> Tool {
     Tool::new(
         "export_status",
         "Reports an export's status and progress.",
-        json!({ "type": "object", "properties": { "jobId": { "type": "string", "minLength": 1, "maxLength": 64 } }, "required": ["jobId"], "additionalProperties": false }),
+        job_id_schema(),
         handler(move |call: Call| {
             let engine = engine.clone();
             async move {
@@ -231,7 +235,7 @@ pub fn export_result(engine: Arc<Engine>) -> Tool {
     Tool::new(
         "export_result",
         "Returns a finished export: row count, SHA-256 and the CSV (also readable as the resource exports://{jobId}).",
-        json!({ "type": "object", "properties": { "jobId": { "type": "string", "minLength": 1, "maxLength": 64 } }, "required": ["jobId"], "additionalProperties": false }),
+        job_id_schema(),
         handler(move |call: Call| {
             let engine = engine.clone();
             async move {
@@ -241,8 +245,14 @@ pub fn export_result(engine: Arc<Engine>) -> Tool {
                 };
                 Ok(match find_export(&engine, &call, &args.job_id).await? {
                     Some(job) => match (&job.status, &job.result) {
-                        (JobStatus::Succeeded, Some(result)) => Outcome::tool(CallToolResult::structured(result.clone())),
-                        _ => Outcome::tool_error(format!("Export {} is {}, not finished", job.job.id, job.status.as_str())),
+                        (JobStatus::Succeeded, Some(result)) => {
+                            Outcome::tool(CallToolResult::structured(result.clone()))
+                        }
+                        _ => Outcome::tool_error(format!(
+                            "Export {} is {}, not finished",
+                            job.job.id,
+                            job.status.as_str()
+                        )),
                     },
                     None => Outcome::tool_error(format!("No export with id {}", args.job_id)),
                 })

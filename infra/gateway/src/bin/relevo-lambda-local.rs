@@ -21,11 +21,7 @@ const VISIBILITY_SECS: i32 = 6;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    tracing_subscriber::fmt()
-        .json()
-        .with_target(false)
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .init();
+    relevo_gateway::init_logging();
     let mut port: u16 = 8080;
     let mut bin_dir = PathBuf::from("target/debug");
     let mut inject = None;
