@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # validate.sh: lints template.yaml offline (cfn-lint and `sam validate --lint`, no AWS
-# credentials) and checks what the linters miss: every SQS event source reports partial batch failures, and the work queue's
-# visibility timeout is at least six times the worker's timeout.
+# credentials) and checks what the linters miss: every SQS event source reports partial batch
+# failures; the work queue's visibility timeout is at least six times the worker's timeout; a
+# function that streams its responses (RELEVO_RESPONSE_STREAMING) is reached only through REST
+# events with ResponseTransferMode: RESPONSE_STREAM, and a streamed REST event's function streams.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 venv="$root/.tools/cfn-lint"
@@ -28,6 +30,14 @@ for name, resource in resources.items():
     for event_name, event in (resource.get("Properties", {}).get("Events") or {}).items():
         if event.get("Type") == "SQS" and "ReportBatchItemFailures" not in (event["Properties"].get("FunctionResponseTypes") or []):
             problems.append(f"{name}.{event_name}: SQS event without FunctionResponseTypes: [ReportBatchItemFailures]")
+    streams = (resource.get("Properties", {}).get("Environment") or {}).get("Variables", {}).get("RELEVO_RESPONSE_STREAMING") == "true"
+    for event_name, event in (resource.get("Properties", {}).get("Events") or {}).items():
+        if event.get("Type") not in ("Api", "HttpApi"):
+            continue
+        streamed = event.get("Type") == "Api" and event["Properties"].get("ResponseTransferMode") == "RESPONSE_STREAM"
+        if streams != streamed:
+            problems.append(f"{name}.{event_name}: RELEVO_RESPONSE_STREAMING={streams} but the event streams={streamed}")
+checks = 4
 timeout = params["WorkerTimeout"]["Default"]
 visibility = params["WorkQueueVisibility"]["Default"]
 if visibility < 6 * timeout:
@@ -37,6 +47,6 @@ if redrive < 5:
     problems.append(f"maxReceiveCount {redrive} < 5")
 for problem in problems:
     print("validate:", problem, file=sys.stderr)
-print(f"validate: template checks: {0 if problems else 3} passed, {len(problems)} failed")
+print(f"validate: template checks: {0 if problems else checks} passed, {len(problems)} failed")
 sys.exit(1 if problems else 0)
 PY

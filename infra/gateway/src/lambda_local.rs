@@ -8,6 +8,10 @@
 //! routing rules (unknown or absent → the catch-all `mcp`), and [`sqs_event_source`] plays the SQS
 //! event source mapping for the worker (partial batch failures honoured).
 //!
+//! A function that answers with response streaming (`Lambda-Runtime-Function-Response-Mode:
+//! streaming`: a JSON prelude, eight NUL bytes, then the body, errors as trailers) is relayed
+//! chunk by chunk, as a REST API with `ResponseTransferMode: STREAM` does.
+//!
 //! One process per function handles one invocation at a time, like one Lambda execution
 //! environment. Everything listens on 127.0.0.1.
 
@@ -27,17 +31,29 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 use crate::route_for;
 use relevo_protocol::Route;
 
+/// What a function answered.
+pub enum Answer {
+    /// The handler's JSON result.
+    Buffered(Value),
+    /// An HTTP integration response: its prelude (`statusCode`, `headers`, `cookies`), then the
+    /// body as the function writes it (an `Err` if the function failed or died mid-stream).
+    Streamed { prelude: Value, body: mpsc::Receiver<Result<Bytes, String>> },
+}
+
+type AnswerSender = oneshot::Sender<Result<Answer, String>>;
+
 /// One pending invocation: the event, and where its answer goes.
 struct Invocation {
     id: String,
     event: Value,
-    answer: oneshot::Sender<Result<Value, String>>,
+    answer: AnswerSender,
 }
 
-/// The Runtime API of one function, and the answers it is waiting for.
+/// The Runtime API of one execution environment of a function, and the answers it is waiting
+/// for. The environments of a function share its queue of pending invocations.
 struct Runtime {
-    pending: Mutex<mpsc::Receiver<Invocation>>,
-    in_flight: Mutex<HashMap<String, oneshot::Sender<Result<Value, String>>>>,
+    pending: Arc<Mutex<mpsc::Receiver<Invocation>>>,
+    in_flight: Mutex<HashMap<String, AnswerSender>>,
 }
 
 /// A function the emulator runs: its name, its Runtime API sender, its process.
@@ -48,8 +64,17 @@ pub struct Function {
 }
 
 impl Function {
-    /// Invokes the function with `event`; waits at most `timeout` for its answer.
+    /// Invokes the function with `event`; waits at most `timeout` for its (buffered) answer.
     pub async fn invoke(&self, event: Value, timeout: Duration) -> Result<Value, String> {
+        match self.invoke_http(event, timeout).await? {
+            Answer::Buffered(value) => Ok(value),
+            Answer::Streamed { .. } => Err(format!("{} streamed an answer to a buffered invoke", self.name)),
+        }
+    }
+
+    /// Invokes the function with `event`; waits at most `timeout` for a buffered answer or the
+    /// prelude of a streamed one.
+    pub async fn invoke_http(&self, event: Value, timeout: Duration) -> Result<Answer, String> {
         let (answer, receiver) = oneshot::channel();
         let id = relevo_state::Ids::new_id(&relevo_state::RandomIds);
         self.queue.send(Invocation { id, event, answer }).await.map_err(|_| format!("{} is not running", self.name))?;
@@ -79,13 +104,81 @@ async fn next_invocation(State(runtime): State<Arc<Runtime>>) -> Response {
         .unwrap_or_else(|_| http::StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
-async fn respond(State(runtime): State<Arc<Runtime>>, Path(id): Path<String>, body: Bytes) -> Response {
-    if let Some(answer) = runtime.in_flight.lock().await.remove(&id) {
-        let value =
-            serde_json::from_slice(&body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into()));
-        let _ = answer.send(Ok(value));
+async fn respond(State(runtime): State<Arc<Runtime>>, Path(id): Path<String>, request: Request) -> Response {
+    let Some(answer) = runtime.in_flight.lock().await.remove(&id) else {
+        return http::StatusCode::ACCEPTED.into_response();
+    };
+    let streaming = request.headers().get("lambda-runtime-function-response-mode").is_some_and(|m| m == "streaming");
+    if streaming {
+        relay_stream(request.into_body(), answer).await;
+    } else {
+        // Lambda's limit for a buffered response payload.
+        match axum::body::to_bytes(request.into_body(), 6 * 1024 * 1024).await {
+            Ok(body) => {
+                let value = serde_json::from_slice(&body)
+                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into()));
+                let _ = answer.send(Ok(Answer::Buffered(value)));
+            }
+            Err(error) => {
+                let _ = answer.send(Err(format!("the response could not be read: {error}")));
+            }
+        }
     }
     http::StatusCode::ACCEPTED.into_response()
+}
+
+/// Reads a streamed response: the prelude up to the eight-NUL delimiter is handed to the waiting
+/// invoker, then every body chunk as it arrives; an error trailer or a broken stream ends the body
+/// with an error.
+async fn relay_stream(mut body: Body, answer: AnswerSender) {
+    use http_body_util::BodyExt;
+    const DELIMITER: &[u8] = &[0; 8];
+    let mut head = Vec::new();
+    let (chunks, receiver) = mpsc::channel(64);
+    let mut answer = Some((answer, receiver));
+    while let Some(frame) = body.frame().await {
+        let frame = match frame {
+            Ok(frame) => frame,
+            Err(error) => {
+                let error = format!("the response stream broke: {error}");
+                match answer.take() {
+                    Some((answer, _)) => drop(answer.send(Err(error))),
+                    None => drop(chunks.send(Err(error)).await),
+                }
+                return;
+            }
+        };
+        if let Some(trailers) = frame.trailers_ref()
+            && let Some(kind) = trailers.get("lambda-runtime-function-error-type")
+        {
+            let error = format!("function error mid-stream: {}", String::from_utf8_lossy(kind.as_bytes()));
+            match answer.take() {
+                Some((answer, _)) => drop(answer.send(Err(error))),
+                None => drop(chunks.send(Err(error)).await),
+            }
+            return;
+        }
+        let Ok(data) = frame.into_data() else { continue };
+        match answer.take() {
+            None => drop(chunks.send(Ok(data)).await),
+            Some((sender, receiver)) => {
+                head.extend_from_slice(&data);
+                let Some(end) = head.windows(DELIMITER.len()).position(|w| w == DELIMITER) else {
+                    answer = Some((sender, receiver));
+                    continue;
+                };
+                let prelude = serde_json::from_slice(&head[..end]).unwrap_or(Value::Null);
+                let rest = Bytes::copy_from_slice(&head[end + DELIMITER.len()..]);
+                if !rest.is_empty() {
+                    let _ = chunks.send(Ok(rest)).await;
+                }
+                let _ = sender.send(Ok(Answer::Streamed { prelude, body: receiver }));
+            }
+        }
+    }
+    if let Some((answer, _)) = answer {
+        let _ = answer.send(Err("the stream ended before its prelude".into()));
+    }
 }
 
 async fn fail(State(runtime): State<Arc<Runtime>>, Path(id): Path<String>, body: Bytes) -> Response {
@@ -100,60 +193,78 @@ async fn init_error(body: Bytes) -> Response {
     http::StatusCode::ACCEPTED.into_response()
 }
 
-/// Starts the Runtime API for `name` and keeps `binary` running against it with `env`.
-pub async fn start_function(name: &str, binary: PathBuf, env: Vec<(String, String)>) -> std::io::Result<Function> {
+/// Starts `instances` execution environments of `name`: each its own Runtime API and its own
+/// process of `binary` with `env`, restarted when it dies; all take invocations from one queue.
+pub async fn start_function(
+    name: &str,
+    binary: PathBuf,
+    env: Vec<(String, String)>,
+    instances: usize,
+) -> std::io::Result<Function> {
     let (queue, pending) = mpsc::channel(64);
-    let runtime = Arc::new(Runtime { pending: Mutex::new(pending), in_flight: Mutex::new(HashMap::new()) });
-    let api = Router::new()
-        .route("/2018-06-01/runtime/invocation/next", axum::routing::get(next_invocation))
-        .route("/2018-06-01/runtime/invocation/{id}/response", axum::routing::post(respond))
-        .route("/2018-06-01/runtime/invocation/{id}/error", axum::routing::post(fail))
-        .route("/2018-06-01/runtime/init/error", axum::routing::post(init_error))
-        .with_state(runtime.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let address = listener.local_addr()?;
-    tokio::spawn(async move { axum::serve(listener, api).await });
-
-    let name_owned = name.to_string();
-    let supervised = runtime.clone();
-    tokio::spawn(async move {
-        loop {
-            let mut command = tokio::process::Command::new(&binary);
-            command
-                .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-                .env("AWS_LAMBDA_RUNTIME_API", address.to_string())
-                .env("AWS_LAMBDA_FUNCTION_NAME", &name_owned)
-                .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
-                .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-                .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name_owned}"))
-                .env("AWS_LAMBDA_LOG_STREAM_NAME", "local")
-                .kill_on_drop(true);
-            match command.spawn() {
-                Ok(mut child) => {
-                    if let Some(pid) = child.id() {
-                        tracing::info!(function = %name_owned, pid, "function started");
-                        write_pid(&name_owned, pid);
-                    }
-                    let status = child.wait().await;
-                    tracing::warn!(function = %name_owned, ?status, "function exited; failing what it held and restarting");
-                }
-                Err(error) => tracing::error!(function = %name_owned, %error, "cannot start the function"),
-            }
-            // What the dead process held will never be answered: fail it, as Lambda would.
-            for (_, answer) in supervised.in_flight.lock().await.drain() {
-                let _ = answer.send(Err("the function's process died".into()));
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    });
+    let pending = Arc::new(Mutex::new(pending));
+    for instance in 0..instances.max(1) {
+        let runtime = Arc::new(Runtime { pending: pending.clone(), in_flight: Mutex::new(HashMap::new()) });
+        let api = Router::new()
+            .route("/2018-06-01/runtime/invocation/next", axum::routing::get(next_invocation))
+            .route("/2018-06-01/runtime/invocation/{id}/response", axum::routing::post(respond))
+            .route("/2018-06-01/runtime/invocation/{id}/error", axum::routing::post(fail))
+            .route("/2018-06-01/runtime/init/error", axum::routing::post(init_error))
+            .with_state(runtime.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let address = listener.local_addr()?;
+        tokio::spawn(async move { axum::serve(listener, api).await });
+        tokio::spawn(supervise(name.to_string(), instance, binary.clone(), env.clone(), address, runtime));
+    }
     Ok(Function { name: name.to_string(), queue })
 }
 
-/// Records function pids in `$RELEVO_LAMBDA_PID_DIR/<name>.pid`, for fault-injection tests.
-fn write_pid(name: &str, pid: u32) {
+/// Keeps one execution environment's process running; when it dies, fails what it held.
+async fn supervise(
+    name: String,
+    instance: usize,
+    binary: PathBuf,
+    env: Vec<(String, String)>,
+    address: std::net::SocketAddr,
+    runtime: Arc<Runtime>,
+) {
+    loop {
+        let mut command = tokio::process::Command::new(&binary);
+        command
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env("AWS_LAMBDA_RUNTIME_API", address.to_string())
+            .env("AWS_LAMBDA_FUNCTION_NAME", &name)
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+            .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name}"))
+            .env("AWS_LAMBDA_LOG_STREAM_NAME", format!("local-{instance}"))
+            .kill_on_drop(true);
+        match command.spawn() {
+            Ok(mut child) => {
+                if let Some(pid) = child.id() {
+                    tracing::info!(function = %name, instance, pid, "function started");
+                    write_pid(&name, instance, pid);
+                }
+                let status = child.wait().await;
+                tracing::warn!(function = %name, instance, ?status, "function exited; failing what it held and restarting");
+            }
+            Err(error) => tracing::error!(function = %name, %error, "cannot start the function"),
+        }
+        // What the dead process held will never be answered: fail it, as Lambda would.
+        for (_, answer) in runtime.in_flight.lock().await.drain() {
+            let _ = answer.send(Err("the function's process died".into()));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Records function pids in `$RELEVO_LAMBDA_PID_DIR/<name>.pid` (the first environment) or
+/// `<name>.<instance>.pid`, for fault-injection tests.
+fn write_pid(name: &str, instance: usize, pid: u32) {
     if let Ok(dir) = std::env::var("RELEVO_LAMBDA_PID_DIR") {
+        let file = if instance == 0 { format!("{name}.pid") } else { format!("{name}.{instance}.pid") };
         let _ = std::fs::create_dir_all(&dir);
-        let _ = std::fs::write(PathBuf::from(dir).join(format!("{name}.pid")), pid.to_string());
+        let _ = std::fs::write(PathBuf::from(dir).join(file), pid.to_string());
     }
 }
 
@@ -235,6 +346,31 @@ pub fn proxy_response(answer: &Value) -> Response {
     builder.body(Body::from(bytes)).unwrap_or_else(|_| http::StatusCode::BAD_GATEWAY.into_response())
 }
 
+/// Turns a streamed integration response into HTTP, relaying the body as it arrives.
+fn streamed_response(prelude: &Value, body: mpsc::Receiver<Result<Bytes, String>>) -> Response {
+    let status = prelude["statusCode"]
+        .as_u64()
+        .and_then(|s| http::StatusCode::from_u16(s as u16).ok())
+        .unwrap_or(http::StatusCode::BAD_GATEWAY);
+    let mut builder = Response::builder().status(status);
+    for (name, values) in prelude["headers"].as_object().into_iter().flatten() {
+        let values = match values {
+            Value::Array(values) => values.iter().filter_map(Value::as_str).collect(),
+            value => value.as_str().into_iter().collect::<Vec<_>>(),
+        };
+        for value in values {
+            builder = builder.header(name.as_str(), value);
+        }
+    }
+    for cookie in prelude["cookies"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+        builder = builder.header(http::header::SET_COOKIE, cookie);
+    }
+    let chunks = futures_util::stream::unfold(body, |mut body| async move {
+        body.recv().await.map(|chunk| (chunk.map_err(std::io::Error::other), body))
+    });
+    builder.body(Body::from_stream(chunks)).unwrap_or_else(|_| http::StatusCode::BAD_GATEWAY.into_response())
+}
+
 /// What the front door needs.
 #[derive(Clone)]
 pub struct FrontDoor {
@@ -287,8 +423,9 @@ async fn invoke_with(front: &FrontDoor, function: &str, request: Request) -> Res
         return http::StatusCode::PAYLOAD_TOO_LARGE.into_response();
     };
     let event = rest_proxy_event(&parts.method, parts.uri.path(), &parts.headers, &bytes);
-    match target.invoke(event, front.timeout).await {
-        Ok(answer) => proxy_response(&answer),
+    match target.invoke_http(event, front.timeout).await {
+        Ok(Answer::Buffered(answer)) => proxy_response(&answer),
+        Ok(Answer::Streamed { prelude, body }) => streamed_response(&prelude, body),
         Err(error) => {
             tracing::warn!(function, %error, "invocation failed");
             (http::StatusCode::BAD_GATEWAY, axum::Json(json!({ "message": "Internal server error" }))).into_response()

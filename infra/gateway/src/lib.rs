@@ -24,8 +24,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use relevo_auth::{AuthSettings, DevIssuer};
 use relevo_protocol::wire::header;
-use relevo_protocol::{McpServer, Method, ReplyBody, Route};
-use tokio_stream::wrappers::UnboundedReceiverStream;
+use relevo_protocol::{McpServer, Method, Route};
 
 /// JSON log lines on stdout, level from `RUST_LOG` (default `info`).
 pub fn init_logging() {
@@ -148,11 +147,5 @@ async fn serve_mcp(State(gateway): State<Gateway>, request: Request) -> Response
     };
     let reply = gateway.server.handle(route, http::Request::from_parts(parts, bytes)).await;
     let (parts, body) = reply.into_parts();
-    let body = match body {
-        ReplyBody::Full(bytes) => Body::from(bytes),
-        ReplyBody::Sse(frames) => {
-            Body::from_stream(UnboundedReceiverStream::new(frames).map(Ok::<_, std::convert::Infallible>))
-        }
-    };
-    Response::from_parts(parts, body)
+    Response::from_parts(parts, Body::from_stream(body.into_chunks().map(Ok::<_, std::convert::Infallible>)))
 }

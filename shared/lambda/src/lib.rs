@@ -1,9 +1,14 @@
 //! The Lambda side of every function: read settings once per cold start, then turn each API
 //! Gateway proxy event into an `http::Request<Bytes>` for [`McpServer::handle`] and back.
 //!
-//! Responses are buffered: an SSE reply is collected whole and returned as one
-//! `text/event-stream` body, which is valid SSE (notifications first, the response last).
-//! Lambda response streaming arrives with the deploy issue.
+//! Two response modes, chosen per function by `RELEVO_RESPONSE_STREAMING`:
+//! - buffered (default): an SSE reply is collected whole and returned as one `text/event-stream`
+//!   body, which is valid SSE (notifications first, the response last); listen streams end at
+//!   once. This is what HTTP APIs (front door B) and plain REST integrations need.
+//! - streaming (`true`): Lambda response streaming (prelude, eight NUL bytes, then each SSE frame
+//!   as it is produced), for REST integrations with `ResponseTransferMode: RESPONSE_STREAM`
+//!   (front door A). A streamed answer to a buffered invoke would not be a proxy response, so the
+//!   template sets the variable only where the integration streams.
 
 use bytes::Bytes;
 use lambda_http::{Body, Error, Request, Response, service_fn};
@@ -15,14 +20,19 @@ use lambda_http::LambdaEvent;
 use relevo_app::{Jobs, Ports};
 use relevo_auth::AuthSettings;
 use relevo_aws::{DynamoStore, SqsQueue};
-use relevo_protocol::{McpServer, Route, Settings};
+use relevo_protocol::{McpServer, Reply, ReplyBody, Route, Settings};
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
+use http_body::Frame;
+use http_body_util::StreamBody;
+use std::convert::Infallible;
 use relevo_state::{Engine, EngineConfig};
 
 /// Builds the server from the environment. Lambdas never use ephemeral keys: the instance that
 /// verifies a `requestState` is rarely the one that sealed it.
-pub async fn server_from_env() -> Result<McpServer, Error> {
+pub async fn server_from_env(streaming: bool) -> Result<McpServer, Error> {
     let mut settings = settings_from_env().await?;
-    if std::env::var("RELEVO_LISTEN_MAX_SECS").is_err() {
+    if !streaming && std::env::var("RELEVO_LISTEN_MAX_SECS").is_err() {
         // Buffered responses: a listen stream is acknowledged and ended at once.
         settings.config.listen_max_secs = 0;
     }
@@ -133,11 +143,25 @@ pub async fn run_reconciler() -> Result<(), Error> {
     .await
 }
 
-/// Serves one proxy event.
+/// Serves one proxy event, buffered.
 pub async fn handle_event(server: &McpServer, route: Route, event: Request) -> Response<Body> {
+    buffered(serve(server, route, None, event).await).await
+}
+
+/// The server's reply to one event; the all-methods function also answers the metadata paths.
+async fn serve(server: &McpServer, route: Route, metadata: Option<&AuthSettings>, event: Request) -> Reply {
+    if let Some(settings) = metadata
+        && relevo_auth::METADATA_PATHS.contains(&event.uri().path().trim_end_matches('/'))
+    {
+        let (parts, body) = relevo_auth::metadata_response(settings, event.method(), event.uri().path()).into_parts();
+        return Response::from_parts(parts, ReplyBody::Full(Bytes::from(body)));
+    }
     let (parts, body) = event.into_parts();
-    let request = http_request(parts, body);
-    let (parts, body) = server.handle(route, request).await.into_parts();
+    server.handle(route, http_request(parts, body)).await
+}
+
+async fn buffered(reply: Reply) -> Response<Body> {
+    let (parts, body) = reply.into_parts();
     let bytes = body.collect().await;
     let body = match String::from_utf8(bytes.to_vec()) {
         Ok(text) if text.is_empty() => Body::Empty,
@@ -145,6 +169,13 @@ pub async fn handle_event(server: &McpServer, route: Route, event: Request) -> R
         Err(error) => Body::Binary(error.into_bytes()),
     };
     Response::from_parts(parts, body)
+}
+
+type ChunkBody = StreamBody<BoxStream<'static, Result<Frame<Bytes>, Infallible>>>;
+
+fn streamed(reply: Reply) -> Response<ChunkBody> {
+    let (parts, body) = reply.into_parts();
+    Response::from_parts(parts, StreamBody::new(body.into_chunks().map(|chunk| Ok(Frame::data(chunk))).boxed()))
 }
 
 fn http_request(parts: lambda_http::http::request::Parts, body: Body) -> lambda_http::http::Request<Bytes> {
@@ -176,25 +207,35 @@ pub async fn run_well_known() -> Result<(), Error> {
     .await
 }
 
+/// Whether this function answers with Lambda response streaming (module docs).
+fn streaming_from_env() -> bool {
+    std::env::var("RELEVO_RESPONSE_STREAMING").is_ok_and(|v| v == "true" || v == "1")
+}
+
 /// The whole `main` of a function: JSON logs for CloudWatch, settings, then the event loop.
 pub async fn run(route: Route) -> Result<(), Error> {
     init_logging();
-    let server = server_from_env().await?;
+    let streaming = streaming_from_env();
+    let server = server_from_env(streaming).await?;
     // Behind a custom domain the catch-all also receives the metadata paths (no routing rule
     // claims them), so the all-methods function answers them as the `well-known` function does.
     let metadata = Arc::new(AuthSettings::from_env("").ok().filter(|_| route == Route::All));
-    lambda_http::run(service_fn(move |event: Request| {
+    let reply = move |event: Request| {
         let (server, metadata) = (server.clone(), metadata.clone());
-        async move {
-            if let Some(settings) = metadata.as_ref()
-                && relevo_auth::METADATA_PATHS.contains(&event.uri().path().trim_end_matches('/'))
-            {
-                let (parts, body) =
-                    relevo_auth::metadata_response(settings, event.method(), event.uri().path()).into_parts();
-                return Ok::<_, Error>(Response::from_parts(parts, Body::Text(body)));
-            }
-            Ok::<_, Error>(handle_event(&server, route, event).await)
-        }
-    }))
-    .await
+        async move { serve(&server, route, metadata.as_ref().as_ref(), event).await }
+    };
+    if streaming {
+        let reply = reply.clone();
+        lambda_http::run_with_streaming_response(service_fn(move |event| {
+            let reply = reply.clone();
+            async move { Ok::<_, Error>(streamed(reply(event).await)) }
+        }))
+        .await
+    } else {
+        lambda_http::run(service_fn(move |event| {
+            let reply = reply.clone();
+            async move { Ok::<_, Error>(buffered(reply(event).await).await) }
+        }))
+        .await
+    }
 }

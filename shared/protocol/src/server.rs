@@ -84,6 +84,16 @@ pub enum ReplyBody {
 }
 
 impl ReplyBody {
+    /// The body as chunks, each sent as soon as it exists: the whole body at once, or one chunk
+    /// per SSE frame (for the local gateway and Lambda response streaming).
+    pub fn into_chunks(self) -> futures_util::stream::BoxStream<'static, Bytes> {
+        use futures_util::StreamExt;
+        match self {
+            ReplyBody::Full(bytes) => futures_util::stream::once(async move { bytes }).boxed(),
+            ReplyBody::Sse(frames) => tokio_stream::wrappers::UnboundedReceiverStream::new(frames).boxed(),
+        }
+    }
+
     /// The whole body, waiting for a stream to finish (for buffered Lambda integrations).
     pub async fn collect(self) -> Bytes {
         match self {

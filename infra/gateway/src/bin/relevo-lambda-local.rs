@@ -19,6 +19,14 @@ use relevo_state::{Ids, RandomIds};
 
 const VISIBILITY_SECS: i32 = 6;
 
+/// The functions whose REST integration streams (`ResponseTransferMode: RESPONSE_STREAM` in
+/// `template.yaml`): SSE answers of `tools/call`, listen streams, and the catch-all.
+const STREAMING: [&str; 3] = ["tools-call", "subscriptions-listen", "mcp"];
+
+/// Environments per streaming function, so that an open stream does not starve the next caller
+/// (Lambda would start another environment).
+const STREAMING_INSTANCES: usize = 4;
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     relevo_gateway::init_logging();
@@ -78,7 +86,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     names.extend(["mcp", "well-known", "worker", "reconciler"]);
     let mut functions = HashMap::new();
     for name in names {
-        let function = start_function(name, bin_dir.join(name), env.clone()).await?;
+        let (env, instances) = if STREAMING.contains(&name) {
+            let mut env = env.clone();
+            env.push(("RELEVO_RESPONSE_STREAMING".into(), "true".into()));
+            (env, STREAMING_INSTANCES)
+        } else {
+            (env.clone(), 1)
+        };
+        let function = start_function(name, bin_dir.join(name), env, instances).await?;
         functions.insert(name.to_string(), function);
     }
     let worker = functions["worker"].clone();

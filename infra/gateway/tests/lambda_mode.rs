@@ -1,4 +1,6 @@
-//! Local Lambda mode under fault: the worker function's process is killed (SIGKILL) while it runs
+//! Local Lambda mode: the real function binaries under the local Runtime API.
+//!
+//! Under fault: the worker function's process is killed (SIGKILL) while it runs
 //! an export; the event source mapping redelivers the message after its visibility timeout, the
 //! dead lease expires, a fresh worker process resumes from the last checkpoint, and the export
 //! completes whole. Real binaries, real event formats, DynamoDB and SQS on the moto emulator that
@@ -45,18 +47,31 @@ async fn rpc(http: &reqwest::Client, url: &str, token: &str, name: &str, argumen
     response.json::<Value>().await.unwrap()["result"]["structuredContent"].clone()
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn killing_the_worker_mid_export_loses_nothing() {
+/// Local Lambda mode on a free port, with a token of acme/alice; stopped when dropped.
+struct LambdaMode {
+    _process: Running,
+    dir: PathBuf,
+    url: String,
+    token: String,
+}
+
+impl Drop for LambdaMode {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+async fn start_lambda_mode(test: &str) -> LambdaMode {
     let endpoint = std::env::var("RELEVO_TEST_AWS_ENDPOINT")
         .expect("RELEVO_TEST_AWS_ENDPOINT is not set: run with `make test` (it starts the moto emulator)");
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_relevo-lambda-local"));
     let bin_dir = exe.parent().unwrap().to_path_buf();
     assert!(bin_dir.join("worker").exists(), "build the function binaries first (`cargo build --workspace --bins`)");
-    let dir = std::env::temp_dir().join(format!("relevo-lambda-kill-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("relevo-lambda-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let port = free_port();
-    let _lambda = Running(
+    let process = Running(
         Command::new(&exe)
             .args(["--port", &port.to_string(), "--bin-dir", bin_dir.to_str().unwrap()])
             .env("AWS_ENDPOINT_URL", &endpoint)
@@ -81,14 +96,20 @@ async fn killing_the_worker_mid_export_loses_nothing() {
         .unwrap()
         .mint("acme", "alice", &["exports:read", "exports:write"], now, 600)
         .unwrap();
-    let (http, url) = (reqwest::Client::new(), format!("http://127.0.0.1:{port}/mcp"));
+    LambdaMode { _process: process, dir, url: format!("http://127.0.0.1:{port}/mcp"), token }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killing_the_worker_mid_export_loses_nothing() {
+    let lambda = start_lambda_mode("kill").await;
+    let (http, url, token, dir) = (reqwest::Client::new(), &lambda.url, &lambda.token, &lambda.dir);
 
     let started =
-        rpc(&http, &url, &token, "export_start", json!({ "dataset": "customers", "purpose": "kill test" })).await;
+        rpc(&http, url, token, "export_start", json!({ "dataset": "customers", "purpose": "kill test" })).await;
     let job = started["jobId"].as_str().unwrap().to_string();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let status = rpc(&http, &url, &token, "export_status", json!({ "jobId": job })).await;
+        let status = rpc(&http, url, token, "export_status", json!({ "jobId": job })).await;
         let rows = status["rowsExported"].as_u64().unwrap_or(0);
         if rows > 0 {
             assert!(rows < 240, "the kill must come mid-export: {status}");
@@ -101,18 +122,54 @@ async fn killing_the_worker_mid_export_loses_nothing() {
 
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let status = rpc(&http, &url, &token, "export_status", json!({ "jobId": job })).await;
+        let status = rpc(&http, url, token, "export_status", json!({ "jobId": job })).await;
         if status["status"] == "succeeded" {
             break;
         }
         assert!(Instant::now() < deadline, "the export did not finish after the worker was killed: {status}");
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    let result = rpc(&http, &url, &token, "export_result", json!({ "jobId": job })).await;
+    let result = rpc(&http, url, token, "export_result", json!({ "jobId": job })).await;
     let ids: Vec<String> =
         result["csv"].as_str().unwrap().lines().skip(1).map(|l| l.split(',').next().unwrap().to_string()).collect();
     assert_eq!(ids, (0..240).map(|i| i.to_string()).collect::<Vec<_>>(), "every row once, in order");
-    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `tools-call` runs with response streaming (as behind a REST integration with
+/// `ResponseTransferMode: RESPONSE_STREAM`): its progress frames leave the function through the
+/// Runtime API and the front door while the tool is still counting, not all at the end.
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_call_progress_streams_through_the_runtime_api() {
+    let lambda = start_lambda_mode("stream").await;
+    let body = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "count", "arguments": { "to": 20 },
+        "_meta": { "progressToken": "p", "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                   "io.modelcontextprotocol/clientCapabilities": {} }
+    }});
+    let mut response = reqwest::Client::new()
+        .post(&lambda.url)
+        .bearer_auth(&lambda.token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "count")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut chunks = Vec::new();
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        chunks.push(String::from_utf8(chunk.to_vec()).unwrap());
+    }
+    assert!(chunks[0].contains("notifications/progress"), "the first chunk is progress: {:?}", chunks[0]);
+    assert!(!chunks[0].contains("\"result\""), "the first chunk came before the tool finished: {chunks:?}");
+    let all = chunks.concat();
+    assert_eq!(all.matches("notifications/progress").count(), 20, "{all}");
+    let last = all.trim_end().rsplit("data: ").next().unwrap();
+    let result: Value = serde_json::from_str(last.trim()).unwrap();
+    assert_eq!(result["result"]["structuredContent"], json!({ "counted": 20 }), "{all}");
 }
 
 fn kill(pid_file: &Path) {
