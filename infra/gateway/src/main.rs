@@ -57,7 +57,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         AuthMode::Required => Arc::new(BearerAuthenticator::new(
             auth_settings.clone(),
-            Arc::new(HttpKeySource::new(&auth_settings.jwks_url)),
+            Arc::new(HttpKeySource::new(&auth_settings.jwks_url)?),
         )),
         AuthMode::Off => {
             tracing::warn!(

@@ -5,7 +5,15 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
 use jsonwebtoken::jwk::JwkSet;
+
+use crate::ConfigError;
 use tokio::sync::RwLock;
 
 /// How long a JWKS fetch may take before the request fails with 503.
@@ -20,31 +28,55 @@ pub trait KeySource: Send + Sync {
 }
 
 /// The issuer's JWKS endpoint.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HttpKeySource {
     url: String,
-    client: reqwest::Client,
+    client: Client<HttpsConnector<HttpConnector>, Empty<Bytes>>,
 }
 
+impl std::fmt::Debug for HttpKeySource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpKeySource").field("url", &self.url).finish()
+    }
+}
+
+/// A JWKS larger than this is refused (real ones are a few kilobytes).
+const MAX_JWKS_BYTES: usize = 256 * 1024;
+
 impl HttpKeySource {
-    pub fn new(url: &str) -> Self {
-        let client = reqwest::Client::builder()
-            .timeout(FETCH_TIMEOUT)
-            .connect_timeout(FETCH_TIMEOUT)
-            .build()
-            .unwrap_or_else(|_| reqwest::Client::new());
-        HttpKeySource { url: url.into(), client }
+    /// Trusts the system's root certificates; plain `http://` is accepted too (the dev issuer and
+    /// local Lambda mode serve their JWKS on loopback). Fails when the system has no root
+    /// certificates at all.
+    pub fn new(url: &str) -> Result<Self, ConfigError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let connector = HttpsConnectorBuilder::new()
+            .with_provider_and_native_roots(provider)
+            .map_err(|e| ConfigError::NoRootCertificates(e.to_string()))?
+            .https_or_http()
+            .enable_http1()
+            .build();
+        let client = Client::builder(TokioExecutor::new()).build(connector);
+        Ok(HttpKeySource { url: url.into(), client })
+    }
+
+    async fn get(&self) -> Result<Bytes, String> {
+        let uri: http::Uri = self.url.parse().map_err(|e| format!("JWKS URL is invalid: {e}"))?;
+        let response = self.client.get(uri).await.map_err(|e| format!("JWKS fetch failed: {e}"))?;
+        if !response.status().is_success() {
+            return Err(format!("JWKS fetch returned HTTP {}", response.status()));
+        }
+        let body = Limited::new(response.into_body(), MAX_JWKS_BYTES).collect().await;
+        Ok(body.map_err(|e| format!("JWKS body could not be read: {e}"))?.to_bytes())
     }
 }
 
 impl KeySource for HttpKeySource {
     fn fetch(&self) -> KeysFuture<'_> {
         Box::pin(async move {
-            let response = self.client.get(&self.url).send().await.map_err(|e| format!("JWKS fetch failed: {e}"))?;
-            if !response.status().is_success() {
-                return Err(format!("JWKS fetch returned HTTP {}", response.status()));
-            }
-            response.json::<JwkSet>().await.map_err(|e| format!("JWKS is not a valid key set: {e}"))
+            let body = tokio::time::timeout(FETCH_TIMEOUT, self.get())
+                .await
+                .map_err(|_| format!("JWKS fetch timed out after {FETCH_TIMEOUT:?}"))??;
+            serde_json::from_slice::<JwkSet>(&body).map_err(|e| format!("JWKS is not a valid key set: {e}"))
         })
     }
 }

@@ -35,7 +35,7 @@ use relevo_protocol::{Authenticator, NoAuth};
 pub fn lambda_authenticator(settings: &AuthSettings) -> Result<Arc<dyn Authenticator>, ConfigError> {
     match settings.mode {
         AuthMode::Required => {
-            Ok(Arc::new(BearerAuthenticator::new(settings.clone(), Arc::new(HttpKeySource::new(&settings.jwks_url)))))
+            Ok(Arc::new(BearerAuthenticator::new(settings.clone(), Arc::new(HttpKeySource::new(&settings.jwks_url)?))))
         }
         AuthMode::Off => {
             tracing::warn!("RELEVO_AUTH=off: every request is served as one unauthenticated principal");

@@ -63,7 +63,7 @@ fn settings(jwks_url: &str, required_scopes: &[&str]) -> AuthSettings {
 }
 
 fn verifier(issuer: &Issuer, required_scopes: &[&str]) -> BearerAuthenticator {
-    BearerAuthenticator::new(settings(&issuer.url, required_scopes), Arc::new(HttpKeySource::new(&issuer.url)))
+    BearerAuthenticator::new(settings(&issuer.url, required_scopes), Arc::new(HttpKeySource::new(&issuer.url).unwrap()))
 }
 
 fn claims(overrides: Value) -> Value {
@@ -232,7 +232,7 @@ async fn unreachable_jwks_is_503_not_a_pass() {
     let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
     drop(listener);
     let key = DevIssuer::generate(ISSUER, AUDIENCE);
-    let verifier = BearerAuthenticator::new(settings(&url, &[]), Arc::new(HttpKeySource::new(&url)));
+    let verifier = BearerAuthenticator::new(settings(&url, &[]), Arc::new(HttpKeySource::new(&url).unwrap()));
     let error = verifier.verify(&bearer(&key.sign(&claims(json!({}))).unwrap())).await.unwrap_err();
     assert_eq!(error, AuthError::KeysUnavailable);
     assert_eq!(verifier.challenge(&error).status, StatusCode::SERVICE_UNAVAILABLE);

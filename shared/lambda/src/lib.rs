@@ -26,6 +26,7 @@ use futures_util::stream::BoxStream;
 use http_body::Frame;
 use http_body_util::StreamBody;
 use std::convert::Infallible;
+use tracing_subscriber::filter::LevelFilter;
 use relevo_state::{Engine, EngineConfig};
 
 /// Builds the server from the environment. Lambdas never use ephemeral keys: the instance that
@@ -55,7 +56,7 @@ fn env_number(name: &str, default: u64) -> u64 {
 pub async fn backend_from_env() -> (Ports, Option<Jobs>) {
     let table = std::env::var("RELEVO_TABLE").ok().filter(|t| !t.is_empty());
     let Some(table) = table else { return (Ports::new(None), None) };
-    let config = relevo_aws::sdk_config().await;
+    let config = relevo_aws::sdk_config();
     let store = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(&config), &table));
     let ports = Ports::new(Some(store.clone()));
     match std::env::var("RELEVO_QUEUE_URL").ok().filter(|u| !u.is_empty()) {
@@ -77,7 +78,7 @@ pub async fn settings_from_env() -> Result<Settings, Error> {
     match std::env::var("RELEVO_STATE_KEYS_SECRET").ok().filter(|s| !s.is_empty()) {
         Some(secret) => {
             let mut settings = Settings::from_env(true)?;
-            let client = aws_sdk_secretsmanager::Client::new(&relevo_aws::sdk_config().await);
+            let client = aws_sdk_secretsmanager::Client::new(&relevo_aws::sdk_config());
             settings.keys = relevo_aws::load_key_ring(&client, &secret).await?;
             settings.ephemeral_keys = false;
             Ok(settings)
@@ -188,8 +189,17 @@ fn http_request(parts: lambda_http::http::request::Parts, body: Body) -> lambda_
     lambda_http::http::Request::from_parts(parts, bytes)
 }
 
+/// JSON lines for CloudWatch (which stamps the time), at the level Lambda's log configuration
+/// sets (`AWS_LAMBDA_LOG_LEVEL`) or `RUST_LOG` holds as a plain level; `info` otherwise. A
+/// level, not a filter expression: the filter's regex engine would be in every binary for this.
 fn init_logging() {
-    tracing_subscriber::fmt().json().with_target(false).without_time().init();
+    let level = ["AWS_LAMBDA_LOG_LEVEL", "RUST_LOG"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok()?.parse::<LevelFilter>().ok())
+        .unwrap_or(LevelFilter::INFO);
+    let subscriber =
+        tracing_subscriber::fmt().json().with_target(false).without_time().with_max_level(level).finish();
+    let _ = tracing::subscriber::set_global_default(subscriber);
 }
 
 /// The `well-known` function: protected-resource metadata (RFC 9728) on GET.
