@@ -9,7 +9,7 @@ SUB ?= developer
 SCOPES ?= notes:read notes:write
 CARGO ?= cargo
 
-.PHONY: run run-lambda build deploy logs token test unit lint fmt validate conformance clients bench release-size clean
+.PHONY: run run-lambda build sam-build deploy logs token test unit lint fmt validate conformance clients bench release-size clean
 
 ## run: the server on http://127.0.0.1:$(PORT)/mcp (APP=shop|conformance, ROUTING=per-method|single, AUTH=dev|required|off)
 run:
@@ -49,10 +49,16 @@ build:
 	PATH="$(CURDIR)/.tools/sam/bin:$$PATH" cargo lambda build --release --$(ARCH) --output-format zip $(addprefix --bin ,$(FUNCTIONS))
 	@for f in $(FUNCTIONS); do stat -c '%8s bytes  target/lambda/%n' target/lambda/$$f/bootstrap.zip 2>/dev/null | sed "s|target/lambda/target/lambda/|target/lambda/|"; done
 
-## deploy: sam build + sam deploy --guided (needs AWS credentials, SAM CLI and cargo-lambda)
-deploy:
+## sam-build: sam build of template.yaml (offline, no credentials; cargo-lambda per function,
+## reusing what `make build` compiled), artifacts in .aws-sam/build
+sam-build:
 	infra/scripts/sam-tools.sh
-	PATH="$(CURDIR)/.tools/sam/bin:$$PATH" SAM_CLI_TELEMETRY=0 sam build --beta-features
+	PATH="$(CURDIR)/.tools/sam/bin:$$PATH" SAM_CLI_TELEMETRY=0 AWS_CONFIG_FILE=/nonexistent \
+	  AWS_SHARED_CREDENTIALS_FILE=/nonexistent sam build --beta-features --region us-east-1 --parameter-overrides Architecture=$(ARCH)
+	@find .aws-sam/build -name bootstrap -exec stat -c '%8s bytes  %n' {} \; | sort -k3
+
+## deploy: sam build + sam deploy --guided (needs AWS credentials, SAM CLI and cargo-lambda)
+deploy: sam-build
 	PATH="$(CURDIR)/.tools/sam/bin:$$PATH" SAM_CLI_TELEMETRY=0 sam deploy --guided
 
 ## logs: tail a function's logs (FUNCTION=McpFunction by default)
