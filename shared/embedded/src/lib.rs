@@ -12,6 +12,7 @@ pub use jobs::SqliteQueue;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use relevo_state::records::{TransactError, TransactFuture, Write, validate_transaction};
 use relevo_state::{Record, RecordKey, RecordStore, StoreError, StoreFuture};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
@@ -157,4 +158,65 @@ impl RecordStore for SqliteStore {
             }
         }))
     }
+
+    fn transact<'a>(&'a self, writes: &'a [Write], now: u64) -> TransactFuture<'a> {
+        let writes = writes.to_vec();
+        Box::pin(async move {
+            validate_transaction(&writes)?;
+            let outcome = self
+                .run(move |connection| {
+                    // Dropping the transaction without commit rolls every earlier write back.
+                    let tx = connection.unchecked_transaction().map_err(unavailable)?;
+                    let mut written = Vec::with_capacity(writes.len());
+                    for (index, write) in writes.iter().enumerate() {
+                        match apply(&tx, write, now)? {
+                            Ok(record) => written.push(record.revision),
+                            Err(cause) => return Ok(Err(TransactError::Refused { index, cause })),
+                        }
+                    }
+                    tx.commit().map_err(unavailable)?;
+                    Ok(Ok(written))
+                })
+                .await?;
+            outcome
+        })
+    }
 }
+
+/// One write inside an open transaction: `Ok(Err(cause))` when its condition fails.
+fn apply(connection: &Connection, write: &Write, now: u64) -> Result<Result<Record, StoreError>, StoreError> {
+    match write {
+        Write::Create { key, body, expires_at } => {
+            let written = connection
+                .execute(
+                    "INSERT INTO records (pk, tenant, revision, body, expires_at) VALUES (?1, ?2, 1, ?3, ?4)
+                     ON CONFLICT (pk) DO UPDATE SET revision = 1, body = excluded.body, expires_at = excluded.expires_at
+                     WHERE records.expires_at IS NOT NULL AND records.expires_at <= ?5",
+                    params![key.storage_key(), key.owner.tenant, body.to_string(), expires_at.map(|e| e as i64), now as i64],
+                )
+                .map_err(unavailable)?;
+            if written == 1 {
+                return Ok(Ok(Record { key: key.clone(), revision: 1, body: body.clone(), expires_at: *expires_at }));
+            }
+            Ok(Err(match read(connection, key, now)? {
+                Some(current) => StoreError::AlreadyExists(Box::new(current)),
+                None => StoreError::Unavailable("create lost a race with an expiry".into()),
+            }))
+        }
+        Write::Update { key, expected_revision, body } => {
+            let written = connection
+                .execute(
+                    "UPDATE records SET revision = revision + 1, body = ?1
+                     WHERE pk = ?2 AND revision = ?3 AND (expires_at IS NULL OR expires_at > ?4)",
+                    params![body.to_string(), key.storage_key(), *expected_revision as i64, now as i64],
+                )
+                .map_err(unavailable)?;
+            match read(connection, key, now)? {
+                Some(current) if written == 1 => Ok(Ok(current)),
+                Some(current) => Ok(Err(StoreError::Conflict { expected: *expected_revision, current: Box::new(current) })),
+                None => Ok(Err(StoreError::NotFound)),
+            }
+        }
+    }
+}
+
