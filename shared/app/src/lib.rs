@@ -6,6 +6,8 @@
 pub mod conformance;
 pub mod demo;
 pub mod export;
+pub mod inventory;
+pub mod inventory_tools;
 pub mod notes;
 pub mod shop;
 
@@ -23,11 +25,43 @@ pub struct Ports {
     pub jobs: Option<Arc<Engine>>,
     pub ids: Arc<dyn Ids>,
     pub clock: Arc<dyn Clock>,
+    /// Where people open approval pages (`{approvals_url}/{operation id}`).
+    pub approvals_url: String,
 }
 
 impl Ports {
     pub fn new(records: Option<Arc<dyn RecordStore>>) -> Self {
-        Ports { records, jobs: None, ids: Arc::new(RandomIds), clock: Arc::new(SystemClock) }
+        Ports {
+            records,
+            jobs: None,
+            ids: Arc::new(RandomIds),
+            clock: Arc::new(SystemClock),
+            approvals_url: "/approvals".into(),
+        }
+    }
+
+    pub fn with_approvals_url(mut self, url: &str) -> Self {
+        self.approvals_url = url.trim_end_matches('/').to_string();
+        self
+    }
+
+    /// The inventory service over these ports, with the simulated warehouse API downstream
+    /// (idempotency window: one day). `None` without a record store.
+    pub fn inventory(&self) -> Option<inventory::Inventory> {
+        let records = self.records.clone()?;
+        let downstream = inventory::SimulatedWarehouse {
+            records: records.clone(),
+            clock: self.clock.clone(),
+            ids: self.ids.clone(),
+            window_secs: 24 * 3600,
+        };
+        Some(inventory::Inventory {
+            records,
+            downstream: Arc::new(downstream),
+            clock: self.clock.clone(),
+            ids: self.ids.clone(),
+            config: inventory::InventoryConfig { approvals_url: self.approvals_url.clone(), ..Default::default() },
+        })
     }
 
     pub fn with_jobs(mut self, engine: Arc<Engine>) -> Self {

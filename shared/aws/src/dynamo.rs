@@ -11,8 +11,8 @@ use aws_sdk_dynamodb::types::{
     ProjectionType, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
     TransactWriteItem, Update,
 };
-use relevo_state::records::{TransactError, TransactFuture, Write, validate_transaction};
 use relevo_state::jobs::{Created, Job, JobRef, JobStore};
+use relevo_state::records::{TransactError, TransactFuture, Write, validate_transaction};
 use relevo_state::{Record, RecordKey, RecordStore, StoreError, StoreFuture};
 use serde_json::Value;
 
@@ -206,7 +206,9 @@ impl RecordStore for DynamoStore {
                         let failed = reasons.iter().position(|r| r.code() == Some("ConditionalCheckFailed"));
                         let Some(index) = failed else {
                             // TransactionConflict, throttling: nothing was written; the caller may retry.
-                            return Err(TransactError::Store(unavailable(format!("transaction cancelled: {reasons:?}"))));
+                            return Err(TransactError::Store(unavailable(format!(
+                                "transaction cancelled: {reasons:?}"
+                            ))));
                         };
                         let returned = reasons[index].item().cloned();
                         let cause = self.refusal(&writes[index], returned, now).await?;
@@ -240,9 +242,7 @@ impl DynamoStore {
                     .table_name(&self.table)
                     .key("pk", s(key.storage_key()))
                     .update_expression("SET body = :body, rev = :next")
-                    .condition_expression(
-                        "rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)",
-                    )
+                    .condition_expression("rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)")
                     .expression_attribute_values(":body", s(body.to_string()))
                     .expression_attribute_values(":next", n(expected_revision + 1))
                     .expression_attribute_values(":rev", n(*expected_revision))

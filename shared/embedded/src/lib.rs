@@ -192,7 +192,13 @@ fn apply(connection: &Connection, write: &Write, now: u64) -> Result<Result<Reco
                     "INSERT INTO records (pk, tenant, revision, body, expires_at) VALUES (?1, ?2, 1, ?3, ?4)
                      ON CONFLICT (pk) DO UPDATE SET revision = 1, body = excluded.body, expires_at = excluded.expires_at
                      WHERE records.expires_at IS NOT NULL AND records.expires_at <= ?5",
-                    params![key.storage_key(), key.owner.tenant, body.to_string(), expires_at.map(|e| e as i64), now as i64],
+                    params![
+                        key.storage_key(),
+                        key.owner.tenant,
+                        body.to_string(),
+                        expires_at.map(|e| e as i64),
+                        now as i64
+                    ],
                 )
                 .map_err(unavailable)?;
             if written == 1 {
@@ -213,10 +219,11 @@ fn apply(connection: &Connection, write: &Write, now: u64) -> Result<Result<Reco
                 .map_err(unavailable)?;
             match read(connection, key, now)? {
                 Some(current) if written == 1 => Ok(Ok(current)),
-                Some(current) => Ok(Err(StoreError::Conflict { expected: *expected_revision, current: Box::new(current) })),
+                Some(current) => {
+                    Ok(Err(StoreError::Conflict { expected: *expected_revision, current: Box::new(current) }))
+                }
                 None => Ok(Err(StoreError::NotFound)),
             }
         }
     }
 }
-

@@ -276,10 +276,7 @@ pub async fn transaction_contract(store: Arc<dyn RecordStore>) {
     let refused = store
         .transact(&[Write::Update { key: foreign, expected_revision: 2, body: json!({"quantity": 0}) }], NOW)
         .await;
-    assert!(
-        matches!(refused, Err(TransactError::Refused { index: 0, cause: StoreError::NotFound })),
-        "{refused:?}"
-    );
+    assert!(matches!(refused, Err(TransactError::Refused { index: 0, cause: StoreError::NotFound })), "{refused:?}");
     let same_key = vec![
         Write::Update { key: item.clone(), expected_revision: 2, body: json!({}) },
         Write::Update { key: item.clone(), expected_revision: 3, body: json!({}) },
