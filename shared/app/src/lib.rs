@@ -3,6 +3,7 @@
 //! Apps are plain registries of tools, resources and prompts over `relevo-protocol`; they know
 //! nothing of HTTP, Lambda or AWS.
 
+pub mod approvals;
 pub mod conformance;
 pub mod demo;
 pub mod export;
