@@ -13,6 +13,11 @@ CARGO ?= cargo
 
 ## run: the server on http://127.0.0.1:$(PORT)/mcp (APP=shop|conformance, ROUTING=per-method|single, AUTH=dev|required|off)
 run:
+	@echo "Approval page (inventory changes a person must decide):"
+	@echo "  agent token:    make token SUB=agent SCOPES='inventory:read inventory:write'"
+	@echo "  approver token: make token SUB=manager SCOPES='inventory:read inventory:approve'"
+	@echo "  open http://127.0.0.1:$(PORT)/approvals/login, paste the approver token, then open the"
+	@echo "  approvalUrl that inventory_propose returns (http://127.0.0.1:$(PORT)/approvals/<operationId>)"
 	RELEVO_APP=$(APP) RELEVO_AUTH=$(AUTH) $(CARGO) run --quiet -p relevo-gateway --bin relevo-gateway -- --port $(PORT) --routing $(ROUTING)
 
 ## run-lambda: the real function binaries under a local Lambda Runtime API and API Gateway, DynamoDB/SQS on moto
@@ -40,7 +45,7 @@ fmt:
 	$(CARGO) fmt --all
 
 FUNCTIONS := discover tools-list tools-call resources-list resources-templates-list resources-read prompts-list \
-	prompts-get completion subscriptions-listen tasks-get tasks-update tasks-cancel mcp well-known worker reconciler
+	prompts-get completion subscriptions-listen tasks-get tasks-update tasks-cancel mcp well-known worker reconciler approvals
 ARCH ?= arm64
 
 ## build: every function as a Lambda zip (release, cargo-lambda from PyPI into .tools/sam), with its size
