@@ -9,7 +9,7 @@ SUB ?= developer
 SCOPES ?= notes:read notes:write
 CARGO ?= cargo
 
-.PHONY: run run-lambda build deploy logs token test unit lint fmt validate conformance clients bench release-size clean
+.PHONY: run run-lambda build deploy logs token test unit lint fmt validate conformance clients browser bench release-size clean
 
 ## run: the server on http://127.0.0.1:$(PORT)/mcp (APP=shop|conformance, ROUTING=per-method|single, AUTH=dev|required|off)
 run:
@@ -29,8 +29,8 @@ run-lambda:
 token:
 	@$(CARGO) run --quiet -p relevo-gateway --bin relevo-token -- --tenant "$(TENANT)" --sub "$(SUB)" --scopes "$(SCOPES)"
 
-## test: lint, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python SDK client
-test: lint validate unit conformance clients
+## test: lint, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python SDK client, the approval page in Chromium
+test: lint validate unit conformance clients browser
 
 ## unit: every cargo test, with the DynamoDB/SQS emulator (moto) running for the AWS adapters
 unit:
@@ -76,6 +76,10 @@ conformance:
 ## clients: the official Python SDK client (mcp 2.3) against the demo app
 clients:
 	infra/scripts/with-moto.sh infra/scripts/python-client.sh
+
+## browser: the approval page in headless Chromium (Debian package), approve once, then the agent's apply succeeds once
+browser:
+	infra/scripts/browser.sh
 
 ## bench: durable-work throughput and store/queue calls per job (release build; timing lives here, never in tests)
 bench:
