@@ -265,3 +265,59 @@ async fn the_login_sets_a_strict_http_only_cookie_and_never_redirects_off_site()
     assert_eq!(bad.status, 401);
     assert!(bad.headers.get("set-cookie").is_none());
 }
+
+#[tokio::test]
+async fn a_plan_is_a_dry_run_applied_once_and_refused_when_a_version_moved_or_too_much_changes() {
+    let shop = shop();
+    let agent = shop.agent("acme");
+    for (sku, to) in [("A", 5), ("B", 3)] {
+        let args = json!({ "warehouse": "main", "sku": sku, "to": to, "expectedVersion": 0 });
+        assert_eq!(shop.call(&agent, "inventory_propose", args).await["structuredContent"]["status"], "authorized");
+    }
+    assert!(shop.apply(&agent).await.iter().all(|o| o["status"] == "succeeded"));
+    let qty = |sku: &'static str| {
+        let shop = &shop;
+        let agent = agent.clone();
+        async move {
+            let read = shop.call(&agent, "inventory_read", json!({ "warehouse": "main", "sku": sku })).await;
+            (
+                read["structuredContent"]["quantity"].as_u64().unwrap(),
+                read["structuredContent"]["version"].as_u64().unwrap(),
+            )
+        }
+    };
+
+    let items = json!([{ "sku": "A", "quantity": 5 }, { "sku": "B", "quantity": 4 }, { "sku": "C", "quantity": 2 }, { "sku": "D", "quantity": null }]);
+    let plan =
+        shop.call(&agent, "inventory_plan", json!({ "warehouse": "main", "items": items })).await["structuredContent"]
+            .clone();
+    let actions: Vec<&str> = plan["items"].as_array().unwrap().iter().map(|i| i["action"].as_str().unwrap()).collect();
+    assert_eq!(actions, ["unchanged", "update", "insert", "unchanged"]);
+    assert_eq!(qty("B").await, (3, 1), "planning writes no stock");
+    let plan_id = plan["planId"].as_str().unwrap();
+    let applied = shop.call(&agent, "inventory_apply_plan", json!({ "planId": plan_id })).await;
+    assert_eq!(applied["isError"], false, "2 of 4 is within the default 50%: {applied}");
+    let again = shop.call(&agent, "inventory_apply_plan", json!({ "planId": plan_id })).await;
+    assert_eq!(
+        again["structuredContent"], applied["structuredContent"],
+        "applied once; a repeat returns the first result"
+    );
+    assert_eq!((qty("B").await, qty("C").await), ((4, 2), (2, 1)));
+
+    let items = json!([{ "sku": "A", "quantity": 6 }, { "sku": "B", "quantity": null }, { "sku": "C", "quantity": 2 }]);
+    let plan =
+        shop.call(&agent, "inventory_plan", json!({ "warehouse": "main", "items": items })).await["structuredContent"]
+            .clone();
+    let plan_id = plan["planId"].as_str().unwrap();
+    let too_much = shop.call(&agent, "inventory_apply_plan", json!({ "planId": plan_id })).await;
+    assert_eq!(too_much["isError"], true, "2 of 3 items is more than 50%: {too_much}");
+    // C moves after the plan: the whole plan is refused, even the items that did not move.
+    let moved = json!({ "warehouse": "main", "sku": "C", "to": 9, "expectedVersion": 1 });
+    shop.call(&agent, "inventory_propose", moved).await;
+    shop.apply(&agent).await;
+    let refused =
+        shop.call(&agent, "inventory_apply_plan", json!({ "planId": plan_id, "toleratedPercent": 100 })).await;
+    assert_eq!(refused["isError"], true);
+    assert!(refused["content"][0]["text"].as_str().unwrap().contains("stock/main/C"), "{refused}");
+    assert_eq!((qty("A").await, qty("B").await), ((5, 1), (4, 2)), "nothing of the refused plan was written");
+}

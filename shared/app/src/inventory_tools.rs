@@ -5,7 +5,7 @@ use relevo_protocol::{Call, McpError, Outcome, Tool, handler};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::inventory::{Inventory, InventoryError, ProposeRequest, policy, report};
+use crate::inventory::{Inventory, InventoryError, PlanLine, ProposeRequest, policy, report};
 
 fn outcome(result: Result<Value, InventoryError>) -> Result<Outcome, McpError> {
     match result {
@@ -175,6 +175,86 @@ pub fn inventory_operation(inventory: Inventory) -> Tool {
     .cache_no_store()
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlanArgs {
+    warehouse: String,
+    items: Vec<PlanLine>,
+}
+
+pub fn inventory_plan(inventory: Inventory) -> Tool {
+    Tool::new(
+        "inventory_plan",
+        "A dry run: for each item, whether setting it to the wanted quantity (null: delete) is an insert, update, delete or unchanged against its current version. Writes no stock; the plan is kept one hour for inventory_apply_plan.",
+        json!({
+            "type": "object",
+            "properties": {
+                "warehouse": name_schema("Warehouse, e.g. main"),
+                "items": { "type": "array", "minItems": 1, "maxItems": crate::inventory::MAX_PLAN_ITEMS, "items": {
+                    "type": "object",
+                    "properties": { "sku": name_schema("Item SKU"), "quantity": { "type": ["integer", "null"], "minimum": 0 } },
+                    "required": ["sku", "quantity"], "additionalProperties": false } }
+            },
+            "required": ["warehouse", "items"],
+            "additionalProperties": false
+        }),
+        handler(move |call: Call| {
+            let inventory = inventory.clone();
+            async move {
+                let args: PlanArgs = match call.args() {
+                    Ok(args) => args,
+                    Err(error) => return Ok(error),
+                };
+                outcome(inventory.plan(&call.principal, &args.warehouse, &args.items).await)
+            }
+        }),
+    )
+    .title("Plan stock changes (dry run)")
+    .annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false))
+    .scopes(&[policy::WRITE])
+    .cache_no_store()
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ApplyPlanArgs {
+    plan_id: String,
+    #[serde(default)]
+    tolerated_percent: Option<u64>,
+}
+
+pub fn inventory_apply_plan(inventory: Inventory) -> Tool {
+    Tool::new(
+        "inventory_apply_plan",
+        "Applies a plan from inventory_plan once, all items or none. Refuses if any item's version moved since the plan, if more than the tolerated share of items (default 50%) would change, or if a change needs a person. Repeating returns the first result.",
+        json!({
+            "type": "object",
+            "properties": {
+                "planId": { "type": "string", "minLength": 1, "maxLength": 64 },
+                "toleratedPercent": { "type": "integer", "minimum": 0, "maximum": 100 }
+            },
+            "required": ["planId"],
+            "additionalProperties": false
+        }),
+        handler(move |call: Call| {
+            let inventory = inventory.clone();
+            async move {
+                let args: ApplyPlanArgs = match call.args() {
+                    Ok(args) => args,
+                    Err(error) => return Ok(error),
+                };
+                let tolerated = args.tolerated_percent.unwrap_or(policy::DEFAULT_TOLERATED_PERCENT);
+                outcome(inventory.apply_plan(&call.principal, &args.plan_id, tolerated).await)
+            }
+        }),
+    )
+    .title("Apply a stock plan")
+    .annotations(writes())
+    .scopes(&[policy::WRITE])
+    .cache_no_store()
+    .invalidates(&["inventory.*"])
+}
+
 /// The inventory's tools.
 pub fn tools(inventory: &Inventory) -> Vec<Tool> {
     vec![
@@ -182,5 +262,7 @@ pub fn tools(inventory: &Inventory) -> Vec<Tool> {
         inventory_propose(inventory.clone()),
         inventory_apply(inventory.clone()),
         inventory_operation(inventory.clone()),
+        inventory_plan(inventory.clone()),
+        inventory_apply_plan(inventory.clone()),
     ]
 }

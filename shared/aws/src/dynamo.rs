@@ -7,8 +7,8 @@ use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
+    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, GlobalSecondaryIndex, KeySchemaElement, KeyType,
+    Projection, ProjectionType, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
     TransactWriteItem, Update,
 };
 use relevo_state::jobs::{Created, Job, JobRef, JobStore};
@@ -198,6 +198,7 @@ impl RecordStore for DynamoStore {
                     .map(|write| match write {
                         Write::Create { .. } => 1,
                         Write::Update { expected_revision, .. } => expected_revision + 1,
+                        Write::Check { expected_revision, .. } => *expected_revision,
                     })
                     .collect()),
                 Err(SdkError::ServiceError(service)) => match service.into_err() {
@@ -252,6 +253,21 @@ impl DynamoStore {
                     .map_err(unavailable)?;
                 TransactWriteItem::builder().update(update).build()
             }
+            Write::Check { key, expected_revision } => {
+                let check = ConditionCheck::builder().table_name(&self.table).key("pk", s(key.storage_key()));
+                let check = match expected_revision {
+                    0 => check.condition_expression("attribute_not_exists(pk) OR expires_at <= :now"),
+                    revision => check
+                        .condition_expression("rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)")
+                        .expression_attribute_values(":rev", n(*revision)),
+                };
+                let check = check
+                    .expression_attribute_values(":now", n(now))
+                    .return_values_on_condition_check_failure(old)
+                    .build()
+                    .map_err(unavailable)?;
+                TransactWriteItem::builder().condition_check(check).build()
+            }
         })
     }
 
@@ -268,7 +284,13 @@ impl DynamoStore {
             (Write::Update { key, expected_revision, .. }, Some(item)) => {
                 StoreError::Conflict { expected: *expected_revision, current: Box::new(record_of(key, &item)?) }
             }
-            (Write::Update { .. }, None) => StoreError::NotFound,
+            (Write::Check { key, expected_revision: 0 }, Some(item)) => {
+                StoreError::AlreadyExists(Box::new(record_of(key, &item)?))
+            }
+            (Write::Check { key, expected_revision }, Some(item)) => {
+                StoreError::Conflict { expected: *expected_revision, current: Box::new(record_of(key, &item)?) }
+            }
+            (Write::Update { .. } | Write::Check { .. }, None) => StoreError::NotFound,
             (Write::Create { .. }, None) => StoreError::Unavailable("create refused without a live item".into()),
         })
     }

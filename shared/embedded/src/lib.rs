@@ -209,6 +209,13 @@ fn apply(connection: &Connection, write: &Write, now: u64) -> Result<Result<Reco
                 None => StoreError::Unavailable("create lost a race with an expiry".into()),
             }))
         }
+        Write::Check { key, expected_revision } => Ok(match (read(connection, key, now)?, *expected_revision) {
+            (None, 0) => Ok(Record { key: key.clone(), revision: 0, body: Value::Null, expires_at: None }),
+            (Some(current), 0) => Err(StoreError::AlreadyExists(Box::new(current))),
+            (Some(current), expected) if current.revision == expected => Ok(current),
+            (Some(current), expected) => Err(StoreError::Conflict { expected, current: Box::new(current) }),
+            (None, _) => Err(StoreError::NotFound),
+        }),
         Write::Update { key, expected_revision, body } => {
             let written = connection
                 .execute(

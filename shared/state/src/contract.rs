@@ -271,6 +271,33 @@ pub async fn transaction_contract(store: Arc<dyn RecordStore>) {
     }
     assert_eq!(store.get(&item, NOW).await.unwrap().unwrap().revision, 2, "the update beside it did not happen");
 
+    // Checks write nothing and hold only at the expected revision (0: absent).
+    let absent = RecordKey::new(Owner::tenant("acme"), "stock", "main/NEW");
+    let checked = vec![
+        Write::Check { key: item.clone(), expected_revision: 2 },
+        Write::Check { key: absent.clone(), expected_revision: 0 },
+        Write::Update { key: op.clone(), expected_revision: 2, body: json!({"status": "checked"}) },
+    ];
+    assert_eq!(store.transact(&checked, NOW).await.unwrap(), vec![2, 0, 3]);
+    assert_eq!(store.get(&item, NOW).await.unwrap().unwrap().revision, 2, "a check writes nothing");
+    let moved = vec![
+        Write::Update { key: op.clone(), expected_revision: 3, body: json!({"status": "never"}) },
+        Write::Check { key: item.clone(), expected_revision: 1 },
+    ];
+    assert!(
+        matches!(
+            store.transact(&moved, NOW).await,
+            Err(TransactError::Refused { index: 1, cause: StoreError::Conflict { .. } })
+        ),
+        "a check on a moved version refuses the transaction"
+    );
+    let present = vec![Write::Check { key: item.clone(), expected_revision: 0 }];
+    assert!(matches!(
+        store.transact(&present, NOW).await,
+        Err(TransactError::Refused { index: 0, cause: StoreError::AlreadyExists(_) })
+    ));
+    assert_eq!(store.get(&op, NOW).await.unwrap().unwrap().body, json!({"status": "checked"}));
+
     // Another tenant's key with the same ids is not found; malformed transactions are refused.
     let foreign = RecordKey::new(Owner::tenant("globex"), "stock", "main/MUG");
     let refused = store

@@ -86,12 +86,15 @@ pub enum Write {
     Create { key: RecordKey, body: Value, expires_at: Option<u64> },
     /// Replaces the body of the live record at `expected_revision` (its expiry is kept).
     Update { key: RecordKey, expected_revision: u64, body: Value },
+    /// Writes nothing; holds only if the live record is at `expected_revision` (0: no live
+    /// record). A refusal is `Conflict` (or `AlreadyExists` when 0 was expected).
+    Check { key: RecordKey, expected_revision: u64 },
 }
 
 impl Write {
     pub fn key(&self) -> &RecordKey {
         match self {
-            Write::Create { key, .. } | Write::Update { key, .. } => key,
+            Write::Create { key, .. } | Write::Update { key, .. } | Write::Check { key, .. } => key,
         }
     }
 }
