@@ -33,7 +33,7 @@ use relevo_embedded::SqliteStore;
 use relevo_protocol::Principal;
 use relevo_state::ledger::{LedgerError, OpStatus, is_valid_path};
 use relevo_state::records::{TransactFuture, Write};
-use relevo_state::{ManualClock, RandomIds, Record, RecordKey, RecordStore, StoreError, StoreFuture};
+use relevo_state::{ManualClock, Queue, RandomIds, Record, RecordKey, RecordStore, StoreError, StoreFuture};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
@@ -234,6 +234,7 @@ fn world(store: Arc<dyn RecordStore>, fault: Fault) -> World {
         clock: Arc::new(clock.clone()),
         ids: Arc::new(RandomIds),
         config: InventoryConfig { lease_secs: LEASE, approvals_url: "http://127.0.0.1/approvals".into() },
+        settler: None,
     };
     World { inventory, raw: store, clock, injector, downstream }
 }
@@ -467,4 +468,57 @@ async fn every_fault_schedule_keeps_one_effect_a_valid_history_and_tenants_apart
     // The emulator answers in milliseconds, not microseconds: the tenancies take turns here.
     let schedules = matrix(Arc::new(relevo_aws::DynamoStore::new(client, &table)), false).await;
     assert_eq!(schedules, 12 * 6);
+}
+
+/// The reconciler path: an executor dies right after its commit, and nobody retries. The settle
+/// job it left behind (deferred, so it costs nothing when the executor lives) is enqueued by the
+/// reconciler once past its deadline; the worker settles the operation by asking the downstream.
+#[tokio::test]
+async fn an_executor_that_dies_after_its_commit_is_settled_by_the_reconciler_without_any_retry() {
+    let sqlite = SqliteStore::in_memory().unwrap();
+    let mut w = world(Arc::new(sqlite.clone()), Fault::DieAfterWrite(4));
+    let queue = relevo_embedded::SqliteQueue::new(sqlite.clone(), 5);
+    let settle = Arc::new(relevo_app::inventory::SettleRunner::default());
+    let config =
+        relevo_state::EngineConfig { lease_secs: 60, max_attempts: 5, queued_deadline_secs: 60, retention_secs: 3600 };
+    let engine = relevo_state::Engine::new(
+        Arc::new(sqlite),
+        Arc::new(queue.clone()),
+        Arc::new(w.clock.clone()),
+        Arc::new(RandomIds),
+        config,
+    )
+    .runner(relevo_app::inventory::SETTLE_KIND, settle.clone());
+    let engine = Arc::new(engine);
+    w.inventory.settler = Some(engine.clone());
+    settle.bind(w.inventory.clone());
+
+    let tenant = "acme";
+    w.raw.create(&stock_key(tenant, "main", "MUG"), &json!({ "quantity": 10 }), None, T0).await.unwrap();
+    w.injector.armed.store(true, Ordering::SeqCst);
+    let op = propose(&w, tenant).await;
+    let id = op.proposal.operation_id.clone();
+    w.inventory.decide(&person(tenant), &id, &op.digest, true).await.unwrap();
+    assert!(w.attempt(w.inventory.apply(&agent(tenant), None)).await.is_none(), "the executor dies after its commit");
+    let stuck = w.inventory.operation(tenant, &id).await.unwrap().unwrap().0;
+    assert_eq!((stuck.status, w.effects(tenant, &id)), (OpStatus::Executing, 0));
+    let now = relevo_state::Clock::now_unix(&w.clock);
+    assert!(queue.receive(10, 30, now).await.unwrap().is_empty(), "the settle job waits unqueued");
+
+    w.clock.advance(61);
+    let report = engine.reconcile(100).await.unwrap();
+    assert_eq!(report.requeued, 1, "the reconciler enqueues the settle job");
+    let now = relevo_state::Clock::now_unix(&w.clock);
+    for message in queue.receive(10, 30, now).await.unwrap() {
+        engine.process_message(&message.body).await.unwrap();
+    }
+    let settled = w.inventory.operation(tenant, &id).await.unwrap().unwrap().0;
+    assert_eq!(settled.status, OpStatus::Succeeded, "{:?}", settled.history);
+    assert!(is_valid_path(&settled.statuses()));
+    assert_eq!(
+        settled.statuses(),
+        [OpStatus::Proposed, OpStatus::Authorized, OpStatus::Executing, OpStatus::Unknown, OpStatus::Succeeded]
+    );
+    assert_eq!(w.effects(tenant, &id), 1, "one effect, delivered from the outbox");
+    assert_eq!(w.inventory.read(tenant, "main", "MUG").await.unwrap().quantity, 50);
 }

@@ -81,6 +81,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tokio::spawn(async move { reconciler.run_reconciler_loop(every, std::future::pending()).await });
     }
     let app = relevo_app::build(&settings.app, &ports)?;
+    if let (Some(jobs), Some(inventory)) = (&jobs, ports.inventory()) {
+        jobs.settle_runner.bind(inventory);
+    }
     if let Some(inventory) = ports.inventory().filter(|_| settings.app != "conformance") {
         options.approvals = Some(Arc::new(relevo_app::approvals::ApprovalPages {
             inventory,

@@ -26,7 +26,11 @@ use std::sync::Arc;
 
 use relevo_protocol::{Clock, Principal};
 use relevo_state::ledger::{Authorization, LedgerError, OpStatus, Operation, Proposal};
-use relevo_state::{Ids, Lease, Owner, RecordKey, RecordStore, StoreError, TransactError, Write};
+use relevo_state::work::BoxFuture as JobFuture;
+use relevo_state::{
+    Engine, Ids, JobContext, JobFailure, JobRunner, Lease, Owner, RecordKey, RecordStore, StoreError, TransactError,
+    Write,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -234,6 +238,48 @@ pub struct Inventory {
     pub clock: Arc<dyn Clock>,
     pub ids: Arc<dyn Ids>,
     pub config: InventoryConfig,
+    /// The durable-work engine for the settle job each execution leaves behind (the reconciler
+    /// path); `None` where no queue is configured (then only the agent's next apply settles).
+    pub settler: Option<Arc<Engine>>,
+}
+
+/// The job kind that settles one operation if its executor dies.
+pub const SETTLE_KIND: &str = "inventory.settle";
+
+/// Runs [`SETTLE_KIND`] jobs: settles the operation named in the job's input, in the job's
+/// tenant. Bound to the inventory after both exist (the inventory starts these jobs).
+#[derive(Default)]
+pub struct SettleRunner {
+    inventory: std::sync::OnceLock<Inventory>,
+}
+
+impl SettleRunner {
+    pub fn bind(&self, inventory: Inventory) {
+        let _ = self.inventory.set(inventory);
+    }
+}
+
+impl JobRunner for SettleRunner {
+    fn run<'a>(&'a self, ctx: &'a JobContext) -> JobFuture<'a, Result<Value, JobFailure>> {
+        Box::pin(async move {
+            let inventory =
+                self.inventory.get().ok_or_else(|| JobFailure::Retry("the inventory is not bound yet".into()))?;
+            let job = ctx.job();
+            let id = job.input["operationId"].as_str().unwrap_or_default().to_string();
+            match inventory.settle(&job.job.tenant, &id).await {
+                Ok(Some(op)) if op.status.is_terminal() || op.status == OpStatus::Proposed => {
+                    Ok(json!({ "operationId": id, "status": op.status.as_str() }))
+                }
+                // Authorized (not started), still leased, or the downstream still silent: later.
+                Ok(Some(op)) if op.status == OpStatus::Authorized => {
+                    Ok(json!({ "operationId": id, "status": "authorized" }))
+                }
+                Ok(Some(op)) => Err(JobFailure::Retry(format!("operation still {}", op.status.as_str()))),
+                Ok(None) => Ok(json!({ "operationId": id, "status": "gone" })),
+                Err(error) => Err(JobFailure::Retry(error.to_string())),
+            }
+        })
+    }
 }
 
 fn valid_name(value: &str, what: &str) -> Result<(), InventoryError> {
@@ -558,6 +604,15 @@ impl Inventory {
             let mut rejected = operation.advanced(OpStatus::Rejected, now, "policy", Some(invalid.to_string()))?;
             rejected.reason = Some(invalid.to_string());
             return self.write_or_current(&rejected, revision).await;
+        }
+        if let Some(engine) = &self.settler {
+            // The dead man's switch first: if this executor dies, the reconciler runs it.
+            let p = &operation.proposal;
+            let input = json!({ "operationId": p.operation_id });
+            engine
+                .start_deferred(&p.tenant, &p.proposer, SETTLE_KIND, Some(&p.operation_id), input)
+                .await
+                .map_err(|e| InventoryError::Store(e.to_string()))?;
         }
         let mut executing = operation.advanced(OpStatus::Executing, now, &operation.proposal.proposer, None)?;
         executing.attempts += 1;

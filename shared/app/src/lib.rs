@@ -62,6 +62,7 @@ impl Ports {
             clock: self.clock.clone(),
             ids: self.ids.clone(),
             config: inventory::InventoryConfig { approvals_url: self.approvals_url.clone(), ..Default::default() },
+            settler: self.jobs.clone(),
         })
     }
 
@@ -77,6 +78,8 @@ impl Ports {
 pub struct Jobs {
     pub engine: Arc<Engine>,
     pub tool_runner: Arc<ToolTaskRunner>,
+    /// Bind it to [`Ports::inventory`] where jobs run (worker, local gateway).
+    pub settle_runner: Arc<inventory::SettleRunner>,
 }
 
 /// Builds [`Jobs`]. `window_delay` paces the export's reads (the stand-in for a slow source;
@@ -88,10 +91,12 @@ pub fn jobs(
     window_delay: std::time::Duration,
 ) -> Jobs {
     let tool_runner = Arc::new(ToolTaskRunner::default());
+    let settle_runner = Arc::new(inventory::SettleRunner::default());
     let engine = Engine::new(store, queue, Arc::new(SystemClock), Arc::new(RandomIds), config)
         .runner(export::KIND, Arc::new(export::ExportRunner { window_delay }))
-        .runner(relevo_protocol::tasks::TOOL_TASK_KIND, tool_runner.clone());
-    Jobs { engine: Arc::new(engine), tool_runner }
+        .runner(relevo_protocol::tasks::TOOL_TASK_KIND, tool_runner.clone())
+        .runner(inventory::SETTLE_KIND, settle_runner.clone());
+    Jobs { engine: Arc::new(engine), tool_runner, settle_runner }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -83,6 +83,9 @@ async fn engine_from_env() -> Result<Arc<Engine>, Error> {
     let (ports, jobs) = backend_from_env().await;
     let jobs = jobs.ok_or_else(|| Error::from("RELEVO_TABLE and RELEVO_QUEUE_URL are required"))?;
     jobs.tool_runner.bind(Arc::new(relevo_app::build(&settings.app, &ports)?));
+    if let Some(inventory) = ports.inventory() {
+        jobs.settle_runner.bind(inventory);
+    }
     Ok(jobs.engine)
 }
 
