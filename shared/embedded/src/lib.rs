@@ -104,30 +104,8 @@ impl RecordStore for SqliteStore {
         expires_at: Option<u64>,
         now: u64,
     ) -> StoreFuture<'a, Record> {
-        let (key, body) = (key.clone(), body.clone());
-        Box::pin(self.run(move |connection| {
-            let written = connection
-                .execute(
-                    "INSERT INTO records (pk, tenant, revision, body, expires_at) VALUES (?1, ?2, 1, ?3, ?4)
-                     ON CONFLICT (pk) DO UPDATE SET revision = 1, body = excluded.body, expires_at = excluded.expires_at
-                     WHERE records.expires_at IS NOT NULL AND records.expires_at <= ?5",
-                    params![
-                        key.storage_key(),
-                        key.owner.tenant,
-                        body.to_string(),
-                        expires_at.map(|e| e as i64),
-                        now as i64
-                    ],
-                )
-                .map_err(unavailable)?;
-            if written == 1 {
-                return Ok(Record { key, revision: 1, body, expires_at });
-            }
-            match read(connection, &key, now)? {
-                Some(current) => Err(StoreError::AlreadyExists(Box::new(current))),
-                None => Err(StoreError::Unavailable("create lost a race with an expiry".into())),
-            }
-        }))
+        let write = Write::Create { key: key.clone(), body: body.clone(), expires_at };
+        Box::pin(self.run(move |connection| apply(connection, &write, now)?))
     }
 
     fn get<'a>(&'a self, key: &'a RecordKey, now: u64) -> StoreFuture<'a, Option<Record>> {
@@ -142,21 +120,8 @@ impl RecordStore for SqliteStore {
         body: &'a Value,
         now: u64,
     ) -> StoreFuture<'a, Record> {
-        let (key, body) = (key.clone(), body.clone());
-        Box::pin(self.run(move |connection| {
-            let written = connection
-                .execute(
-                    "UPDATE records SET revision = revision + 1, body = ?1
-                     WHERE pk = ?2 AND revision = ?3 AND (expires_at IS NULL OR expires_at > ?4)",
-                    params![body.to_string(), key.storage_key(), expected_revision as i64, now as i64],
-                )
-                .map_err(unavailable)?;
-            match read(connection, &key, now)? {
-                Some(current) if written == 1 => Ok(current),
-                Some(current) => Err(StoreError::Conflict { expected: expected_revision, current: Box::new(current) }),
-                None => Err(StoreError::NotFound),
-            }
-        }))
+        let write = Write::Update { key: key.clone(), expected_revision, body: body.clone() };
+        Box::pin(self.run(move |connection| apply(connection, &write, now)?))
     }
 
     fn transact<'a>(&'a self, writes: &'a [Write], now: u64) -> TransactFuture<'a> {
@@ -183,7 +148,8 @@ impl RecordStore for SqliteStore {
     }
 }
 
-/// One write inside an open transaction: `Ok(Err(cause))` when its condition fails.
+/// One conditional write (alone, or inside an open transaction): `Ok(Err(cause))` when its
+/// condition fails.
 fn apply(connection: &Connection, write: &Write, now: u64) -> Result<Result<Record, StoreError>, StoreError> {
     match write {
         Write::Create { key, body, expires_at } => {
