@@ -128,22 +128,20 @@ impl RecordStore for SqliteStore {
         let writes = writes.to_vec();
         Box::pin(async move {
             validate_transaction(&writes)?;
-            let outcome = self
-                .run(move |connection| {
-                    // Dropping the transaction without commit rolls every earlier write back.
-                    let tx = connection.unchecked_transaction().map_err(unavailable)?;
-                    let mut written = Vec::with_capacity(writes.len());
-                    for (index, write) in writes.iter().enumerate() {
-                        match apply(&tx, write, now)? {
-                            Ok(record) => written.push(record.revision),
-                            Err(cause) => return Ok(Err(TransactError::Refused { index, cause })),
-                        }
+            self.run(move |connection| {
+                // Dropping the transaction without commit rolls every earlier write back.
+                let tx = connection.unchecked_transaction().map_err(unavailable)?;
+                let mut written = Vec::with_capacity(writes.len());
+                for (index, write) in writes.iter().enumerate() {
+                    match apply(&tx, write, now)? {
+                        Ok(record) => written.push(record.revision),
+                        Err(cause) => return Ok(Err(TransactError::Refused { index, cause })),
                     }
-                    tx.commit().map_err(unavailable)?;
-                    Ok(Ok(written))
-                })
-                .await?;
-            outcome
+                }
+                tx.commit().map_err(unavailable)?;
+                Ok(Ok(written))
+            })
+            .await?
         })
     }
 }
