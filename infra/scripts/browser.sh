@@ -24,7 +24,8 @@ if [[ "$(cat "$tools/.installed" 2>/dev/null || true)" != "$node_version/$playwr
   echo "$node_version/$playwright_version" > "$tools/.installed"
 fi
 
-(cd "$root" && cargo build --quiet -p relevo-gateway --bins)
+# The whole workspace, as `make unit` builds it: the same feature set, so nothing is rebuilt.
+(cd "$root" && cargo build --quiet --workspace --bins)
 rm -rf "$out" && mkdir -p "$out"
 port=$(free_port)
 export RELEVO_DEV_ISSUER_FILE="$out/dev-issuer.json"

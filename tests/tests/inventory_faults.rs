@@ -14,6 +14,16 @@
 //! passes the lease, the reconciler settles, and someone of the chosen tenancy (the same agent,
 //! another principal of the tenant, another tenant with the same raw ids) pokes at it.
 //!
+//! In the terms of the reliability matrix: C1 = `DieAfterWrite(1)` (the proposal), C2 =
+//! `DieAfterWrite(2)` (proposed → authorized), C4 = `DieAfterWrite(3)` (authorized → executing),
+//! the commit = `DieAfterWrite(4)` (stock CAS + ledger + outbox), C5 = `DieAfterEffect`, C6 =
+//! `DieAfterWrite(5)` (executing → succeeded), C8 = `HangBeforeEffect`; F3 (applied, answer lost) =
+//! `LoseWriteAnswer` and `LoseEffectAnswer`. C3/C7 (the queue) do not occur on this path: execution
+//! runs in the request; the settle job it leaves is covered by the reconciler test at the end.
+//! D1, D2, D3, D6 and D7 are the duplicate patterns below; D5 (a second executor while the first
+//! is still leased) is the immediate retry every schedule makes. D4 (retry after the record's TTL)
+//! is not simulated: operations are kept 30 days, proposals expire after one.
+//!
 //! Invariants checked after every schedule: at most one downstream effect and one stock commit
 //! per operation, and exactly one when it succeeded; the history is a path of the allowed graph;
 //! a request key reused with other arguments is a mismatch error; no read from another tenant or
