@@ -79,7 +79,7 @@ clients:
 
 ## browser: the approval page in headless Chromium (Debian package), approve once, then the agent's apply succeeds once
 browser:
-	infra/scripts/browser.sh
+	infra/scripts/with-moto.sh infra/scripts/browser.sh
 
 ## bench: durable-work throughput and store/queue calls per job (release build; timing lives here, never in tests)
 bench:
