@@ -163,6 +163,7 @@ impl ApprovalPages {
         match (method, rest) {
             (&Method::GET, "login") => self.login_form(),
             (&Method::POST, "login") => self.login(headers, body).await,
+            (&Method::GET, "") => redirect("/approvals/login", None),
             (_, "login") | (_, "") => message(StatusCode::METHOD_NOT_ALLOWED, "Not allowed", "Use GET or POST."),
             (&Method::GET, id) => self.show(headers, id).await,
             (&Method::POST, id) => self.decide(headers, id, body).await,
