@@ -321,3 +321,25 @@ async fn a_plan_is_a_dry_run_applied_once_and_refused_when_a_version_moved_or_to
     assert!(refused["content"][0]["text"].as_str().unwrap().contains("stock/main/C"), "{refused}");
     assert_eq!((qty("A").await, qty("B").await), ((5, 1), (4, 2)), "nothing of the refused plan was written");
 }
+
+#[tokio::test]
+async fn a_task_that_only_reads_cannot_propose_and_a_reused_request_key_with_other_arguments_is_refused() {
+    let shop = shop();
+    let agent = shop.agent("acme");
+    let narrowed =
+        json!({ "warehouse": "main", "sku": "X", "to": 1, "expectedVersion": 0, "taskScopes": ["inventory:read"] });
+    let refused = shop.call(&agent, "inventory_propose", narrowed).await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(refused["content"][0]["text"].as_str().unwrap().contains("inventory:write"));
+
+    let keyed =
+        |to: u64| json!({ "warehouse": "main", "sku": "X", "to": to, "expectedVersion": 0, "requestKey": "r1" });
+    let first = shop.call(&agent, "inventory_propose", keyed(1)).await["structuredContent"].clone();
+    let again = shop.call(&agent, "inventory_propose", keyed(1)).await["structuredContent"].clone();
+    assert_eq!(again["operationId"], first["operationId"], "same key, same arguments: the same operation");
+    let other = shop.call(&agent, "inventory_propose", keyed(2)).await;
+    assert_eq!(other["isError"], true, "same key, other arguments: a mismatch, never a guess: {other}");
+    let globex = shop.agent("globex");
+    let theirs = shop.call(&globex, "inventory_propose", keyed(2)).await["structuredContent"].clone();
+    assert_ne!(theirs["operationId"], first["operationId"], "request keys are per tenant and principal");
+}

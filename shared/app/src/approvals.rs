@@ -350,3 +350,38 @@ impl ApprovalPages {
         message(status, "Not decided", &error.to_string())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rendered_values_cannot_break_out_of_html() {
+        assert_eq!(
+            escape(r#"<script>"x"&'y'</script>"#),
+            "&lt;script&gt;&quot;x&quot;&amp;&#x27;y&#x27;&lt;/script&gt;"
+        );
+    }
+
+    #[test]
+    fn the_login_redirects_only_under_approvals() {
+        assert_eq!(safe_next("/approvals/abc-_9"), Some("/approvals/abc-_9"));
+        for bad in ["//evil.example/x", "https://evil.example/approvals/x", "/approvals/../mcp", "/approvals/", "/mcp"]
+        {
+            assert_eq!(safe_next(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_post_from_another_origin_is_not_same_origin() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, HeaderValue::from_static("127.0.0.1:8080"));
+        assert!(same_origin(&headers), "no Origin: not a browser form");
+        headers.insert(header::ORIGIN, HeaderValue::from_static("http://127.0.0.1:8080"));
+        assert!(same_origin(&headers));
+        for foreign in ["null", "https://evil.example", "http://127.0.0.1:8081"] {
+            headers.insert(header::ORIGIN, HeaderValue::from_static(foreign));
+            assert!(!same_origin(&headers), "{foreign}");
+        }
+    }
+}

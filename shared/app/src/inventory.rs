@@ -913,3 +913,35 @@ impl Inventory {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::policy::*;
+    use super::*;
+
+    #[test]
+    fn large_changes_and_other_warehouses_need_a_person() {
+        assert!(needs_person("main", 10, 30).is_empty(), "20 units is within the threshold");
+        assert_eq!(needs_person("main", 10, 31).len(), 1);
+        assert_eq!(needs_person("north", 10, 11).len(), 1, "another warehouse");
+        assert_eq!(needs_person("north", 0, 100).len(), 2);
+    }
+
+    #[test]
+    fn permissions_are_the_intersection_of_user_service_and_task_scopes() {
+        let user = Principal::new("acme", "agent", [READ, WRITE, APPROVE, "notes:write"]);
+        let all: BTreeSet<String> = [READ, WRITE].iter().map(|s| s.to_string()).collect();
+        assert_eq!(effective_scopes(&user, None), all, "the service never grants approve or other apps' scopes");
+        let task = vec![READ.to_string(), APPROVE.to_string()];
+        assert_eq!(effective_scopes(&user, Some(&task)), BTreeSet::from([READ.to_string()]), "a task narrows");
+        let reader = Principal::new("acme", "r", [READ]);
+        assert!(!effective_scopes(&reader, Some(&[WRITE.to_string()])).contains(WRITE), "a task cannot widen");
+    }
+
+    #[test]
+    fn constant_time_eq_compares_whole_strings() {
+        assert!(constant_time_eq("abc", "abc"));
+        assert!(!constant_time_eq("abc", "abd"));
+        assert!(!constant_time_eq("abc", "abcd"));
+    }
+}
