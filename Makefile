@@ -9,10 +9,15 @@ SUB ?= developer
 SCOPES ?= notes:read notes:write
 CARGO ?= cargo
 
-.PHONY: run run-lambda build sam-build deploy logs token test unit lint fmt validate conformance clients bench release-size clean
+.PHONY: run run-lambda build sam-build deploy logs token test unit lint fmt validate conformance clients browser bench release-size clean
 
 ## run: the server on http://127.0.0.1:$(PORT)/mcp (APP=shop|conformance, ROUTING=per-method|single, AUTH=dev|required|off)
 run:
+	@echo "Approval page (inventory changes a person must decide):"
+	@echo "  agent token:    make token SUB=agent SCOPES='inventory:read inventory:write'"
+	@echo "  approver token: make token SUB=manager SCOPES='inventory:read inventory:approve'"
+	@echo "  open http://127.0.0.1:$(PORT)/approvals/login, paste the approver token, then open the"
+	@echo "  approvalUrl that inventory_propose returns (http://127.0.0.1:$(PORT)/approvals/<operationId>)"
 	RELEVO_APP=$(APP) RELEVO_AUTH=$(AUTH) $(CARGO) run --quiet -p relevo-gateway --bin relevo-gateway -- --port $(PORT) --routing $(ROUTING)
 
 ## run-lambda: the real function binaries under a local Lambda Runtime API and API Gateway, DynamoDB/SQS on moto
@@ -24,8 +29,8 @@ run-lambda:
 token:
 	@$(CARGO) run --quiet -p relevo-gateway --bin relevo-token -- --tenant "$(TENANT)" --sub "$(SUB)" --scopes "$(SCOPES)"
 
-## test: lint, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python SDK client
-test: lint validate unit conformance clients
+## test: lint, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python SDK client, the approval page in Chromium
+test: lint validate unit conformance clients browser
 
 ## unit: every cargo test, with the DynamoDB/SQS emulator (moto) running for the AWS adapters
 unit:
@@ -40,7 +45,7 @@ fmt:
 	$(CARGO) fmt --all
 
 FUNCTIONS := discover tools-list tools-call resources-list resources-templates-list resources-read prompts-list \
-	prompts-get completion subscriptions-listen tasks-get tasks-update tasks-cancel mcp well-known worker reconciler
+	prompts-get completion subscriptions-listen tasks-get tasks-update tasks-cancel mcp well-known worker reconciler approvals
 ARCH ?= arm64
 
 ## build: every function as a Lambda zip (release, cargo-lambda from PyPI into .tools/sam), with its size
@@ -77,6 +82,10 @@ conformance:
 ## clients: the official Python SDK client (mcp 2.3) against the demo app
 clients:
 	infra/scripts/with-moto.sh infra/scripts/python-client.sh
+
+## browser: the approval page in headless Chromium (Debian package), approve once, then the agent's apply succeeds once
+browser:
+	infra/scripts/with-moto.sh infra/scripts/browser.sh
 
 ## bench: durable-work throughput and store/queue calls per job (release build; timing lives here, never in tests)
 bench:

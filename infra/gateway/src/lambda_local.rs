@@ -381,13 +381,19 @@ pub struct FrontDoor {
 }
 
 /// API Gateway: routing rules on `Mcp-Method` for `/mcp`, the metadata paths to `well-known`,
-/// and (dev issuer) the JWKS the functions verify tokens against.
+/// `/approvals/...` to `approvals`, and (dev issuer) the JWKS the functions verify tokens against.
 pub fn front_door(front: FrontDoor) -> Router {
     let mut router = Router::new().route("/mcp", axum::routing::any(proxy_mcp));
     for path in relevo_auth::METADATA_PATHS {
         router = router.route(path, axum::routing::any(proxy_well_known));
     }
+    router = router.route("/approvals", axum::routing::any(proxy_approvals));
+    router = router.route("/approvals/{*rest}", axum::routing::any(proxy_approvals));
     router.route("/.well-known/jwks.json", axum::routing::get(jwks)).with_state(front)
+}
+
+async fn proxy_approvals(State(front): State<FrontDoor>, request: Request) -> Response {
+    invoke_with(&front, "approvals", request).await
 }
 
 async fn jwks(State(front): State<FrontDoor>) -> Response {

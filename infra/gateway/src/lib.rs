@@ -82,6 +82,8 @@ pub struct GatewayOptions {
     /// The dev issuer whose JWKS the gateway publishes.
     pub dev_issuer: Option<DevIssuer>,
     pub inject_token: Option<InjectedToken>,
+    /// The approval pages (`/approvals/...`), when the app has an inventory.
+    pub approvals: Option<Arc<relevo_app::approvals::ApprovalPages>>,
 }
 
 /// The function a request would reach in production, decided on the `Mcp-Method` header only.
@@ -106,6 +108,8 @@ pub fn router(server: McpServer, options: GatewayOptions) -> Router {
         router = router.route(path, axum::routing::any(serve_metadata));
     }
     router = router.route("/.well-known/jwks.json", axum::routing::get(serve_jwks));
+    router = router.route("/approvals", axum::routing::any(serve_approvals));
+    router = router.route("/approvals/{*rest}", axum::routing::any(serve_approvals));
     router.with_state(Gateway { server, options: Arc::new(options) })
 }
 
@@ -118,6 +122,17 @@ async fn serve_metadata(State(gateway): State<Gateway>, request: Request) -> Res
         }
         None => http::StatusCode::NOT_FOUND.into_response(),
     }
+}
+
+/// The `approvals` function's pages, served in-process.
+async fn serve_approvals(State(gateway): State<Gateway>, request: Request) -> Response {
+    let Some(pages) = gateway.options.approvals.clone() else { return http::StatusCode::NOT_FOUND.into_response() };
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 64 * 1024).await else {
+        return http::StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    };
+    let (parts_out, html) = pages.handle(&parts.method, parts.uri.path(), &parts.headers, &bytes).await.into_parts();
+    Response::from_parts(parts_out, Body::from(html))
 }
 
 async fn serve_jwks(State(gateway): State<Gateway>) -> Response {

@@ -68,7 +68,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let (records, jobs) = backend()?;
-    let mut ports = Ports::new(records);
+    let mut ports = Ports::new(records).with_approvals_url(&format!("{origin}/approvals"));
     if let Some(jobs) = &jobs {
         let engine = &jobs.engine;
         ports = ports.with_jobs(engine.clone());
@@ -81,6 +81,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tokio::spawn(async move { reconciler.run_reconciler_loop(every, std::future::pending()).await });
     }
     let app = relevo_app::build(&settings.app, &ports)?;
+    if let (Some(jobs), Some(inventory)) = (&jobs, ports.inventory()) {
+        jobs.settle_runner.bind(inventory);
+    }
+    if let Some(inventory) = ports.inventory().filter(|_| settings.app != "conformance") {
+        options.approvals = Some(Arc::new(relevo_app::approvals::ApprovalPages {
+            inventory,
+            auth: auth.clone(),
+            keys: settings.keys.clone(),
+            clock: ports.clock.clone(),
+        }));
+        tracing::info!(
+            login = %format!("{origin}/approvals/login"),
+            "approval pages: mint an approver token with `make token SUB=manager SCOPES=inventory:approve` and paste it at the login page; proposals needing a person print their approvalUrl"
+        );
+    }
     let mut server = McpServer::new(app, settings.config, settings.keys, auth);
     if let Some(jobs) = &jobs {
         server = server.with_tasks(jobs.engine.clone(), &jobs.tool_runner);

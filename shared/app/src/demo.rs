@@ -162,6 +162,11 @@ pub fn app(ports: &crate::Ports) -> App {
         }
         app = app.template(shop::cart_resource(shop_ports));
     }
+    if let Some(inventory) = ports.inventory() {
+        for tool in crate::inventory_tools::tools(&inventory) {
+            app = app.tool(tool);
+        }
+    }
     let app = match &ports.records {
         Some(records) => {
             let notes = NotesPorts { records: records.clone(), ids: ports.ids.clone(), clock: ports.clock.clone() };

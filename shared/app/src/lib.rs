@@ -3,9 +3,12 @@
 //! Apps are plain registries of tools, resources and prompts over `relevo-protocol`; they know
 //! nothing of HTTP, Lambda or AWS.
 
+pub mod approvals;
 pub mod conformance;
 pub mod demo;
 pub mod export;
+pub mod inventory;
+pub mod inventory_tools;
 pub mod notes;
 pub mod shop;
 
@@ -23,11 +26,44 @@ pub struct Ports {
     pub jobs: Option<Arc<Engine>>,
     pub ids: Arc<dyn Ids>,
     pub clock: Arc<dyn Clock>,
+    /// Where people open approval pages (`{approvals_url}/{operation id}`).
+    pub approvals_url: String,
 }
 
 impl Ports {
     pub fn new(records: Option<Arc<dyn RecordStore>>) -> Self {
-        Ports { records, jobs: None, ids: Arc::new(RandomIds), clock: Arc::new(SystemClock) }
+        Ports {
+            records,
+            jobs: None,
+            ids: Arc::new(RandomIds),
+            clock: Arc::new(SystemClock),
+            approvals_url: "/approvals".into(),
+        }
+    }
+
+    pub fn with_approvals_url(mut self, url: &str) -> Self {
+        self.approvals_url = url.trim_end_matches('/').to_string();
+        self
+    }
+
+    /// The inventory service over these ports, with the simulated warehouse API downstream
+    /// (idempotency window: one day). `None` without a record store.
+    pub fn inventory(&self) -> Option<inventory::Inventory> {
+        let records = self.records.clone()?;
+        let downstream = inventory::SimulatedWarehouse {
+            records: records.clone(),
+            clock: self.clock.clone(),
+            ids: self.ids.clone(),
+            window_secs: 24 * 3600,
+        };
+        Some(inventory::Inventory {
+            records,
+            downstream: Arc::new(downstream),
+            clock: self.clock.clone(),
+            ids: self.ids.clone(),
+            config: inventory::InventoryConfig { approvals_url: self.approvals_url.clone(), ..Default::default() },
+            settler: self.jobs.clone(),
+        })
     }
 
     pub fn with_jobs(mut self, engine: Arc<Engine>) -> Self {
@@ -42,6 +78,8 @@ impl Ports {
 pub struct Jobs {
     pub engine: Arc<Engine>,
     pub tool_runner: Arc<ToolTaskRunner>,
+    /// Bind it to [`Ports::inventory`] where jobs run (worker, local gateway).
+    pub settle_runner: Arc<inventory::SettleRunner>,
 }
 
 /// Builds [`Jobs`]. `window_delay` paces the export's reads (the stand-in for a slow source;
@@ -53,10 +91,12 @@ pub fn jobs(
     window_delay: std::time::Duration,
 ) -> Jobs {
     let tool_runner = Arc::new(ToolTaskRunner::default());
+    let settle_runner = Arc::new(inventory::SettleRunner::default());
     let engine = Engine::new(store, queue, Arc::new(SystemClock), Arc::new(RandomIds), config)
         .runner(export::KIND, Arc::new(export::ExportRunner { window_delay }))
-        .runner(relevo_protocol::tasks::TOOL_TASK_KIND, tool_runner.clone());
-    Jobs { engine: Arc::new(engine), tool_runner }
+        .runner(relevo_protocol::tasks::TOOL_TASK_KIND, tool_runner.clone())
+        .runner(inventory::SETTLE_KIND, settle_runner.clone());
+    Jobs { engine: Arc::new(engine), tool_runner, settle_runner }
 }
 
 #[derive(Debug, thiserror::Error)]

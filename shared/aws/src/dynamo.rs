@@ -7,11 +7,12 @@ use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
-    TransactWriteItem,
+    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, GlobalSecondaryIndex, KeySchemaElement, KeyType,
+    Projection, ProjectionType, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
+    TransactWriteItem, Update,
 };
 use relevo_state::jobs::{Created, Job, JobRef, JobStore};
+use relevo_state::records::{TransactError, TransactFuture, Write, validate_transaction};
 use relevo_state::{Record, RecordKey, RecordStore, StoreError, StoreFuture};
 use serde_json::Value;
 
@@ -184,6 +185,113 @@ impl RecordStore for DynamoStore {
                 }
                 Err(_) => Err(StoreError::NotFound),
             }
+        })
+    }
+
+    fn transact<'a>(&'a self, writes: &'a [Write], now: u64) -> TransactFuture<'a> {
+        Box::pin(async move {
+            validate_transaction(writes)?;
+            let items = writes.iter().map(|w| self.transact_item(w, now)).collect::<Result<Vec<_>, _>>()?;
+            match self.client.transact_write_items().set_transact_items(Some(items)).send().await {
+                Ok(_) => Ok(writes
+                    .iter()
+                    .map(|write| match write {
+                        Write::Create { .. } => 1,
+                        Write::Update { expected_revision, .. } => expected_revision + 1,
+                        Write::Check { expected_revision, .. } => *expected_revision,
+                    })
+                    .collect()),
+                Err(SdkError::ServiceError(service)) => match service.into_err() {
+                    TransactWriteItemsError::TransactionCanceledException(cancelled) => {
+                        let reasons = cancelled.cancellation_reasons();
+                        let failed = reasons.iter().position(|r| r.code() == Some("ConditionalCheckFailed"));
+                        let Some(index) = failed else {
+                            // TransactionConflict, throttling: nothing was written; the caller may retry.
+                            return Err(TransactError::Store(unavailable(format!(
+                                "transaction cancelled: {reasons:?}"
+                            ))));
+                        };
+                        let returned = reasons[index].item().cloned();
+                        let cause = self.refusal(&writes[index], returned, now).await?;
+                        Err(TransactError::Refused { index, cause })
+                    }
+                    other => Err(TransactError::Store(unavailable(other))),
+                },
+                Err(other) => Err(TransactError::Store(unavailable(other))),
+            }
+        })
+    }
+}
+
+impl DynamoStore {
+    fn transact_item(&self, write: &Write, now: u64) -> Result<TransactWriteItem, StoreError> {
+        let old = ReturnValuesOnConditionCheckFailure::AllOld;
+        Ok(match write {
+            Write::Create { key, body, expires_at } => {
+                let put = Put::builder()
+                    .table_name(&self.table)
+                    .set_item(Some(record_item(key, 1, body, *expires_at)))
+                    .condition_expression("attribute_not_exists(pk) OR expires_at <= :now")
+                    .expression_attribute_values(":now", n(now))
+                    .return_values_on_condition_check_failure(old)
+                    .build()
+                    .map_err(unavailable)?;
+                TransactWriteItem::builder().put(put).build()
+            }
+            Write::Update { key, expected_revision, body } => {
+                let update = Update::builder()
+                    .table_name(&self.table)
+                    .key("pk", s(key.storage_key()))
+                    .update_expression("SET body = :body, rev = :next")
+                    .condition_expression("rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)")
+                    .expression_attribute_values(":body", s(body.to_string()))
+                    .expression_attribute_values(":next", n(expected_revision + 1))
+                    .expression_attribute_values(":rev", n(*expected_revision))
+                    .expression_attribute_values(":now", n(now))
+                    .return_values_on_condition_check_failure(old)
+                    .build()
+                    .map_err(unavailable)?;
+                TransactWriteItem::builder().update(update).build()
+            }
+            Write::Check { key, expected_revision } => {
+                let check = ConditionCheck::builder().table_name(&self.table).key("pk", s(key.storage_key()));
+                let check = match expected_revision {
+                    0 => check.condition_expression("attribute_not_exists(pk) OR expires_at <= :now"),
+                    revision => check
+                        .condition_expression("rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)")
+                        .expression_attribute_values(":rev", n(*revision)),
+                };
+                let check = check
+                    .expression_attribute_values(":now", n(now))
+                    .return_values_on_condition_check_failure(old)
+                    .build()
+                    .map_err(unavailable)?;
+                TransactWriteItem::builder().condition_check(check).build()
+            }
+        })
+    }
+
+    /// Why write `write` was refused, from the item the cancellation returned (or a consistent
+    /// read when the emulator or service did not return it).
+    async fn refusal(&self, write: &Write, returned: Option<Item>, now: u64) -> Result<StoreError, StoreError> {
+        let current = match returned {
+            Some(item) => Some(item),
+            None => self.get_item(write.key()).await?,
+        }
+        .filter(|item| live(item, now));
+        Ok(match (write, current) {
+            (Write::Create { key, .. }, Some(item)) => StoreError::AlreadyExists(Box::new(record_of(key, &item)?)),
+            (Write::Update { key, expected_revision, .. }, Some(item)) => {
+                StoreError::Conflict { expected: *expected_revision, current: Box::new(record_of(key, &item)?) }
+            }
+            (Write::Check { key, expected_revision: 0 }, Some(item)) => {
+                StoreError::AlreadyExists(Box::new(record_of(key, &item)?))
+            }
+            (Write::Check { key, expected_revision }, Some(item)) => {
+                StoreError::Conflict { expected: *expected_revision, current: Box::new(record_of(key, &item)?) }
+            }
+            (Write::Update { .. } | Write::Check { .. }, None) => StoreError::NotFound,
+            (Write::Create { .. }, None) => StoreError::Unavailable("create refused without a live item".into()),
         })
     }
 }

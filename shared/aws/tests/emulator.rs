@@ -33,6 +33,11 @@ async fn dynamodb_meets_the_record_store_contract() {
 }
 
 #[tokio::test]
+async fn dynamodb_transactions_are_all_or_nothing() {
+    relevo_state::contract::transaction_contract(Arc::new(store().await)).await;
+}
+
+#[tokio::test]
 async fn dynamodb_meets_the_job_store_contract() {
     relevo_state::contract::job_store_contract(Arc::new(store().await)).await;
 }

@@ -12,6 +12,7 @@ pub use jobs::SqliteQueue;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use relevo_state::records::{TransactError, TransactFuture, Write, validate_transaction};
 use relevo_state::{Record, RecordKey, RecordStore, StoreError, StoreFuture};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
@@ -103,8 +104,53 @@ impl RecordStore for SqliteStore {
         expires_at: Option<u64>,
         now: u64,
     ) -> StoreFuture<'a, Record> {
-        let (key, body) = (key.clone(), body.clone());
-        Box::pin(self.run(move |connection| {
+        let write = Write::Create { key: key.clone(), body: body.clone(), expires_at };
+        Box::pin(self.run(move |connection| apply(connection, &write, now)?))
+    }
+
+    fn get<'a>(&'a self, key: &'a RecordKey, now: u64) -> StoreFuture<'a, Option<Record>> {
+        let key = key.clone();
+        Box::pin(self.run(move |connection| read(connection, &key, now)))
+    }
+
+    fn update<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        expected_revision: u64,
+        body: &'a Value,
+        now: u64,
+    ) -> StoreFuture<'a, Record> {
+        let write = Write::Update { key: key.clone(), expected_revision, body: body.clone() };
+        Box::pin(self.run(move |connection| apply(connection, &write, now)?))
+    }
+
+    fn transact<'a>(&'a self, writes: &'a [Write], now: u64) -> TransactFuture<'a> {
+        let writes = writes.to_vec();
+        Box::pin(async move {
+            validate_transaction(&writes)?;
+            self.run(move |connection| {
+                // Dropping the transaction without commit rolls every earlier write back.
+                let tx = connection.unchecked_transaction().map_err(unavailable)?;
+                let mut written = Vec::with_capacity(writes.len());
+                for (index, write) in writes.iter().enumerate() {
+                    match apply(&tx, write, now)? {
+                        Ok(record) => written.push(record.revision),
+                        Err(cause) => return Ok(Err(TransactError::Refused { index, cause })),
+                    }
+                }
+                tx.commit().map_err(unavailable)?;
+                Ok(Ok(written))
+            })
+            .await?
+        })
+    }
+}
+
+/// One conditional write (alone, or inside an open transaction): `Ok(Err(cause))` when its
+/// condition fails.
+fn apply(connection: &Connection, write: &Write, now: u64) -> Result<Result<Record, StoreError>, StoreError> {
+    match write {
+        Write::Create { key, body, expires_at } => {
             let written = connection
                 .execute(
                     "INSERT INTO records (pk, tenant, revision, body, expires_at) VALUES (?1, ?2, 1, ?3, ?4)
@@ -120,41 +166,35 @@ impl RecordStore for SqliteStore {
                 )
                 .map_err(unavailable)?;
             if written == 1 {
-                return Ok(Record { key, revision: 1, body, expires_at });
+                return Ok(Ok(Record { key: key.clone(), revision: 1, body: body.clone(), expires_at: *expires_at }));
             }
-            match read(connection, &key, now)? {
-                Some(current) => Err(StoreError::AlreadyExists(Box::new(current))),
-                None => Err(StoreError::Unavailable("create lost a race with an expiry".into())),
-            }
-        }))
-    }
-
-    fn get<'a>(&'a self, key: &'a RecordKey, now: u64) -> StoreFuture<'a, Option<Record>> {
-        let key = key.clone();
-        Box::pin(self.run(move |connection| read(connection, &key, now)))
-    }
-
-    fn update<'a>(
-        &'a self,
-        key: &'a RecordKey,
-        expected_revision: u64,
-        body: &'a Value,
-        now: u64,
-    ) -> StoreFuture<'a, Record> {
-        let (key, body) = (key.clone(), body.clone());
-        Box::pin(self.run(move |connection| {
+            Ok(Err(match read(connection, key, now)? {
+                Some(current) => StoreError::AlreadyExists(Box::new(current)),
+                None => StoreError::Unavailable("create lost a race with an expiry".into()),
+            }))
+        }
+        Write::Check { key, expected_revision } => Ok(match (read(connection, key, now)?, *expected_revision) {
+            (None, 0) => Ok(Record { key: key.clone(), revision: 0, body: Value::Null, expires_at: None }),
+            (Some(current), 0) => Err(StoreError::AlreadyExists(Box::new(current))),
+            (Some(current), expected) if current.revision == expected => Ok(current),
+            (Some(current), expected) => Err(StoreError::Conflict { expected, current: Box::new(current) }),
+            (None, _) => Err(StoreError::NotFound),
+        }),
+        Write::Update { key, expected_revision, body } => {
             let written = connection
                 .execute(
                     "UPDATE records SET revision = revision + 1, body = ?1
                      WHERE pk = ?2 AND revision = ?3 AND (expires_at IS NULL OR expires_at > ?4)",
-                    params![body.to_string(), key.storage_key(), expected_revision as i64, now as i64],
+                    params![body.to_string(), key.storage_key(), *expected_revision as i64, now as i64],
                 )
                 .map_err(unavailable)?;
-            match read(connection, &key, now)? {
-                Some(current) if written == 1 => Ok(current),
-                Some(current) => Err(StoreError::Conflict { expected: expected_revision, current: Box::new(current) }),
-                None => Err(StoreError::NotFound),
+            match read(connection, key, now)? {
+                Some(current) if written == 1 => Ok(Ok(current)),
+                Some(current) => {
+                    Ok(Err(StoreError::Conflict { expected: *expected_revision, current: Box::new(current) }))
+                }
+                None => Ok(Err(StoreError::NotFound)),
             }
-        }))
+        }
     }
 }

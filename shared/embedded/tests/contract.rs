@@ -26,6 +26,11 @@ async fn sqlite_file_meets_the_contract_and_survives_a_reopen() {
 }
 
 #[tokio::test]
+async fn sqlite_transactions_are_all_or_nothing() {
+    relevo_state::contract::transaction_contract(Arc::new(SqliteStore::in_memory().unwrap())).await;
+}
+
+#[tokio::test]
 async fn sqlite_meets_the_job_store_contract() {
     relevo_state::contract::job_store_contract(Arc::new(SqliteStore::in_memory().unwrap())).await;
 }

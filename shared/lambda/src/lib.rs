@@ -58,7 +58,8 @@ pub async fn backend_from_env() -> (Ports, Option<Jobs>) {
     let Some(table) = table else { return (Ports::new(None), None) };
     let config = relevo_aws::sdk_config();
     let store = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(&config), &table));
-    let ports = Ports::new(Some(store.clone()));
+    let approvals = std::env::var("RELEVO_APPROVALS_URL").unwrap_or_else(|_| "/approvals".into());
+    let ports = Ports::new(Some(store.clone())).with_approvals_url(&approvals);
     match std::env::var("RELEVO_QUEUE_URL").ok().filter(|u| !u.is_empty()) {
         Some(url) => {
             let queue = Arc::new(SqsQueue::new(aws_sdk_sqs::Client::new(&config), &url));
@@ -93,6 +94,9 @@ async fn engine_from_env() -> Result<Arc<Engine>, Error> {
     let (ports, jobs) = backend_from_env().await;
     let jobs = jobs.ok_or_else(|| Error::from("RELEVO_TABLE and RELEVO_QUEUE_URL are required"))?;
     jobs.tool_runner.bind(Arc::new(relevo_app::build(&settings.app, &ports)?));
+    if let Some(inventory) = ports.inventory() {
+        jobs.settle_runner.bind(inventory);
+    }
     Ok(jobs.engine)
 }
 
@@ -212,6 +216,35 @@ pub async fn run_well_known() -> Result<(), Error> {
             let response = relevo_auth::metadata_response(&settings, event.method(), event.uri().path());
             let (parts, body) = response.into_parts();
             Ok::<_, Error>(Response::from_parts(parts, Body::Text(body)))
+        }
+    }))
+    .await
+}
+
+/// The `approvals` function: the approval pages over the table, with the server's signing keys
+/// (for the CSRF tokens) and its bearer-token verification.
+pub async fn run_approvals() -> Result<(), Error> {
+    init_logging();
+    let settings = settings_from_env().await?;
+    let auth = relevo_auth::lambda_authenticator(&AuthSettings::from_env("")?)?;
+    let (ports, _) = backend_from_env().await;
+    let inventory = ports.inventory().ok_or_else(|| Error::from("RELEVO_TABLE is required"))?;
+    let pages = Arc::new(relevo_app::approvals::ApprovalPages {
+        inventory,
+        auth,
+        keys: settings.keys,
+        clock: ports.clock.clone(),
+    });
+    lambda_http::run(service_fn(move |event: Request| {
+        let pages = pages.clone();
+        async move {
+            let (parts, body) = event.into_parts();
+            let bytes = http_request(parts.clone(), body).into_body();
+            // Behind a stage or a base path the page is still addressed from `/approvals`.
+            let path = parts.uri.path();
+            let path = path.find(relevo_app::approvals::PREFIX).map_or(path, |at| &path[at..]);
+            let (out, html) = pages.handle(&parts.method, path, &parts.headers, &bytes).await.into_parts();
+            Ok::<_, Error>(Response::from_parts(out, Body::Text(html)))
         }
     }))
     .await

@@ -216,3 +216,120 @@ pub async fn queue_contract(queue: Arc<dyn crate::Queue>, max_receives: u32, now
     }
     assert_eq!(deliveries, max_receives, "delivered exactly max_receives times, then dead-lettered");
 }
+
+/// The behaviour of [`RecordStore::transact`]: all writes or none, each condition checked, the
+/// refused write named with the current record, tenants apart.
+#[allow(clippy::unwrap_used, clippy::panic)]
+pub async fn transaction_contract(store: Arc<dyn RecordStore>) {
+    use crate::records::{TransactError, Write};
+
+    let item = RecordKey::new(Owner::tenant("acme"), "stock", "main/MUG");
+    let op = RecordKey::new(Owner::tenant("acme"), "operation", "op1");
+    let outbox = RecordKey::new(Owner::tenant("acme"), "outbox", "op1");
+    store.create(&item, &json!({"quantity": 5}), None, NOW).await.unwrap();
+    store.create(&op, &json!({"status": "executing"}), Some(NOW + 100), NOW).await.unwrap();
+
+    let commit = |item_rev: u64, op_rev: u64| {
+        vec![
+            Write::Update { key: item.clone(), expected_revision: item_rev, body: json!({"quantity": 7}) },
+            Write::Update { key: op.clone(), expected_revision: op_rev, body: json!({"status": "succeeded"}) },
+            Write::Create { key: outbox.clone(), body: json!({"op": "op1"}), expires_at: Some(NOW + 50) },
+        ]
+    };
+    assert_eq!(store.transact(&commit(1, 1), NOW).await.unwrap(), vec![2, 2, 1], "new revisions, in order");
+    assert_eq!(store.get(&item, NOW).await.unwrap().unwrap().body, json!({"quantity": 7}));
+    let op_now = store.get(&op, NOW).await.unwrap().unwrap();
+    assert_eq!((op_now.revision, op_now.expires_at), (2, Some(NOW + 100)), "an update keeps the expiry");
+
+    // A stale version anywhere refuses everything, and names the write with the current record.
+    let stale = vec![
+        Write::Update { key: op.clone(), expected_revision: 2, body: json!({"status": "again"}) },
+        Write::Update { key: item.clone(), expected_revision: 1, body: json!({"quantity": 9}) },
+    ];
+    match store.transact(&stale, NOW).await {
+        Err(TransactError::Refused { index: 1, cause: StoreError::Conflict { expected: 1, current } }) => {
+            assert_eq!((current.revision, current.body.clone()), (2, json!({"quantity": 7})))
+        }
+        other => panic!("a stale version must refuse write 1 with Conflict, got {other:?}"),
+    }
+    assert_eq!(
+        store.get(&op, NOW).await.unwrap().unwrap().body,
+        json!({"status": "succeeded"}),
+        "a refused transaction writes nothing"
+    );
+
+    // A create of an existing key refuses the whole transaction too.
+    let twice = vec![
+        Write::Update { key: item.clone(), expected_revision: 2, body: json!({"quantity": 1}) },
+        Write::Create { key: outbox.clone(), body: json!({"op": "other"}), expires_at: None },
+    ];
+    match store.transact(&twice, NOW).await {
+        Err(TransactError::Refused { index: 1, cause: StoreError::AlreadyExists(current) }) => {
+            assert_eq!(current.body, json!({"op": "op1"}))
+        }
+        other => panic!("a second create must be AlreadyExists, got {other:?}"),
+    }
+    assert_eq!(store.get(&item, NOW).await.unwrap().unwrap().revision, 2, "the update beside it did not happen");
+
+    // Checks write nothing and hold only at the expected revision (0: absent).
+    let absent = RecordKey::new(Owner::tenant("acme"), "stock", "main/NEW");
+    let checked = vec![
+        Write::Check { key: item.clone(), expected_revision: 2 },
+        Write::Check { key: absent.clone(), expected_revision: 0 },
+        Write::Update { key: op.clone(), expected_revision: 2, body: json!({"status": "checked"}) },
+    ];
+    assert_eq!(store.transact(&checked, NOW).await.unwrap(), vec![2, 0, 3]);
+    assert_eq!(store.get(&item, NOW).await.unwrap().unwrap().revision, 2, "a check writes nothing");
+    let moved = vec![
+        Write::Update { key: op.clone(), expected_revision: 3, body: json!({"status": "never"}) },
+        Write::Check { key: item.clone(), expected_revision: 1 },
+    ];
+    assert!(
+        matches!(
+            store.transact(&moved, NOW).await,
+            Err(TransactError::Refused { index: 1, cause: StoreError::Conflict { .. } })
+        ),
+        "a check on a moved version refuses the transaction"
+    );
+    let present = vec![Write::Check { key: item.clone(), expected_revision: 0 }];
+    assert!(matches!(
+        store.transact(&present, NOW).await,
+        Err(TransactError::Refused { index: 0, cause: StoreError::AlreadyExists(_) })
+    ));
+    assert_eq!(store.get(&op, NOW).await.unwrap().unwrap().body, json!({"status": "checked"}));
+
+    // Another tenant's key with the same ids is not found; malformed transactions are refused.
+    let foreign = RecordKey::new(Owner::tenant("globex"), "stock", "main/MUG");
+    let refused = store
+        .transact(&[Write::Update { key: foreign, expected_revision: 2, body: json!({"quantity": 0}) }], NOW)
+        .await;
+    assert!(matches!(refused, Err(TransactError::Refused { index: 0, cause: StoreError::NotFound })), "{refused:?}");
+    let same_key = vec![
+        Write::Update { key: item.clone(), expected_revision: 2, body: json!({}) },
+        Write::Update { key: item.clone(), expected_revision: 3, body: json!({}) },
+    ];
+    assert!(matches!(store.transact(&same_key, NOW).await, Err(TransactError::Invalid(_))));
+    assert!(matches!(store.transact(&[], NOW).await, Err(TransactError::Invalid(_))));
+
+    // Concurrent transactions on one version: exactly one commits.
+    let mut racers = tokio::task::JoinSet::new();
+    for n in 0..6u64 {
+        let (store, item) = (store.clone(), item.clone());
+        racers.spawn(async move {
+            let marker = RecordKey::new(Owner::tenant("acme"), "marker", &format!("m{n}"));
+            let writes = vec![
+                Write::Update { key: item, expected_revision: 2, body: json!({ "quantity": 100 + n }) },
+                Write::Create { key: marker, body: json!(n), expires_at: None },
+            ];
+            store.transact(&writes, NOW).await
+        });
+    }
+    let results = racers.join_all().await;
+    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1, "exactly one racer commits: {results:?}");
+    let mut markers = 0;
+    for n in 0..6 {
+        let marker = RecordKey::new(Owner::tenant("acme"), "marker", &format!("m{n}"));
+        markers += usize::from(store.get(&marker, NOW).await.unwrap().is_some());
+    }
+    assert_eq!(markers, 1, "the losers' other writes did not happen");
+}

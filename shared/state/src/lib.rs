@@ -12,6 +12,7 @@ pub mod clock;
 pub mod contract;
 pub mod ids;
 pub mod jobs;
+pub mod ledger;
 pub mod queue;
 pub mod records;
 pub mod seal;
@@ -22,7 +23,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use ids::{Ids, RandomIds};
 pub use jobs::{Created, Job, JobRef, JobStatus, JobStore, Lease};
 pub use queue::{Queue, QueueMessage, WorkMessage};
-pub use records::{Owner, Record, RecordKey, RecordStore, StoreError, StoreFuture};
+pub use records::{Owner, Record, RecordKey, RecordStore, StoreError, StoreFuture, TransactError, Write};
 pub use work::{
     Engine, EngineConfig, JobContext, JobFailure, JobRunner, Processed, ReconcileReport, StartError, WorkError,
 };

@@ -76,6 +76,65 @@ pub enum StoreError {
 
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
+/// The most writes one transaction may hold (DynamoDB's `TransactWriteItems` limit).
+pub const MAX_TRANSACTION_WRITES: usize = 100;
+
+/// One conditional write of a [`RecordStore::transact`] call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Write {
+    /// Creates `key` at revision 1 if no live record has it.
+    Create { key: RecordKey, body: Value, expires_at: Option<u64> },
+    /// Replaces the body of the live record at `expected_revision` (its expiry is kept).
+    Update { key: RecordKey, expected_revision: u64, body: Value },
+    /// Writes nothing; holds only if the live record is at `expected_revision` (0: no live
+    /// record). A refusal is `Conflict` (or `AlreadyExists` when 0 was expected).
+    Check { key: RecordKey, expected_revision: u64 },
+}
+
+impl Write {
+    pub fn key(&self) -> &RecordKey {
+        match self {
+            Write::Create { key, .. } | Write::Update { key, .. } | Write::Check { key, .. } => key,
+        }
+    }
+}
+
+/// Why a transaction wrote nothing.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TransactError {
+    /// The condition of write `index` failed (`AlreadyExists`, `Conflict` or `NotFound`, with the
+    /// current record where there is one); no write of the transaction happened.
+    #[error("write {index} of the transaction was refused: {cause}")]
+    Refused { index: usize, cause: StoreError },
+    /// Empty, too large, or two writes to one key: refused before touching the store.
+    #[error("invalid transaction: {0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Store(StoreError),
+}
+
+impl From<StoreError> for TransactError {
+    fn from(error: StoreError) -> Self {
+        TransactError::Store(error)
+    }
+}
+
+/// Checks the shape every adapter refuses alike: 1..=100 writes, each key once.
+pub fn validate_transaction(writes: &[Write]) -> Result<(), TransactError> {
+    if writes.is_empty() || writes.len() > MAX_TRANSACTION_WRITES {
+        return Err(TransactError::Invalid(format!("{} writes (1 to {MAX_TRANSACTION_WRITES} allowed)", writes.len())));
+    }
+    let mut keys: Vec<String> = writes.iter().map(|w| w.key().storage_key()).collect();
+    keys.sort();
+    if keys.windows(2).any(|pair| pair[0] == pair[1]) {
+        return Err(TransactError::Invalid("two writes to one key".into()));
+    }
+    Ok(())
+}
+
+/// The revision each write of a transaction left, in order.
+pub type TransactFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<u64>, TransactError>> + Send + 'a>>;
+
 /// Conditional reads and writes of records. Every write is conditional; none is blind.
 pub trait RecordStore: Send + Sync {
     /// Writes `body` as revision 1 if no live record has this key; otherwise `AlreadyExists` with
@@ -99,6 +158,11 @@ pub trait RecordStore: Send + Sync {
         body: &'a Value,
         now: u64,
     ) -> StoreFuture<'a, Record>;
+
+    /// Applies every write or none (all conditions are checked together, atomically). Returns the
+    /// new revision of each write, in order. A refused condition names the write and carries the current
+    /// record, so the caller can report it without a second read.
+    fn transact<'a>(&'a self, writes: &'a [Write], now: u64) -> TransactFuture<'a>;
 }
 
 #[cfg(test)]

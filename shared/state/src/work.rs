@@ -222,6 +222,32 @@ impl Engine {
         operation_key: Option<&str>,
         input: Value,
     ) -> Result<Job, StartError> {
+        self.start_job(tenant, subject, kind, operation_key, input, true).await
+    }
+
+    /// Like [`Engine::start`] but without enqueuing: the job waits, queued, until the reconciler
+    /// finds it past `queued_deadline_secs` and enqueues it. A dead man's switch: work that only
+    /// has to run if its starter dies (it usually finds nothing left to do).
+    pub async fn start_deferred(
+        &self,
+        tenant: &str,
+        subject: &str,
+        kind: &str,
+        operation_key: Option<&str>,
+        input: Value,
+    ) -> Result<Job, StartError> {
+        self.start_job(tenant, subject, kind, operation_key, input, false).await
+    }
+
+    async fn start_job(
+        &self,
+        tenant: &str,
+        subject: &str,
+        kind: &str,
+        operation_key: Option<&str>,
+        input: Value,
+        enqueue: bool,
+    ) -> Result<Job, StartError> {
         if !self.runners.contains_key(kind) {
             return Err(StartError::UnknownKind(kind.into()));
         }
@@ -249,6 +275,7 @@ impl Engine {
             expires_at: now + self.config.retention_secs,
         };
         match self.store.create_job(&job).await? {
+            Created::New(job) if !enqueue => Ok(job),
             Created::New(job) => {
                 // Job first, then message: if this send is lost, the reconciler re-enqueues.
                 if let Err(error) = self.queue.send(&WorkMessage::new(job.job.clone()).encode()).await {

