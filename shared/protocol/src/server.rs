@@ -3,7 +3,10 @@
 //! The same [`McpServer::handle`] runs inside every Lambda (one per method, or the all-methods
 //! `mcp` function) and inside the local gateway, so what the tests exercise is what deploys.
 //! Nothing survives between calls except the immutable app and configuration: continuation
-//! state leaves sealed in `requestState`, list positions leave sealed in cursors.
+//! state leaves sealed in `requestState`, list positions leave sealed in cursors, and a
+//! 2025-11-25 session and its pending server-to-client requests are records in the store
+//! ([`crate::legacy`]). The one thing a legacy call keeps in memory is its own exchange while its
+//! SSE stream is open: the asks it sent and the handler state between rounds.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
