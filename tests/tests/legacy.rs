@@ -21,6 +21,10 @@ const LEGACY: &str = "2025-11-25";
 /// `count` shop servers sharing one store, one key ring and one token issuer, as the Lambda
 /// instances of one deployment share the table, the keys and the issuer.
 fn shop_instances(count: usize) -> (Vec<axum::Router>, relevo_auth::DevIssuer) {
+    shop_instances_with(count, test_config())
+}
+
+fn shop_instances_with(count: usize, config: ServerConfig) -> (Vec<axum::Router>, relevo_auth::DevIssuer) {
     let store = Arc::new(SqliteStore::in_memory().unwrap());
     let (settings, issuer, _) = dev_auth();
     let routers = (0..count)
@@ -28,7 +32,7 @@ fn shop_instances(count: usize) -> (Vec<axum::Router>, relevo_auth::DevIssuer) {
             let keys = Arc::new(relevo_auth::StaticKeySource(issuer.jwks()));
             let auth = relevo_auth::BearerAuthenticator::new(settings.clone(), keys);
             let ports = Ports::new(Some(store.clone()));
-            let server = McpServer::new(relevo_app::demo::app(&ports), test_config(), test_keys(), Arc::new(auth))
+            let server = McpServer::new(relevo_app::demo::app(&ports), config.clone(), test_keys(), Arc::new(auth))
                 .with_legacy_sessions(store.clone());
             let options = relevo_gateway::GatewayOptions { auth: Some(settings.clone()), ..gateway_options() };
             relevo_gateway::router(server, options)
@@ -360,4 +364,28 @@ async fn get_without_a_session_is_still_405() {
     let reply = send(&router, raw("GET", &[("host", "localhost"), ("accept", "text/event-stream")], "")).await;
     assert_eq!(reply.status, 405);
     assert_eq!(reply.headers["allow"], "POST");
+}
+
+#[tokio::test]
+async fn the_get_stream_carries_updates_of_subscribed_resources_only() {
+    let (mut routers, issuer) = shop_instances_with(1, ServerConfig { listen_max_secs: 5, ..test_config() });
+    let router = routers.remove(0);
+    let token = dev_token(&issuer, "acme", "alice", &["shop"]);
+    let (session, _) = initialize(&router, Some(&token), LEGACY, json!({})).await;
+    let cart_id = |reply: Value| reply["result"]["structuredContent"]["cartId"].as_str().unwrap().to_string();
+    let watched = cart_id(call(&router, &token, &session, "cart_create", json!({})).await);
+    let other = cart_id(call(&router, &token, &session, "cart_create", json!({})).await);
+    let uri = format!("carts://{watched}");
+    let subscribe = request(2, "resources/subscribe", json!({ "uri": uri }));
+    assert_eq!(send(&router, legacy(Some(&token), Some(&session), subscribe)).await.json()["result"], json!({}));
+
+    let stream = router.clone().oneshot(verb("GET", Some(&token), &session)).await.unwrap();
+    assert_eq!(stream.status(), 200);
+    let mut body = stream.into_body();
+    let add = |cart: &str| json!({ "cartId": cart, "sku": "MUG-CER-300", "quantity": 1 });
+    call(&router, &token, &session, "cart_add_item", add(&other)).await;
+    call(&router, &token, &session, "cart_add_item", add(&watched)).await;
+    let update = next_message(&mut body).await.unwrap();
+    assert_eq!(update["method"], "notifications/resources/updated");
+    assert_eq!(update["params"]["uri"], uri, "the unsubscribed cart's change is not sent");
 }
