@@ -389,3 +389,17 @@ async fn the_get_stream_carries_updates_of_subscribed_resources_only() {
     assert_eq!(update["method"], "notifications/resources/updated");
     assert_eq!(update["params"]["uri"], uri, "the unsubscribed cart's change is not sent");
 }
+
+#[tokio::test]
+async fn a_per_method_function_serves_a_legacy_request_for_its_own_method_only() {
+    let router = conformance_instance(test_config());
+    let (session, _) = initialize(&router, None, LEGACY, json!({})).await;
+    let mut listed = legacy(None, Some(&session), request(1, "tools/list", json!({})));
+    listed.headers_mut().insert("mcp-method", "tools/list".parse().unwrap());
+    let reply = send(&router, listed).await;
+    assert_eq!(reply.status, 200);
+    assert!(reply.json()["result"]["tools"].is_array(), "{}", reply.text);
+    let mut lying = legacy(None, Some(&session), request(2, "ping", json!({})));
+    lying.headers_mut().insert("mcp-method", "tools/list".parse().unwrap());
+    assert_eq!(send(&router, lying).await.status, 400, "the header routes, the body decides");
+}

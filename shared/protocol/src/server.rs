@@ -848,7 +848,12 @@ impl McpServer {
                     | Method::TasksCancel
             )
         });
-        if !route.accepts(shared.unwrap_or(Method::Discover)) && route != Route::All {
+        let served_here = match (route, shared) {
+            (Route::All, _) => true,
+            (Route::Only(own), Some(method)) => own == method,
+            (Route::Only(_), None) => false,
+        };
+        if !served_here {
             return Err(McpError::InvalidRequest(format!("this function does not serve {method}")));
         }
         match (method, shared) {
