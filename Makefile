@@ -29,7 +29,7 @@ run-lambda:
 token:
 	@$(CARGO) run --quiet -p relevo-gateway --bin relevo-token -- --tenant "$(TENANT)" --sub "$(SUB)" --scopes "$(SCOPES)"
 
-## test: lint, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python SDK client, the approval page in Chromium
+## test: lint, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python and TypeScript SDK clients, the approval page in Chromium
 test: lint validate unit conformance clients browser
 
 ## unit: every cargo test, with the DynamoDB/SQS emulator (moto) running for the AWS adapters
@@ -75,13 +75,14 @@ logs:
 validate:
 	infra/scripts/validate.sh
 
-## conformance: the official suite, 2026-07-28 requirement set: per-method and single routing, and the real Lambda binaries
+## conformance: the official suite, 2026-07-28 and 2025-11-25 requirement sets: per-method and single routing, and the real Lambda binaries (2026-07-28)
 conformance:
 	infra/scripts/with-moto.sh infra/scripts/conformance.sh
 
-## clients: the official Python SDK client (mcp 2.3) against the demo app
+## clients: the official Python SDK client (mcp 2.3, auto and legacy mode) and the TypeScript SDK v1 client (1.32, 2025-11-25) against the shop
 clients:
 	infra/scripts/with-moto.sh infra/scripts/python-client.sh
+	infra/scripts/ts-client.sh
 
 ## browser: the approval page in headless Chromium (Debian package), approve once, then the agent's apply succeeds once
 browser:

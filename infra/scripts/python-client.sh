@@ -19,8 +19,9 @@ RELEVO_TOKEN=$(token acme alice) RELEVO_OTHER_TOKEN=$(token globex alice) \
   timeout 120 "$venv/bin/python" "$root/tests/clients/python_client.py" "http://127.0.0.1:$port/mcp"
 
 # The shop through two gateway processes that share only the store and the keys: the round-robin
-# proxy inside the client script sends the confirmed checkout retry to the other process. Both use
-# the proxy's URL as their canonical resource (token audience), as gateways behind one domain do.
+# proxy inside the client script sends the confirmed checkout retry (auto mode: the modern path) or
+# the elicitation answer (legacy mode: a 2025-11-25 session) to the other process. Both use the
+# proxy's URL as their canonical resource (token audience), as gateways behind one domain do.
 proxy_port=$(free_port)
 export RELEVO_AUTH_ISSUER="http://127.0.0.1:$proxy_port" RELEVO_AUTH_AUDIENCE="http://127.0.0.1:$proxy_port/mcp"
 export RELEVO_STATE_KEYS="shared:$(python3 -c 'import base64,os; print(base64.b64encode(os.urandom(32)).decode())')"
@@ -51,6 +52,7 @@ if [[ -n "${RELEVO_TEST_AWS_ENDPOINT:-}" ]]; then
   echo "python clients against the real Lambda binaries:"
   RELEVO_TOKEN=$(token acme alice "notes:read notes:write") RELEVO_OTHER_TOKEN=$(token globex alice "notes:read notes:write") \
     timeout 120 "$venv/bin/python" "$root/tests/clients/python_client.py" "$lambda_url"
-  RELEVO_TOKEN=$(token acme alice shop) \
+  # Auto mode only: the buffered Lambda front door cannot carry a legacy call's elicitation.
+  RELEVO_TOKEN=$(token acme alice shop) RELEVO_CLIENT_MODES=auto \
     timeout 120 "$venv/bin/python" "$root/tests/clients/python_shop.py" "$lambda_url" "$lambda_url" "$(free_port)"
 fi

@@ -8,7 +8,9 @@ use relevo_tests::*;
 use serde_json::{Value, json};
 
 const ALLOWED_STATUSES: &[u16] = &[200, 202, 400, 403, 404, 405, 406, 413, 415];
-const KNOWN_CODES: &[i64] = &[-32700, -32600, -32601, -32602, -32603, -32020, -32021, -32022];
+/// The 2026-07-28 codes, and the two only 2025-11-25 sessions get (-32001 session not found,
+/// -32002 resource not found).
+const KNOWN_CODES: &[i64] = &[-32700, -32600, -32601, -32602, -32603, -32020, -32021, -32022, -32001, -32002];
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime")
@@ -63,6 +65,29 @@ fn method_name() -> impl Strategy<Value = String> {
         Just("initialize".to_string()),
         "[a-zA-Z/]{0,16}",
     ]
+}
+
+/// The conformance app with 2025-11-25 sessions, and one session opened on it.
+fn legacy_router() -> (axum::Router, String) {
+    let store = std::sync::Arc::new(relevo_embedded::SqliteStore::in_memory().unwrap());
+    let server = relevo_protocol::McpServer::new(
+        relevo_app::conformance::app(),
+        test_config(),
+        test_keys(),
+        std::sync::Arc::new(relevo_protocol::NoAuth),
+    )
+    .with_legacy_sessions(store);
+    let router = router(server);
+    let headers = [
+        ("host", "localhost"),
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ];
+    let initialize = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "p", "version": "0" } } });
+    let reply = runtime().block_on(send(&router, raw("POST", &headers, initialize.to_string())));
+    let session = reply.headers["mcp-session-id"].to_str().unwrap().to_string();
+    (router, session)
 }
 
 fn header_value() -> impl Strategy<Value = String> {
@@ -125,6 +150,36 @@ proptest! {
         }});
         let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let reply = runtime().block_on(send(&conformance_router(), raw("POST", &pairs, body.to_string())));
+        check(&reply)?;
+    }
+
+    #[test]
+    fn arbitrary_legacy_messages_get_a_clean_answer(
+        method in method_name(),
+        id in prop_oneof![Just(json!(1)), Just(json!("a")), Just(Value::Null), json_value()],
+        params in json_value(),
+        session in prop_oneof![Just(Some(true)), Just(Some(false)), Just(None)],
+        answer in any::<bool>(),
+    ) {
+        let (router, opened) = legacy_router();
+        let body = if answer {
+            json!({ "jsonrpc": "2.0", "id": id, "result": params })
+        } else {
+            json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+        };
+        let mut headers = vec![
+            ("host", "localhost".to_string()),
+            ("content-type", "application/json".to_string()),
+            ("accept", "application/json, text/event-stream".to_string()),
+            ("mcp-protocol-version", "2025-11-25".to_string()),
+        ];
+        match session {
+            Some(true) => headers.push(("mcp-session-id", opened)),
+            Some(false) => headers.push(("mcp-session-id", "not-a-session".into())),
+            None => {}
+        }
+        let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let reply = runtime().block_on(send(&router, raw("POST", &pairs, body.to_string())));
         check(&reply)?;
     }
 }

@@ -68,7 +68,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let (records, jobs) = backend()?;
-    let mut ports = Ports::new(records).with_approvals_url(&format!("{origin}/approvals"));
+    let mut ports = Ports::new(records.clone()).with_approvals_url(&format!("{origin}/approvals"));
     if let Some(jobs) = &jobs {
         let engine = &jobs.engine;
         ports = ports.with_jobs(engine.clone());
@@ -99,6 +99,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut server = McpServer::new(app, settings.config, settings.keys, auth);
     if let Some(jobs) = &jobs {
         server = server.with_tasks(jobs.engine.clone(), &jobs.tool_runner);
+    }
+    if let Some(records) = records {
+        // 2025-11-25 clients: their sessions live in the same store, so two gateways share them.
+        server = server.with_legacy_sessions(records);
     }
     let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, args.port))).await?;
     tracing::info!(url = %format!("http://{}/mcp", listener.local_addr()?), app = %settings.app, routing = ?args.routing, auth = ?auth_settings.mode, "relevo gateway listening");

@@ -1,5 +1,6 @@
 //! The fixture app of the official MCP conformance suite (`@modelcontextprotocol/conformance`,
-//! 2026-07-28 requirement set): the tools, resources and prompts its scenarios call by name.
+//! 2026-07-28 and 2025-11-25 requirement sets): the tools, resources and prompts its scenarios
+//! call by name.
 //!
 //! Multi-round tools keep nothing in memory: whatever the next round needs travels in the
 //! sealed `requestState` the server hands back, so any instance can serve any round.
@@ -348,6 +349,125 @@ fn tools() -> Vec<Tool> {
     ]
 }
 
+/// An elicitation answer as the 2025-11-25 fixtures report it.
+fn elicitation_report(call: &Call, key: &str) -> Option<Outcome> {
+    let answer = call.input(key)?;
+    let action = answer.get("action").and_then(Value::as_str).unwrap_or("unknown");
+    let content = answer.get("content").cloned().unwrap_or(json!({}));
+    Some(text(format!("Elicitation completed: action={action}, content={content}")))
+}
+
+/// The 2025-11-25 (handshake-era) fixtures. Written like every other tool (they ask through
+/// `input_required`); a 2025-11-25 client receives the same asks as server-to-client requests.
+fn handshake_era_tools() -> Vec<Tool> {
+    let ask_form = |key: &'static str, message: &'static str, schema: Value| {
+        handler(move |call: Call| {
+            let schema = schema.clone();
+            async move {
+                Ok(elicitation_report(&call, key)
+                    .unwrap_or_else(|| Outcome::ask(key, InputRequest::form(message, schema), None)))
+            }
+        })
+    };
+    vec![
+        Tool::new(
+            "test_tool_with_logging",
+            "Logs three info messages while it runs",
+            empty_schema(),
+            handler(|call: Call| async move {
+                for (n, message) in ["Tool execution started", "Tool processing data", "Tool execution completed"]
+                    .into_iter()
+                    .enumerate()
+                {
+                    if n > 0 {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    call.notifier.log("info", Some("conformance"), json!(message));
+                }
+                Ok(text("Logging test completed"))
+            }),
+        )
+        .streaming(),
+        Tool::new(
+            "test_sampling",
+            "Asks the client's model to answer a prompt",
+            json!({ "type": "object", "properties": { "prompt": { "type": "string" } }, "required": ["prompt"] }),
+            handler(|call: Call| async move {
+                Ok(match sampled_text(&call, "sample") {
+                    Some(answer) => text(format!("LLM response: {answer}")),
+                    None => {
+                        let prompt = call.arguments.get("prompt").and_then(Value::as_str).unwrap_or_default();
+                        Outcome::ask("sample", InputRequest::sample_text(prompt, 100), None)
+                    }
+                })
+            }),
+        ),
+        Tool::new(
+            "test_elicitation",
+            "Asks the user for a username and an email",
+            json!({ "type": "object", "properties": { "message": { "type": "string" } }, "required": ["message"] }),
+            handler(|call: Call| async move {
+                if let Some(report) = elicitation_report(&call, "user_info") {
+                    return Ok(report);
+                }
+                let message = call.arguments.get("message").and_then(Value::as_str).unwrap_or("Your details?");
+                Ok(Outcome::ask(
+                    "user_info",
+                    InputRequest::form(
+                        message,
+                        json!({ "type": "object", "properties": {
+                            "username": { "type": "string", "description": "User's response" },
+                            "email": { "type": "string", "description": "User's email address" }
+                        }, "required": ["username", "email"] }),
+                    ),
+                    None,
+                ))
+            }),
+        ),
+        Tool::new(
+            "test_elicitation_sep1034_defaults",
+            "Elicits one field of each primitive type, each with a default",
+            empty_schema(),
+            ask_form(
+                "defaults",
+                "Please review the defaults",
+                json!({ "type": "object", "properties": {
+                    "name": { "type": "string", "default": "John Doe" },
+                    "age": { "type": "integer", "default": 30 },
+                    "score": { "type": "number", "default": 95.5 },
+                    "status": { "type": "string", "enum": ["active", "inactive", "pending"], "default": "active" },
+                    "verified": { "type": "boolean", "default": true }
+                } }),
+            ),
+        ),
+        Tool::new(
+            "test_elicitation_sep1330_enums",
+            "Elicits the five enum shapes",
+            empty_schema(),
+            ask_form(
+                "enums",
+                "Please choose",
+                json!({ "type": "object", "properties": {
+                    "untitledSingle": { "type": "string", "enum": ["option1", "option2", "option3"] },
+                    "titledSingle": { "type": "string", "oneOf": [
+                        { "const": "value1", "title": "First Option" },
+                        { "const": "value2", "title": "Second Option" },
+                        { "const": "value3", "title": "Third Option" }
+                    ] },
+                    "legacyEnum": { "type": "string", "enum": ["opt1", "opt2", "opt3"],
+                        "enumNames": ["Option One", "Option Two", "Option Three"] },
+                    "untitledMulti": { "type": "array", "items": { "type": "string", "enum": ["option1", "option2", "option3"] } },
+                    "titledMulti": { "type": "array", "items": { "anyOf": [
+                        { "const": "value1", "title": "First Choice" },
+                        { "const": "value2", "title": "Second Choice" },
+                        { "const": "value3", "title": "Third Choice" }
+                    ] } }
+                } }),
+            ),
+        ),
+    ]
+}
+
 /// The Tasks-extension fixtures (SEP-2663 scenarios).
 fn task_tools() -> Vec<Tool> {
     let confirm = || {
@@ -609,7 +729,7 @@ pub fn app() -> App {
     let mut app = App::new("relevo-conformance", env!("CARGO_PKG_VERSION"))
         .instructions("Fixture app for the MCP conformance suite.")
         .template(template());
-    for tool in tools().into_iter().chain(task_tools()) {
+    for tool in tools().into_iter().chain(handshake_era_tools()).chain(task_tools()) {
         app = app.tool(tool);
     }
     for resource in resources() {
@@ -642,6 +762,11 @@ mod tests {
             "test_input_required_result_request_state",
             "test_input_required_result_tampered_state",
             "test_input_required_result_capabilities",
+            "test_tool_with_logging",
+            "test_sampling",
+            "test_elicitation",
+            "test_elicitation_sep1034_defaults",
+            "test_elicitation_sep1330_enums",
         ] {
             assert!(app.find_tool(tool).is_some(), "{tool}");
         }

@@ -298,7 +298,7 @@ pub fn export_resource(engine: Arc<Engine>) -> ResourceTemplate {
                             json!({ "uri": uri, "status": job.status.as_str() }),
                         )),
                     },
-                    None => Err(McpError::invalid_params_with("Resource not found", json!({ "uri": uri }))),
+                    None => Err(McpError::resource_not_found(uri)),
                 }
             }
         }),

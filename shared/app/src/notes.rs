@@ -137,7 +137,7 @@ pub fn note_resource(ports: NotesPorts) -> ResourceTemplate {
                         record.body["text"].as_str().unwrap_or_default(),
                         uri,
                     )])),
-                    None => Err(McpError::invalid_params_with("Resource not found", json!({ "uri": uri }))),
+                    None => Err(McpError::resource_not_found(uri)),
                 }
             }
         }),

@@ -437,7 +437,7 @@ pub fn cart_resource(ports: ShopPorts) -> relevo_protocol::ResourceTemplate {
                             meta: None,
                         }]))
                     }
-                    None => Err(McpError::invalid_params_with("Resource not found", json!({ "uri": uri }))),
+                    None => Err(McpError::resource_not_found(uri)),
                 }
             }
         }),

@@ -37,10 +37,17 @@ pub async fn server_from_env(streaming: bool) -> Result<McpServer, Error> {
         // Buffered responses: a listen stream is acknowledged and ended at once.
         settings.config.listen_max_secs = 0;
     }
+    // Server-to-client requests ride on a streamed `tools/call` answer; resource updates happen
+    // in other environments, so no GET stream or subscription for 2025-11-25 clients.
+    settings.config.streams_responses = streaming;
+    settings.config.pushes_updates = false;
     let auth = relevo_auth::lambda_authenticator(&AuthSettings::from_env("")?)?;
     let (ports, jobs) = backend_from_env().await;
     let app = relevo_app::build(&settings.app, &ports)?;
-    let server = McpServer::new(app, settings.config, settings.keys, auth);
+    let mut server = McpServer::new(app, settings.config, settings.keys, auth);
+    if let Some(records) = ports.records.clone() {
+        server = server.with_legacy_sessions(records);
+    }
     Ok(match jobs {
         Some(jobs) => server.with_tasks(jobs.engine.clone(), &jobs.tool_runner),
         None => server,

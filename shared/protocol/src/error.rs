@@ -5,6 +5,10 @@
 //! Host/Origin, 405/406/413/415 for transport faults. Errors produced while serving a valid
 //! request (unknown tool, bad cursor, bad requestState) travel in-band on HTTP 200, because
 //! clients read a 4xx without a recognised body as "this is a legacy server".
+//!
+//! Handshake-era (2025-11-25) clients get the codes of their revision where they differ
+//! ([`McpError::legacy_code`]), and every JSON-RPC error in-band on 200: to them a 404 means
+//! "your session is gone, initialize again", so only [`McpError::SessionNotFound`] may use it.
 
 use http::StatusCode;
 use serde_json::{Value, json};
@@ -39,6 +43,12 @@ pub enum McpError {
     MissingCapability { message: String, required: Value },
     #[error("{message}")]
     InvalidParams { message: String, data: Option<Value> },
+    #[error("Resource not found")]
+    ResourceNotFound { uri: String },
+    #[error("Bad Request: the Mcp-Session-Id header is required after initialize")]
+    SessionRequired,
+    #[error("Session not found")]
+    SessionNotFound,
     #[error("Insufficient scope: requires {}", .0.join(" "))]
     InsufficientScope(Vec<String>),
     #[error("Internal error")]
@@ -52,6 +62,11 @@ impl McpError {
 
     pub fn invalid_params_with(message: impl Into<String>, data: Value) -> Self {
         McpError::InvalidParams { message: message.into(), data: Some(data) }
+    }
+
+    /// `-32602` "Resource not found" with `data.uri` (`-32002` to a 2025-11-25 client).
+    pub fn resource_not_found(uri: impl Into<String>) -> Self {
+        McpError::ResourceNotFound { uri: uri.into() }
     }
 
     /// `-32021` for a capability the request needed but the client did not declare, e.g.
@@ -72,7 +87,10 @@ impl McpError {
             | McpError::UnsupportedMediaType
             | McpError::BodyTooLarge { .. }
             | McpError::InvalidRequest(_)
+            | McpError::SessionRequired
             | McpError::InsufficientScope(_) => code::INVALID_REQUEST,
+            McpError::ResourceNotFound { .. } => code::INVALID_PARAMS,
+            McpError::SessionNotFound => code::SESSION_NOT_FOUND,
             McpError::Parse(_) => code::PARSE_ERROR,
             McpError::HeaderMismatch(_) => code::HEADER_MISMATCH,
             McpError::InvalidEnvelope(_) | McpError::InvalidParams { .. } => code::INVALID_PARAMS,
@@ -95,9 +113,10 @@ impl McpError {
             | McpError::HeaderMismatch(_)
             | McpError::InvalidEnvelope(_)
             | McpError::UnsupportedVersion { .. }
+            | McpError::SessionRequired
             | McpError::MissingCapability { .. } => StatusCode::BAD_REQUEST,
-            McpError::MethodNotFound(_) => StatusCode::NOT_FOUND,
-            McpError::InvalidParams { .. } | McpError::Internal => StatusCode::OK,
+            McpError::MethodNotFound(_) | McpError::SessionNotFound => StatusCode::NOT_FOUND,
+            McpError::InvalidParams { .. } | McpError::ResourceNotFound { .. } | McpError::Internal => StatusCode::OK,
         }
     }
 
@@ -112,8 +131,40 @@ impl McpError {
             }
             McpError::MissingCapability { required, .. } => Some(json!({ "requiredCapabilities": required })),
             McpError::InvalidParams { data, .. } => data.clone(),
+            McpError::ResourceNotFound { uri } => Some(json!({ "uri": uri })),
             _ => None,
         }
+    }
+
+    /// The code a 2025-11-25 client expects: `-32002` for a missing resource; the 2026-07-28
+    /// codes it does not know (`-32020`, `-32021`, `-32022`) become `-32600`/`-32602`.
+    pub fn legacy_code(&self) -> i32 {
+        match self {
+            McpError::ResourceNotFound { .. } => code::LEGACY_RESOURCE_NOT_FOUND,
+            McpError::HeaderMismatch(_) | McpError::MissingCapability { .. } => code::INVALID_REQUEST,
+            McpError::UnsupportedVersion { .. } => code::INVALID_PARAMS,
+            other => other.code(),
+        }
+    }
+
+    /// The status a 2025-11-25 client gets: transport faults keep theirs, JSON-RPC errors of a
+    /// served request travel on 200.
+    pub fn legacy_status(&self) -> StatusCode {
+        match self {
+            McpError::MethodNotFound(_)
+            | McpError::HeaderMismatch(_)
+            | McpError::MissingCapability { .. }
+            | McpError::UnsupportedVersion { .. }
+            | McpError::InvalidEnvelope(_) => StatusCode::OK,
+            other => other.status(),
+        }
+    }
+
+    /// [`McpError::to_response`] with the legacy code.
+    pub fn to_legacy_response(&self, id: Option<&Value>) -> Value {
+        let mut response = self.to_response(id);
+        response["error"]["code"] = json!(self.legacy_code());
+        response
     }
 
     /// The JSON-RPC error object: `{code, message, data?}`.
@@ -161,6 +212,18 @@ mod tests {
     fn handler_errors_travel_in_band() {
         assert_eq!(McpError::invalid_params("bad cursor").status(), StatusCode::OK);
         assert_eq!(McpError::MethodNotFound("ping".into()).status(), StatusCode::NOT_FOUND);
+    }
+
+    #[test]
+    fn legacy_clients_get_their_codes_in_band() {
+        let missing = McpError::ResourceNotFound { uri: "test://x".into() };
+        assert_eq!(missing.code(), -32602);
+        assert_eq!(missing.legacy_code(), -32002);
+        assert_eq!(missing.to_legacy_response(Some(&json!(1)))["error"]["data"]["uri"], "test://x");
+        let unknown = McpError::MethodNotFound("server/discover".into());
+        assert_eq!((unknown.status(), unknown.legacy_status()), (StatusCode::NOT_FOUND, StatusCode::OK));
+        assert_eq!(McpError::SessionNotFound.legacy_status(), StatusCode::NOT_FOUND);
+        assert_eq!(McpError::missing_capability(json!({"sampling": {}})).legacy_code(), -32600);
     }
 
     #[test]

@@ -4,7 +4,11 @@
 //! 1. Host / Origin allow-list (403) — DNS rebinding.
 //! 2. HTTP method POST (405 with `Allow: POST`), `Accept` (406), `Content-Type` (415), body size (413).
 //! 3. JSON-RPC parse (-32700) and shape (-32600); notifications stop here with 202.
-//! 4. Legacy `initialize` without a modern envelope: 400 / -32022 naming the supported versions.
+//! 4. Era, body first: a `_meta` envelope naming a protocol version, or a modern
+//!    `MCP-Protocol-Version` header, selects the stateless wire (the rungs below). Anything else
+//!    is a handshake-era (2025-11-25) message, handed on as [`Validated::Legacy`] when this
+//!    deployment serves legacy sessions; without them, a legacy `initialize` gets 400 / -32022
+//!    naming the supported versions. The header never selects legacy over an envelope.
 //! 5. `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*` against the body, Base64 sentinel, case and
 //!    whitespace rules, duplicates (400 / -32020).
 //! 6. `MCP-Protocol-Version` header against `_meta` (400 / -32020).
@@ -85,9 +89,17 @@ pub struct ValidRequest {
     pub client: ClientContext,
     pub progress_token: Option<Value>,
     pub log_level: Option<String>,
+    /// The handshake-era session this request belongs to (already checked against the caller);
+    /// `None` on the stateless wire.
+    pub session: Option<String>,
 }
 
 impl ValidRequest {
+    /// True for a request of a handshake-era session.
+    pub fn is_legacy(&self) -> bool {
+        self.session.is_some()
+    }
+
     /// The tool, prompt or URI a request targets, for logs and request-state binding.
     pub fn target(&self) -> Option<&str> {
         self.method.name_param().and_then(|key| self.params.get(key)).and_then(Value::as_str)
@@ -99,6 +111,23 @@ pub enum Validated {
     Request(ValidRequest),
     /// A JSON-RPC notification: accepted (202) and dropped; the core defines none over HTTP.
     Notification,
+    /// A handshake-era message; the server checks its session before anything else.
+    Legacy(LegacyMessage),
+}
+
+/// A 2025-11-25 message that passed the transport rungs; its session is not yet checked.
+#[derive(Debug, Clone)]
+pub enum LegacyMessage {
+    Request {
+        id: Value,
+        method: String,
+        params: JsonObject,
+    },
+    /// The client's answer (`result` or `error`) to a request this server sent on a stream.
+    Response {
+        id: Value,
+        message: JsonObject,
+    },
 }
 
 /// A ladder failure, with the request id when it could be read.
@@ -119,6 +148,8 @@ pub struct Ladder<'a> {
     pub max_body_bytes: usize,
     pub app: &'a App,
     pub route: Route,
+    /// This deployment serves handshake-era clients (it has a session store).
+    pub legacy: bool,
 }
 
 impl Ladder<'_> {
@@ -126,7 +157,14 @@ impl Ladder<'_> {
     /// these and before [`Ladder::validate`].
     pub fn check_front(&self, request: &Request<Bytes>) -> Result<(), Rejection> {
         self.policy.check(request.headers())?;
-        if request.method() != http::Method::POST {
+        let method = request.method();
+        // GET (the legacy notification stream) and DELETE (end a session) exist only for a
+        // session; without one they are what a stateless server answers: 405.
+        let session_verb = self.legacy
+            && self.route == Route::All
+            && (method == http::Method::GET || method == http::Method::DELETE)
+            && request.headers().contains_key(header::SESSION_ID);
+        if method != http::Method::POST && !session_verb {
             return Err(McpError::HttpMethodNotAllowed.into());
         }
         Ok(())
@@ -150,8 +188,17 @@ impl Ladder<'_> {
         if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
             return Err(reject(McpError::InvalidRequest("jsonrpc must be \"2.0\"".into())));
         }
-        let Some(Value::String(method_name)) = message.remove("method") else {
-            return Err(reject(McpError::InvalidRequest("method must be a string".into())));
+        let method_name = match message.remove("method") {
+            Some(Value::String(name)) => name,
+            None if self.legacy
+                && !modern_header(headers)
+                && id.as_ref().is_some_and(valid_id)
+                && (message.contains_key("result") || message.contains_key("error")) =>
+            {
+                let id = id.clone().unwrap_or_default();
+                return Ok(Validated::Legacy(LegacyMessage::Response { id, message }));
+            }
+            _ => return Err(reject(McpError::InvalidRequest("method must be a string".into()))),
         };
         let Some(id) = id.clone() else { return Ok(Validated::Notification) };
         if !valid_id(&id) {
@@ -164,6 +211,14 @@ impl Ladder<'_> {
         };
         let envelope = params.get("_meta").and_then(Value::as_object);
         let body_version = envelope.and_then(|m| m.get(meta::PROTOCOL_VERSION));
+
+        if self.legacy && body_version.is_none() && !modern_header(headers) {
+            // Legacy clients send no Mcp-Method; one that does must not contradict its body.
+            if headers::single(headers, header::METHOD).map_err(reject)?.is_some_and(|m| m != method_name) {
+                return Err(reject(McpError::InvalidRequest("Mcp-Method header does not match the body".into())));
+            }
+            return Ok(Validated::Legacy(LegacyMessage::Request { id, method: method_name, params }));
+        }
 
         if method_name == "initialize" && body_version.is_none() && !modern_header(headers) {
             let requested = params.get("protocolVersion").and_then(Value::as_str).map(String::from);
@@ -221,7 +276,7 @@ impl Ladder<'_> {
         if !self.route.accepts(method) {
             return Err(reject(McpError::HeaderMismatch(format!("this function does not serve {method_name}"))));
         }
-        Ok(Validated::Request(ValidRequest { id, method, params, client, progress_token, log_level }))
+        Ok(Validated::Request(ValidRequest { id, method, params, client, progress_token, log_level, session: None }))
     }
 
     /// `Mcp-Param-{Name}` headers for arguments the tool's schema marks with `x-mcp-header`.
@@ -270,7 +325,7 @@ fn param_matches(body: &Value, header_value: &str, kind: &str) -> bool {
     }
 }
 
-fn valid_id(id: &Value) -> bool {
+pub(crate) fn valid_id(id: &Value) -> bool {
     match id {
         Value::String(_) => true,
         Value::Number(n) => n.is_i64() || n.is_u64(),

@@ -1,4 +1,5 @@
-//! Relevo's protocol core: MCP 2026-07-28 over stateless HTTP.
+//! Relevo's protocol core: MCP 2026-07-28 over stateless HTTP, and 2025-11-25 clients served
+//! from the same functions with sessions kept in the store ([`legacy`]).
 //!
 //! Invariants every module keeps:
 //! - The request is the only input. Nothing is read from or written to process memory that a
@@ -15,6 +16,7 @@ pub mod cursor;
 pub mod error;
 pub mod headers;
 pub mod ladder;
+pub mod legacy;
 pub mod method;
 pub mod notify;
 pub mod registry;

@@ -3,7 +3,10 @@
 //! The same [`McpServer::handle`] runs inside every Lambda (one per method, or the all-methods
 //! `mcp` function) and inside the local gateway, so what the tests exercise is what deploys.
 //! Nothing survives between calls except the immutable app and configuration: continuation
-//! state leaves sealed in `requestState`, list positions leave sealed in cursors.
+//! state leaves sealed in `requestState`, list positions leave sealed in cursors, and a
+//! 2025-11-25 session and its pending server-to-client requests are records in the store
+//! ([`crate::legacy`]). The one thing a legacy call keeps in memory is its own exchange while its
+//! SSE stream is open: the asks it sent and the handler state between rounds.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -21,7 +24,8 @@ use crate::auth::{AuthChallenge, Authenticator, Principal};
 use crate::clock::{Clock, SystemClock};
 use crate::cursor;
 use crate::error::McpError;
-use crate::ladder::{Ladder, OriginPolicy, Rejection, ValidRequest, Validated};
+use crate::ladder::{Ladder, LegacyMessage, OriginPolicy, Rejection, ValidRequest, Validated};
+use crate::legacy::{Legacy, OpenSession, Session};
 use crate::method::{Method, Route};
 use crate::notify::{Notifier, ResourceEvent};
 use crate::registry::{App, Call, Handler, Outcome};
@@ -29,7 +33,7 @@ use crate::seal::KeyRing;
 use crate::tasks::{self, TaskSupport, ToolTaskRunner};
 use crate::wire::{self, JsonObject, meta};
 use relevo_state::canonical_json;
-use relevo_state::{Engine, JobRef};
+use relevo_state::{Engine, Ids, JobRef, RandomIds, RecordStore};
 
 const REQUEST_STATE_DOMAIN: &str = "request-state";
 /// Carries the result type from dispatch to the request log line; removed before the reply leaves.
@@ -49,6 +53,18 @@ pub struct ServerConfig {
     /// How long a `subscriptions/listen` stream stays open before the server ends it gracefully
     /// (0: acknowledge and end at once, for buffered integrations).
     pub listen_max_secs: u64,
+    /// The front door delivers SSE frames as they are written (the local gateway, Lambda response
+    /// streaming). Without it, legacy clients get no server-to-client requests and no GET stream.
+    pub streams_responses: bool,
+    /// Resource updates reach the instance that holds a legacy GET stream (one process serves
+    /// every method, as the local gateway does). Without it, 2025-11-25 clients get no GET stream
+    /// and no `resources/subscribe`: on Lambda the change happens in another environment, and a
+    /// held stream would keep an environment busy to carry nothing.
+    pub pushes_updates: bool,
+    /// Lifetime of a legacy (2025-11-25) session, seconds.
+    pub legacy_session_secs: u64,
+    /// How long a legacy call waits for the client's answer to one server-to-client request.
+    pub legacy_input_wait_secs: u64,
 }
 
 impl Default for ServerConfig {
@@ -61,6 +77,10 @@ impl Default for ServerConfig {
             list_ttl_ms: 60_000,
             read_ttl_ms: 60_000,
             listen_max_secs: 300,
+            streams_responses: true,
+            pushes_updates: true,
+            legacy_session_secs: 8 * 3600,
+            legacy_input_wait_secs: 300,
         }
     }
 }
@@ -121,6 +141,7 @@ pub struct McpServer {
     clock: Arc<dyn Clock>,
     tasks: Option<Arc<Engine>>,
     events: broadcast::Sender<ResourceEvent>,
+    legacy: Option<Legacy>,
 }
 
 impl McpServer {
@@ -134,7 +155,38 @@ impl McpServer {
             clock: Arc::new(SystemClock),
             tasks: None,
             events,
+            legacy: None,
         }
+    }
+
+    /// Serves handshake-era (2025-11-25, 2025-06-18) clients too, with their sessions and
+    /// pending server-to-client requests as records in `store`.
+    pub fn with_legacy_sessions(mut self, store: Arc<dyn RecordStore>) -> Self {
+        self.legacy = Some(Legacy {
+            store,
+            ids: Arc::new(RandomIds),
+            clock: self.clock.clone(),
+            session_ttl_secs: self.config.legacy_session_secs,
+            input_wait: Duration::from_secs(self.config.legacy_input_wait_secs),
+        });
+        self
+    }
+
+    /// Replaces the source of session and request ids (tests make them repeatable).
+    pub fn with_ids(mut self, ids: Arc<dyn Ids>) -> Self {
+        if let Some(legacy) = &mut self.legacy {
+            legacy.ids = ids;
+        }
+        self
+    }
+
+    /// Every version this deployment serves, as `server/discover` lists them.
+    pub fn supported_versions(&self) -> Vec<&'static str> {
+        let mut versions = wire::SUPPORTED_VERSIONS.to_vec();
+        if self.legacy.is_some() {
+            versions.extend_from_slice(wire::LEGACY_VERSIONS);
+        }
+        versions
     }
 
     /// Offers the Tasks extension, with tasks stored and run by `engine`. `runner` must be the
@@ -146,6 +198,9 @@ impl McpServer {
     }
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        if let Some(legacy) = &mut self.legacy {
+            legacy.clock = clock.clone();
+        }
         self.clock = clock;
         self
     }
@@ -162,25 +217,44 @@ impl McpServer {
             max_body_bytes: self.config.max_body_bytes,
             app: &self.app,
             route,
+            legacy: self.legacy.is_some(),
         };
         let principal = match ladder.check_front(&request) {
             Err(Rejection { id, error }) => Err(error_reply(id.as_ref(), &error)),
             Ok(()) => self.auth.authenticate(request.headers()).await.map_err(|c| challenge_reply(&c)),
         };
-        let (reply, method, target) = match principal.map(|p| (p, ladder.validate(&request))) {
+        let is_post = request.method() == http::Method::POST;
+        let (reply, method, target) = match principal {
             Err(reply) => (reply, None, None),
-            Ok((_, Ok(Validated::Notification))) => (empty(StatusCode::ACCEPTED), None, None),
-            Ok((_, Err(Rejection { id, error }))) => (error_reply(id.as_ref(), &error), None, None),
-            Ok((principal, Ok(Validated::Request(valid)))) => {
-                let method = valid.method;
-                let target = valid.target().map(String::from);
-                let reply = match self.dispatch(valid.clone(), principal).await {
-                    Ok(reply) => reply,
-                    Err(McpError::InsufficientScope(needed)) => challenge_reply(&self.auth.insufficient_scope(&needed)),
-                    Err(error) => error_reply(Some(&valid.id), &error),
-                };
-                (reply, Some(method), target)
+            Ok(principal) if !is_post => {
+                (self.session_verb(&request, &principal).await, Some(request.method().to_string()), None)
             }
+            Ok(principal) => match ladder.validate(&request) {
+                Ok(Validated::Notification) => (empty(StatusCode::ACCEPTED), None, None),
+                Err(Rejection { id, error }) => (error_reply(id.as_ref(), &error), None, None),
+                Ok(Validated::Legacy(message)) => {
+                    let method = match &message {
+                        LegacyMessage::Request { method, params, .. } => {
+                            let target = ["name", "uri"].iter().find_map(|k| params.get(*k)?.as_str());
+                            (Some(method.clone()), target.map(String::from))
+                        }
+                        LegacyMessage::Response { .. } => (Some("(response)".into()), None),
+                    };
+                    (self.serve_legacy(route, request.headers(), message, principal).await, method.0, method.1)
+                }
+                Ok(Validated::Request(valid)) => {
+                    let method = valid.method.as_str().to_string();
+                    let target = valid.target().map(String::from);
+                    let reply = match self.dispatch(valid.clone(), principal).await {
+                        Ok(reply) => reply,
+                        Err(McpError::InsufficientScope(needed)) => {
+                            challenge_reply(&self.auth.insufficient_scope(&needed))
+                        }
+                        Err(error) => error_reply(Some(&valid.id), &error),
+                    };
+                    (reply, Some(method), target)
+                }
+            },
         };
         let mut reply = reply;
         let result_type = reply.headers_mut().remove(RESULT_TYPE_HEADER);
@@ -189,7 +263,7 @@ impl McpServer {
                 Route::All => "mcp",
                 Route::Only(own) => own.function_name(),
             },
-            method = method.map(Method::as_str).unwrap_or("-"),
+            method = method.as_deref().unwrap_or("-"),
             name = target.as_deref().unwrap_or("-"),
             status = reply.status().as_u16(),
             result_type = result_type.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("-"),
@@ -221,7 +295,7 @@ impl McpServer {
         let result = match request.method {
             Method::Discover => {
                 let mut result = JsonObject::new();
-                result.insert("supportedVersions".into(), json!(wire::SUPPORTED_VERSIONS));
+                result.insert("supportedVersions".into(), json!(self.supported_versions()));
                 let mut capabilities = app.capabilities();
                 if self.tasks.is_some() {
                     capabilities["extensions"] = json!({ tasks::EXTENSION: {} });
@@ -260,7 +334,7 @@ impl McpServer {
                 return self.task_method(&request, &principal).await;
             }
         };
-        Ok(self.result_reply(&request.id, result, "complete"))
+        Ok(self.result_reply(&request, result, "complete"))
     }
 
     /// `tools/call`, `prompts/get`, `resources/read`: the methods that run app handlers and may
@@ -346,7 +420,7 @@ impl McpServer {
                             Outcome::Complete(_) => {}
                             asking => {
                                 let (result, result_type) = self.finish(&request, asking, &round)?;
-                                return Ok(self.result_reply(&request.id, result, result_type));
+                                return Ok(self.result_reply(&request, result, result_type));
                             }
                         }
                     }
@@ -359,7 +433,7 @@ impl McpServer {
                             McpError::Internal
                         })?;
                     let (result, result_type) = self.finish(&request, Outcome::TaskCreated(Box::new(job)), &round)?;
-                    return Ok(self.result_reply(&request.id, result, result_type));
+                    return Ok(self.result_reply(&request, result, result_type));
                 }
                 _ if support == TaskSupport::Required => return Err(tasks::tasks_required()),
                 _ => {}
@@ -368,16 +442,74 @@ impl McpServer {
 
         let wants_stream = request.progress_token.is_some() || request.log_level.is_some();
         if streams && wants_stream {
-            return Ok(self.stream_call(request, handler, call, round));
+            return Ok(self.stream_call(request, handler, call, round, None, invalidation));
         }
-        let outcome = match (run_handler(&handler, call).await?, invalidation) {
-            (Outcome::Complete(result), Some((cause, domains))) => {
-                Outcome::Complete(announce_invalidation(result, &cause, &domains))
+        let outcome = run_handler(&handler, call.clone()).await?;
+        if let Outcome::InputRequired { requests, .. } = &outcome
+            && request.is_legacy()
+        {
+            // A legacy client is asked on this request's stream, unless it cannot be.
+            if let Some(refusal) = self.legacy_input_refusal(&request, requests) {
+                let (result, result_type) = self.finish(&request, refusal?, &round)?;
+                return Ok(self.result_reply(&request, result, result_type));
             }
-            (outcome, _) => outcome,
-        };
+            return Ok(self.stream_call(request, handler, call, round, Some(outcome), invalidation));
+        }
+        let outcome = with_invalidation(outcome, invalidation.as_ref());
         let (result, result_type) = self.finish(&request, outcome, &round)?;
-        Ok(self.result_reply(&request.id, result, result_type))
+        Ok(self.result_reply(&request, result, result_type))
+    }
+
+    /// Why a legacy client cannot be sent these requests, as the call's outcome; `None` if it can.
+    fn legacy_input_refusal(
+        &self,
+        request: &ValidRequest,
+        inputs: &std::collections::BTreeMap<String, crate::registry::InputRequest>,
+    ) -> Option<Result<Outcome, McpError>> {
+        if !self.config.streams_responses {
+            return Some(input_failed(
+                request.method,
+                "This deployment's front door buffers responses, so it cannot ask a 2025-11-25 client for input \
+                 during a call; connect with a 2026-07-28 client instead",
+            ));
+        }
+        let missing = inputs.values().find(|input| !request.client.can_answer(input))?;
+        let needed = missing.required_capability();
+        let names: Vec<&String> = needed.as_object().map(|m| m.keys().collect()).unwrap_or_default();
+        Some(input_failed(
+            request.method,
+            &format!("This call needs the client capability {names:?}, which this session did not declare"),
+        ))
+    }
+
+    /// Serves the input requests of a legacy call as server-to-client requests on `stream`, one
+    /// at a time, re-running the handler with the answers until it completes.
+    async fn legacy_rounds(
+        &self,
+        request: &ValidRequest,
+        handler: &Handler,
+        mut call: Call,
+        mut outcome: Outcome,
+        stream: &mpsc::UnboundedSender<Bytes>,
+    ) -> Result<Outcome, McpError> {
+        let (Some(legacy), Some(session)) = (&self.legacy, &request.session) else { return Ok(outcome) };
+        for _ in 0..crate::legacy::MAX_INPUT_ROUNDS {
+            let Outcome::InputRequired { requests, state } = outcome else { return Ok(outcome) };
+            if let Some(refusal) = self.legacy_input_refusal(request, &requests) {
+                return refusal;
+            }
+            let mut answers = JsonObject::new();
+            for (key, input) in &requests {
+                match legacy.ask(&call.principal, session, &request.client, input, stream).await {
+                    Ok(answer) => answers.insert(key.clone(), answer),
+                    Err(reason) => return input_failed(request.method, &format!("No input: {reason}")),
+                };
+            }
+            call.input_responses = answers;
+            call.state = state;
+            outcome = run_handler(handler, call.clone()).await?;
+        }
+        input_failed(request.method, "The call kept asking for input; giving up")
     }
 
     /// The handler for `uri`, the template variables it binds, and whether its content is private.
@@ -388,7 +520,7 @@ impl McpServer {
         self.app
             .templates()
             .find_map(|t| t.match_uri(uri).map(|vars| (t.handler.clone(), vars, t.private)))
-            .ok_or_else(|| McpError::invalid_params_with("Resource not found", json!({ "uri": uri })))
+            .ok_or_else(|| McpError::resource_not_found(uri))
     }
 
     /// What a requestState is bound to: the caller (tenant and subject), the method, its target
@@ -474,14 +606,32 @@ impl McpServer {
     }
 
     /// Runs a notifying handler with its notifications and final response on one SSE stream.
-    fn stream_call(&self, request: ValidRequest, handler: Handler, mut call: Call, round: Round) -> Reply {
+    /// `first` is an outcome the handler already returned (a legacy call that asks for input);
+    /// legacy calls carry their server-to-client requests on the same stream.
+    fn stream_call(
+        &self,
+        request: ValidRequest,
+        handler: Handler,
+        mut call: Call,
+        round: Round,
+        first: Option<Outcome>,
+        invalidation: Option<(String, String)>,
+    ) -> Reply {
         let (frames_tx, frames_rx) = mpsc::unbounded_channel::<Bytes>();
         let (notes_tx, mut notes_rx) = mpsc::unbounded_channel::<Value>();
         call.notifier = Notifier::streaming(notes_tx, request.progress_token.clone(), request.log_level.as_deref())
             .with_events(self.events.clone(), &call.principal.tenant, &call.principal.subject);
         let server = self.clone();
+        let requests_tx = frames_tx.clone();
         tokio::spawn(async move {
-            let work = run_handler(&handler, call);
+            let work = async {
+                let outcome = match first {
+                    Some(outcome) => outcome,
+                    None => run_handler(&handler, call.clone()).await?,
+                };
+                let outcome = server.legacy_rounds(&request, &handler, call, outcome, &requests_tx).await?;
+                Ok::<_, McpError>(with_invalidation(outcome, invalidation.as_ref()))
+            };
             tokio::pin!(work);
             let outcome = loop {
                 tokio::select! {
@@ -498,17 +648,14 @@ impl McpServer {
                 let _ = frames_tx.send(sse_frame(&note));
             }
             let message = match outcome.and_then(|o| server.finish(&request, o, &round)) {
-                Ok((result, result_type)) => server.decorate(&request.id, result, result_type),
+                Ok((result, result_type)) => server.decorate(&request, result, result_type),
+                Err(error) if request.is_legacy() => error.to_legacy_response(Some(&request.id)),
                 Err(error) => error.to_response(Some(&request.id)),
             };
             let _ = frames_tx.send(sse_frame(&message));
         });
-        let mut reply = Response::new(ReplyBody::Sse(frames_rx));
-        let headers = reply.headers_mut();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-        headers.insert(RESULT_TYPE_HEADER, HeaderValue::from_static("stream"));
+        let mut reply = sse_reply(frames_rx);
+        reply.headers_mut().insert(RESULT_TYPE_HEADER, HeaderValue::from_static("stream"));
         reply
     }
 
@@ -545,7 +692,7 @@ impl McpServer {
                 JsonObject::new()
             }
         };
-        Ok(self.result_reply(&request.id, result, "complete"))
+        Ok(self.result_reply(request, result, "complete"))
     }
 
     /// `subscriptions/listen`: acknowledges the subset of the filter this server honours
@@ -577,9 +724,259 @@ impl McpServer {
         });
         let mut result = JsonObject::new();
         result.insert("_meta".into(), tag.clone());
-        let done = self.decorate(&id, result, "complete");
+        let done = self.decorate(request, result, "complete");
+        let (tenant, subject) = (principal.tenant.clone(), principal.subject.clone());
+        let mut reply = self.event_stream(principal, Some(ack), Some(done), move |event| {
+            let relevant = event.tenant == tenant
+                && event.subject == subject
+                && subscriptions.iter().any(|s| event.uri.starts_with(s.as_str()));
+            let note = json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/resources/updated",
+                "params": { "_meta": tag, "uri": event.uri }
+            });
+            std::future::ready(if relevant { Relay::Send(note) } else { Relay::Skip })
+        });
+        reply.headers_mut().insert(RESULT_TYPE_HEADER, HeaderValue::from_static("stream"));
+        Ok(reply)
+    }
+
+    /// A handshake-era message: `initialize`, or a request or answer of the caller's session.
+    async fn serve_legacy(
+        &self,
+        route: Route,
+        headers: &http::HeaderMap,
+        message: LegacyMessage,
+        principal: Principal,
+    ) -> Reply {
+        let Some(legacy) = &self.legacy else { return error_reply(None, &McpError::Internal) };
+        let (id, method, params) = match message {
+            LegacyMessage::Request { id, method, params } => (id, method, params),
+            LegacyMessage::Response { id, message } => {
+                let stored = match legacy.open(&principal, headers).await {
+                    Ok(session) => match id.as_str() {
+                        Some(request_id) => legacy.store_answer(&principal, &session.id, request_id, &message).await,
+                        None => Ok(false),
+                    },
+                    Err(error) => Err(error),
+                };
+                return match stored {
+                    Ok(true) => empty(StatusCode::ACCEPTED),
+                    Ok(false) => legacy_error_reply(
+                        None,
+                        &McpError::InvalidRequest("no request of this session is waiting for that id".into()),
+                    ),
+                    Err(error) => legacy_error_reply(None, &error),
+                };
+            }
+        };
+        let outcome = match method.as_str() {
+            "initialize" if route == Route::All => self.legacy_initialize(legacy, &id, &params, &principal).await,
+            _ => self.legacy_request(legacy, route, headers, &id, &method, params, principal).await,
+        };
+        match outcome {
+            Ok(reply) => reply,
+            Err(McpError::InsufficientScope(needed)) => challenge_reply(&self.auth.insufficient_scope(&needed)),
+            Err(error) => legacy_error_reply(Some(&id), &error),
+        }
+    }
+
+    /// `initialize`: a new session record, the negotiated version, and `Mcp-Session-Id`.
+    async fn legacy_initialize(
+        &self,
+        legacy: &Legacy,
+        id: &Value,
+        params: &JsonObject,
+        principal: &Principal,
+    ) -> Result<Reply, McpError> {
+        let requested = string_param(params, "protocolVersion")?;
+        let capabilities = match params.get("capabilities") {
+            None => JsonObject::new(),
+            Some(Value::Object(c)) => c.clone(),
+            Some(_) => return Err(McpError::invalid_params("params.capabilities must be an object")),
+        };
+        let session = Session {
+            protocol_version: crate::legacy::negotiate(requested).to_string(),
+            capabilities,
+            client_info: params.get("clientInfo").cloned(),
+            log_level: None,
+            subscriptions: Vec::new(),
+            ended: false,
+        };
+        let session_id = legacy.create(principal, &session).await?;
+        let mut result = json!({
+            "protocolVersion": session.protocol_version,
+            "capabilities": self.legacy_capabilities(),
+            "serverInfo": { "name": self.app.name, "version": self.app.version },
+        });
+        if let Some(instructions) = &self.app.instructions {
+            result["instructions"] = json!(instructions);
+        }
+        let mut reply = json_reply(StatusCode::OK, &json!({ "jsonrpc": "2.0", "id": id, "result": result }));
+        if let Ok(value) = HeaderValue::from_str(&session_id) {
+            reply.headers_mut().insert(wire::header::SESSION_ID, value);
+        }
+        Ok(reply)
+    }
+
+    /// What `initialize` advertises: the app's capabilities, logging (`logging/setLevel` is
+    /// served), and resource subscriptions where the front door can hold the GET stream.
+    fn pushes_updates(&self) -> bool {
+        self.config.streams_responses && self.config.pushes_updates
+    }
+
+    fn legacy_capabilities(&self) -> Value {
+        let mut capabilities = self.app.capabilities();
+        capabilities["logging"] = json!({});
+        if self.pushes_updates() && capabilities.get("resources").is_some() {
+            capabilities["resources"]["subscribe"] = json!(true);
+        }
+        capabilities
+    }
+
+    /// Any other request of a session: the session first (400 without, 404 unknown), then the
+    /// legacy-only methods here, or the shared methods through the same dispatch as the modern
+    /// wire.
+    #[allow(clippy::too_many_arguments)]
+    async fn legacy_request(
+        &self,
+        legacy: &Legacy,
+        route: Route,
+        headers: &http::HeaderMap,
+        id: &Value,
+        method: &str,
+        mut params: JsonObject,
+        principal: Principal,
+    ) -> Result<Reply, McpError> {
+        let OpenSession { id: session_id, session } = legacy.open(&principal, headers).await?;
+        if let Some(version) = crate::headers::single(headers, wire::header::PROTOCOL_VERSION)?
+            && version != session.protocol_version
+        {
+            return Err(McpError::InvalidRequest(format!(
+                "MCP-Protocol-Version '{version}' is not this session's version '{}'",
+                session.protocol_version
+            )));
+        }
+        let done = |result: Value| json_reply(StatusCode::OK, &json!({ "jsonrpc": "2.0", "id": id, "result": result }));
+        let shared = Method::from_wire(method).filter(|m| {
+            !matches!(
+                m,
+                Method::Discover
+                    | Method::SubscriptionsListen
+                    | Method::TasksGet
+                    | Method::TasksUpdate
+                    | Method::TasksCancel
+            )
+        });
+        let served_here = match (route, shared) {
+            (Route::All, _) => true,
+            (Route::Only(own), Some(method)) => own == method,
+            (Route::Only(_), None) => false,
+        };
+        if !served_here {
+            return Err(McpError::InvalidRequest(format!("this function does not serve {method}")));
+        }
+        match (method, shared) {
+            ("ping", _) => Ok(done(json!({}))),
+            ("logging/setLevel", _) => {
+                let level = string_param(&params, "level")?.to_string();
+                if wire::log_level_rank(&level).is_none() {
+                    return Err(McpError::invalid_params(format!("Unknown logging level: {level}")));
+                }
+                legacy.update(&principal, &session_id, |s| s.log_level = Some(level.clone())).await?;
+                Ok(done(json!({})))
+            }
+            ("resources/subscribe" | "resources/unsubscribe", _) if self.pushes_updates() => {
+                let uri = string_param(&params, "uri")?.to_string();
+                let subscribe = method == "resources/subscribe";
+                legacy
+                    .update(&principal, &session_id, |s| {
+                        s.subscriptions.retain(|u| *u != uri);
+                        if subscribe {
+                            s.subscriptions.push(uri.clone());
+                        }
+                    })
+                    .await?;
+                Ok(done(json!({})))
+            }
+            (_, Some(method)) => {
+                let meta = params.remove("_meta");
+                let progress_token = meta
+                    .as_ref()
+                    .and_then(|m| m.get(wire::meta::PROGRESS_TOKEN))
+                    .filter(|t| crate::ladder::valid_id(t))
+                    .cloned();
+                let request = ValidRequest {
+                    id: id.clone(),
+                    method,
+                    params,
+                    client: session.client(),
+                    progress_token,
+                    log_level: session.log_level.clone(),
+                    session: Some(session_id),
+                };
+                self.dispatch(request, principal).await
+            }
+            _ => Err(McpError::MethodNotFound(method.into())),
+        }
+    }
+
+    /// GET (the session's notification stream) and DELETE (end the session). Only reached with
+    /// an `Mcp-Session-Id` on the all-methods function; see [`Ladder::check_front`].
+    async fn session_verb(&self, request: &Request<Bytes>, principal: &Principal) -> Reply {
+        let Some(legacy) = &self.legacy else { return error_reply(None, &McpError::HttpMethodNotAllowed) };
+        let session = match legacy.open(principal, request.headers()).await {
+            Ok(session) => session,
+            Err(error) => return legacy_error_reply(None, &error),
+        };
+        if request.method() == http::Method::DELETE {
+            return match legacy.update(principal, &session.id, |s| s.ended = true).await {
+                Ok(_) => empty(StatusCode::OK),
+                Err(error) => legacy_error_reply(None, &error),
+            };
+        }
+        if !self.pushes_updates() {
+            let mut reply = json_reply(
+                StatusCode::METHOD_NOT_ALLOWED,
+                &json!({ "jsonrpc": "2.0", "error": { "code": wire::code::INVALID_REQUEST,
+                    "message": "This deployment does not hold GET streams: resource updates happen in other function instances than the one that would hold the stream, so they are not pushed to 2025-11-25 clients here" } }),
+            );
+            reply.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+            return reply;
+        }
+        self.session_stream(legacy.clone(), session, principal.clone())
+    }
+
+    /// The legacy GET stream: `notifications/resources/updated` for the session's subscribed
+    /// URIs, for changes made on this instance, until `listen_max_secs` or the client leaves.
+    fn session_stream(&self, legacy: Legacy, session: OpenSession, principal: Principal) -> Reply {
+        let caller = principal.clone();
+        self.event_stream(&caller, None, None, move |event| {
+            let (legacy, principal, session) = (legacy.clone(), principal.clone(), session.id.clone());
+            async move {
+                // The subscription list may have changed since the stream opened.
+                let Ok(current) = legacy.open_by_id(&principal, &session).await else { return Relay::Stop };
+                if !current.subscriptions.iter().any(|s| event.uri.starts_with(s.as_str())) {
+                    return Relay::Skip;
+                }
+                let params = json!({ "uri": event.uri });
+                Relay::Send(json!({ "jsonrpc": "2.0", "method": "notifications/resources/updated", "params": params }))
+            }
+        })
+    }
+
+    /// An SSE reply fed by `principal`'s resource events on this instance: `first` at once, one
+    /// message per event that `relay` turns into one, and `last` when `listen_max_secs` is up
+    /// (nothing more once the client has gone).
+    fn event_stream<F, Fut>(&self, principal: &Principal, first: Option<Value>, last: Option<Value>, relay: F) -> Reply
+    where
+        F: Fn(ResourceEvent) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Relay> + Send,
+    {
         let (tx, rx) = mpsc::unbounded_channel();
-        let _ = tx.send(sse_frame(&ack));
+        if let Some(first) = first {
+            let _ = tx.send(sse_frame(&first));
+        }
         let mut events = self.events.subscribe();
         let (tenant, subject) = (principal.tenant.clone(), principal.subject.clone());
         let deadline = tokio::time::sleep(Duration::from_secs(self.config.listen_max_secs));
@@ -590,30 +987,21 @@ impl McpServer {
                     () = &mut deadline => break,
                     () = tx.closed() => return,
                     event = events.recv() => match event {
-                        Ok(event) if event.tenant == tenant && event.subject == subject
-                            && subscriptions.iter().any(|s| event.uri.starts_with(s.as_str())) => {
-                            let note = json!({
-                                "jsonrpc": "2.0",
-                                "method": "notifications/resources/updated",
-                                "params": { "_meta": tag, "uri": event.uri }
-                            });
-                            if tx.send(sse_frame(&note)).is_err() {
-                                return;
-                            }
-                        }
+                        Ok(event) if event.tenant == tenant && event.subject == subject => match relay(event).await {
+                            Relay::Send(note) => if tx.send(sse_frame(&note)).is_err() { return },
+                            Relay::Skip => {}
+                            Relay::Stop => break,
+                        },
                         Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                         Err(broadcast::error::RecvError::Closed) => break,
                     },
                 }
             }
-            let _ = tx.send(sse_frame(&done));
+            if let Some(last) = last {
+                let _ = tx.send(sse_frame(&last));
+            }
         });
-        let mut reply = Response::new(ReplyBody::Sse(rx));
-        reply.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-        reply.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        reply.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
-        reply.headers_mut().insert(RESULT_TYPE_HEADER, HeaderValue::from_static("stream"));
-        Ok(reply)
+        sse_reply(rx)
     }
 
     fn complete(&self, params: &JsonObject) -> Result<JsonObject, McpError> {
@@ -658,8 +1046,17 @@ impl McpServer {
         Ok(result)
     }
 
-    /// Adds `resultType` and `serverInfo` and wraps the result in a JSON-RPC response.
-    fn decorate(&self, id: &Value, mut result: JsonObject, result_type: &str) -> Value {
+    /// Adds `resultType` and `serverInfo` and wraps the result in a JSON-RPC response. A legacy
+    /// result leaves in its own revision's shape: no `resultType`, `ttlMs`, `cacheScope` or
+    /// `_meta` server info (the client learned that from `initialize`).
+    fn decorate(&self, request: &ValidRequest, mut result: JsonObject, result_type: &str) -> Value {
+        let id = &request.id;
+        if request.is_legacy() {
+            for key in ["resultType", "ttlMs", "cacheScope"] {
+                result.remove(key);
+            }
+            return json!({ "jsonrpc": "2.0", "id": id, "result": result });
+        }
         result.insert("resultType".into(), json!(result_type));
         let server_info = json!({ "name": self.app.name, "version": self.app.version });
         match result.get_mut("_meta") {
@@ -673,8 +1070,8 @@ impl McpServer {
         json!({ "jsonrpc": "2.0", "id": id, "result": result })
     }
 
-    fn result_reply(&self, id: &Value, result: JsonObject, result_type: &str) -> Reply {
-        let mut reply = json_reply(StatusCode::OK, &self.decorate(id, result, result_type));
+    fn result_reply(&self, request: &ValidRequest, result: JsonObject, result_type: &str) -> Reply {
+        let mut reply = json_reply(StatusCode::OK, &self.decorate(request, result, result_type));
         if let Ok(value) = HeaderValue::from_str(result_type) {
             reply.headers_mut().insert(RESULT_TYPE_HEADER, value);
         }
@@ -689,6 +1086,25 @@ async fn run_handler(handler: &Handler, call: Call) -> Result<Outcome, McpError>
             tracing::error!("handler panicked");
             Err(McpError::Internal)
         }
+    }
+}
+
+fn with_invalidation(outcome: Outcome, invalidation: Option<&(String, String)>) -> Outcome {
+    match (outcome, invalidation) {
+        (Outcome::Complete(result), Some((cause, domains))) => {
+            Outcome::Complete(announce_invalidation(result, cause, domains))
+        }
+        (outcome, _) => outcome,
+    }
+}
+
+/// A call that cannot get the input it needs: a tool execution error the model can read, or a
+/// JSON-RPC error for the methods that have no tool result.
+fn input_failed(method: Method, reason: &str) -> Result<Outcome, McpError> {
+    if method == Method::ToolsCall {
+        Ok(Outcome::tool_error(reason))
+    } else {
+        Err(McpError::InvalidRequest(reason.into()))
     }
 }
 
@@ -745,7 +1161,23 @@ fn cacheable(mut result: JsonObject, ttl_ms: u64) -> JsonObject {
     result
 }
 
-fn sse_frame(message: &Value) -> Bytes {
+/// What an event stream does with one resource event.
+enum Relay {
+    Send(Value),
+    Skip,
+    Stop,
+}
+
+fn sse_reply(frames: mpsc::UnboundedReceiver<Bytes>) -> Reply {
+    let mut reply = Response::new(ReplyBody::Sse(frames));
+    let headers = reply.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    reply
+}
+
+pub(crate) fn sse_frame(message: &Value) -> Bytes {
     Bytes::from(format!("event: message\ndata: {message}\n\n"))
 }
 
@@ -760,6 +1192,10 @@ fn empty(status: StatusCode) -> Reply {
     let mut reply = Response::new(ReplyBody::Full(Bytes::new()));
     *reply.status_mut() = status;
     reply
+}
+
+fn legacy_error_reply(id: Option<&Value>, error: &McpError) -> Reply {
+    json_reply(error.legacy_status(), &error.to_legacy_response(id))
 }
 
 fn error_reply(id: Option<&Value>, error: &McpError) -> Reply {

@@ -9,6 +9,8 @@
 //! | `RELEVO_MAX_BODY_BYTES` | request body limit | 1 MiB |
 //! | `RELEVO_PAGE_SIZE` | list page size | 100 |
 //! | `RELEVO_LISTEN_MAX_SECS` | how long a `subscriptions/listen` stream stays open | 300 (Lambda: 0 until response streaming) |
+//! | `RELEVO_LEGACY_SESSION_SECS` | lifetime of a 2025-11-25 session | 28800 (8 h) |
+//! | `RELEVO_LEGACY_INPUT_WAIT_SECS` | how long a 2025-11-25 call waits for the client's answer to one request | 300 |
 //!
 //! Secrets never reach logs: [`KeyRing`]'s `Debug` prints key ids only.
 
@@ -71,6 +73,9 @@ impl Settings {
             origin_policy,
             max_body_bytes: number("RELEVO_MAX_BODY_BYTES", defaults.max_body_bytes)?,
             page_size: number("RELEVO_PAGE_SIZE", defaults.page_size)?,
+            legacy_session_secs: number("RELEVO_LEGACY_SESSION_SECS", defaults.legacy_session_secs as usize)? as u64,
+            legacy_input_wait_secs: number("RELEVO_LEGACY_INPUT_WAIT_SECS", defaults.legacy_input_wait_secs as usize)?
+                as u64,
             listen_max_secs: match lookup("RELEVO_LISTEN_MAX_SECS") {
                 Some(value) => value
                     .trim()

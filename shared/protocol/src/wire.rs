@@ -15,8 +15,12 @@ pub type JsonObject = Map<String, Value>;
 
 /// The revision this server speaks on the stateless wire.
 pub const PROTOCOL_VERSION: &str = "2026-07-28";
-/// Every revision a request may name and be served with.
+/// Every revision a request may name in its `_meta` envelope (the stateless wire).
 pub const SUPPORTED_VERSIONS: &[&str] = &[PROTOCOL_VERSION];
+/// Handshake-era revisions served through `initialize` and a session, newest first. 2025-03-26
+/// and 2024-11-05 are not served: the first sends JSON-RPC batches and no `MCP-Protocol-Version`
+/// header, the second uses the HTTP+SSE transport (a long-lived GET per client).
+pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18"];
 
 /// Per-request `_meta` keys (spec: basic/index "_meta").
 pub mod meta {
@@ -35,9 +39,12 @@ pub mod header {
     pub const METHOD: &str = "mcp-method";
     pub const NAME: &str = "mcp-name";
     pub const PARAM_PREFIX: &str = "mcp-param-";
+    /// Handshake era only: the session a request belongs to.
+    pub const SESSION_ID: &str = "mcp-session-id";
 }
 
-/// JSON-RPC error codes this server emits. `-32002` and `-32042` are never emitted.
+/// JSON-RPC error codes this server emits. `-32002` and `-32001` go to 2025-11-25 clients only;
+/// `-32042` is never emitted.
 pub mod code {
     use super::ErrorCode;
     pub const PARSE_ERROR: i32 = ErrorCode::PARSE_ERROR.0;
@@ -48,6 +55,10 @@ pub mod code {
     pub const HEADER_MISMATCH: i32 = ErrorCode::HEADER_MISMATCH.0;
     pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 = ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY.0;
     pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = ErrorCode::UNSUPPORTED_PROTOCOL_VERSION.0;
+    /// 2025-11-25 only: resource not found (2026-07-28 uses `-32602`).
+    pub const LEGACY_RESOURCE_NOT_FOUND: i32 = -32002;
+    /// 2025-11-25 only, with HTTP 404: the session is unknown, expired or ended.
+    pub const SESSION_NOT_FOUND: i32 = -32001;
 }
 
 /// Logging levels in increasing severity (RFC 5424 order, as the spec lists them).

@@ -1,0 +1,286 @@
+//! Handshake-era (2025-11-25, 2025-06-18) clients, served by the same stateless functions.
+//!
+//! A legacy client opens with `initialize`; the server answers with an `Mcp-Session-Id` and from
+//! then on the client names that session on every request. Nothing of the session lives in a
+//! process: it is a record in the [`RecordStore`] (what the client declared, its log level, its
+//! resource subscriptions), so any function instance serves any request of it. Server-to-client
+//! requests (elicitation, sampling, roots) leave on the SSE stream of the request that needs
+//! them; the client's answer is a separate POST, possibly to another instance, which stores it in
+//! a pending record the waiting instance polls within a bounded wait.
+//!
+//! Invariants:
+//! - A session record is keyed by the verified principal (tenant and subject) and an unguessable
+//!   id. A session id never authenticates: every request is authenticated first, and another
+//!   principal's session id reads exactly like one that never existed (404).
+//! - Sessions expire (`expires_at`); an ended (DELETE) or expired session is a 404, after which a
+//!   client initializes again.
+//! - An answer is stored only into a pending record this server created for a request it sent on
+//!   that session, and only once: the first answer wins, later ones change nothing.
+//! - Waiting is bounded ([`Legacy::input_wait`]); a closed stream stops the wait at once.
+//!
+//! Threat model: session ids, request ids and answers are attacker-controlled input. They are
+//! used only as parts of keys under the caller's own principal, never to find a principal.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::HeaderMap;
+use relevo_state::{Ids, Owner, Record, RecordKey, RecordStore, StoreError};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::auth::Principal;
+use crate::clock::Clock;
+use crate::error::McpError;
+use crate::headers;
+use crate::registry::{ClientContext, InputRequest};
+use crate::wire::{JsonObject, LEGACY_VERSIONS, header};
+
+const SESSION_KIND: &str = "mcp-session";
+const INPUT_KIND: &str = "mcp-input";
+/// How many times one call may ask for input before the server gives up on it.
+pub const MAX_INPUT_ROUNDS: usize = 8;
+const POLL_FIRST: Duration = Duration::from_millis(50);
+const POLL_MAX: Duration = Duration::from_secs(1);
+
+/// What a session remembers between requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Session {
+    pub protocol_version: String,
+    #[serde(default)]
+    pub capabilities: JsonObject,
+    #[serde(default)]
+    pub client_info: Option<Value>,
+    /// Set by `logging/setLevel`; no `notifications/message` before it.
+    #[serde(default)]
+    pub log_level: Option<String>,
+    /// URIs from `resources/subscribe`.
+    #[serde(default)]
+    pub subscriptions: Vec<String>,
+    #[serde(default)]
+    pub ended: bool,
+}
+
+impl Session {
+    /// The client context handlers see, as if the client had sent it on this request.
+    pub fn client(&self) -> ClientContext {
+        ClientContext {
+            protocol_version: self.protocol_version.clone(),
+            capabilities: self.capabilities.clone(),
+            info: self.client_info.clone(),
+        }
+    }
+}
+
+/// The version a session speaks: the client's if served, else the newest served (the client
+/// then decides whether it can go on).
+pub fn negotiate(requested: &str) -> &'static str {
+    LEGACY_VERSIONS.iter().find(|v| **v == requested).copied().unwrap_or(LEGACY_VERSIONS[0])
+}
+
+/// The session store, ids and bounds of legacy serving.
+#[derive(Clone)]
+pub struct Legacy {
+    pub store: Arc<dyn RecordStore>,
+    pub ids: Arc<dyn Ids>,
+    pub clock: Arc<dyn Clock>,
+    /// Lifetime of a session from `initialize`.
+    pub session_ttl_secs: u64,
+    /// How long a call waits for the client's answer to one server-to-client request.
+    pub input_wait: Duration,
+}
+
+/// A session found for the caller.
+#[derive(Debug, Clone)]
+pub struct OpenSession {
+    pub id: String,
+    pub session: Session,
+}
+
+fn store_failure(error: StoreError) -> McpError {
+    tracing::error!(%error, "session store failure");
+    McpError::Internal
+}
+
+impl Legacy {
+    fn session_key(principal: &Principal, id: &str) -> RecordKey {
+        RecordKey::new(Owner::personal(&principal.tenant, &principal.subject), SESSION_KIND, id)
+    }
+
+    fn input_key(principal: &Principal, session: &str, request_id: &str) -> RecordKey {
+        RecordKey::new(
+            Owner::personal(&principal.tenant, &principal.subject),
+            INPUT_KIND,
+            &format!("{session}.{request_id}"),
+        )
+    }
+
+    /// Creates a session for the caller; returns its id.
+    pub async fn create(&self, principal: &Principal, session: &Session) -> Result<String, McpError> {
+        let now = self.clock.now_unix();
+        let body = serde_json::to_value(session).map_err(|_| McpError::Internal)?;
+        let id = self.ids.new_id();
+        self.store
+            .create(&Self::session_key(principal, &id), &body, Some(now + self.session_ttl_secs), now)
+            .await
+            .map_err(store_failure)?;
+        Ok(id)
+    }
+
+    /// The caller's live session named by `Mcp-Session-Id`: 400 without the header, 404 for an
+    /// unknown, expired, ended or foreign one.
+    pub async fn open(&self, principal: &Principal, headers: &HeaderMap) -> Result<OpenSession, McpError> {
+        let id = headers::single(headers, header::SESSION_ID)
+            .map_err(|_| McpError::SessionNotFound)?
+            .ok_or(McpError::SessionRequired)?;
+        let (_, session) = self.read(principal, &id).await?;
+        Ok(OpenSession { id, session })
+    }
+
+    /// The caller's live session `id`.
+    pub async fn open_by_id(&self, principal: &Principal, id: &str) -> Result<Session, McpError> {
+        Ok(self.read(principal, id).await?.1)
+    }
+
+    async fn read(&self, principal: &Principal, id: &str) -> Result<(Record, Session), McpError> {
+        let record = self
+            .store
+            .get(&Self::session_key(principal, id), self.clock.now_unix())
+            .await
+            .map_err(store_failure)?
+            .ok_or(McpError::SessionNotFound)?;
+        match serde_json::from_value::<Session>(record.body.clone()) {
+            Ok(session) if !session.ended => Ok((record, session)),
+            _ => Err(McpError::SessionNotFound),
+        }
+    }
+
+    /// Changes a live session by a conditional write, retrying when another request wrote first.
+    pub async fn update(
+        &self,
+        principal: &Principal,
+        id: &str,
+        change: impl Fn(&mut Session),
+    ) -> Result<Session, McpError> {
+        let key = Self::session_key(principal, id);
+        for _ in 0..5 {
+            let (record, mut session) = self.read(principal, id).await?;
+            change(&mut session);
+            let body = serde_json::to_value(&session).map_err(|_| McpError::Internal)?;
+            match self.store.update(&key, record.revision, &body, self.clock.now_unix()).await {
+                Ok(_) => return Ok(session),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(StoreError::NotFound) => return Err(McpError::SessionNotFound),
+                Err(other) => return Err(store_failure(other)),
+            }
+        }
+        Err(McpError::Internal)
+    }
+
+    /// Stores the client's answer to request `request_id` of `session`. `Ok(false)` when no
+    /// such request is pending (never sent, expired, or already answered).
+    pub async fn store_answer(
+        &self,
+        principal: &Principal,
+        session: &str,
+        request_id: &str,
+        message: &JsonObject,
+    ) -> Result<bool, McpError> {
+        let key = Self::input_key(principal, session, request_id);
+        let now = self.clock.now_unix();
+        let Some(pending) = self.store.get(&key, now).await.map_err(store_failure)? else { return Ok(false) };
+        if pending.body.get("state").and_then(Value::as_str) != Some("waiting") {
+            return Ok(false);
+        }
+        let answered = json!({ "state": "answered", "message": message });
+        match self.store.update(&key, pending.revision, &answered, now).await {
+            Ok(_) => Ok(true),
+            Err(StoreError::Conflict { .. } | StoreError::NotFound) => Ok(false),
+            Err(other) => Err(store_failure(other)),
+        }
+    }
+
+    /// Sends `input` to the client as a JSON-RPC request on `stream` and waits for its answer.
+    /// `Err` says why there is none, in words a person can act on.
+    pub async fn ask(
+        &self,
+        principal: &Principal,
+        session: &str,
+        client: &ClientContext,
+        input: &InputRequest,
+        stream: &UnboundedSender<Bytes>,
+    ) -> Result<Value, String> {
+        let request_id = self.ids.new_id();
+        let key = Self::input_key(principal, session, &request_id);
+        let now = self.clock.now_unix();
+        let wait_secs = self.input_wait.as_secs().max(1);
+        self.store
+            .create(&key, &json!({ "state": "waiting" }), Some(now + wait_secs + 60), now)
+            .await
+            .map_err(|e| format!("the server could not record the request: {e}"))?;
+        let wire = input.to_wire();
+        let method = wire["method"].as_str().unwrap_or_default().to_string();
+        let mut params = wire.get("params").cloned().unwrap_or_else(|| json!({}));
+        if client.protocol_version.as_str() < "2025-11-25"
+            && params.get("mode").and_then(Value::as_str) == Some("form")
+            && let Some(object) = params.as_object_mut()
+        {
+            object.remove("mode"); // 2025-06-18 elicitation has form mode only, unnamed
+        }
+        let message = json!({ "jsonrpc": "2.0", "id": request_id, "method": method, "params": params });
+        if stream.send(crate::server::sse_frame(&message)).is_err() {
+            return Err("the client closed the stream".into());
+        }
+        let deadline = tokio::time::Instant::now() + self.input_wait;
+        let mut delay = POLL_FIRST;
+        loop {
+            let record = self.store.get(&key, self.clock.now_unix()).await.map_err(|e| e.to_string())?;
+            match record {
+                Some(record) if record.body.get("state").and_then(Value::as_str) == Some("answered") => {
+                    let answer = &record.body["message"];
+                    if let Some(result) = answer.get("result") {
+                        return Ok(result.clone());
+                    }
+                    let reason = answer["error"]["message"].as_str().unwrap_or("no reason given");
+                    return Err(format!("the client refused {method}: {reason}"));
+                }
+                Some(_) => {}
+                None => return Err(format!("the request {method} expired")),
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Err(format!("no answer to {method} within {} s", self.input_wait.as_secs()));
+            }
+            tokio::select! {
+                () = tokio::time::sleep(delay.min(deadline - now)) => {}
+                () = stream.closed() => return Err("the client closed the stream".into()),
+            }
+            delay = (delay * 2).min(POLL_MAX);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negotiation_echoes_a_served_version_and_offers_the_newest_otherwise() {
+        assert_eq!(negotiate("2025-06-18"), "2025-06-18");
+        assert_eq!(negotiate("2025-11-25"), "2025-11-25");
+        assert_eq!(negotiate("2024-11-05"), "2025-11-25");
+        assert_eq!(negotiate(""), "2025-11-25");
+    }
+
+    #[test]
+    fn session_record_reads_back_with_defaults() {
+        let session: Session = serde_json::from_value(json!({ "protocolVersion": "2025-11-25" })).unwrap_or_else(|e| {
+            panic!("a minimal session record deserializes: {e}");
+        });
+        assert!(session.subscriptions.is_empty() && session.log_level.is_none() && !session.ended);
+        assert_eq!(session.client().protocol_version, "2025-11-25");
+    }
+}
