@@ -9,6 +9,10 @@
 //! - `seal_request_state`, `open_request_state`: `KeyRing::seal`/`open` of a requestState shaped
 //!   like the server's (`{"b": binding, "s": state}`).
 //! - `cursor_encode`, `cursor_decode`: a pagination cursor.
+//! - `state_binding_greet`: what `McpServer::call` computes for every `tools/call` before the
+//!   handler runs, whether or not a requestState is involved (`state_binding` in
+//!   `shared/protocol/src/server.rs`: arguments cloned, canonical JSON, SHA-256, hex by `format!`
+//!   per byte, a JSON object) — reproduced here, as the server's function is private.
 
 use std::sync::Arc;
 
@@ -97,5 +101,23 @@ fn seal(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, handle, seal);
+fn state_binding(c: &mut Criterion) {
+    use sha2::{Digest, Sha256};
+    let arguments = json!({ "name": "bench" });
+    let arguments = arguments.as_object().expect("an object").clone();
+    let mut group = c.benchmark_group("inprocess");
+    group.bench_function("state_binding_greet", |b| {
+        b.iter(|| {
+            let digest =
+                Sha256::digest(relevo_state::canonical_json(&serde_json::Value::Object(arguments.clone())).as_bytes());
+            json!({
+                "tn": "anonymous", "sb": "anonymous", "m": "tools/call", "t": "greet",
+                "a": digest.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+            })
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, handle, seal, state_binding);
 criterion_main!(benches);

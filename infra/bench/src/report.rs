@@ -159,6 +159,7 @@ fn criterion_medians(dir: &Path) -> Vec<(String, f64)> {
         "open_request_state",
         "cursor_encode",
         "cursor_decode",
+        "state_binding_greet",
     ];
     ids.iter()
         .filter_map(|id| {
