@@ -9,7 +9,7 @@ SUB ?= developer
 SCOPES ?= notes:read notes:write
 CARGO ?= cargo
 
-.PHONY: run run-lambda build sam-build deploy logs token test unit lint fmt validate conformance clients browser bench release-size clean
+.PHONY: run run-lambda build sam-build deploy logs token test unit lint fmt validate conformance clients browser bench bench-smoke bench-durable release-size clean
 
 ## run: the server on http://127.0.0.1:$(PORT)/mcp (APP=shop|conformance, ROUTING=per-method|single, AUTH=dev|required|off)
 run:
@@ -29,8 +29,8 @@ run-lambda:
 token:
 	@$(CARGO) run --quiet -p relevo-gateway --bin relevo-token -- --tenant "$(TENANT)" --sub "$(SUB)" --scopes "$(SCOPES)"
 
-## test: lint, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python and TypeScript SDK clients, the approval page in Chromium
-test: lint validate unit conformance clients browser
+## test: lint, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python and TypeScript SDK clients, the approval page in Chromium, the benchmark harness in its short mode
+test: lint validate unit conformance clients browser bench-smoke
 
 ## unit: every cargo test, with the DynamoDB/SQS emulator (moto) running for the AWS adapters
 unit:
@@ -88,9 +88,20 @@ clients:
 browser:
 	infra/scripts/with-moto.sh infra/scripts/browser.sh
 
-## bench: durable-work throughput and store/queue calls per job (release build; timing lives here, never in tests)
+## bench: every performance figure in one run, as one Markdown table (target/bench/report.md):
+## tools/call over HTTP against rmcp and a hyper ceiling (wrk), CPU/request, peak RSS, cold starts,
+## binary sizes, criterion in-process costs, the durable path. Release builds; run it on a quiet machine.
 bench:
-	$(CARGO) run --release --quiet -p relevo-bench -- 1000
+	infra/scripts/bench.sh
+
+## bench-smoke: the same harness in CI mode (debug builds, tiny durations); checks only that it runs
+bench-smoke:
+	infra/scripts/bench.sh --short
+
+## bench-durable: durable-work throughput and store/queue calls per job alone (JOBS=1000)
+JOBS ?= 1000
+bench-durable:
+	$(CARGO) run --release --quiet -p relevo-bench -- durable $(JOBS)
 
 ## release-size: release build of one function binary, and its size
 release-size:

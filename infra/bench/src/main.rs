@@ -1,140 +1,75 @@
-//! `relevo-bench [JOBS]`: runs JOBS jobs (four checkpointed windows each) through the engine on
-//! the embedded SQLite store and queue, as the local worker loop does, and reports jobs per second
-//! and the store and queue calls per job. Each store call maps to one DynamoDB request in the AWS
-//! adapter (create_job → TransactWriteItems, get_job → GetItem, put_job → PutItem) and each queue
-//! call to one SQS request (send → SendMessage, receive → ReceiveMessage, delete → DeleteMessage).
+//! `relevo-bench`: the benchmarks of `make bench` (timing lives here, never in tests).
+//!
+//! - `relevo-bench report --bin-dir DIR --peer-dir DIR --criterion-dir DIR --out FILE [--short]`:
+//!   every figure in one run on this machine — HTTP load against the peers ([`load`]), cold
+//!   starts ([`cold`]), binary and zip sizes, the criterion medians of `benches/inprocess.rs`
+//!   (run before, by `infra/scripts/bench.sh`), the durable path ([`durable`]) — written as one
+//!   Markdown report to FILE and printed. `--short` is the CI mode: same code, tiny durations.
+//! - `relevo-bench durable [JOBS]` (or `relevo-bench [JOBS]`): the durable path alone.
+//! - `relevo-bench cold-start --bin-dir DIR --samples N`: the child process of [`cold`].
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+mod checkout;
+mod cold;
+mod durable;
+mod load;
+mod report;
 
-use relevo_embedded::{SqliteQueue, SqliteStore};
-use relevo_state::jobs::{Created, Job, JobRef, JobStore};
-use relevo_state::work::BoxFuture;
-use relevo_state::{
-    Engine, EngineConfig, JobContext, JobFailure, JobRunner, Queue, QueueMessage, RandomIds, StoreFuture, SystemClock,
-};
-use serde_json::{Value, json};
+use std::path::PathBuf;
 
-#[derive(Default)]
-struct Calls {
-    create: AtomicU64,
-    get: AtomicU64,
-    put: AtomicU64,
-    send: AtomicU64,
-    receive: AtomicU64,
-    delete: AtomicU64,
+use load::Error;
+
+/// The options of `report`.
+pub struct Options {
+    pub bin_dir: PathBuf,
+    pub peer_dir: PathBuf,
+    pub criterion_dir: PathBuf,
+    pub zip_dir: PathBuf,
+    pub out: PathBuf,
+    pub short: bool,
+    pub profile: String,
 }
 
-struct Counted<T> {
-    inner: T,
-    calls: Arc<Calls>,
-}
-
-impl<T: JobStore> JobStore for Counted<T> {
-    fn create_job<'a>(&'a self, job: &'a Job) -> StoreFuture<'a, Created> {
-        self.calls.create.fetch_add(1, Ordering::Relaxed);
-        self.inner.create_job(job)
-    }
-    fn get_job<'a>(&'a self, job: &'a JobRef) -> StoreFuture<'a, Option<Job>> {
-        self.calls.get.fetch_add(1, Ordering::Relaxed);
-        self.inner.get_job(job)
-    }
-    fn put_job<'a>(&'a self, job: &'a Job, expected: u64) -> StoreFuture<'a, Job> {
-        self.calls.put.fetch_add(1, Ordering::Relaxed);
-        self.inner.put_job(job, expected)
-    }
-    fn list_active<'a>(&'a self, limit: usize) -> StoreFuture<'a, Vec<Job>> {
-        self.inner.list_active(limit)
-    }
-}
-
-impl<T: Queue> Queue for Counted<T> {
-    fn send<'a>(&'a self, body: &'a str) -> StoreFuture<'a, ()> {
-        self.calls.send.fetch_add(1, Ordering::Relaxed);
-        self.inner.send(body)
-    }
-    fn receive<'a>(&'a self, max: usize, visibility: u64, now: u64) -> StoreFuture<'a, Vec<QueueMessage>> {
-        self.calls.receive.fetch_add(1, Ordering::Relaxed);
-        self.inner.receive(max, visibility, now)
-    }
-    fn delete<'a>(&'a self, receipt: &'a str) -> StoreFuture<'a, ()> {
-        self.calls.delete.fetch_add(1, Ordering::Relaxed);
-        self.inner.delete(receipt)
-    }
-    fn change_visibility<'a>(&'a self, receipt: &'a str, secs: u64, now: u64) -> StoreFuture<'a, ()> {
-        self.inner.change_visibility(receipt, secs, now)
-    }
-}
-
-const WINDOWS: u64 = 4;
-
-struct Windows;
-
-impl JobRunner for Windows {
-    fn run<'a>(&'a self, ctx: &'a JobContext) -> BoxFuture<'a, Result<Value, JobFailure>> {
-        Box::pin(async move {
-            let mut next = ctx.checkpoint().and_then(|c| c["next"].as_u64()).unwrap_or(0);
-            while next < WINDOWS {
-                next += 1;
-                ctx.save_checkpoint(json!({ "next": next })).await?;
+fn main() -> Result<(), Error> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let value =
+        |flag: &str| -> Option<String> { args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned() };
+    let runtime = || tokio::runtime::Builder::new_multi_thread().enable_all().build();
+    match args.first().map(String::as_str) {
+        Some("report") => {
+            let short = args.iter().any(|a| a == "--short");
+            let options = Options {
+                bin_dir: value("--bin-dir").map_or_else(|| PathBuf::from("target/release"), PathBuf::from),
+                peer_dir: value("--peer-dir").map_or_else(|| PathBuf::from("target/release"), PathBuf::from),
+                criterion_dir: value("--criterion-dir")
+                    .map_or_else(|| PathBuf::from("target/criterion"), PathBuf::from),
+                zip_dir: value("--zip-dir").map_or_else(|| PathBuf::from("target/lambda"), PathBuf::from),
+                out: value("--out").map_or_else(|| PathBuf::from("target/bench/report.md"), PathBuf::from),
+                profile: value("--profile").unwrap_or_else(|| if short { "debug".into() } else { "release".into() }),
+                short,
+            };
+            let markdown = runtime()?.block_on(report::run(&options))?;
+            if let Some(dir) = options.out.parent() {
+                std::fs::create_dir_all(dir)?;
             }
-            Ok(json!({ "windows": WINDOWS }))
-        })
-    }
-}
-
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let jobs: u64 = std::env::args().nth(1).map(|n| n.parse()).transpose()?.unwrap_or(500);
-    let dir = std::env::temp_dir().join(format!("relevo-bench-{}", std::process::id()));
-    let sqlite = SqliteStore::open(&dir.join("bench.db"))?;
-    let calls = Arc::new(Calls::default());
-    let store = Arc::new(Counted { inner: sqlite.clone(), calls: calls.clone() });
-    let queue = Arc::new(Counted { inner: SqliteQueue::new(sqlite, 5), calls: calls.clone() });
-    let engine = Engine::new(store, queue.clone(), Arc::new(SystemClock), Arc::new(RandomIds), EngineConfig::default())
-        .runner("windows", Arc::new(Windows));
-
-    let started = Instant::now();
-    for n in 0..jobs {
-        engine.start("bench", "runner", "windows", Some(&format!("job-{n}")), json!({ "n": n })).await?;
-    }
-    let enqueued = started.elapsed();
-    let mut done = 0;
-    while done < jobs {
-        let messages = queue.receive(10, 60, 0).await?;
-        let batch = messages.iter().map(|m| (m.id.clone(), m.body.clone())).collect();
-        let failed = engine.process_batch(batch).await;
-        for message in messages.iter().filter(|m| !failed.contains(&m.id)) {
-            queue.delete(&message.receipt).await?;
-            done += 1;
+            std::fs::write(&options.out, &markdown)?;
+            println!("{markdown}");
+            eprintln!("written to {}", options.out.display());
+            Ok(())
         }
+        Some("cold-start") => {
+            let bin_dir = PathBuf::from(value("--bin-dir").ok_or("--bin-dir is required")?);
+            let samples = value("--samples").map(|s| s.parse()).transpose()?.unwrap_or(5);
+            Ok(cold::child(&bin_dir, samples)?)
+        }
+        Some("durable") | None => {
+            let jobs = args.get(1).map(|n| n.parse()).transpose()?.unwrap_or(500);
+            durable::print(&runtime()?.block_on(durable::run(jobs)).map_err(|e| e.to_string())?);
+            Ok(())
+        }
+        Some(jobs) if jobs.parse::<u64>().is_ok() => {
+            durable::print(&runtime()?.block_on(durable::run(jobs.parse()?)).map_err(|e| e.to_string())?);
+            Ok(())
+        }
+        Some(other) => Err(format!("unknown command {other:?}: expected report, durable [JOBS] or cold-start").into()),
     }
-    let elapsed = started.elapsed();
-    std::fs::remove_dir_all(&dir)?;
-
-    let per_job = |counter: &AtomicU64| counter.load(Ordering::Relaxed) as f64 / jobs as f64;
-    let dynamo = per_job(&calls.create) + per_job(&calls.get) + per_job(&calls.put);
-    let sqs = per_job(&calls.send) + per_job(&calls.receive) + per_job(&calls.delete);
-    println!(
-        "durable work, embedded SQLite store and queue, {jobs} jobs of {WINDOWS} checkpointed windows, batches of 10"
-    );
-    println!("  starts (create + enqueue): {:.0} jobs/s", jobs as f64 / enqueued.as_secs_f64());
-    println!(
-        "  end to end (start, claim, {WINDOWS} checkpoints, complete, delete): {:.0} jobs/s",
-        jobs as f64 / elapsed.as_secs_f64()
-    );
-    println!(
-        "  DynamoDB-equivalent calls per job: {dynamo:.2} (TransactWriteItems {:.2}, GetItem {:.2}, PutItem {:.2})",
-        per_job(&calls.create),
-        per_job(&calls.get),
-        per_job(&calls.put)
-    );
-    println!(
-        "  SQS-equivalent calls per job: {sqs:.2} (SendMessage {:.2}, ReceiveMessage {:.2}, DeleteMessage {:.2})",
-        per_job(&calls.send),
-        per_job(&calls.receive),
-        per_job(&calls.delete)
-    );
-    Ok(())
 }

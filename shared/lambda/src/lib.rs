@@ -16,18 +16,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
+use http_body::Frame;
+use http_body_util::StreamBody;
 use lambda_http::LambdaEvent;
 use relevo_app::{Jobs, Ports};
 use relevo_auth::AuthSettings;
 use relevo_aws::{DynamoStore, SqsQueue};
 use relevo_protocol::{McpServer, Reply, ReplyBody, Route, Settings};
-use futures_util::StreamExt;
-use futures_util::stream::BoxStream;
-use http_body::Frame;
-use http_body_util::StreamBody;
+use relevo_state::{Engine, EngineConfig};
 use std::convert::Infallible;
 use tracing_subscriber::filter::LevelFilter;
-use relevo_state::{Engine, EngineConfig};
 
 /// Builds the server from the environment. Lambdas never use ephemeral keys: the instance that
 /// verifies a `requestState` is rarely the one that sealed it.
@@ -208,8 +208,7 @@ fn init_logging() {
         .iter()
         .find_map(|name| std::env::var(name).ok()?.parse::<LevelFilter>().ok())
         .unwrap_or(LevelFilter::INFO);
-    let subscriber =
-        tracing_subscriber::fmt().json().with_target(false).without_time().with_max_level(level).finish();
+    let subscriber = tracing_subscriber::fmt().json().with_target(false).without_time().with_max_level(level).finish();
     let _ = tracing::subscriber::set_global_default(subscriber);
 }
 

@@ -23,7 +23,9 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use ids::{Ids, RandomIds};
 pub use jobs::{Created, Job, JobRef, JobStatus, JobStore, Lease};
 pub use queue::{Queue, QueueMessage, WorkMessage};
-pub use records::{Owner, Record, RecordKey, RecordStore, StoreError, StoreFuture, TransactError, Write};
+pub use records::{
+    Owner, Record, RecordKey, RecordStore, StoreError, StoreFuture, TransactError, TransactFuture, Write,
+};
 pub use work::{
     Engine, EngineConfig, JobContext, JobFailure, JobRunner, Processed, ReconcileReport, StartError, WorkError,
 };

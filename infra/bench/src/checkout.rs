@@ -1,0 +1,150 @@
+//! Store calls per shop checkout: the shop app in-process (`McpServer::handle`, authorization
+//! off) over an in-memory SQLite record store wrapped to count calls. A cart is created and
+//! filled (two `cart_add_item`), then checked out in two rounds: the quote (`input_required`
+//! with a sealed requestState) and the confirmation (the retry with the accepted elicitation).
+//! Each record call is one DynamoDB request in the AWS adapter (get → GetItem, create and update
+//! → conditional PutItem/UpdateItem, transact → TransactWriteItems).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use relevo_app::Ports;
+use relevo_embedded::SqliteStore;
+use relevo_protocol::{KeyRing, McpServer, Method, NoAuth, Route, ServerConfig};
+use relevo_state::{Record, RecordKey, RecordStore, StoreFuture, TransactFuture, Write};
+use serde_json::{Value, json};
+
+#[derive(Default)]
+struct Calls {
+    get: AtomicU64,
+    create: AtomicU64,
+    update: AtomicU64,
+    transact: AtomicU64,
+}
+
+struct Counted {
+    inner: SqliteStore,
+    calls: Arc<Calls>,
+}
+
+impl RecordStore for Counted {
+    fn create<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        body: &'a Value,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> StoreFuture<'a, Record> {
+        self.calls.create.fetch_add(1, Ordering::Relaxed);
+        self.inner.create(key, body, expires_at, now)
+    }
+    fn get<'a>(&'a self, key: &'a RecordKey, now: u64) -> StoreFuture<'a, Option<Record>> {
+        self.calls.get.fetch_add(1, Ordering::Relaxed);
+        self.inner.get(key, now)
+    }
+    fn update<'a>(&'a self, key: &'a RecordKey, expected: u64, body: &'a Value, now: u64) -> StoreFuture<'a, Record> {
+        self.calls.update.fetch_add(1, Ordering::Relaxed);
+        self.inner.update(key, expected, body, now)
+    }
+    fn transact<'a>(&'a self, writes: &'a [Write], now: u64) -> TransactFuture<'a> {
+        self.calls.transact.fetch_add(1, Ordering::Relaxed);
+        self.inner.transact(writes, now)
+    }
+}
+
+/// Store calls (get, create, update) of one step.
+#[derive(Clone, Copy, Default)]
+pub struct Step {
+    pub get: u64,
+    pub create: u64,
+    pub update: u64,
+    /// All-or-nothing multi-record writes (TransactWriteItems).
+    pub transact: u64,
+}
+
+impl Step {
+    pub fn total(&self) -> u64 {
+        self.get + self.create + self.update + self.transact
+    }
+}
+
+/// The calls of each step of one checkout.
+pub struct Checkout {
+    pub fill: Step,
+    pub quote: Step,
+    pub confirm: Step,
+}
+
+async fn call(server: &McpServer, tool: &str, params: Value) -> Result<Value, String> {
+    let mut params = params;
+    params["name"] = json!(tool);
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} }
+    });
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params }).to_string();
+    let request = http::Request::post("/mcp")
+        .header("host", "127.0.0.1")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .body(Bytes::from(body))
+        .map_err(|e| e.to_string())?;
+    let reply = server.handle(Route::Only(Method::ToolsCall), request).await.into_body().collect().await;
+    let answer: Value = serde_json::from_slice(&reply).map_err(|e| format!("{tool}: {e}"))?;
+    if answer.get("result").is_none() || answer["result"]["isError"] == true {
+        return Err(format!("{tool} failed: {answer}"));
+    }
+    Ok(answer["result"].clone())
+}
+
+pub async fn run() -> Result<Checkout, String> {
+    let calls = Arc::new(Calls::default());
+    let store = Counted { inner: SqliteStore::in_memory().map_err(|e| e.to_string())?, calls: calls.clone() };
+    let app = relevo_app::build("shop", &Ports::new(Some(Arc::new(store)))).map_err(|e| e.to_string())?;
+    let keys = KeyRing::new(vec![("bench".into(), vec![7u8; 32])]).map_err(|e| e.to_string())?;
+    let server = McpServer::new(app, ServerConfig::default(), keys, Arc::new(NoAuth));
+    let mut last = Step::default();
+    let mut step = || {
+        let now = Step {
+            get: calls.get.load(Ordering::Relaxed),
+            create: calls.create.load(Ordering::Relaxed),
+            update: calls.update.load(Ordering::Relaxed),
+            transact: calls.transact.load(Ordering::Relaxed),
+        };
+        let delta = Step {
+            get: now.get - last.get,
+            create: now.create - last.create,
+            update: now.update - last.update,
+            transact: now.transact - last.transact,
+        };
+        last = now;
+        delta
+    };
+
+    let cart = call(&server, "cart_create", json!({ "arguments": {} })).await?;
+    let cart_id = cart["structuredContent"]["cartId"].as_str().ok_or("cart_create gave no cartId")?.to_string();
+    for (sku, quantity) in [("GRN-BURR-01", 2), ("MUG-CER-300", 1)] {
+        let arguments = json!({ "cartId": cart_id, "sku": sku, "quantity": quantity });
+        call(&server, "cart_add_item", json!({ "arguments": arguments })).await?;
+    }
+    let fill = step();
+    let quote = call(&server, "cart_checkout", json!({ "arguments": { "cartId": cart_id } })).await?;
+    if quote["resultType"] != "input_required" {
+        return Err(format!("the first checkout round did not ask for a confirmation: {quote}"));
+    }
+    let quote_calls = step();
+    let retry = json!({
+        "arguments": { "cartId": cart_id },
+        "inputResponses": { "confirm": { "action": "accept", "content": { "confirm": true } } },
+        "requestState": quote["requestState"],
+    });
+    let ordered = call(&server, "cart_checkout", retry).await?;
+    if ordered["structuredContent"]["status"] != "ordered" {
+        return Err(format!("the confirmation placed no order: {ordered}"));
+    }
+    Ok(Checkout { fill, quote: quote_calls, confirm: step() })
+}

@@ -1,0 +1,265 @@
+//! HTTP load: each server runs as its own process on a free 127.0.0.1 port; `wrk` (one thread,
+//! `-c` connections, `-d` seconds, `--latency`) drives one `tools/call` POST per scenario through
+//! a generated Lua script. Throughput and p50/p99 are wrk's; CPU per request is the server
+//! process's utime+stime delta (`/proc/PID/stat`, all threads) over the measured run divided by
+//! wrk's request count; peak RSS is the process's `VmHWM` after all its runs. Before each
+//! measured run one request is sent by hand and its answer must be HTTP 200 with a JSON-RPC
+//! `result` (a server answering errors fast would otherwise look good), then wrk warms up.
+//! A run with non-2xx answers or socket errors fails the benchmark.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
+
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// One server process, killed when dropped.
+pub struct Server {
+    pub name: String,
+    pub port: u16,
+    child: Child,
+}
+
+impl Server {
+    /// Starts `binary args…` with `env` and waits until its port accepts connections.
+    pub async fn start(
+        name: &str,
+        binary: &Path,
+        args: &[String],
+        env: &[(String, String)],
+        logs: &Path,
+        port: u16,
+    ) -> Result<Server, Error> {
+        let log = std::fs::File::create(logs.join(format!("{name}.log")))?;
+        let child = Command::new(binary)
+            .args(args)
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
+        let mut server = Server { name: name.into(), port, child };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+            if let Some(status) = server.child.try_wait()? {
+                return Err(format!("{name} exited before listening ({status}); see {}", logs.display()).into());
+            }
+            if Instant::now() > deadline {
+                return Err(format!("{name} did not listen on 127.0.0.1:{port} within 60 s").into());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok(server)
+    }
+
+    pub fn pid(&self) -> Result<u32, Error> {
+        self.child.id().ok_or_else(|| format!("{} has exited", self.name).into())
+    }
+
+    /// utime + stime of the whole process so far, in seconds.
+    pub fn cpu_secs(&self, ticks_per_sec: f64) -> Result<f64, Error> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()?))?;
+        // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
+        let rest = stat.rsplit_once(')').map(|(_, rest)| rest).ok_or("unreadable /proc/PID/stat")?;
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = |i: usize| -> Result<f64, Error> {
+            Ok(fields.get(i).ok_or("short /proc/PID/stat")?.parse::<u64>()? as f64)
+        };
+        Ok((ticks(11)? + ticks(12)?) / ticks_per_sec)
+    }
+
+    /// Peak resident set size so far (`VmHWM`), in KiB.
+    pub fn peak_rss_kib(&self) -> Result<u64, Error> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?))?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:")).ok_or("no VmHWM in /proc/PID/status")?;
+        Ok(line.split_whitespace().nth(1).ok_or("bad VmHWM line")?.parse()?)
+    }
+}
+
+/// A free loopback port (bound then released; the server binds it a moment later).
+pub fn free_port() -> Result<u16, Error> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// `getconf CLK_TCK`: the unit of utime and stime.
+pub fn ticks_per_sec() -> Result<f64, Error> {
+    let out = std::process::Command::new("getconf").arg("CLK_TCK").output()?;
+    Ok(String::from_utf8(out.stdout)?.trim().parse()?)
+}
+
+/// One `tools/call` request, as a 2026-07-28 client sends it.
+#[derive(Clone)]
+pub struct Call {
+    pub tool: &'static str,
+    pub arguments: serde_json::Value,
+    pub bearer: Option<String>,
+}
+
+impl Call {
+    pub fn body(&self) -> String {
+        serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": self.tool, "arguments": self.arguments,
+            "_meta": { "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                       "io.modelcontextprotocol/clientCapabilities": {} }
+        }})
+        .to_string()
+    }
+
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        let mut headers = vec![
+            ("Content-Type", "application/json".to_string()),
+            ("Accept", "application/json, text/event-stream".to_string()),
+            ("MCP-Protocol-Version", "2026-07-28".to_string()),
+            ("Mcp-Method", "tools/call".to_string()),
+            ("Mcp-Name", self.tool.to_string()),
+        ];
+        if let Some(token) = &self.bearer {
+            headers.push(("Authorization", format!("Bearer {token}")));
+        }
+        headers
+    }
+
+    /// The wrk script that sends this request.
+    pub fn lua(&self) -> String {
+        let mut script = String::from("wrk.method = \"POST\"\nwrk.path = \"/mcp\"\n");
+        script.push_str(&format!("wrk.body = [==[{}]==]\n", self.body()));
+        for (name, value) in self.headers() {
+            script.push_str(&format!("wrk.headers[\"{name}\"] = [==[{value}]==]\n"));
+        }
+        script
+    }
+}
+
+/// Sends `call` once over a fresh connection; the answer must be HTTP 200 carrying a JSON-RPC
+/// `result` and no `error`. Returns the body.
+pub async fn probe(port: u16, call: &Call) -> Result<String, Error> {
+    let body = call.body();
+    let mut request = format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n");
+    for (name, value) in call.headers() {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str(&format!("Content-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()));
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    stream.write_all(request.as_bytes()).await?;
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer)).await??;
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status_ok = head.lines().next().is_some_and(|l| l.split_whitespace().nth(1) == Some("200"));
+    if !status_ok || !body.contains("\"result\"") || body.contains("\"error\"") {
+        return Err(format!("port {port}: {} did not answer a result:\n{answer}", call.tool).into());
+    }
+    Ok(body.to_string())
+}
+
+/// What one wrk run measured.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    pub requests: u64,
+    pub rps: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub cpu_us_per_request: f64,
+}
+
+/// Runs wrk against `server` with `call` for `secs` seconds at `connections`, after a warm-up.
+pub async fn measure(
+    server: &Server,
+    call: &Call,
+    connections: u32,
+    secs: u32,
+    warmup_secs: u32,
+    scripts: &Path,
+    ticks_per_sec: f64,
+) -> Result<Measured, Error> {
+    probe(server.port, call).await?;
+    let script = scripts.join(format!("{}-{}.lua", server.name, call.tool));
+    std::fs::write(&script, call.lua())?;
+    if warmup_secs > 0 {
+        wrk(server.port, &script, connections, warmup_secs).await?;
+    }
+    let before = server.cpu_secs(ticks_per_sec)?;
+    let output = wrk(server.port, &script, connections, secs).await?;
+    let after = server.cpu_secs(ticks_per_sec)?;
+    let mut measured = parse_wrk(&output).map_err(|e| format!("{}: {e}\n{output}", server.name))?;
+    measured.cpu_us_per_request = (after - before) * 1e6 / measured.requests.max(1) as f64;
+    Ok(measured)
+}
+
+async fn wrk(port: u16, script: &Path, connections: u32, secs: u32) -> Result<String, Error> {
+    let output = Command::new("wrk")
+        .args(["-t1", &format!("-c{connections}"), &format!("-d{secs}s"), "--timeout", "5s", "--latency", "-s"])
+        .arg(script)
+        .arg(format!("http://127.0.0.1:{port}/mcp"))
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| format!("cannot run wrk (apt-get install -y wrk): {e}"))?;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    if !output.status.success() {
+        return Err(format!("wrk failed: {text}{}", String::from_utf8_lossy(&output.stderr)).into());
+    }
+    Ok(text)
+}
+
+/// Reads wrk's `--latency` report; refuses runs with errors.
+pub fn parse_wrk(output: &str) -> Result<Measured, String> {
+    let mut measured = Measured { requests: 0, rps: 0.0, p50_us: f64::NAN, p99_us: f64::NAN, cpu_us_per_request: 0.0 };
+    for line in output.lines().map(str::trim) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["50%", value] => measured.p50_us = micros(value)?,
+            ["99%", value] => measured.p99_us = micros(value)?,
+            ["Requests/sec:", value] => measured.rps = value.parse().map_err(|_| "bad Requests/sec")?,
+            [count, "requests", "in", ..] => measured.requests = count.parse().map_err(|_| "bad request count")?,
+            ["Non-2xx", ..] => return Err(format!("non-2xx answers under load: {line}")),
+            ["Socket", "errors:", ..] => return Err(format!("socket errors under load: {line}")),
+            _ => {}
+        }
+    }
+    if measured.requests == 0 || measured.p50_us.is_nan() || measured.p99_us.is_nan() {
+        return Err("no requests completed, or no latency distribution".into());
+    }
+    Ok(measured)
+}
+
+fn micros(value: &str) -> Result<f64, String> {
+    let split = value.find(|c: char| c.is_ascii_alphabetic()).ok_or_else(|| format!("no unit in {value}"))?;
+    let (number, unit) = value.split_at(split);
+    let number: f64 = number.parse().map_err(|_| format!("bad number in {value}"))?;
+    Ok(match unit {
+        "us" => number,
+        "ms" => number * 1e3,
+        "s" => number * 1e6,
+        "m" => number * 60e6,
+        other => return Err(format!("unknown unit {other}")),
+    })
+}
+
+/// Where generated scripts and server logs go.
+pub fn work_dir(out: &Path) -> Result<PathBuf, Error> {
+    let dir = out.parent().unwrap_or(Path::new(".")).join("work");
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_wrk_latency_report() {
+        let report = "Running 1s test @ http://127.0.0.1:1/mcp\n  1 threads and 16 connections\n  Latency Distribution\n     50%  374.00us\n     75%  500.00us\n     90%  800.00us\n     99%    1.20ms\n  12345 requests in 1.00s, 3.33MB read\nRequests/sec:  12345.67\nTransfer/sec:      3.33MB\n";
+        let measured = parse_wrk(report).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(measured.requests, 12345);
+        assert_eq!(measured.p50_us, 374.0);
+        assert_eq!(measured.p99_us, 1200.0);
+        assert!((measured.rps - 12345.67).abs() < 1e-9);
+        assert!(parse_wrk(&format!("{report}  Non-2xx or 3xx responses: 3\n")).is_err());
+    }
+}

@@ -1,0 +1,402 @@
+//! One run of every measurement, in order (each server alone on the machine while it is loaded),
+//! rendered as one Markdown report. Ratios are computed from figures of this same run.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+
+use crate::Options;
+use crate::checkout::{self, Checkout};
+use crate::cold::{self, ColdStart};
+use crate::durable::{self, Durable};
+use crate::load::{self, Call, Error, Measured, Server};
+
+/// One row of the HTTP table.
+struct Row {
+    server: &'static str,
+    tool: &'static str,
+    connections: u32,
+    measured: Measured,
+}
+
+/// A server under load, its peak RSS and its binary.
+struct Footprint {
+    server: &'static str,
+    binary: String,
+    bytes: u64,
+    peak_rss_kib: u64,
+}
+
+const CONNECTIONS: [u32; 2] = [1, 16];
+
+fn greet() -> Call {
+    Call { tool: "greet", arguments: json!({ "name": "bench" }), bearer: None }
+}
+
+fn catalog() -> Call {
+    Call { tool: "catalog_list", arguments: json!({}), bearer: None }
+}
+
+pub async fn run(options: &Options) -> Result<String, Error> {
+    let work = load::work_dir(&options.out)?;
+    let ticks = load::ticks_per_sec()?;
+    let load_before = loadavg();
+    let (secs, warmup) = if options.short { (1, 0) } else { (10, 2) };
+    let mut rows = Vec::new();
+    let mut footprints = Vec::new();
+
+    let gateway = options.bin_dir.join("relevo-gateway");
+    let base_env = |auth: &str, store: &Path| -> Vec<(String, String)> {
+        vec![
+            ("RELEVO_APP".into(), "shop".into()),
+            ("RELEVO_AUTH".into(), auth.into()),
+            ("RELEVO_STORE".into(), format!("sqlite:{}", store.display())),
+            ("RELEVO_DEV_ISSUER_FILE".into(), work.join("issuer.json").display().to_string()),
+            ("RUST_LOG".into(), "info".into()),
+        ]
+    };
+
+    eprintln!("load: relevo-gateway, authorization off");
+    {
+        let _ = std::fs::remove_file(work.join("store.db"));
+        let port = load::free_port()?;
+        let server = Server::start(
+            "relevo",
+            &gateway,
+            &["--port".into(), port.to_string()],
+            &base_env("off", &work.join("store.db")),
+            &work,
+            port,
+        )
+        .await?;
+        for call in [greet(), catalog()] {
+            for connections in CONNECTIONS {
+                let measured = load::measure(&server, &call, connections, secs, warmup, &work, ticks).await?;
+                rows.push(Row { server: "relevo", tool: call.tool, connections, measured });
+            }
+        }
+        footprints.push(footprint("relevo", &gateway, &server)?);
+    }
+
+    eprintln!("load: relevo-gateway, dev token (ES256 verified per request)");
+    {
+        let _ = std::fs::remove_file(work.join("issuer.json"));
+        let _ = std::fs::remove_file(work.join("store-dev.db"));
+        let port = load::free_port()?;
+        let server = Server::start(
+            "relevo-dev",
+            &gateway,
+            &["--port".into(), port.to_string()],
+            &base_env("dev", &work.join("store-dev.db")),
+            &work,
+            port,
+        )
+        .await?;
+        let issuer = wait_for_issuer(&work.join("issuer.json")).await?;
+        let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
+        let token = issuer.mint("bench", "bench", &[], now, 3600)?;
+        let call = Call { bearer: Some(token), ..greet() };
+        for connections in CONNECTIONS {
+            let measured = load::measure(&server, &call, connections, secs, warmup, &work, ticks).await?;
+            rows.push(Row { server: "relevo (dev token)", tool: call.tool, connections, measured });
+        }
+        footprints.push(footprint("relevo (dev token)", &gateway, &server)?);
+    }
+
+    for (name, binary) in [("rmcp", "peer-rmcp"), ("hyper", "peer-hyper")] {
+        eprintln!("load: {name}");
+        let binary = options.peer_dir.join(binary);
+        let port = load::free_port()?;
+        let server = Server::start(name, &binary, &["--port".into(), port.to_string()], &[], &work, port).await?;
+        for connections in CONNECTIONS {
+            let measured = load::measure(&server, &greet(), connections, secs, warmup, &work, ticks).await?;
+            rows.push(Row { server: name, tool: "greet", connections, measured });
+        }
+        footprints.push(footprint(name, &binary, &server)?);
+    }
+
+    eprintln!("cold starts");
+    let samples = if options.short { 1 } else { 7 };
+    let colds = cold::measure(&options.bin_dir, samples).await?;
+
+    eprintln!("durable path");
+    let durable = durable::run(if options.short { 50 } else { 1000 }).await.map_err(|e| e.to_string())?;
+
+    let checkout = checkout::run().await?;
+    let criterion = criterion_medians(&options.criterion_dir);
+    let load_after = loadavg();
+    let measured = Measurements { rows, footprints, colds, criterion, durable, checkout };
+    Ok(render(options, &measured, samples, secs, (&load_before, &load_after)))
+}
+
+async fn wait_for_issuer(path: &Path) -> Result<relevo_auth::DevIssuer, Error> {
+    for _ in 0..500 {
+        if let Ok(issuer) = relevo_auth::DevIssuer::load(path) {
+            return Ok(issuer);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    Err(format!("the gateway wrote no dev issuer to {}", path.display()).into())
+}
+
+fn footprint(server: &'static str, binary: &Path, running: &Server) -> Result<Footprint, Error> {
+    Ok(Footprint {
+        server,
+        binary: binary.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        bytes: std::fs::metadata(binary)?.len(),
+        peak_rss_kib: running.peak_rss_kib()?,
+    })
+}
+
+/// `(id, median ns)` of every benchmark of the `inprocess` group criterion has results for.
+fn criterion_medians(dir: &Path) -> Vec<(String, f64)> {
+    let ids = [
+        "handle_tools_call_greet",
+        "handle_tools_list",
+        "seal_request_state",
+        "open_request_state",
+        "cursor_encode",
+        "cursor_decode",
+        "state_binding_greet",
+    ];
+    ids.iter()
+        .filter_map(|id| {
+            let text = std::fs::read_to_string(dir.join("inprocess").join(id).join("new/estimates.json")).ok()?;
+            let estimates: Value = serde_json::from_str(&text).ok()?;
+            Some((id.to_string(), estimates["median"]["point_estimate"].as_f64()?))
+        })
+        .collect()
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!("{cores} × {cpu}, Linux {}", kernel.trim())
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.2} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+fn ratio(a: f64, b: f64) -> String {
+    if b > 0.0 && a.is_finite() && b.is_finite() { format!("{:.2}×", a / b) } else { "–".into() }
+}
+
+fn latency(us: f64) -> String {
+    if us >= 1000.0 { format!("{:.2} ms", us / 1000.0) } else { format!("{us:.0} µs") }
+}
+
+fn time_ns(ns: f64) -> String {
+    if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.2} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+/// Everything one run measured.
+struct Measurements {
+    rows: Vec<Row>,
+    footprints: Vec<Footprint>,
+    colds: Vec<ColdStart>,
+    criterion: Vec<(String, f64)>,
+    durable: Durable,
+    checkout: Checkout,
+}
+
+fn render(options: &Options, measured: &Measurements, samples: usize, secs: u32, load: (&str, &str)) -> String {
+    let Measurements { rows, footprints, colds, criterion, durable, checkout } = measured;
+    let mut md = String::new();
+    let mode = if options.short { "SHORT (CI smoke: tiny durations, figures meaningless)" } else { "full" };
+    let _ = writeln!(md, "# Relevo benchmark\n");
+    let _ = writeln!(
+        md,
+        "Mode: {mode}. Binaries: `{}` profile. Machine: {}. Load average before {}, after {} \
+         (a loaded machine makes every figure noisy; ratios within one run are the figures to read).\n",
+        options.profile,
+        machine(),
+        load.0,
+        load.1
+    );
+
+    let find = |server: &str, tool: &str, connections: u32| {
+        rows.iter().find(|r| r.server == server && r.tool == tool && r.connections == connections)
+    };
+    let _ = writeln!(md, "## `tools/call` over HTTP (loopback)\n");
+    let _ = writeln!(
+        md,
+        "wrk, 1 thread, {secs} s per row after a warm-up, keep-alive connections; CPU per request = server \
+         utime+stime over the run ÷ requests; ratios against the same tool and connection count \
+         (`greet` for the peers). relevo = `relevo-gateway` (per-method routing, shop app, SQLite \
+         store, access log at info to /dev/null).\n"
+    );
+    let _ = writeln!(
+        md,
+        "| server | tool | conns | req/s | p50 | p99 | CPU/req | req/s vs rmcp | CPU/req vs rmcp | req/s vs hyper |"
+    );
+    let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for row in rows {
+        let m = &row.measured;
+        let rmcp = find("rmcp", "greet", row.connections).map(|r| &r.measured);
+        let hyper = find("hyper", "greet", row.connections).map(|r| &r.measured);
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {:.0} | {} | {} | {:.1} µs | {} | {} | {} |",
+            row.server,
+            row.tool,
+            row.connections,
+            m.rps,
+            latency(m.p50_us),
+            latency(m.p99_us),
+            m.cpu_us_per_request,
+            rmcp.map_or("–".into(), |r| ratio(m.rps, r.rps)),
+            rmcp.map_or("–".into(), |r| ratio(m.cpu_us_per_request, r.cpu_us_per_request)),
+            hyper.map_or("–".into(), |h| ratio(m.rps, h.rps)),
+        );
+    }
+    let _ = writeln!(md, "\n| server | binary | size | peak RSS (VmHWM) |\n|---|---|---:|---:|");
+    for f in footprints {
+        let _ = writeln!(md, "| {} | `{}` | {} | {} |", f.server, f.binary, mib(f.bytes), mib(f.peak_rss_kib * 1024));
+    }
+
+    let _ = writeln!(md, "\n## Function binaries: size and cold start\n");
+    let _ = writeln!(
+        md,
+        "Cold start = `start_function` (Runtime API bound, process spawned) to the answer of the first \
+         invocation under the local Lambda Runtime API; median of {samples} (min–max). Zip = \
+         `target/lambda/NAME/bootstrap.zip` when `make build` made it.\n"
+    );
+    let _ = writeln!(md, "| function | binary | zip | cold start median | min–max | answer |");
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|");
+    let mut largest = 0u64;
+    let mut slowest = 0f64;
+    let mut built = 0;
+    for function in cold::FUNCTIONS {
+        let Ok(bytes) = std::fs::metadata(options.bin_dir.join(function)).map(|m| m.len()) else {
+            let _ = writeln!(md, "| {function} | not built | – | – | – | – |");
+            continue;
+        };
+        largest = largest.max(bytes);
+        built += 1;
+        let zip = std::fs::metadata(options.zip_dir.join(function).join("bootstrap.zip"))
+            .map(|m| mib(m.len()))
+            .unwrap_or_else(|_| "–".into());
+        let cold = colds.iter().find(|c| c.function == function);
+        if let Some(c) = cold {
+            slowest = slowest.max(c.median_ms());
+        }
+        let _ = writeln!(
+            md,
+            "| {function} | {} | {zip} | {} | {} | {} |",
+            mib(bytes),
+            cold.map_or("–".into(), |c| format!("{:.1} ms", c.median_ms())),
+            cold.map_or("–".into(), |c| format!("{:.1}–{:.1} ms", c.min_ms(), c.max_ms())),
+            cold.map_or("–".into(), |c| c.status.clone()),
+        );
+    }
+
+    let _ = writeln!(md, "\n## In-process costs (criterion, median)\n");
+    if criterion.is_empty() {
+        let _ = writeln!(md, "No criterion results in `{}`.", options.criterion_dir.display());
+    } else {
+        let _ = writeln!(md, "| benchmark | median |\n|---|---:|");
+        for (id, ns) in criterion {
+            let _ = writeln!(md, "| {id} | {} |", time_ns(*ns));
+        }
+    }
+
+    let _ = writeln!(md, "\n## Durable path (embedded SQLite store and queue)\n");
+    let _ = writeln!(
+        md,
+        "{} jobs of {} checkpointed windows, worker batches of 10.\n\n| figure | value |\n|---|---:|",
+        durable.jobs, durable.windows
+    );
+    let _ = writeln!(md, "| starts (create + enqueue) | {:.0} jobs/s |", durable.starts_per_sec);
+    let _ = writeln!(
+        md,
+        "| end to end (start, claim, checkpoints, complete, delete) | {:.0} jobs/s |",
+        durable.jobs_per_sec
+    );
+    let _ = writeln!(
+        md,
+        "| DynamoDB-equivalent calls per job | {:.2} (TransactWriteItems {:.2}, GetItem {:.2}, PutItem {:.2}) |",
+        durable.dynamo(),
+        durable.create,
+        durable.get,
+        durable.put
+    );
+    let _ = writeln!(
+        md,
+        "| SQS-equivalent calls per job | {:.2} (SendMessage {:.2}, ReceiveMessage {:.2}, DeleteMessage {:.2}) |",
+        durable.sqs(),
+        durable.send,
+        durable.receive,
+        durable.delete
+    );
+
+    let _ = writeln!(
+        md,
+        "\nStore calls of one shop checkout (in-process, counted at the record store; each one DynamoDB request):\n\n\
+         | step | get | create | update | total |\n|---|---:|---:|---:|---:|"
+    );
+    for (step, calls) in [
+        ("cart_create + 2 × cart_add_item", checkout.fill),
+        ("cart_checkout round 1 (quote, input_required)", checkout.quote),
+        ("cart_checkout round 2 (confirmed, order placed)", checkout.confirm),
+    ] {
+        let _ = writeln!(md, "| {step} | {} | {} | {} | {} |", calls.get, calls.create, calls.update, calls.total());
+    }
+    let _ = writeln!(md, "| checkout (both rounds) | | | | {} |", checkout.quote.total() + checkout.confirm.total());
+
+    let _ = writeln!(md, "\n## Issue 9 targets, from this run\n");
+    if options.short {
+        let _ = writeln!(md, "Short mode (debug builds, 1 s rows): these verdicts say nothing; run `make bench`.\n");
+    }
+    let relevo = find("relevo", "greet", 16).map(|r| &r.measured);
+    let rmcp = find("rmcp", "greet", 16).map(|r| &r.measured);
+    if let (Some(relevo), Some(rmcp)) = (relevo, rmcp) {
+        let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
+        let _ = writeln!(
+            md,
+            "- `tools/call greet`, 16 connections: relevo {:.0} req/s vs rmcp {:.0} ({}) — throughput ≥ rmcp: {}",
+            relevo.rps,
+            rmcp.rps,
+            ratio(relevo.rps, rmcp.rps),
+            verdict(relevo.rps >= rmcp.rps)
+        );
+        let _ = writeln!(
+            md,
+            "- CPU per request: relevo {:.1} µs vs rmcp {:.1} µs ({}) — no higher than rmcp: {}",
+            relevo.cpu_us_per_request,
+            rmcp.cpu_us_per_request,
+            ratio(relevo.cpu_us_per_request, rmcp.cpu_us_per_request),
+            verdict(relevo.cpu_us_per_request <= rmcp.cpu_us_per_request)
+        );
+        let _ = writeln!(
+            md,
+            "- of the {built} function binaries built: largest {largest} bytes (< 8 MB = 8,000,000 bytes: {}); \
+             slowest median cold start {slowest:.1} ms (< 20 ms: {})",
+            verdict(largest < 8_000_000),
+            verdict(slowest < 20.0)
+        );
+    }
+    md
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# make bench / make bench-smoke: builds what is measured, runs the criterion benches, then
+# `relevo-bench report`, which loads each server in turn, times cold starts, and writes one
+# Markdown table to target/bench/report.md (and prints it).
+#
+#   infra/scripts/bench.sh           full: release binaries, 10 s per load row, 7 cold starts each
+#   infra/scripts/bench.sh --short   CI smoke: debug binaries, 1 s rows, 1 cold start, tiny criterion
+#
+# The function binaries are built in a cargo invocation of their own so that their sizes are
+# those of `cargo build --release -p FUNCTION` (no feature of the bench crates leaks into them).
+# Every server binds 127.0.0.1 and is killed by the harness when its rows are done or on failure.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+cargo=${CARGO:-cargo}
+target=${CARGO_TARGET_DIR:-$root/target}
+short=false
+[[ "${1:-}" == "--short" ]] && short=true
+
+if ! command -v wrk >/dev/null; then
+  echo "bench: installing wrk (the HTTP load generator) from Debian's packages"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
+fi
+
+functions=(discover tools-list tools-call resources-list resources-templates-list resources-read prompts-list
+  prompts-get completion subscriptions-listen tasks-get tasks-update tasks-cancel mcp well-known worker reconciler approvals)
+
+if $short; then
+  profile=debug
+  # One workspace build, as `make unit` does, so CI reuses it.
+  $cargo build --quiet --workspace --bins
+  $cargo bench --quiet --profile dev -p relevo-bench --bench inprocess -- \
+    --warm-up-time 0.05 --measurement-time 0.1 --sample-size 10 >/dev/null
+  report_args=(--short)
+else
+  profile=release
+  $cargo build --release --quiet $(printf -- '-p %s ' "${functions[@]}")
+  $cargo build --release --quiet -p relevo-gateway -p relevo-bench
+  $cargo build --release --quiet -p relevo-bench-peers
+  $cargo bench --quiet -p relevo-bench --bench inprocess >/dev/null
+  report_args=()
+fi
+
+bin="$target/$profile"
+"$bin/relevo-bench" report --profile "$profile" --bin-dir "$bin" --peer-dir "$bin" \
+  --criterion-dir "$target/criterion" --zip-dir "$target/lambda" --out "$target/bench/report.md" "${report_args[@]}"
+test -s "$target/bench/report.md"
