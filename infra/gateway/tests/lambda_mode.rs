@@ -61,6 +61,10 @@ impl Drop for LambdaMode {
     }
 }
 
+/// One Lambda mode at a time: each binds a port chosen by `free_port` after some twenty listeners
+/// on port 0, and a second process starting beside it could take that port first.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn start_lambda_mode(test: &str) -> LambdaMode {
     let endpoint = std::env::var("RELEVO_TEST_AWS_ENDPOINT")
         .expect("RELEVO_TEST_AWS_ENDPOINT is not set: run with `make test` (it starts the moto emulator)");
@@ -101,6 +105,7 @@ async fn start_lambda_mode(test: &str) -> LambdaMode {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn killing_the_worker_mid_export_loses_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let lambda = start_lambda_mode("kill").await;
     let (http, url, token, dir) = (reqwest::Client::new(), &lambda.url, &lambda.token, &lambda.dir);
 
@@ -140,6 +145,7 @@ async fn killing_the_worker_mid_export_loses_nothing() {
 /// Runtime API and the front door while the tool is still counting, not all at the end.
 #[tokio::test(flavor = "multi_thread")]
 async fn tools_call_progress_streams_through_the_runtime_api() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let lambda = start_lambda_mode("stream").await;
     let body = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
         "name": "count", "arguments": { "to": 20 },
