@@ -75,6 +75,12 @@ start_lambda_mode() {
   "$root/target/debug/relevo-lambda-local" --port "$port" --bin-dir "$root/target/debug" "$@" >"$log" 2>&1 &
   gateway_pid=$!
   wait_listening "$port" "$log" "local Lambda mode"
+  # The front door binds first and serves once every function has started.
+  if ! curl -sf --max-time 60 -o /dev/null "http://127.0.0.1:$port/.well-known/jwks.json"; then
+    echo "local Lambda mode did not serve its JWKS on 127.0.0.1:$port; its log ($log):" >&2
+    cat "$log" >&2
+    return 1
+  fi
 }
 
 stop_gateway() {

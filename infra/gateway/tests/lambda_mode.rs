@@ -24,10 +24,6 @@ impl Drop for Running {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 async fn rpc(http: &reqwest::Client, url: &str, token: &str, name: &str, arguments: Value) -> Value {
     let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": name, "arguments": arguments,
@@ -61,8 +57,8 @@ impl Drop for LambdaMode {
     }
 }
 
-/// One Lambda mode at a time: each binds a port chosen by `free_port` after some twenty listeners
-/// on port 0, and a second process starting beside it could take that port first.
+/// One Lambda mode at a time: each starts some twenty processes, and two side by side on two
+/// cores make both slow to start.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 async fn start_lambda_mode(test: &str) -> LambdaMode {
@@ -74,10 +70,9 @@ async fn start_lambda_mode(test: &str) -> LambdaMode {
     let dir = std::env::temp_dir().join(format!("relevo-lambda-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let port = free_port();
     let process = Running(
         Command::new(&exe)
-            .args(["--port", &port.to_string(), "--bin-dir", bin_dir.to_str().unwrap()])
+            .args(["--port", "0", "--bin-dir", bin_dir.to_str().unwrap()])
             .env("AWS_ENDPOINT_URL", &endpoint)
             .env("RELEVO_APP", "shop")
             .env("RELEVO_DEV_ISSUER_FILE", dir.join("issuer.json"))
@@ -90,17 +85,27 @@ async fn start_lambda_mode(test: &str) -> LambdaMode {
             .spawn()
             .unwrap(),
     );
+    // The issuer file names the port the front door bound (`--port 0`); it is up when it serves
+    // the issuer's own JWKS.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() || !dir.join("issuer.json").exists() {
+    let issuer = loop {
+        if let Ok(issuer) = DevIssuer::load(&dir.join("issuer.json")) {
+            let jwks = reqwest::Client::new()
+                .get(format!("{}/.well-known/jwks.json", issuer.issuer))
+                .timeout(Duration::from_secs(30))
+                .send()
+                .await;
+            if jwks.is_ok_and(|r| r.status() == reqwest::StatusCode::OK) {
+                break issuer;
+            }
+        }
         assert!(Instant::now() < deadline, "local Lambda mode did not start");
         tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    };
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
-    let token = DevIssuer::load(&dir.join("issuer.json"))
-        .unwrap()
-        .mint("acme", "alice", &["exports:read", "exports:write"], now, 600)
-        .unwrap();
-    LambdaMode { _process: process, dir, url: format!("http://127.0.0.1:{port}/mcp"), token }
+    let url = format!("{}/mcp", issuer.issuer);
+    let token = issuer.mint("acme", "alice", &["exports:read", "exports:write"], now, 600).unwrap();
+    LambdaMode { _process: process, dir, url, token }
 }
 
 #[tokio::test(flavor = "multi_thread")]

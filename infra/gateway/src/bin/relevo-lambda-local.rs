@@ -1,4 +1,4 @@
-//! `relevo-lambda-local [--port N] [--bin-dir DIR] [--inject-dev-token TENANT:SUB[:SCOPES]]`: the
+//! `relevo-lambda-local [--port N|0] [--bin-dir DIR] [--inject-dev-token TENANT:SUB[:SCOPES]]`: the
 //! compiled function binaries under the local Lambda Runtime API, behind a local API Gateway,
 //! with DynamoDB and SQS from the emulator at `AWS_ENDPOINT_URL` (moto). Creates a fresh table,
 //! queue and dead-letter queue, a dev issuer (its JWKS served at `/.well-known/jwks.json`, the
@@ -44,7 +44,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let endpoint = std::env::var("AWS_ENDPOINT_URL")
         .map_err(|_| "AWS_ENDPOINT_URL must name the local emulator (make run-lambda starts moto)")?;
-    let origin = format!("http://127.0.0.1:{port}");
+    // The front door's port is taken before anything else binds (`--port 0` picks a free one;
+    // the issuer's URL, and so the dev issuer file, names it).
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port))).await?;
+    let origin = format!("http://127.0.0.1:{}", listener.local_addr()?.port());
 
     let config = relevo_aws::emulator_config(&endpoint).await;
     let suffix = RandomIds.new_id().replace(['_', '-'], "x");
@@ -114,7 +117,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         inject_token,
         timeout: Duration::from_secs(30),
     };
-    let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port))).await?;
     tracing::info!(url = %format!("{origin}/mcp"), "local Lambda mode listening");
     axum::serve(listener, front_door(front)).await?;
     Ok(())
