@@ -97,7 +97,8 @@ pub fn ticks_per_sec() -> Result<f64, Error> {
 pub struct Call {
     pub tool: &'static str,
     pub arguments: serde_json::Value,
-    pub bearer: Option<String>,
+    /// None, one token for every request, or several sent in turn (one per request).
+    pub bearers: Vec<String>,
 }
 
 impl Call {
@@ -118,7 +119,7 @@ impl Call {
             ("Mcp-Method", "tools/call".to_string()),
             ("Mcp-Name", self.tool.to_string()),
         ];
-        if let Some(token) = &self.bearer {
+        if let Some(token) = self.bearers.first() {
             headers.push(("Authorization", format!("Bearer {token}")));
         }
         headers
@@ -130,6 +131,16 @@ impl Call {
         script.push_str(&format!("wrk.body = [==[{}]==]\n", self.body()));
         for (name, value) in self.headers() {
             script.push_str(&format!("wrk.headers[\"{name}\"] = [==[{value}]==]\n"));
+        }
+        if self.bearers.len() > 1 {
+            script.push_str("tokens = {\n");
+            for token in &self.bearers {
+                script.push_str(&format!("  \"{token}\",\n"));
+            }
+            script.push_str("}\nturn = 0\nrequest = function()\n  turn = turn % #tokens + 1\n");
+            script.push_str(
+                "  wrk.headers[\"Authorization\"] = \"Bearer \" .. tokens[turn]\n  return wrk.format()\nend\n",
+            );
         }
         script
     }

@@ -31,12 +31,15 @@ struct Footprint {
 
 const CONNECTIONS: [u32; 2] = [1, 16];
 
+/// Distinct tokens sent in turn: more than the 4,096 verified tokens a process remembers.
+const FRESH_TOKENS: usize = 5000;
+
 fn greet() -> Call {
-    Call { tool: "greet", arguments: json!({ "name": "bench" }), bearer: None }
+    Call { tool: "greet", arguments: json!({ "name": "bench" }), bearers: Vec::new() }
 }
 
 fn catalog() -> Call {
-    Call { tool: "catalog_list", arguments: json!({}), bearer: None }
+    Call { tool: "catalog_list", arguments: json!({}), bearers: Vec::new() }
 }
 
 pub async fn run(options: &Options) -> Result<String, Error> {
@@ -80,7 +83,7 @@ pub async fn run(options: &Options) -> Result<String, Error> {
         footprints.push(footprint("relevo", &gateway, &server)?);
     }
 
-    eprintln!("load: relevo-gateway, dev token (ES256 verified per request)");
+    eprintln!("load: relevo-gateway, dev tokens (ES256): one token throughout, then a new one per request");
     {
         let _ = std::fs::remove_file(work.join("issuer.json"));
         let _ = std::fs::remove_file(work.join("store-dev.db"));
@@ -97,10 +100,19 @@ pub async fn run(options: &Options) -> Result<String, Error> {
         let issuer = wait_for_issuer(&work.join("issuer.json")).await?;
         let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
         let token = issuer.mint("bench", "bench", &[], now, 3600)?;
-        let call = Call { bearer: Some(token), ..greet() };
+        let call = Call { bearers: vec![token], ..greet() };
         for connections in CONNECTIONS {
             let measured = load::measure(&server, &call, connections, secs, warmup, &work, ticks).await?;
             rows.push(Row { server: "relevo (dev token)", tool: call.tool, connections, measured });
+        }
+        // More distinct tokens than a process remembers, in turn: every request verifies a signature.
+        let tokens = (0..if options.short { 50 } else { FRESH_TOKENS })
+            .map(|i| issuer.mint("bench", &format!("bench-{i}"), &[], now, 3600))
+            .collect::<Result<Vec<_>, _>>()?;
+        let call = Call { bearers: tokens, ..greet() };
+        for connections in CONNECTIONS {
+            let measured = load::measure(&server, &call, connections, secs, warmup, &work, ticks).await?;
+            rows.push(Row { server: "relevo (new dev token per request)", tool: call.tool, connections, measured });
         }
         footprints.push(footprint("relevo (dev token)", &gateway, &server)?);
     }
@@ -246,7 +258,9 @@ fn render(options: &Options, measured: &Measurements, samples: usize, secs: u32,
         "wrk, 1 thread, {secs} s per row after a warm-up, keep-alive connections; CPU per request = server \
          utime+stime over the run ÷ requests; ratios against the same tool and connection count \
          (`greet` for the peers). relevo = `relevo-gateway` (per-method routing, shop app, SQLite \
-         store, access log at info to /dev/null).\n"
+         store, access log at info to /dev/null). relevo (dev token): one ES256 token for every \
+         request, verified once and then remembered by its digest; relevo (new dev token per request): \
+         {FRESH_TOKENS} distinct tokens in turn, so every request verifies a signature.\n"
     );
     let _ = writeln!(
         md,

@@ -24,7 +24,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use relevo_auth::{AuthSettings, DevIssuer};
 use relevo_protocol::wire::header;
-use relevo_protocol::{McpServer, Method, Route};
+use relevo_protocol::{McpServer, Method, ReplyBody, Route};
 
 /// JSON log lines on stdout, level from `RUST_LOG` (default `info`).
 pub fn init_logging() {
@@ -162,5 +162,9 @@ async fn serve_mcp(State(gateway): State<Gateway>, request: Request) -> Response
     };
     let reply = gateway.server.handle(route, http::Request::from_parts(parts, bytes)).await;
     let (parts, body) = reply.into_parts();
-    Response::from_parts(parts, Body::from_stream(body.into_chunks().map(Ok::<_, std::convert::Infallible>)))
+    let body = match body {
+        ReplyBody::Full(bytes) => Body::from(bytes),
+        streamed => Body::from_stream(streamed.into_chunks().map(Ok::<_, std::convert::Infallible>)),
+    };
+    Response::from_parts(parts, body)
 }

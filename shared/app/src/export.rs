@@ -70,7 +70,7 @@ impl JobRunner for ExportRunner {
                 .chain(rows.iter().filter_map(|r| r.as_str().map(String::from)))
                 .collect::<Vec<_>>()
                 .join("\n");
-            let sha256: String = Sha256::digest(csv.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+            let sha256 = relevo_state::sha256_hex(csv.as_bytes());
             Ok(json!({
                 "dataset": dataset,
                 "purpose": job.input["purpose"],

@@ -388,7 +388,7 @@ impl Inventory {
         if !policy::effective_scopes(caller, request.task_scopes.as_deref()).contains(policy::WRITE) {
             return Err(InventoryError::NotPermitted(policy::WRITE));
         }
-        let request_digest = relevo_state::work::input_digest(&json!({
+        let request_digest = relevo_state::canonical_digest(&json!({
             "warehouse": request.warehouse, "sku": request.sku, "to": request.to,
             "expectedVersion": request.expected_version, "taskScopes": request.task_scopes,
         }));

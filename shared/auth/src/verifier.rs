@@ -1,13 +1,22 @@
 //! Bearer-token verification: the [`Authenticator`] every function uses.
+//!
+//! A token that verified is remembered by its SHA-256 ([`VerifiedTokens`]) until its `exp` (plus
+//! the leeway) or for [`REMEMBER_VERIFIED_SECS`], whichever comes first, so a client's later calls
+//! with the same token skip the signature check (one ES256 verification is the dominant CPU cost
+//! of a warm request). Only the exact same bytes hit: a token differing anywhere, its signature
+//! included, is verified in full. Expiry is still enforced on every hit, against the injected
+//! clock. A key removed from the issuer's JWKS stops admitting remembered tokens within
+//! [`REMEMBER_VERIFIED_SECS`]; keys themselves are cached for the process (see [`crate::jwks`]).
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
 
 use http::{HeaderMap, StatusCode};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header, errors::ErrorKind};
 use relevo_protocol::auth::AuthFuture;
-use relevo_protocol::{AuthChallenge, Authenticator, Principal};
+use relevo_protocol::{AuthChallenge, Authenticator, Clock, Principal, SystemClock};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::config::AuthSettings;
 use crate::jwks::{KeyCache, KeySource};
@@ -46,15 +55,34 @@ pub enum AuthError {
     KeysUnavailable,
 }
 
+/// How long a verified token is remembered at most, seconds.
+pub const REMEMBER_VERIFIED_SECS: u64 = 300;
+
+/// How many verified tokens one process remembers at most.
+const REMEMBER_VERIFIED_MAX: usize = 4096;
+
 #[derive(Clone)]
 pub struct BearerAuthenticator {
     settings: Arc<AuthSettings>,
     keys: Arc<KeyCache>,
+    clock: Arc<dyn Clock>,
+    verified: Arc<VerifiedTokens>,
 }
 
 impl BearerAuthenticator {
     pub fn new(settings: AuthSettings, source: Arc<dyn KeySource>) -> Self {
-        BearerAuthenticator { settings: Arc::new(settings), keys: Arc::new(KeyCache::new(source)) }
+        BearerAuthenticator {
+            settings: Arc::new(settings),
+            keys: Arc::new(KeyCache::new(source)),
+            clock: Arc::new(SystemClock),
+            verified: Arc::new(VerifiedTokens::default()),
+        }
+    }
+
+    /// The clock that `exp` and `nbf` are checked against (the system clock by default).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     pub fn settings(&self) -> &AuthSettings {
@@ -64,6 +92,11 @@ impl BearerAuthenticator {
     /// Verifies the `Authorization` header and returns the principal it names.
     pub async fn verify(&self, headers: &HeaderMap) -> Result<Principal, AuthError> {
         let token = bearer_token(headers)?;
+        let now = self.clock.now_unix();
+        let fingerprint: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        if let Some(principal) = self.verified.recall(&fingerprint, now) {
+            return Ok(principal);
+        }
         let header = decode_header(token).map_err(|_| AuthError::MalformedToken)?;
         if !self.settings.algorithms.contains(&header.alg) {
             return Err(AuthError::AlgorithmNotAllowed);
@@ -84,11 +117,10 @@ impl BearerAuthenticator {
         validation.set_issuer(&[&self.settings.issuer]);
         validation.set_audience(&[&self.settings.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        validation.validate_nbf = true;
-        validation.leeway = self.settings.leeway_secs;
+        // Time is checked below against our clock, not jsonwebtoken's.
+        validation.validate_exp = false;
+        validation.validate_nbf = false;
         let claims = decode::<Value>(token, &key, &validation).map_err(|e| match e.kind() {
-            ErrorKind::ExpiredSignature => AuthError::Expired,
-            ErrorKind::ImmatureSignature => AuthError::NotYetValid,
             ErrorKind::InvalidAudience => AuthError::WrongAudience,
             ErrorKind::InvalidIssuer => AuthError::WrongIssuer,
             ErrorKind::InvalidSignature => AuthError::BadSignature,
@@ -96,11 +128,36 @@ impl BearerAuthenticator {
             ErrorKind::MissingRequiredClaim(claim) => AuthError::MissingClaim(claim.clone()),
             _ => AuthError::MalformedToken,
         })?;
+        let valid_until = self.check_time(&claims.claims, now)?;
         let principal = self.principal(&claims.claims)?;
         if !principal.holds(&self.settings.required_scopes) {
             return Err(AuthError::InsufficientScope(self.settings.required_scopes.clone()));
         }
+        self.verified.remember(fingerprint, principal.clone(), valid_until.min(now + REMEMBER_VERIFIED_SECS), now);
         Ok(principal)
+    }
+
+    /// `exp` (required) and `nbf` (optional) against `now`, within the leeway; returns the last
+    /// second at which the token is still valid.
+    fn check_time(&self, claims: &Value, now: u64) -> Result<u64, AuthError> {
+        let leeway = self.settings.leeway_secs;
+        let seconds = |name: &str| -> Result<Option<u64>, AuthError> {
+            match claims.get(name) {
+                None => Ok(None),
+                Some(value) => {
+                    value.as_f64().filter(|s| *s >= 0.0).map(|s| Some(s as u64)).ok_or(AuthError::MalformedToken)
+                }
+            }
+        };
+        let expires = seconds("exp")?.ok_or_else(|| AuthError::MissingClaim("exp".into()))?;
+        let valid_until = expires.saturating_add(leeway);
+        if now > valid_until {
+            return Err(AuthError::Expired);
+        }
+        if seconds("nbf")?.is_some_and(|not_before| not_before > now.saturating_add(leeway)) {
+            return Err(AuthError::NotYetValid);
+        }
+        Ok(valid_until)
     }
 
     fn principal(&self, claims: &Value) -> Result<Principal, AuthError> {
@@ -151,6 +208,29 @@ impl Authenticator for BearerAuthenticator {
         let mut all: Vec<String> = self.settings.required_scopes.clone();
         all.extend(needed.iter().filter(|s| !all.contains(s)).cloned().collect::<Vec<_>>());
         self.challenge(&AuthError::InsufficientScope(all))
+    }
+}
+
+/// Principals of tokens that verified, by the token's SHA-256, each with the last second it may
+/// be recalled. Bounded: when full, forgotten entries go first, then all of them.
+#[derive(Default)]
+struct VerifiedTokens(Mutex<HashMap<[u8; 32], (Principal, u64)>>);
+
+impl VerifiedTokens {
+    fn recall(&self, fingerprint: &[u8; 32], now: u64) -> Option<Principal> {
+        let remembered = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        remembered.get(fingerprint).filter(|(_, until)| now <= *until).map(|(principal, _)| principal.clone())
+    }
+
+    fn remember(&self, fingerprint: [u8; 32], principal: Principal, until: u64, now: u64) {
+        let mut remembered = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if remembered.len() >= REMEMBER_VERIFIED_MAX {
+            remembered.retain(|_, (_, until)| now <= *until);
+            if remembered.len() >= REMEMBER_VERIFIED_MAX {
+                remembered.clear();
+            }
+        }
+        remembered.insert(fingerprint, (principal, until));
     }
 }
 

@@ -9,6 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use jsonwebtoken::jwk::JwkSet;
 use relevo_auth::{AuthError, AuthSettings, BearerAuthenticator, DevIssuer, HttpKeySource};
+use relevo_protocol::ManualClock;
 use serde_json::{Value, json};
 use tokio::sync::RwLock;
 
@@ -166,6 +167,48 @@ async fn expired_and_not_yet_valid_tokens_are_refused() {
     assert!(verifier.verify(&bearer(&within_skew)).await.is_ok(), "2 s past exp is inside the 5 s leeway");
     let no_exp = issuer.key.sign(&claims(json!({ "exp": null }))).unwrap();
     assert_eq!(verifier.verify(&bearer(&no_exp)).await.unwrap_err(), AuthError::MissingClaim("exp".into()));
+}
+
+#[tokio::test]
+async fn a_remembered_token_still_expires_by_the_injected_clock() {
+    let issuer = issuer().await;
+    let t = now();
+    let clock = ManualClock::at(t);
+    let verifier = verifier(&issuer, &[]).with_clock(Arc::new(clock.clone()));
+    let token = issuer.key.sign(&claims(json!({ "exp": t + 60 }))).unwrap();
+    assert!(verifier.verify(&bearer(&token)).await.is_ok());
+    clock.advance(65);
+    assert!(verifier.verify(&bearer(&token)).await.is_ok(), "exp + 5 s leeway is the last valid second");
+    clock.advance(1);
+    assert_eq!(verifier.verify(&bearer(&token)).await.unwrap_err(), AuthError::Expired);
+}
+
+#[tokio::test]
+async fn not_before_is_checked_by_the_injected_clock() {
+    let issuer = issuer().await;
+    let t = now();
+    let clock = ManualClock::at(t);
+    let verifier = verifier(&issuer, &[]).with_clock(Arc::new(clock.clone()));
+    let token = issuer.key.sign(&claims(json!({ "nbf": t + 100 }))).unwrap();
+    assert_eq!(verifier.verify(&bearer(&token)).await.unwrap_err(), AuthError::NotYetValid);
+    clock.advance(95);
+    assert!(verifier.verify(&bearer(&token)).await.is_ok(), "nbf - 5 s leeway is the first valid second");
+}
+
+#[tokio::test]
+async fn only_the_exact_token_that_verified_is_remembered() {
+    let issuer = issuer().await;
+    let verifier = verifier(&issuer, &[]);
+    let token = issuer.key.sign(&claims(json!({}))).unwrap();
+    assert!(verifier.verify(&bearer(&token)).await.is_ok());
+    let (signed, signature) = token.rsplit_once('.').unwrap();
+    let mut forged: Vec<char> = signature.chars().collect();
+    forged[10] = if forged[10] == 'A' { 'B' } else { 'A' };
+    let forged = format!("{signed}.{}", forged.into_iter().collect::<String>());
+    assert_eq!(verifier.verify(&bearer(&forged)).await.unwrap_err(), AuthError::BadSignature);
+    let other_claims = issuer.key.sign(&claims(json!({ "sub": "mallory" }))).unwrap();
+    let mallory = verifier.verify(&bearer(&format!("{}.{signature}", other_claims.rsplit_once('.').unwrap().0))).await;
+    assert_eq!(mallory.unwrap_err(), AuthError::BadSignature, "claims swapped under a remembered signature");
 }
 
 #[tokio::test]

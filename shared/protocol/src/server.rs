@@ -16,7 +16,6 @@ use bytes::Bytes;
 use futures_util::FutureExt;
 use http::{HeaderValue, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc};
 
@@ -32,7 +31,7 @@ use crate::registry::{App, Call, Handler, Outcome};
 use crate::seal::KeyRing;
 use crate::tasks::{self, TaskSupport, ToolTaskRunner};
 use crate::wire::{self, JsonObject, meta};
-use relevo_state::canonical_json;
+use relevo_state::canonical_object_digest;
 use relevo_state::{Engine, Ids, JobRef, RandomIds, RecordStore};
 
 const REQUEST_STATE_DOMAIN: &str = "request-state";
@@ -245,12 +244,13 @@ impl McpServer {
                 Ok(Validated::Request(valid)) => {
                     let method = valid.method.as_str().to_string();
                     let target = valid.target().map(String::from);
-                    let reply = match self.dispatch(valid.clone(), principal).await {
+                    let id = valid.id.clone();
+                    let reply = match self.dispatch(valid, principal).await {
                         Ok(reply) => reply,
                         Err(McpError::InsufficientScope(needed)) => {
                             challenge_reply(&self.auth.insufficient_scope(&needed))
                         }
-                        Err(error) => error_reply(Some(&valid.id), &error),
+                        Err(error) => error_reply(Some(&id), &error),
                     };
                     (reply, Some(method), target)
                 }
@@ -444,9 +444,11 @@ impl McpServer {
         if streams && wants_stream {
             return Ok(self.stream_call(request, handler, call, round, None, invalidation));
         }
-        let outcome = run_handler(&handler, call.clone()).await?;
+        // A legacy call may be re-run with the client's answers; a modern one runs once.
+        let legacy_call = request.is_legacy().then(|| call.clone());
+        let outcome = run_handler(&handler, call).await?;
         if let Outcome::InputRequired { requests, .. } = &outcome
-            && request.is_legacy()
+            && let Some(call) = legacy_call
         {
             // A legacy client is asked on this request's stream, unless it cannot be.
             if let Some(refusal) = self.legacy_input_refusal(&request, requests) {
@@ -526,13 +528,12 @@ impl McpServer {
     /// What a requestState is bound to: the caller (tenant and subject), the method, its target
     /// and a digest of the arguments. State sealed for anything else is refused.
     fn state_binding(&self, request: &ValidRequest, principal: &Principal, arguments: &JsonObject) -> Value {
-        let digest = Sha256::digest(canonical_json(&Value::Object(arguments.clone())).as_bytes());
         json!({
             "tn": principal.tenant,
             "sb": principal.subject,
             "m": request.method.as_str(),
             "t": request.target().unwrap_or_default(),
-            "a": digest.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+            "a": canonical_object_digest(arguments),
         })
     }
 
@@ -1049,13 +1050,17 @@ impl McpServer {
     /// Adds `resultType` and `serverInfo` and wraps the result in a JSON-RPC response. A legacy
     /// result leaves in its own revision's shape: no `resultType`, `ttlMs`, `cacheScope` or
     /// `_meta` server info (the client learned that from `initialize`).
-    fn decorate(&self, request: &ValidRequest, mut result: JsonObject, result_type: &str) -> Value {
-        let id = &request.id;
+    fn decorate(&self, request: &ValidRequest, result: JsonObject, result_type: &str) -> Value {
+        let result = self.decorate_result(request, result, result_type);
+        json!({ "jsonrpc": "2.0", "id": request.id, "result": result })
+    }
+
+    fn decorate_result(&self, request: &ValidRequest, mut result: JsonObject, result_type: &str) -> JsonObject {
         if request.is_legacy() {
             for key in ["resultType", "ttlMs", "cacheScope"] {
                 result.remove(key);
             }
-            return json!({ "jsonrpc": "2.0", "id": id, "result": result });
+            return result;
         }
         result.insert("resultType".into(), json!(result_type));
         let server_info = json!({ "name": self.app.name, "version": self.app.version });
@@ -1067,16 +1072,27 @@ impl McpServer {
                 result.insert("_meta".into(), json!({ meta::SERVER_INFO: server_info }));
             }
         }
-        json!({ "jsonrpc": "2.0", "id": id, "result": result })
+        result
     }
 
+    /// The reply to a request that ends here: [`Self::decorate`], serialized without building
+    /// the envelope as a value.
     fn result_reply(&self, request: &ValidRequest, result: JsonObject, result_type: &str) -> Reply {
-        let mut reply = json_reply(StatusCode::OK, &self.decorate(request, result, result_type));
+        let result = self.decorate_result(request, result, result_type);
+        let mut reply = json_reply(StatusCode::OK, &Success { id: &request.id, jsonrpc: "2.0", result: &result });
         if let Ok(value) = HeaderValue::from_str(result_type) {
             reply.headers_mut().insert(RESULT_TYPE_HEADER, value);
         }
         reply
     }
+}
+
+/// A JSON-RPC success response, fields in the order `json!` writes them.
+#[derive(serde::Serialize)]
+struct Success<'a> {
+    id: &'a Value,
+    jsonrpc: &'static str,
+    result: &'a JsonObject,
 }
 
 async fn run_handler(handler: &Handler, call: Call) -> Result<Outcome, McpError> {
@@ -1181,8 +1197,17 @@ pub(crate) fn sse_frame(message: &Value) -> Bytes {
     Bytes::from(format!("event: message\ndata: {message}\n\n"))
 }
 
-fn json_reply(status: StatusCode, body: &Value) -> Reply {
-    let mut reply = Response::new(ReplyBody::Full(Bytes::from(body.to_string())));
+fn json_reply(status: StatusCode, body: &impl serde::Serialize) -> Reply {
+    let (status, bytes) = match serde_json::to_vec(body) {
+        Ok(bytes) => (status, bytes),
+        // Only a map with non-string keys fails to serialize; our bodies have none.
+        Err(error) => {
+            tracing::error!(%error, "a reply did not serialize");
+            let internal = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}"#;
+            (StatusCode::INTERNAL_SERVER_ERROR, internal.to_vec())
+        }
+    };
+    let mut reply = Response::new(ReplyBody::Full(Bytes::from(bytes)));
     *reply.status_mut() = status;
     reply.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     reply

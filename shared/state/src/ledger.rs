@@ -24,9 +24,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::canonical::canonical_digest;
 use crate::jobs::Lease;
 use crate::records::{Owner, Record, RecordKey, StoreError, Write};
-use crate::work::input_digest;
 
 pub const OPERATION_KIND: &str = "operation";
 
@@ -98,7 +98,7 @@ pub struct Proposal {
 impl Proposal {
     /// SHA-256 (hex) of the canonical JSON of the whole proposal.
     pub fn digest(&self) -> String {
-        input_digest(&serde_json::to_value(self).unwrap_or(Value::Null))
+        canonical_digest(&serde_json::to_value(self).unwrap_or(Value::Null))
     }
 }
 

@@ -18,7 +18,7 @@ pub mod records;
 pub mod seal;
 pub mod work;
 
-pub use canonical::canonical_json;
+pub use canonical::{canonical_digest, canonical_json, canonical_object_digest, sha256_hex};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use ids::{Ids, RandomIds};
 pub use jobs::{Created, Job, JobRef, JobStatus, JobStore, Lease};

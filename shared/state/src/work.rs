@@ -16,9 +16,8 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::FutureExt;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
-use crate::canonical::canonical_json;
+use crate::canonical::canonical_digest;
 use crate::clock::Clock;
 use crate::ids::Ids;
 use crate::jobs::{Created, Job, JobRef, JobStatus, JobStore, Lease, conflicting_job};
@@ -191,11 +190,6 @@ pub struct Engine {
     runners: HashMap<String, Arc<dyn JobRunner>>,
 }
 
-/// SHA-256 of the canonical JSON of `input`, hex.
-pub fn input_digest(input: &Value) -> String {
-    Sha256::digest(canonical_json(input).as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
-}
-
 impl Engine {
     pub fn new(
         store: Arc<dyn JobStore>,
@@ -256,7 +250,7 @@ impl Engine {
             job: JobRef { tenant: tenant.into(), subject: subject.into(), id: self.ids.new_id() },
             kind: kind.into(),
             operation_key: operation_key.map(String::from),
-            digest: input_digest(&input),
+            digest: canonical_digest(&input),
             input,
             status: JobStatus::Queued,
             revision: 1,
