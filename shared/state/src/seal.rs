@@ -56,10 +56,17 @@ pub enum KeyError {
     Empty,
 }
 
+/// A key id and its HMAC state, keyed once (the secret itself is not kept).
 #[derive(Clone)]
 struct Key {
     id: String,
-    secret: Vec<u8>,
+    keyed: HmacSha256,
+}
+
+impl Key {
+    fn new(id: String, secret: &[u8]) -> Self {
+        Key { id, keyed: HmacSha256::new_from_slice(secret).expect("HMAC takes keys of any length") }
+    }
 }
 
 /// The active signing key and the previous keys still accepted during rotation.
@@ -92,7 +99,7 @@ impl KeyRing {
             if secret.len() < MIN_KEY_BYTES {
                 return Err(KeyError::TooShort { kid: id, len: secret.len() });
             }
-            ring.push(Key { id, secret });
+            ring.push(Key::new(id, &secret));
         }
         Ok(KeyRing { keys: ring })
     }
@@ -115,7 +122,7 @@ impl KeyRing {
     pub fn ephemeral() -> Self {
         let mut secret = vec![0u8; 32];
         getrandom::fill(&mut secret).expect("the operating system random source is available");
-        KeyRing { keys: vec![Key { id: "ephemeral".into(), secret }] }
+        KeyRing { keys: vec![Key::new("ephemeral".into(), &secret)] }
     }
 
     fn active(&self) -> &Key {
@@ -123,7 +130,7 @@ impl KeyRing {
     }
 
     fn mac(key: &Key, domain: &str, signed: &str) -> HmacSha256 {
-        let mut mac = HmacSha256::new_from_slice(&key.secret).expect("HMAC takes keys of any length");
+        let mut mac = key.keyed.clone();
         mac.update(b"relevo/");
         mac.update(domain.as_bytes());
         mac.update(b"/v1\0");
