@@ -83,6 +83,26 @@ start_lambda_mode() {
   fi
 }
 
+# start_gateway_pair NAME: two gateways serving the shop from one SQLite store ($work/NAME.db)
+# with one state key, both naming the round-robin proxy's URL as their issuer and audience, as
+# gateways behind one domain do. The client script runs the proxy on $proxy_port. Sets
+# proxy_port, first, second (the gateways' ports) and first_pid; both stop on exit.
+start_gateway_pair() {
+  local name=$1
+  proxy_port=$(free_port)
+  export RELEVO_AUTH_ISSUER="http://127.0.0.1:$proxy_port" RELEVO_AUTH_AUDIENCE="http://127.0.0.1:$proxy_port/mcp"
+  export RELEVO_STATE_KEYS="shared:$(python3 -c 'import base64,os; print(base64.b64encode(os.urandom(32)).decode())')"
+  export RELEVO_DEV_ISSUER_FILE="$work/dev-issuer-$name.json"
+  rm -f "$work/$name.db"* "$RELEVO_DEV_ISSUER_FILE"
+  first=$(free_port)
+  RELEVO_APP=shop RELEVO_AUTH=dev RELEVO_STORE="sqlite:$work/$name.db" start_gateway "$first" "$work/gateway-$name-a.log"
+  first_pid=$gateway_pid
+  gateway_pid=""
+  second=$(free_port)
+  RELEVO_APP=shop RELEVO_AUTH=dev RELEVO_STORE="sqlite:$work/$name.db" start_gateway "$second" "$work/gateway-$name-b.log"
+  trap 'kill $first_pid 2>/dev/null || true; stop_gateway' EXIT
+}
+
 stop_gateway() {
   if [[ -n "$gateway_pid" ]]; then
     kill "$gateway_pid" 2>/dev/null || true

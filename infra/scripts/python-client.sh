@@ -22,19 +22,8 @@ RELEVO_TOKEN=$(token acme alice) RELEVO_OTHER_TOKEN=$(token globex alice) \
 # proxy inside the client script sends the confirmed checkout retry (auto mode: the modern path) or
 # the elicitation answer (legacy mode: a 2025-11-25 session) to the other process. Both use the
 # proxy's URL as their canonical resource (token audience), as gateways behind one domain do.
-proxy_port=$(free_port)
-export RELEVO_AUTH_ISSUER="http://127.0.0.1:$proxy_port" RELEVO_AUTH_AUDIENCE="http://127.0.0.1:$proxy_port/mcp"
-export RELEVO_STATE_KEYS="shared:$(python3 -c 'import base64,os; print(base64.b64encode(os.urandom(32)).decode())')"
-export RELEVO_DEV_ISSUER_FILE="$work/dev-issuer-shop.json"
-rm -f "$work/shop.db"* "$RELEVO_DEV_ISSUER_FILE"
 stop_gateway
-first=$(free_port)
-RELEVO_APP=shop RELEVO_AUTH=dev RELEVO_STORE="sqlite:$work/shop.db" start_gateway "$first" "$work/gateway-shop-a.log"
-first_pid=$gateway_pid
-gateway_pid=""
-second=$(free_port)
-RELEVO_APP=shop RELEVO_AUTH=dev RELEVO_STORE="sqlite:$work/shop.db" start_gateway "$second" "$work/gateway-shop-b.log"
-trap 'kill $first_pid 2>/dev/null || true; stop_gateway' EXIT
+start_gateway_pair shop
 RELEVO_TOKEN=$("$root/target/debug/relevo-token" --tenant acme --sub alice --scopes shop) \
   timeout 120 "$venv/bin/python" "$root/tests/clients/python_shop.py" \
   "http://127.0.0.1:$first/mcp" "http://127.0.0.1:$second/mcp" "$proxy_port"

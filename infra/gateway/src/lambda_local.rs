@@ -318,24 +318,8 @@ pub fn rest_proxy_event(method: &http::Method, path: &str, headers: &http::Heade
 /// Turns a proxy integration response (`statusCode`, `headers`, `multiValueHeaders`, `body`,
 /// `isBase64Encoded`) into HTTP.
 pub fn proxy_response(answer: &Value) -> Response {
-    let status = answer["statusCode"]
-        .as_u64()
-        .and_then(|s| http::StatusCode::from_u16(s as u16).ok())
-        .unwrap_or(http::StatusCode::BAD_GATEWAY);
-    let mut builder = Response::builder().status(status);
-    if let Some(headers) = answer["multiValueHeaders"].as_object().filter(|h| !h.is_empty()) {
-        for (name, values) in headers {
-            for value in values.as_array().into_iter().flatten().filter_map(Value::as_str) {
-                builder = builder.header(name.as_str(), value);
-            }
-        }
-    } else if let Some(headers) = answer["headers"].as_object() {
-        for (name, value) in headers {
-            if let Some(value) = value.as_str() {
-                builder = builder.header(name.as_str(), value);
-            }
-        }
-    }
+    let multi = answer["multiValueHeaders"].as_object().is_some_and(|h| !h.is_empty());
+    let builder = response_head(answer, if multi { "multiValueHeaders" } else { "headers" });
     let body = answer["body"].as_str().unwrap_or_default();
     let bytes = if answer["isBase64Encoded"].as_bool() == Some(true) {
         use base64::Engine;
@@ -348,20 +332,7 @@ pub fn proxy_response(answer: &Value) -> Response {
 
 /// Turns a streamed integration response into HTTP, relaying the body as it arrives.
 fn streamed_response(prelude: &Value, body: mpsc::Receiver<Result<Bytes, String>>) -> Response {
-    let status = prelude["statusCode"]
-        .as_u64()
-        .and_then(|s| http::StatusCode::from_u16(s as u16).ok())
-        .unwrap_or(http::StatusCode::BAD_GATEWAY);
-    let mut builder = Response::builder().status(status);
-    for (name, values) in prelude["headers"].as_object().into_iter().flatten() {
-        let values = match values {
-            Value::Array(values) => values.iter().filter_map(Value::as_str).collect(),
-            value => value.as_str().into_iter().collect::<Vec<_>>(),
-        };
-        for value in values {
-            builder = builder.header(name.as_str(), value);
-        }
-    }
+    let mut builder = response_head(prelude, "headers");
     for cookie in prelude["cookies"].as_array().into_iter().flatten().filter_map(Value::as_str) {
         builder = builder.header(http::header::SET_COOKIE, cookie);
     }
@@ -369,6 +340,27 @@ fn streamed_response(prelude: &Value, body: mpsc::Receiver<Result<Bytes, String>
         body.recv().await.map(|chunk| (chunk.map_err(std::io::Error::other), body))
     });
     builder.body(Body::from_stream(chunks)).unwrap_or_else(|_| http::StatusCode::BAD_GATEWAY.into_response())
+}
+
+/// The status (`statusCode`, 502 when absent or invalid) and the headers under `headers_key`
+/// (each a value or a list of values) of a function's answer.
+fn response_head(answer: &Value, headers_key: &str) -> http::response::Builder {
+    let status = answer["statusCode"]
+        .as_u64()
+        .and_then(|s| u16::try_from(s).ok())
+        .and_then(|s| http::StatusCode::from_u16(s).ok())
+        .unwrap_or(http::StatusCode::BAD_GATEWAY);
+    let mut builder = Response::builder().status(status);
+    for (name, values) in answer[headers_key].as_object().into_iter().flatten() {
+        let values: Vec<&str> = match values {
+            Value::Array(values) => values.iter().filter_map(Value::as_str).collect(),
+            value => value.as_str().into_iter().collect(),
+        };
+        for value in values {
+            builder = builder.header(name.as_str(), value);
+        }
+    }
+    builder
 }
 
 /// What the front door needs.
