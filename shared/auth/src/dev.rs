@@ -98,6 +98,7 @@ impl DevIssuer {
 
     /// Signs arbitrary claims with this key (tests use it to forge near-misses).
     pub fn sign(&self, claims: &Value) -> Result<String, DevIssuerError> {
+        crate::ring_crypto::install();
         let secret = self.secret_key().ok_or_else(|| DevIssuerError::Sign("damaged key".into()))?;
         let der = secret.to_pkcs8_der().map_err(|e| DevIssuerError::Sign(e.to_string()))?;
         let mut header = Header::new(DEV_ALGORITHM);

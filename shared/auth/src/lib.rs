@@ -4,7 +4,8 @@
 //! expired, replayed-elsewhere or algorithm-confused one. A token is accepted only if:
 //! - its header names an algorithm on the allow-list (asymmetric only: no `none`, no HS*), and a
 //!   `kid` that the issuer's JWKS holds for that same algorithm family;
-//! - its signature verifies with that key (jsonwebtoken, rust_crypto backend — no crypto here);
+//! - its signature verifies with that key (jsonwebtoken, verified by ring: [`ring_crypto`] — no
+//!   cryptography here);
 //! - `iss` is the configured issuer and `aud` contains this server's canonical resource URI, so a
 //!   token minted for another resource is refused (no token passthrough);
 //! - `exp` is present and in the future and `nbf` (if present) is past, within a small skew;
@@ -18,6 +19,7 @@ pub mod config;
 pub mod dev;
 pub mod jwks;
 pub mod metadata;
+pub mod ring_crypto;
 pub mod verifier;
 
 pub use config::{AuthMode, AuthSettings, ConfigError};

@@ -71,6 +71,7 @@ pub struct BearerAuthenticator {
 
 impl BearerAuthenticator {
     pub fn new(settings: AuthSettings, source: Arc<dyn KeySource>) -> Self {
+        crate::ring_crypto::install();
         BearerAuthenticator {
             settings: Arc::new(settings),
             keys: Arc::new(KeyCache::new(source)),

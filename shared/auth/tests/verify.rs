@@ -92,6 +92,7 @@ async fn valid_token_yields_tenant_subject_and_scopes() {
     let token = issuer.key.sign(&claims(json!({ "scope": "notes:read notes:write" }))).unwrap();
     let principal = verifier(&issuer, &[]).verify(&bearer(&token)).await.unwrap();
     assert_eq!((principal.tenant.as_str(), principal.subject.as_str()), ("acme", "alice"));
+    assert!(relevo_auth::ring_crypto::installed(), "ring verifies the signatures");
     assert!(principal.holds(&["notes:read".into(), "notes:write".into()]));
 }
 

@@ -25,10 +25,10 @@ pub fn decode(keys: &KeyRing, list: &str, cursor: &str, now: u64) -> Result<usiz
 }
 
 /// One page of `items` starting at the cursor's offset, and the cursor of the next page.
-pub fn page<T: Clone>(
+pub fn page<T>(
     keys: &KeyRing,
     list: &str,
-    items: &[T],
+    mut items: Vec<T>,
     cursor: Option<&str>,
     page_size: usize,
     now: u64,
@@ -42,7 +42,9 @@ pub fn page<T: Clone>(
     }
     let end = (start + page_size.max(1)).min(items.len());
     let next = (end < items.len()).then(|| encode(keys, list, end, now));
-    Ok((items[start..end].to_vec(), next))
+    items.truncate(end);
+    items.drain(..start);
+    Ok((items, next))
 }
 
 #[cfg(test)]
@@ -59,7 +61,7 @@ mod tests {
         let mut seen = Vec::new();
         let mut cursor = None;
         loop {
-            let (page, next) = page(&keys(), "tools", &items, cursor.as_deref(), 3, 10).unwrap();
+            let (page, next) = page(&keys(), "tools", items.clone(), cursor.as_deref(), 3, 10).unwrap();
             seen.extend(page);
             match next {
                 Some(next) => cursor = Some(next),

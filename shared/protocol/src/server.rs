@@ -283,7 +283,7 @@ impl McpServer {
             }
         };
         let list = |key: &str, items: Vec<Value>| -> Result<JsonObject, McpError> {
-            let (page, next) = cursor::page(&self.keys, key, &items, cursor()?.as_deref(), self.config.page_size, now)?;
+            let (page, next) = cursor::page(&self.keys, key, items, cursor()?.as_deref(), self.config.page_size, now)?;
             let mut result = JsonObject::new();
             result.insert(key.into(), Value::Array(page));
             if let Some(next) = next {

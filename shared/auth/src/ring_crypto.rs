@@ -1,0 +1,177 @@
+//! Token signatures verified by ring, through jsonwebtoken's [`CryptoProvider`] hook.
+//!
+//! Why: every function already links ring (rustls, for the AWS SDK and the JWKS fetch), and its
+//! P-256, P-384, RSA and Ed25519 verification is assembly that stays fast in the size-first
+//! release profile, where RustCrypto's ES256 verification cost ~420 µs of CPU per token. Nothing
+//! here is cryptography: each verifier hands the key, the signed bytes and the signature to ring.
+//! Signing (the dev issuer) and JWK utilities stay on jsonwebtoken's RustCrypto provider, and so
+//! do HMAC algorithms, which the allow-list refuses anyway.
+//!
+//! Invariant: [`install`] runs before any other use of jsonwebtoken in the process (every entry
+//! point of this crate calls it); jsonwebtoken keeps the first provider it sees for good.
+//! ring refuses RSA keys under 2048 bits, which RustCrypto would have accepted.
+
+use std::sync::LazyLock;
+
+use jsonwebtoken::crypto::{CryptoProvider, JwtVerifier, rust_crypto};
+use jsonwebtoken::errors::{Error, ErrorKind};
+use jsonwebtoken::{Algorithm, DecodingKey, DecodingKeyKind};
+use ring::signature::{
+    self as ring_signature, RsaParameters, RsaPublicKeyComponents, UnparsedPublicKey, VerificationAlgorithm,
+};
+use signature::Verifier;
+
+static PROVIDER: LazyLock<CryptoProvider> =
+    LazyLock::new(|| CryptoProvider { verifier_factory: new_verifier, ..rust_crypto::DEFAULT_PROVIDER.clone() });
+
+/// Makes ring verify every token this process checks (idempotent).
+pub fn install() {
+    // Err: a provider is installed already — ours, or RustCrypto's if jsonwebtoken ran first,
+    // which is still correct, only slower.
+    let _ = PROVIDER.install_default();
+}
+
+/// True when jsonwebtoken verifies with ring in this process.
+pub fn installed() -> bool {
+    CryptoProvider::try_get_default().is_some_and(|provider| std::ptr::eq(provider, &*PROVIDER))
+}
+
+fn new_verifier(algorithm: &Algorithm, key: &DecodingKey) -> Result<Box<dyn JwtVerifier>, Error> {
+    let rsa = |parameters: &'static RsaParameters| Check::Rsa(parameters);
+    let check = match algorithm {
+        Algorithm::ES256 => Check::Encoded(&ring_signature::ECDSA_P256_SHA256_FIXED),
+        Algorithm::ES384 => Check::Encoded(&ring_signature::ECDSA_P384_SHA384_FIXED),
+        Algorithm::EdDSA => Check::Encoded(&ring_signature::ED25519),
+        Algorithm::RS256 => rsa(&ring_signature::RSA_PKCS1_2048_8192_SHA256),
+        Algorithm::RS384 => rsa(&ring_signature::RSA_PKCS1_2048_8192_SHA384),
+        Algorithm::RS512 => rsa(&ring_signature::RSA_PKCS1_2048_8192_SHA512),
+        Algorithm::PS256 => rsa(&ring_signature::RSA_PSS_2048_8192_SHA256),
+        Algorithm::PS384 => rsa(&ring_signature::RSA_PSS_2048_8192_SHA384),
+        Algorithm::PS512 => rsa(&ring_signature::RSA_PSS_2048_8192_SHA512),
+        // HMAC (refused by the allow-list) and anything newer: jsonwebtoken's own.
+        _ => return (rust_crypto::DEFAULT_PROVIDER.verifier_factory)(algorithm, key),
+    };
+    if key.family() != algorithm.family() {
+        return Err(ErrorKind::InvalidKeyFormat.into());
+    }
+    let public_key = match (key.kind(), &check) {
+        // A JWK's EC point (0x04 ‖ x ‖ y), an OKP's `x`, or a DER key.
+        (DecodingKeyKind::SecretOrDer(bytes), _) => PublicKey::Encoded(bytes.clone()),
+        (DecodingKeyKind::RsaModulusExponent { n, e }, Check::Rsa(_)) => {
+            PublicKey::Rsa(RsaPublicKeyComponents { n: without_leading_zeros(n), e: without_leading_zeros(e) })
+        }
+        (DecodingKeyKind::RsaModulusExponent { .. }, Check::Encoded(_)) => {
+            return Err(ErrorKind::InvalidKeyFormat.into());
+        }
+    };
+    Ok(Box::new(RingVerifier { algorithm: *algorithm, check, public_key }))
+}
+
+fn without_leading_zeros(bytes: &[u8]) -> Vec<u8> {
+    let first = bytes.iter().position(|b| *b != 0).unwrap_or(bytes.len());
+    bytes[first..].to_vec()
+}
+
+/// What ring checks a signature with.
+enum Check {
+    /// A key ring parses itself (EC point, Ed25519 key, RSA DER).
+    Encoded(&'static dyn VerificationAlgorithm),
+    /// RSA from a JWK's modulus and exponent.
+    Rsa(&'static RsaParameters),
+}
+
+enum PublicKey {
+    Encoded(Vec<u8>),
+    Rsa(RsaPublicKeyComponents<Vec<u8>>),
+}
+
+struct RingVerifier {
+    algorithm: Algorithm,
+    check: Check,
+    public_key: PublicKey,
+}
+
+impl Verifier<Vec<u8>> for RingVerifier {
+    fn verify(&self, message: &[u8], signature: &Vec<u8>) -> Result<(), signature::Error> {
+        let verified = match (&self.check, &self.public_key) {
+            (Check::Encoded(check), PublicKey::Encoded(bytes)) => {
+                UnparsedPublicKey::new(*check, bytes).verify(message, signature)
+            }
+            (Check::Rsa(parameters), PublicKey::Rsa(components)) => components.verify(parameters, message, signature),
+            // An RSA DER key: ring parses it with the RSA algorithm itself.
+            (Check::Rsa(parameters), PublicKey::Encoded(bytes)) => {
+                UnparsedPublicKey::new(*parameters, bytes).verify(message, signature)
+            }
+            (Check::Encoded(_), PublicKey::Rsa(_)) => return Err(signature::Error::new()),
+        };
+        verified.map_err(|_| signature::Error::new())
+    }
+}
+
+impl JwtVerifier for RingVerifier {
+    fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+    use ring::rand::SystemRandom;
+    use ring::signature::{EcdsaKeyPair, Ed25519KeyPair, KeyPair};
+
+    fn verifier(algorithm: Algorithm, key: &DecodingKey) -> Box<dyn JwtVerifier> {
+        new_verifier(&algorithm, key).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn es256_and_es384_signatures_verify_and_altered_ones_do_not() {
+        let random = SystemRandom::new();
+        for (algorithm, signing) in [
+            (Algorithm::ES256, &ring_signature::ECDSA_P256_SHA256_FIXED_SIGNING),
+            (Algorithm::ES384, &ring_signature::ECDSA_P384_SHA384_FIXED_SIGNING),
+        ] {
+            let pkcs8 = EcdsaKeyPair::generate_pkcs8(signing, &random).unwrap();
+            let pair = EcdsaKeyPair::from_pkcs8(signing, pkcs8.as_ref(), &random).unwrap();
+            let point = pair.public_key().as_ref();
+            let half = (point.len() - 1) / 2;
+            let key = DecodingKey::from_ec_components(&B64.encode(&point[1..=half]), &B64.encode(&point[1 + half..]))
+                .unwrap();
+            let signature = pair.sign(&random, b"header.claims").unwrap().as_ref().to_vec();
+            let verifier = verifier(algorithm, &key);
+            assert!(verifier.verify(b"header.claims", &signature).is_ok(), "{algorithm:?}");
+            assert!(verifier.verify(b"header.claimz", &signature).is_err(), "{algorithm:?}: other bytes");
+            let mut altered = signature.clone();
+            altered[7] ^= 1;
+            assert!(verifier.verify(b"header.claims", &altered).is_err(), "{algorithm:?}: altered signature");
+        }
+    }
+
+    #[test]
+    fn eddsa_signatures_verify_and_altered_ones_do_not() {
+        let pkcs8 = Ed25519KeyPair::generate_pkcs8(&SystemRandom::new()).unwrap();
+        let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).unwrap();
+        let key = DecodingKey::from_ed_components(&B64.encode(pair.public_key().as_ref())).unwrap();
+        let signature = pair.sign(b"header.claims").as_ref().to_vec();
+        let verifier = verifier(Algorithm::EdDSA, &key);
+        assert!(verifier.verify(b"header.claims", &signature).is_ok());
+        assert!(verifier.verify(b"header.claimz", &signature).is_err());
+    }
+
+    #[test]
+    fn a_key_of_another_family_is_refused() {
+        let ec = DecodingKey::from_ec_components(&B64.encode([1u8; 32]), &B64.encode([2u8; 32])).unwrap();
+        assert!(new_verifier(&Algorithm::RS256, &ec).is_err());
+        let rsa = DecodingKey::from_rsa_raw_components(&[0xc5; 256], &[1, 0, 1]);
+        assert!(new_verifier(&Algorithm::ES256, &rsa).is_err());
+        assert!(verifier(Algorithm::RS256, &rsa).verify(b"m", &vec![0; 256]).is_err(), "a bogus RSA signature");
+    }
+
+    #[test]
+    fn installing_makes_ring_the_process_provider() {
+        install();
+        assert!(installed());
+    }
+}
