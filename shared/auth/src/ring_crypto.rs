@@ -160,6 +160,44 @@ mod tests {
         assert!(verifier.verify(b"header.claimz", &signature).is_err());
     }
 
+    // A 2048-bit RSA public key (JWK `n`, `e` = AQAB) and its signatures over `header.claims`,
+    // made once with `openssl dgst -sha256 -sign` (PKCS#1 v1.5, and PSS with a 32-byte salt);
+    // the private key was discarded.
+    const RSA_N: &str = concat!(
+        "wIpwQ6RKWroY17ZcyXd3hHizuy4Rv85SScz5gWDWP6my-PsNHmLlRiVnXJCrL0aWpJuBfvAWLKqaKytQurOWDjrH",
+        "4PFiYLF98LPw0fN4Xa31CJCbYV5ES6-i3fNZI86HRR1uZ_wC6nGOL77yyEbG8nmJOSppMHy2HBQ802wzqrdAKDDl",
+        "9Q-m1bPbpW_qvV8zAX-Tna8oiMZeRx5BLGn3VBsLRK3jFJa-cGstXcA7pUO7si3yijYRikYbhOFYvkdQiS5N0q-5",
+        "4-_D4Gx9qJeceyWwakedCkr1JhT4cH1qH9MsnsQlmJzW0XZM-AjQvHnEQ7lW-bYi82qWGOSqRyMSUQ",
+    );
+    const RS256_SIGNATURE: &str = concat!(
+        "gHv_CUDuoDyLzYP4bCxl14wJLbvxC0aFgxkPs98wguOVf-JWLTpk2TgE3IilVSRGhrY8cvnEYYQfxYDHFpG6pG1f",
+        "R4JTmfyIrpT-pBB5Q70za3hQ3OqpZ5XgQd4l92Rvbp_Xh3Ue8FsqymI5QPji3_cgHZVOj_DobC4AksVoHOZeZt4c",
+        "Fh1oNwt6Vbtmqo5HyC41XfpwpdL9EXrigFUWcpZ1xPJ538qR88T9VT8S57yDLEoQyOOeiRmBSzXe4NdNkeS1Y_Cr",
+        "QUrp8jAWKNqceNSgDJCKjgn5n-qSO1iOItOfhMkpU5xPc1g-uyvw4PHqgS7vIz2hnUlNzdXCZuydEA",
+    );
+    const PS256_SIGNATURE: &str = concat!(
+        "XiLGNvUtTiv0vXR8Il6XBwDmqI6ILMmda8XwhiTxASqzvz3Ta13E7ZCma1nqzBY6nWOv6lcUiUYv5PVAenFKNrij",
+        "syePcBYnhNr3t36XJowT7WOXlDU-AMIW5WpI9C8gATF6KXGmmnVjzwQAne4aOV0h0wpULUpO8OXQa61zLNTwQQ1r",
+        "GnnnNtCRCUTeb-Hy0gpAe4JZ-Du6Ex5ZG2jw6SrgmCfv8klKCvgm2_KZsvBkwm3-DTUALjMasHxCn4BYTNf9Gc91",
+        "htXYH2SAJT2zJyS3aCE88kJZ1M0aAhLmxjnhHYN3LMybtqN63yoEdRoBnhjEt-GpDh2pDpwelHtCqA",
+    );
+
+    #[test]
+    fn rs256_and_ps256_signatures_verify_and_altered_ones_do_not() {
+        let key = DecodingKey::from_rsa_components(RSA_N, "AQAB").unwrap();
+        let decode = |signature: &str| B64.decode(signature).unwrap();
+        for (algorithm, signature) in [(Algorithm::RS256, RS256_SIGNATURE), (Algorithm::PS256, PS256_SIGNATURE)] {
+            let verifier = verifier(algorithm, &key);
+            assert!(verifier.verify(b"header.claims", &decode(signature)).is_ok(), "{algorithm:?}");
+            assert!(verifier.verify(b"header.claimz", &decode(signature)).is_err(), "{algorithm:?}: other bytes");
+            let mut altered = decode(signature);
+            altered[7] ^= 1;
+            assert!(verifier.verify(b"header.claims", &altered).is_err(), "{algorithm:?}: altered signature");
+        }
+        let pkcs1 = verifier(Algorithm::RS256, &key);
+        assert!(pkcs1.verify(b"header.claims", &decode(PS256_SIGNATURE)).is_err(), "a PSS signature is not PKCS#1");
+    }
+
     #[test]
     fn a_key_of_another_family_is_refused() {
         let ec = DecodingKey::from_ec_components(&B64.encode([1u8; 32]), &B64.encode([2u8; 32])).unwrap();
