@@ -27,7 +27,8 @@ async fn sqlite_file_meets_the_contract_and_survives_a_reopen() {
 
 #[tokio::test]
 async fn sqlite_transactions_are_all_or_nothing() {
-    relevo_state::contract::transaction_contract(Arc::new(SqliteStore::in_memory().unwrap())).await;
+    let store = Arc::new(SqliteStore::in_memory().unwrap());
+    relevo_state::contract::transaction_contract(store, relevo_state::contract::Racers::Concurrent).await;
 }
 
 #[tokio::test]

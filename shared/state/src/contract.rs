@@ -217,10 +217,22 @@ pub async fn queue_contract(queue: Arc<dyn crate::Queue>, max_receives: u32, now
     assert_eq!(deliveries, max_receives, "delivered exactly max_receives times, then dead-lettered");
 }
 
+/// How the transaction contract races its transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Racers {
+    /// At once: the store isolates concurrent transactions (SQLite here, DynamoDB in AWS).
+    Concurrent,
+    /// One after another, for the moto emulator: it snapshots whole tables for each
+    /// TransactWriteItems and restores them when one fails, without a lock, so a concurrent
+    /// loser's restore can erase the winner's committed writes. DynamoDB's own isolation cannot be
+    /// shown against it; the conditions and all-or-nothing still can.
+    Serial,
+}
+
 /// The behaviour of [`RecordStore::transact`]: all writes or none, each condition checked, the
 /// refused write named with the current record, tenants apart.
 #[allow(clippy::unwrap_used, clippy::panic)]
-pub async fn transaction_contract(store: Arc<dyn RecordStore>) {
+pub async fn transaction_contract(store: Arc<dyn RecordStore>, racers: Racers) {
     use crate::records::{TransactError, Write};
 
     let item = RecordKey::new(Owner::tenant("acme"), "stock", "main/MUG");
@@ -311,20 +323,34 @@ pub async fn transaction_contract(store: Arc<dyn RecordStore>) {
     assert!(matches!(store.transact(&same_key, NOW).await, Err(TransactError::Invalid(_))));
     assert!(matches!(store.transact(&[], NOW).await, Err(TransactError::Invalid(_))));
 
-    // Concurrent transactions on one version: exactly one commits.
-    let mut racers = tokio::task::JoinSet::new();
-    for n in 0..6u64 {
+    // Transactions on one version (concurrent where the store isolates them): exactly one commits.
+    let race = |n: u64| {
         let (store, item) = (store.clone(), item.clone());
-        racers.spawn(async move {
+        async move {
             let marker = RecordKey::new(Owner::tenant("acme"), "marker", &format!("m{n}"));
             let writes = vec![
                 Write::Update { key: item, expected_revision: 2, body: json!({ "quantity": 100 + n }) },
                 Write::Create { key: marker, body: json!(n), expires_at: None },
             ];
             store.transact(&writes, NOW).await
-        });
-    }
-    let results = racers.join_all().await;
+        }
+    };
+    let results = match racers {
+        Racers::Concurrent => {
+            let mut set = tokio::task::JoinSet::new();
+            for n in 0..6u64 {
+                set.spawn(race(n));
+            }
+            set.join_all().await
+        }
+        Racers::Serial => {
+            let mut results = Vec::new();
+            for n in 0..6u64 {
+                results.push(race(n).await);
+            }
+            results
+        }
+    };
     assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1, "exactly one racer commits: {results:?}");
     let mut markers = 0;
     for n in 0..6 {
