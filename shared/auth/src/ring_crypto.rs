@@ -37,11 +37,14 @@ pub fn installed() -> bool {
 }
 
 fn new_verifier(algorithm: &Algorithm, key: &DecodingKey) -> Result<Box<dyn JwtVerifier>, Error> {
-    let rsa = |parameters: &'static RsaParameters| Check::Rsa(parameters);
-    let check = match algorithm {
-        Algorithm::ES256 => Check::Encoded(&ring_signature::ECDSA_P256_SHA256_FIXED),
-        Algorithm::ES384 => Check::Encoded(&ring_signature::ECDSA_P384_SHA384_FIXED),
-        Algorithm::EdDSA => Check::Encoded(&ring_signature::ED25519),
+    // RSA parameters also check RSA keys ring parses itself (DER).
+    let rsa = |parameters: &'static RsaParameters| -> (&'static dyn VerificationAlgorithm, _) {
+        (parameters, Some(parameters))
+    };
+    let (check, rsa_parameters) = match algorithm {
+        Algorithm::ES256 => (&ring_signature::ECDSA_P256_SHA256_FIXED as &dyn VerificationAlgorithm, None),
+        Algorithm::ES384 => (&ring_signature::ECDSA_P384_SHA384_FIXED as &dyn VerificationAlgorithm, None),
+        Algorithm::EdDSA => (&ring_signature::ED25519 as &dyn VerificationAlgorithm, None),
         Algorithm::RS256 => rsa(&ring_signature::RSA_PKCS1_2048_8192_SHA256),
         Algorithm::RS384 => rsa(&ring_signature::RSA_PKCS1_2048_8192_SHA384),
         Algorithm::RS512 => rsa(&ring_signature::RSA_PKCS1_2048_8192_SHA512),
@@ -54,17 +57,16 @@ fn new_verifier(algorithm: &Algorithm, key: &DecodingKey) -> Result<Box<dyn JwtV
     if key.family() != algorithm.family() {
         return Err(ErrorKind::InvalidKeyFormat.into());
     }
-    let public_key = match (key.kind(), &check) {
+    let public_key = match (key.kind(), rsa_parameters) {
         // A JWK's EC point (0x04 ‖ x ‖ y), an OKP's `x`, or a DER key.
-        (DecodingKeyKind::SecretOrDer(bytes), _) => PublicKey::Encoded(bytes.clone()),
-        (DecodingKeyKind::RsaModulusExponent { n, e }, Check::Rsa(_)) => {
-            PublicKey::Rsa(RsaPublicKeyComponents { n: without_leading_zeros(n), e: without_leading_zeros(e) })
-        }
-        (DecodingKeyKind::RsaModulusExponent { .. }, Check::Encoded(_)) => {
-            return Err(ErrorKind::InvalidKeyFormat.into());
-        }
+        (DecodingKeyKind::SecretOrDer(bytes), _) => PublicKey::Encoded(check, bytes.clone()),
+        (DecodingKeyKind::RsaModulusExponent { n, e }, Some(parameters)) => PublicKey::Rsa(
+            parameters,
+            RsaPublicKeyComponents { n: without_leading_zeros(n), e: without_leading_zeros(e) },
+        ),
+        (DecodingKeyKind::RsaModulusExponent { .. }, None) => return Err(ErrorKind::InvalidKeyFormat.into()),
     };
-    Ok(Box::new(RingVerifier { algorithm: *algorithm, check, public_key }))
+    Ok(Box::new(RingVerifier { algorithm: *algorithm, public_key }))
 }
 
 fn without_leading_zeros(bytes: &[u8]) -> Vec<u8> {
@@ -72,37 +74,24 @@ fn without_leading_zeros(bytes: &[u8]) -> Vec<u8> {
     bytes[first..].to_vec()
 }
 
-/// What ring checks a signature with.
-enum Check {
-    /// A key ring parses itself (EC point, Ed25519 key, RSA DER).
-    Encoded(&'static dyn VerificationAlgorithm),
-    /// RSA from a JWK's modulus and exponent.
-    Rsa(&'static RsaParameters),
-}
-
+/// A public key and what ring checks its signatures with.
 enum PublicKey {
-    Encoded(Vec<u8>),
-    Rsa(RsaPublicKeyComponents<Vec<u8>>),
+    /// A key ring parses itself: an EC point, an Ed25519 key, an RSA DER key.
+    Encoded(&'static dyn VerificationAlgorithm, Vec<u8>),
+    /// RSA from a JWK's modulus and exponent.
+    Rsa(&'static RsaParameters, RsaPublicKeyComponents<Vec<u8>>),
 }
 
 struct RingVerifier {
     algorithm: Algorithm,
-    check: Check,
     public_key: PublicKey,
 }
 
 impl Verifier<Vec<u8>> for RingVerifier {
     fn verify(&self, message: &[u8], signature: &Vec<u8>) -> Result<(), signature::Error> {
-        let verified = match (&self.check, &self.public_key) {
-            (Check::Encoded(check), PublicKey::Encoded(bytes)) => {
-                UnparsedPublicKey::new(*check, bytes).verify(message, signature)
-            }
-            (Check::Rsa(parameters), PublicKey::Rsa(components)) => components.verify(parameters, message, signature),
-            // An RSA DER key: ring parses it with the RSA algorithm itself.
-            (Check::Rsa(parameters), PublicKey::Encoded(bytes)) => {
-                UnparsedPublicKey::new(*parameters, bytes).verify(message, signature)
-            }
-            (Check::Encoded(_), PublicKey::Rsa(_)) => return Err(signature::Error::new()),
+        let verified = match &self.public_key {
+            PublicKey::Encoded(check, bytes) => UnparsedPublicKey::new(*check, bytes).verify(message, signature),
+            PublicKey::Rsa(parameters, components) => components.verify(parameters, message, signature),
         };
         verified.map_err(|_| signature::Error::new())
     }

@@ -170,12 +170,18 @@ async fn expired_and_not_yet_valid_tokens_are_refused() {
     assert_eq!(verifier.verify(&bearer(&no_exp)).await.unwrap_err(), AuthError::MissingClaim("exp".into()));
 }
 
-#[tokio::test]
-async fn a_remembered_token_still_expires_by_the_injected_clock() {
+/// An issuer and a verifier whose clock starts now and moves only when told.
+async fn clocked() -> (Issuer, BearerAuthenticator, ManualClock, u64) {
     let issuer = issuer().await;
     let t = now();
     let clock = ManualClock::at(t);
     let verifier = verifier(&issuer, &[]).with_clock(Arc::new(clock.clone()));
+    (issuer, verifier, clock, t)
+}
+
+#[tokio::test]
+async fn a_remembered_token_still_expires_by_the_injected_clock() {
+    let (issuer, verifier, clock, t) = clocked().await;
     let token = issuer.key.sign(&claims(json!({ "exp": t + 60 }))).unwrap();
     assert!(verifier.verify(&bearer(&token)).await.is_ok());
     clock.advance(65);
@@ -186,10 +192,7 @@ async fn a_remembered_token_still_expires_by_the_injected_clock() {
 
 #[tokio::test]
 async fn not_before_is_checked_by_the_injected_clock() {
-    let issuer = issuer().await;
-    let t = now();
-    let clock = ManualClock::at(t);
-    let verifier = verifier(&issuer, &[]).with_clock(Arc::new(clock.clone()));
+    let (issuer, verifier, clock, t) = clocked().await;
     let token = issuer.key.sign(&claims(json!({ "nbf": t + 100 }))).unwrap();
     assert_eq!(verifier.verify(&bearer(&token)).await.unwrap_err(), AuthError::NotYetValid);
     clock.advance(95);
