@@ -20,17 +20,25 @@ run:
 	@echo "  approvalUrl that inventory_propose returns (http://127.0.0.1:$(PORT)/approvals/<operationId>)"
 	RELEVO_APP=$(APP) RELEVO_AUTH=$(AUTH) $(CARGO) run --quiet -p relevo-gateway --bin relevo-gateway -- --port $(PORT) --routing $(ROUTING)
 
-## run-lambda: the real function binaries under a local Lambda Runtime API and API Gateway, DynamoDB/SQS on moto
+## run-lambda: the stack of template.yaml on one machine (FRONT_DOOR=a: custom domain, routing rules, REST APIs;
+## b: the HTTP API): the real function binaries under a local Lambda Runtime API, DynamoDB/SQS/Secrets Manager on moto
+FRONT_DOOR ?= a
 run-lambda:
 	$(CARGO) build --quiet --workspace --bins
-	infra/scripts/with-moto.sh bash -c 'AWS_ENDPOINT_URL=$$RELEVO_TEST_AWS_ENDPOINT RELEVO_APP=$(APP) RELEVO_DEV_ISSUER_FILE=.relevo/dev-issuer.json target/debug/relevo-lambda-local --port $(PORT)'
+	infra/scripts/with-moto.sh bash -c 'source infra/scripts/lib.sh && AWS_ENDPOINT_URL=$$RELEVO_TEST_AWS_ENDPOINT RELEVO_APP=$(APP) RELEVO_DEV_ISSUER_FILE=.relevo/dev-issuer.json target/debug/relevo-lambda-local --template "$$(translated)" --front-door $(FRONT_DOOR) --port $(PORT)'
 
 ## token: a bearer token from the dev issuer of a running `make run` (TENANT=, SUB=, SCOPES=)
 token:
 	@$(CARGO) run --quiet -p relevo-gateway --bin relevo-token -- --tenant "$(TENANT)" --sub "$(SUB)" --scopes "$(SCOPES)"
 
 ## test: lint, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python and TypeScript SDK clients, the approval page in Chromium, the benchmark harness in its short mode
-test: lint validate unit conformance clients browser bench-smoke
+test: lint validate unit conformance clients browser iam-report bench-smoke
+
+## iam-report: what every function called in the local Lambda mode runs of `make test`, against its policy in
+## template.yaml: fails on any refused call, lists the granted actions no run used
+iam-report:
+	$(CARGO) build --quiet -p relevo-gateway --bin relevo-iam-report
+	target/debug/relevo-iam-report target/iam/*.log
 
 ## unit: every cargo test, with the DynamoDB/SQS emulator (moto) running for the AWS adapters
 unit:
@@ -44,8 +52,8 @@ lint:
 fmt:
 	$(CARGO) fmt --all
 
-FUNCTIONS := discover tools-list tools-call resources-list resources-templates-list resources-read prompts-list \
-	prompts-get completion subscriptions-listen tasks-get tasks-update tasks-cancel mcp well-known worker reconciler approvals
+# The function binaries template.yaml deploys (the template is the one list).
+FUNCTIONS := $(shell infra/scripts/functions.sh)
 ARCH ?= arm64
 
 ## build: every function as a Lambda zip (release, cargo-lambda from PyPI into .tools/sam), with its size

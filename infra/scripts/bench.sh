@@ -24,8 +24,7 @@ if ! command -v wrk >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
 fi
 
-functions=(discover tools-list tools-call resources-list resources-templates-list resources-read prompts-list
-  prompts-get completion subscriptions-listen tasks-get tasks-update tasks-cancel mcp well-known worker reconciler approvals)
+mapfile -t functions < <("$root/infra/scripts/functions.sh")
 
 if $short; then
   profile=debug
@@ -44,6 +43,6 @@ else
 fi
 
 bin="$target/$profile"
-"$bin/relevo-bench" report --profile "$profile" --bin-dir "$bin" --peer-dir "$bin" \
+"$bin/relevo-bench" report --profile "$profile" --bin-dir "$bin" --peer-dir "$bin" --functions "$(IFS=,; echo "${functions[*]}")" \
   --criterion-dir "$target/criterion" --zip-dir "$target/lambda" --out "$target/bench/report.md" "${report_args[@]}"
 test -s "$target/bench/report.md"

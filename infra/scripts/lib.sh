@@ -1,5 +1,5 @@
 # Helpers shared by the scripts that start local servers for a test run.
-# Source it; it defines: root, free_port, start_gateway, start_lambda_mode, stop_gateway.
+# Source it; it defines: root, translated, free_port, start_gateway, start_lambda_mode, stop_gateway.
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 gateway_pid=""
@@ -67,20 +67,45 @@ start_gateway() {
   wait_listening "$port" "$log" "the gateway"
 }
 
-# start_lambda_mode PORT LOGFILE [args...]: the real function binaries behind the local API
-# Gateway (relevo-lambda-local); needs AWS_ENDPOINT_URL (the emulator).
+# translated: the SAM translation of template.yaml (target/sam/template.json), made again when the
+# template is newer; prints its path.
+translated() {
+  local out="$root/target/sam/template.json"
+  if [[ ! -s "$out" || "$root/template.yaml" -nt "$out" ]]; then
+    "$root/infra/scripts/translate.sh" "$root/template.yaml" "$out" >&2
+  fi
+  echo "$out"
+}
+
+# iam_log NAME: a fresh call log for a local Lambda mode run (target/iam/NAME.log); `make test`
+# ends with `relevo-iam-report` over all of them.
+iam_log() {
+  mkdir -p "$root/target/iam"
+  rm -f "$root/target/iam/$1.log" "$root/target/iam/$1.log.grants.json"
+  echo "$root/target/iam/$1.log"
+}
+
+# start_lambda_mode PORT LOGFILE [args...]: the stack of template.yaml (front door a unless args
+# say --front-door b) with the real function binaries (relevo-lambda-local); needs
+# AWS_ENDPOINT_URL (the emulator). Ready when the protected-resource metadata answers through
+# the front door (the functions behind it are up).
 start_lambda_mode() {
-  local port=$1 log=$2
+  local port=$1 log=$2 template
   shift 2
-  "$root/target/debug/relevo-lambda-local" --port "$port" --bin-dir "$root/target/debug" "$@" >"$log" 2>&1 &
+  template=$(translated)
+  # The reconciler every 5 s instead of the template's rate: a test run lasts minutes.
+  "$root/target/debug/relevo-lambda-local" --template "$template" --port "$port" --bin-dir "$root/target/debug" \
+    --schedule-every 5 "$@" >"$log" 2>&1 &
   gateway_pid=$!
   wait_listening "$port" "$log" "local Lambda mode"
-  # The front door binds first and serves once every function has started.
-  if ! curl -sf --max-time 60 -o /dev/null "http://127.0.0.1:$port/.well-known/jwks.json"; then
-    echo "local Lambda mode did not serve its JWKS on 127.0.0.1:$port; its log ($log):" >&2
-    cat "$log" >&2
-    return 1
-  fi
+  for _ in $(seq 1 300); do
+    if curl -sf --max-time 5 -o /dev/null "http://127.0.0.1:$port/.well-known/oauth-protected-resource/mcp"; then return 0; fi
+    if ! kill -0 "$gateway_pid" 2>/dev/null; then break; fi
+    sleep 0.2
+  done
+  echo "local Lambda mode did not serve its metadata on 127.0.0.1:$port; its log ($log):" >&2
+  cat "$log" >&2
+  return 1
 }
 
 # start_gateway_pair NAME: two gateways serving the shop from one SQLite store ($work/NAME.db)

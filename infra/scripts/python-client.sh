@@ -34,14 +34,24 @@ if [[ -n "${RELEVO_TEST_AWS_ENDPOINT:-}" ]]; then
   stop_gateway
   unset RELEVO_AUTH_ISSUER RELEVO_AUTH_AUDIENCE RELEVO_STATE_KEYS
   export RELEVO_DEV_ISSUER_FILE="$work/dev-issuer-lambda.json"
-  lambda_port=$(free_port)
-  AWS_ENDPOINT_URL="$RELEVO_TEST_AWS_ENDPOINT" RELEVO_APP=shop start_lambda_mode "$lambda_port" "$work/lambda-mode.log"
-  lambda_url="http://127.0.0.1:$lambda_port/mcp"
   token() { "$root/target/debug/relevo-token" --tenant "$1" --sub "$2" --scopes "$3"; }
-  echo "python clients against the real Lambda binaries:"
-  RELEVO_TOKEN=$(token acme alice "notes:read notes:write") RELEVO_OTHER_TOKEN=$(token globex alice "notes:read notes:write") \
-    timeout 120 "$venv/bin/python" "$root/tests/clients/python_client.py" "$lambda_url"
-  # Auto mode only: the buffered Lambda front door cannot carry a legacy call's elicitation.
-  RELEVO_TOKEN=$(token acme alice shop) RELEVO_CLIENT_MODES=auto \
-    timeout 120 "$venv/bin/python" "$root/tests/clients/python_shop.py" "$lambda_url" "$lambda_url" "$(free_port)"
+  for door in a b; do
+    lambda_port=$(free_port)
+    AWS_ENDPOINT_URL="$RELEVO_TEST_AWS_ENDPOINT" RELEVO_APP=shop \
+      start_lambda_mode "$lambda_port" "$work/lambda-mode-$door.log" --front-door "$door" --iam-log "$(iam_log "clients-$door")"
+    lambda_url="http://127.0.0.1:$lambda_port/mcp"
+    echo "python clients against the stack of template.yaml, front door $door:"
+    # OAuth as a client does it: a 401, the protected-resource metadata found by well-known
+    # probing (front door A's REST APIs remap WWW-Authenticate), the dev authorization server.
+    expect_remapped=0
+    [[ "$door" == a ]] && expect_remapped=1
+    RELEVO_EXPECT_REMAPPED=$expect_remapped timeout 60 "$venv/bin/python" "$root/tests/clients/python_oauth.py" "$lambda_url"
+    RELEVO_TOKEN=$(token acme alice "notes:read notes:write") RELEVO_OTHER_TOKEN=$(token globex alice "notes:read notes:write") \
+      timeout 120 "$venv/bin/python" "$root/tests/clients/python_client.py" "$lambda_url"
+    # Auto mode only: a legacy call's elicitation rides on a streamed answer (front door A's
+    # catch-all streams, but this script's two-URL round robin is a modern-path check).
+    RELEVO_TOKEN=$(token acme alice shop) RELEVO_CLIENT_MODES=auto \
+      timeout 120 "$venv/bin/python" "$root/tests/clients/python_shop.py" "$lambda_url" "$lambda_url" "$(free_port)"
+    stop_gateway
+  done
 fi

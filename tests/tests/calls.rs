@@ -224,6 +224,71 @@ async fn a_per_method_function_refuses_a_body_for_another_method() {
     assert_eq!(serde_json::from_slice::<Value>(&body).unwrap()["error"]["code"], -32020);
 }
 
+/// Front door A's globs cannot name a method exactly (`tools*` also matches `tools/call` and any
+/// `tools/foo`), so a function may receive a neighbour's method with matching headers: it
+/// refuses every method but its own before anything runs, and answers an unknown one 404 as the
+/// catch-all does.
+#[tokio::test]
+async fn every_function_refuses_every_other_method_and_runs_nothing() {
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = calls.clone();
+    let app = App::new("neighbours", "0").tool(Tool::new(
+        "effect",
+        "counts its runs",
+        json!({ "type": "object" }),
+        handler(move |_| {
+            let counted = counted.clone();
+            async move {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Ok(Outcome::tool(CallToolResult::success(vec![ContentBlock::text("ran")])))
+            }
+        }),
+    ));
+    let server = server(app, test_config(), Arc::new(ManualClock::at(T0)));
+    let params = |method: Method| match method {
+        Method::ToolsCall => json!({ "name": "effect", "arguments": {} }),
+        Method::ResourcesRead => json!({ "uri": "file:///x" }),
+        Method::PromptsGet => json!({ "name": "p" }),
+        Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => json!({ "taskId": "t" }),
+        Method::Complete => {
+            json!({ "ref": { "type": "ref/prompt", "name": "p" }, "argument": { "name": "a", "value": "" } })
+        }
+        _ => json!({}),
+    };
+    let handle = |function: Method, method: &str, params: Value| {
+        let server = server.clone();
+        let (parts, body) = rpc(1, method, params).into_parts();
+        async move {
+            let bytes = http_body_util::BodyExt::collect(body).await.unwrap().to_bytes();
+            let reply = server.handle(Route::Only(function), http::Request::from_parts(parts, bytes)).await;
+            let status = reply.status();
+            let body: Value = serde_json::from_slice(&reply.into_body().collect().await).unwrap();
+            (status, body["error"]["code"].clone())
+        }
+    };
+    for function in Method::ALL {
+        for method in Method::ALL.into_iter().filter(|m| *m != function) {
+            let (status, code) = handle(function, method.as_str(), params(method)).await;
+            assert_eq!(
+                (status.as_u16(), code),
+                (400, json!(-32020)),
+                "{} served by {}",
+                method.as_str(),
+                function.function_name()
+            );
+        }
+        let (status, code) = handle(function, "tools/foo", json!({})).await;
+        assert_eq!((status.as_u16(), code), (404, json!(-32601)), "tools/foo served by {}", function.function_name());
+    }
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0, "no neighbour ran the tool");
+    let (status, _) = handle(Method::ToolsCall, "tools/call", params(Method::ToolsCall)).await;
+    assert_eq!(
+        (status.as_u16(), calls.load(std::sync::atomic::Ordering::SeqCst)),
+        (200, 1),
+        "its own function runs it"
+    );
+}
+
 #[tokio::test]
 async fn gateway_routes_on_the_mcp_method_header_like_the_routing_rules() {
     let headers = |value: &str| {

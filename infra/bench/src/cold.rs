@@ -18,30 +18,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use relevo_gateway::lambda_local::{rest_proxy_event, start_function};
+use relevo_gateway::lambda_local::events::{Incoming, rest_event};
+use relevo_gateway::lambda_local::{FunctionSpec, start_function};
 use relevo_protocol::Method;
 use serde_json::{Value, json};
-
-/// Every function of `template.yaml`, in the Makefile's order.
-pub const FUNCTIONS: [&str; 17] = [
-    "discover",
-    "tools-list",
-    "tools-call",
-    "resources-list",
-    "resources-templates-list",
-    "resources-read",
-    "prompts-list",
-    "prompts-get",
-    "completion",
-    "subscriptions-listen",
-    "tasks-get",
-    "tasks-update",
-    "tasks-cancel",
-    "mcp",
-    "well-known",
-    "worker",
-    "reconciler",
-];
 
 /// One function's samples.
 pub struct ColdStart {
@@ -78,7 +58,7 @@ fn event(function: &str) -> Value {
         "well-known" => {
             let mut headers = http::HeaderMap::new();
             headers.insert("host", http::HeaderValue::from_static("127.0.0.1"));
-            return rest_proxy_event(&http::Method::GET, "/.well-known/oauth-protected-resource", &headers, b"");
+            return proxy_event(&http::Method::GET, "/.well-known/oauth-protected-resource", &headers, b"");
         }
         _ => {}
     }
@@ -114,7 +94,22 @@ fn event(function: &str) -> Value {
     if let Some(name) = name {
         headers.insert("mcp-name", http::HeaderValue::from_static(name));
     }
-    rest_proxy_event(&http::Method::POST, "/mcp", &headers, body.as_bytes())
+    proxy_event(&http::Method::POST, "/mcp", &headers, body.as_bytes())
+}
+
+/// The REST API proxy event API Gateway sends for a request to `path`.
+fn proxy_event(method: &http::Method, path: &str, headers: &http::HeaderMap, body: &[u8]) -> Value {
+    rest_event(&Incoming {
+        method,
+        path,
+        query: None,
+        headers,
+        body,
+        resource: path,
+        stage: "live",
+        domain: "127.0.0.1",
+        request_id: "cold-start",
+    })
 }
 
 /// The stub AWS endpoint: every request answers an empty DynamoDB page.
@@ -158,10 +153,16 @@ fn sample(function: &str, binary: &Path) -> Result<(u64, String), String> {
         let endpoint = aws_stub().await.map_err(|e| e.to_string())?;
         let event = event(function);
         let started = Instant::now();
-        let running = start_function(function, binary.to_path_buf(), environment(&endpoint), 1)
-            .await
-            .map_err(|e| e.to_string())?;
-        let answer = running.invoke(event, Duration::from_secs(30)).await?;
+        let spec = FunctionSpec {
+            name: function.to_string(),
+            binary: binary.to_path_buf(),
+            env: environment(&endpoint),
+            memory_mb: 256,
+            timeout: Duration::from_secs(30),
+            environments: 1,
+        };
+        let running = start_function(spec).await.map_err(|e| e.to_string())?;
+        let answer = running.invoke(event, Duration::from_secs(30)).await.map_err(|e| e.to_string())?;
         let elapsed = started.elapsed().as_micros() as u64;
         let status = answer.get("statusCode").and_then(Value::as_u64).map_or("-".to_string(), |s| s.to_string());
         Ok((elapsed, status))
@@ -170,9 +171,9 @@ fn sample(function: &str, binary: &Path) -> Result<(u64, String), String> {
     result
 }
 
-/// The `cold-start` child: `samples` samples of each function built in `bin_dir`, one line each.
-pub fn child(bin_dir: &Path, samples: usize) -> Result<(), String> {
-    for function in FUNCTIONS {
+/// The `cold-start` child: `samples` samples of each of `functions` built in `bin_dir`, one line each.
+pub fn child(bin_dir: &Path, functions: &[String], samples: usize) -> Result<(), String> {
+    for function in functions {
         let binary = bin_dir.join(function);
         if !binary.exists() {
             // Reported as "not built"; `infra/scripts/bench.sh` builds every function first.
@@ -189,12 +190,15 @@ pub fn child(bin_dir: &Path, samples: usize) -> Result<(), String> {
 /// Runs the child and gathers its lines.
 pub async fn measure(
     bin_dir: &Path,
+    functions: &[String],
     samples: usize,
 ) -> Result<Vec<ColdStart>, Box<dyn std::error::Error + Send + Sync>> {
     let output = tokio::process::Command::new(std::env::current_exe()?)
         .arg("cold-start")
         .arg("--bin-dir")
         .arg(bin_dir)
+        .arg("--functions")
+        .arg(functions.join(","))
         .arg("--samples")
         .arg(samples.to_string())
         .stdin(std::process::Stdio::null())

@@ -1,12 +1,12 @@
 //! `relevo-bench`: the benchmarks of `make bench` (timing lives here, never in tests).
 //!
-//! - `relevo-bench report --bin-dir DIR --peer-dir DIR --criterion-dir DIR --out FILE [--short]`:
+//! - `relevo-bench report --bin-dir DIR --peer-dir DIR --criterion-dir DIR --functions A,B --out FILE [--short]`:
 //!   every figure in one run on this machine — HTTP load against the peers ([`load`]), cold
 //!   starts ([`cold`]), binary and zip sizes, the criterion medians of `benches/inprocess.rs`
 //!   (run before, by `infra/scripts/bench.sh`), the durable path ([`durable`]) — written as one
 //!   Markdown report to FILE and printed. `--short` is the CI mode: same code, tiny durations.
 //! - `relevo-bench durable [JOBS]` (or `relevo-bench [JOBS]`): the durable path alone.
-//! - `relevo-bench cold-start --bin-dir DIR --samples N`: the child process of [`cold`].
+//! - `relevo-bench cold-start --bin-dir DIR --functions A,B --samples N`: the child process of [`cold`].
 
 mod checkout;
 mod cold;
@@ -27,6 +27,8 @@ pub struct Options {
     pub out: PathBuf,
     pub short: bool,
     pub profile: String,
+    /// The function binaries of `template.yaml` (`infra/scripts/functions.sh`).
+    pub functions: Vec<String>,
 }
 
 fn main() -> Result<(), Error> {
@@ -34,6 +36,9 @@ fn main() -> Result<(), Error> {
     let value =
         |flag: &str| -> Option<String> { args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned() };
     let runtime = || tokio::runtime::Builder::new_multi_thread().enable_all().build();
+    let functions: Vec<String> = value("--functions")
+        .map(|list| list.split(',').filter(|f| !f.is_empty()).map(String::from).collect())
+        .unwrap_or_default();
     match args.first().map(String::as_str) {
         Some("report") => {
             let short = args.iter().any(|a| a == "--short");
@@ -46,6 +51,7 @@ fn main() -> Result<(), Error> {
                 out: value("--out").map_or_else(|| PathBuf::from("target/bench/report.md"), PathBuf::from),
                 profile: value("--profile").unwrap_or_else(|| if short { "debug".into() } else { "release".into() }),
                 short,
+                functions: functions.clone(),
             };
             let markdown = runtime()?.block_on(report::run(&options))?;
             if let Some(dir) = options.out.parent() {
@@ -59,7 +65,7 @@ fn main() -> Result<(), Error> {
         Some("cold-start") => {
             let bin_dir = PathBuf::from(value("--bin-dir").ok_or("--bin-dir is required")?);
             let samples = value("--samples").map(|s| s.parse()).transpose()?.unwrap_or(5);
-            Ok(cold::child(&bin_dir, samples)?)
+            Ok(cold::child(&bin_dir, &functions, samples)?)
         }
         Some("durable") | None => {
             let jobs = args.get(1).map(|n| n.parse()).transpose()?.unwrap_or(500);

@@ -131,7 +131,7 @@ pub async fn run(options: &Options) -> Result<String, Error> {
 
     eprintln!("cold starts");
     let samples = if options.short { 1 } else { 7 };
-    let colds = cold::measure(&options.bin_dir, samples).await?;
+    let colds = cold::measure(&options.bin_dir, &options.functions, samples).await?;
 
     eprintln!("durable path");
     let durable = durable::run(if options.short { 50 } else { 1000 }).await.map_err(|e| e.to_string())?;
@@ -303,7 +303,7 @@ fn render(options: &Options, measured: &Measurements, samples: usize, secs: u32,
     let mut largest = 0u64;
     let mut slowest = 0f64;
     let mut built = 0;
-    for function in cold::FUNCTIONS {
+    for function in &options.functions {
         let Ok(bytes) = std::fs::metadata(options.bin_dir.join(function)).map(|m| m.len()) else {
             let _ = writeln!(md, "| {function} | not built | – | – | – | – |");
             continue;
@@ -313,7 +313,7 @@ fn render(options: &Options, measured: &Measurements, samples: usize, secs: u32,
         let zip = std::fs::metadata(options.zip_dir.join(function).join("bootstrap.zip"))
             .map(|m| mib(m.len()))
             .unwrap_or_else(|_| "–".into());
-        let cold = colds.iter().find(|c| c.function == function);
+        let cold = colds.iter().find(|c| c.function == *function);
         if let Some(c) = cold {
             slowest = slowest.max(c.median_ms());
         }

@@ -12,6 +12,7 @@
 //! injection (for test harnesses that cannot send a token) exists only in dev mode, and every
 //! injected token still goes through full verification.
 
+pub mod dev_oauth;
 pub mod lambda_local;
 
 use std::sync::Arc;

@@ -1,10 +1,18 @@
-//! Local Lambda mode: the real function binaries under the local Runtime API.
+//! Local Lambda mode: the stack of `template.yaml` (its SAM translation) with the real function
+//! binaries under the local Runtime API, DynamoDB, SQS and the keys secret on the moto emulator
+//! that `make test` starts (these tests fail, on purpose, without it), each function calling it
+//! under its own execution policy. Every run's call log must show no refused call.
 //!
-//! Under fault: the worker function's process is killed (SIGKILL) while it runs
-//! an export; the event source mapping redelivers the message after its visibility timeout, the
-//! dead lease expires, a fresh worker process resumes from the last checkpoint, and the export
-//! completes whole. Real binaries, real event formats, DynamoDB and SQS on the moto emulator that
-//! `make test` starts (this test fails, on purpose, without it). Bounded: 90 s at most.
+//! - Under fault: the worker is killed (SIGKILL) mid-export; the event source mapping redelivers
+//!   the message after the queue's visibility timeout, a fresh worker resumes from the last
+//!   checkpoint, and the export completes whole.
+//! - Response streaming: progress frames leave `tools-call` while the tool still counts.
+//! - API Gateway's limits, its integration timeout and its idle timeout of streamed answers, and
+//!   the keep-alives that hold a quiet stream open.
+//! - Front door B: the HTTP API with payload 2.0 events.
+//! - Least privilege: the template with one permission removed fails the call that needs it.
+//!
+//! Bounded: every wait has a deadline; every process is killed when its test ends.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -13,6 +21,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use relevo_auth::DevIssuer;
+use relevo_gateway::lambda_local::iam_proxy;
 use serde_json::{Value, json};
 
 struct Running(Child);
@@ -24,44 +33,91 @@ impl Drop for Running {
     }
 }
 
-async fn rpc(http: &reqwest::Client, url: &str, token: &str, name: &str, arguments: Value) -> Value {
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": name, "arguments": arguments,
-        "_meta": { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} }
-    }});
-    let response = http
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// Translates `template` (SAM YAML) into `out` with the pinned translator.
+fn translate(template: &Path, out: &Path) {
+    let status = Command::new(root().join("infra/scripts/translate.sh")).arg(template).arg(out).status().unwrap();
+    assert!(status.success(), "{} translates", template.display());
+}
+
+/// The translation of the project's template, made again when the template is newer.
+fn translated() -> PathBuf {
+    let (template, out) = (root().join("template.yaml"), root().join("target/sam/template.json"));
+    let fresh = std::fs::metadata(&out).and_then(|o| Ok(o.modified()? >= std::fs::metadata(&template)?.modified()?));
+    if !fresh.unwrap_or(false) {
+        translate(&template, &out);
+    }
+    out
+}
+
+/// A 2026-07-28 request for `method` with `params` (plus the `_meta` envelope), its standard
+/// headers matching the body.
+fn mcp_request(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    method: &str,
+    mut params: Value,
+) -> reqwest::RequestBuilder {
+    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2026-07-28");
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    let mut request = http
         .post(url)
         .bearer_auth(token)
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", name)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    response.json::<Value>().await.unwrap()["result"]["structuredContent"].clone()
+        .header("mcp-method", method);
+    if let Some(name) = params["name"].as_str() {
+        request = request.header("mcp-name", name);
+    }
+    request.json(&json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params }))
 }
 
-/// Local Lambda mode on a free port, with a token of acme/alice; stopped when dropped.
+async fn rpc(http: &reqwest::Client, url: &str, token: &str, name: &str, arguments: Value) -> Value {
+    let params = json!({ "name": name, "arguments": arguments });
+    let response = mcp_request(http, url, token, "tools/call", params).send().await.unwrap();
+    response.json::<Value>().await.unwrap()
+}
+
+/// One local Lambda mode on free ports, with a token of acme/alice; stopped when dropped, after
+/// its call log was checked for refused calls.
 struct LambdaMode {
-    _process: Running,
+    process: Option<Running>,
     dir: PathBuf,
     url: String,
     token: String,
+    check_iam: bool,
+}
+
+impl LambdaMode {
+    fn iam_log(&self) -> PathBuf {
+        self.dir.join("iam.log")
+    }
+
+    fn decisions(&self) -> Vec<iam_proxy::Decision> {
+        iam_proxy::read_log(&self.iam_log()).unwrap_or_default()
+    }
 }
 
 impl Drop for LambdaMode {
     fn drop(&mut self) {
+        drop(self.process.take());
+        if self.check_iam && !std::thread::panicking() {
+            let denied: Vec<_> = self.decisions().into_iter().filter(|d| !d.allowed).collect();
+            assert!(denied.is_empty(), "calls the template's policies refuse: {denied:?}");
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
-/// One Lambda mode at a time: each starts some twenty processes, and two side by side on two
+/// One local Lambda mode at a time: each starts some twenty processes, and two side by side on two
 /// cores make both slow to start.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-async fn start_lambda_mode(test: &str) -> LambdaMode {
+async fn start_lambda_mode(test: &str, template: &Path, args: &[&str], env: &[(&str, &str)]) -> LambdaMode {
     let endpoint = std::env::var("RELEVO_TEST_AWS_ENDPOINT")
         .expect("RELEVO_TEST_AWS_ENDPOINT is not set: run with `make test` (it starts the moto emulator)");
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_relevo-lambda-local"));
@@ -70,32 +126,30 @@ async fn start_lambda_mode(test: &str) -> LambdaMode {
     let dir = std::env::temp_dir().join(format!("relevo-lambda-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let process = Running(
-        Command::new(&exe)
-            .args(["--port", "0", "--bin-dir", bin_dir.to_str().unwrap()])
-            .env("AWS_ENDPOINT_URL", &endpoint)
-            .env("RELEVO_APP", "shop")
-            .env("RELEVO_DEV_ISSUER_FILE", dir.join("issuer.json"))
-            .env("RELEVO_LAMBDA_PID_DIR", dir.join("pids"))
-            .env("RELEVO_EXPORT_WINDOW_MS", "300")
-            .env("RELEVO_LEASE_SECS", "3")
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    // The issuer file names the port the front door bound (`--port 0`); it is up when it serves
-    // the issuer's own JWKS.
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut command = Command::new(&exe);
+    command
+        .args(["--template", template.to_str().unwrap(), "--port", "0", "--bin-dir", bin_dir.to_str().unwrap()])
+        .args(["--iam-log", dir.join("iam.log").to_str().unwrap()])
+        .args(args)
+        .env("AWS_ENDPOINT_URL", &endpoint)
+        .env("RELEVO_APP", "shop")
+        .env("RELEVO_DEV_ISSUER_FILE", dir.join("issuer.json"))
+        .env("RELEVO_LAMBDA_PID_DIR", dir.join("pids"))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let process = Running(command.spawn().unwrap());
+    // The issuer file is written once the stack runs; its audience is the MCP URL. Ready when the
+    // protected-resource metadata answers through the front door.
+    let deadline = Instant::now() + Duration::from_secs(60);
     let issuer = loop {
         if let Ok(issuer) = DevIssuer::load(&dir.join("issuer.json")) {
-            let jwks = reqwest::Client::new()
-                .get(format!("{}/.well-known/jwks.json", issuer.issuer))
-                .timeout(Duration::from_secs(30))
-                .send()
-                .await;
-            if jwks.is_ok_and(|r| r.status() == reqwest::StatusCode::OK) {
+            let metadata = issuer.audience.replace("/mcp", "/.well-known/oauth-protected-resource/mcp");
+            let answer = reqwest::Client::new().get(metadata).timeout(Duration::from_secs(30)).send().await;
+            if answer.is_ok_and(|r| r.status() == reqwest::StatusCode::OK) {
                 break issuer;
             }
         }
@@ -103,23 +157,30 @@ async fn start_lambda_mode(test: &str) -> LambdaMode {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
-    let url = format!("{}/mcp", issuer.issuer);
-    let token = issuer.mint("acme", "alice", &["exports:read", "exports:write"], now, 600).unwrap();
-    LambdaMode { _process: process, dir, url, token }
+    let scopes = ["exports:read", "exports:write", "shop", "notes:read", "notes:write"];
+    let token = issuer.mint("acme", "alice", &scopes, now, 600).unwrap();
+    LambdaMode { process: Some(process), dir, url: issuer.audience.clone(), token, check_iam: true }
 }
+
+/// A queue visibility of a few seconds, so that a redelivery takes seconds (the template's is
+/// 720), and the reconciler every 5 s.
+const QUICK_REDELIVERY: [&str; 4] = ["--parameter", "WorkQueueVisibility=6", "--schedule-every", "5"];
 
 #[tokio::test(flavor = "multi_thread")]
 async fn killing_the_worker_mid_export_loses_nothing() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let lambda = start_lambda_mode("kill").await;
+    let env = [("RELEVO_EXPORT_WINDOW_MS", "300"), ("RELEVO_LEASE_SECS", "3")];
+    let lambda = start_lambda_mode("kill", &translated(), &QUICK_REDELIVERY, &env).await;
     let (http, url, token, dir) = (reqwest::Client::new(), &lambda.url, &lambda.token, &lambda.dir);
 
     let started =
         rpc(&http, url, token, "export_start", json!({ "dataset": "customers", "purpose": "kill test" })).await;
-    let job = started["jobId"].as_str().unwrap().to_string();
+    let job = started["result"]["structuredContent"]["jobId"].as_str().unwrap().to_string();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let status = rpc(&http, url, token, "export_status", json!({ "jobId": job })).await;
+        let status =
+            rpc(&http, url, token, "export_status", json!({ "jobId": job })).await["result"]["structuredContent"]
+                .clone();
         let rows = status["rowsExported"].as_u64().unwrap_or(0);
         if rows > 0 {
             assert!(rows < 240, "the kill must come mid-export: {status}");
@@ -128,46 +189,36 @@ async fn killing_the_worker_mid_export_loses_nothing() {
         assert!(Instant::now() < deadline, "the export never started: {status}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    kill(&dir.join("pids").join("worker.pid"));
+    kill(&dir.join("pids").join("WorkerFunction.pid"));
 
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let status = rpc(&http, url, token, "export_status", json!({ "jobId": job })).await;
+        let status =
+            rpc(&http, url, token, "export_status", json!({ "jobId": job })).await["result"]["structuredContent"]
+                .clone();
         if status["status"] == "succeeded" {
             break;
         }
         assert!(Instant::now() < deadline, "the export did not finish after the worker was killed: {status}");
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    let result = rpc(&http, url, token, "export_result", json!({ "jobId": job })).await;
+    let result =
+        rpc(&http, url, token, "export_result", json!({ "jobId": job })).await["result"]["structuredContent"].clone();
     let ids: Vec<String> =
         result["csv"].as_str().unwrap().lines().skip(1).map(|l| l.split(',').next().unwrap().to_string()).collect();
     assert_eq!(ids, (0..240).map(|i| i.to_string()).collect::<Vec<_>>(), "every row once, in order");
 }
 
-/// `tools-call` runs with response streaming (as behind a REST integration with
-/// `ResponseTransferMode: RESPONSE_STREAM`): its progress frames leave the function through the
-/// Runtime API and the front door while the tool is still counting, not all at the end.
+/// `tools-call` runs with response streaming (its REST integration has `ResponseTransferMode:
+/// RESPONSE_STREAM` in the template): progress frames leave the function through the Runtime API
+/// and the front door while the tool is still counting, not all at the end.
 #[tokio::test(flavor = "multi_thread")]
 async fn tools_call_progress_streams_through_the_runtime_api() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let lambda = start_lambda_mode("stream").await;
-    let body = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
-        "name": "count", "arguments": { "to": 20 },
-        "_meta": { "progressToken": "p", "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                   "io.modelcontextprotocol/clientCapabilities": {} }
-    }});
-    let mut response = reqwest::Client::new()
-        .post(&lambda.url)
-        .bearer_auth(&lambda.token)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "count")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let lambda = start_lambda_mode("stream", &translated(), &[], &[]).await;
+    let params = json!({ "name": "count", "arguments": { "to": 20 }, "_meta": { "progressToken": "p" } });
+    let mut response =
+        mcp_request(&reqwest::Client::new(), &lambda.url, &lambda.token, "tools/call", params).send().await.unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let mut chunks = Vec::new();
@@ -181,6 +232,158 @@ async fn tools_call_progress_streams_through_the_runtime_api() {
     let last = all.trim_end().rsplit("data: ").next().unwrap();
     let result: Value = serde_json::from_str(last.trim()).unwrap();
     assert_eq!(result["result"]["structuredContent"], json!({ "counted": 20 }), "{all}");
+}
+
+/// What API Gateway and Lambda answer themselves: a request over 10 MB is refused at the door
+/// (413), an event over Lambda's 6 MB invocation limit is refused by Lambda (500), a Lambda's
+/// `WWW-Authenticate` reaches the client remapped by REST.
+#[tokio::test(flavor = "multi_thread")]
+async fn api_gateway_answers_its_own_limits_and_remaps_headers() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let lambda = start_lambda_mode("limits", &translated(), &[], &[]).await;
+    let http = reqwest::Client::new();
+    let post = |size: usize| {
+        http.post(&lambda.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(vec![b' '; size])
+            .send()
+    };
+    let too_large = post(11 * 1024 * 1024).await.unwrap();
+    assert_eq!(too_large.status(), 413);
+    let over_lambda = post(7 * 1024 * 1024).await.unwrap();
+    assert_eq!(over_lambda.status(), 500);
+    assert_eq!(over_lambda.json::<Value>().await.unwrap(), json!({ "message": "Internal server error" }));
+    let unauthenticated = post(2).await.unwrap();
+    assert_eq!(unauthenticated.status(), 401);
+    assert!(unauthenticated.headers().get("www-authenticate").is_none());
+    let challenge = unauthenticated.headers()["x-amzn-remapped-www-authenticate"].to_str().unwrap();
+    assert!(challenge.contains("resource_metadata="), "{challenge}");
+}
+
+/// The template with `tools-call` buffered behind a 100 ms integration timeout: a tool call of at
+/// least 200 ms (twenty steps of 10 ms) is answered 504 by the front door, as API Gateway answers
+/// it, while the function runs on (Lambda does not stop it).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_integration_timeout_answers_504_while_the_function_runs_on() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let mut template: Value = serde_json::from_str(&std::fs::read_to_string(translated()).unwrap()).unwrap();
+    let resources = &mut template["Resources"];
+    let integration = &mut resources["ToolsCallApi"]["Properties"]["Body"]["paths"]["/mcp"]["Fn::If"][1]["x-amazon-apigateway-any-method"]
+        ["Fn::If"][1]["x-amazon-apigateway-integration"];
+    integration.as_object_mut().unwrap().remove("responseTransferMode");
+    integration["timeoutInMillis"] = json!(100);
+    resources["ToolsCallFunction"]["Properties"]["Environment"]["Variables"]
+        .as_object_mut()
+        .unwrap()
+        .remove("RELEVO_RESPONSE_STREAMING");
+    let dir = std::env::temp_dir().join(format!("relevo-timeout-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("template.json"), template.to_string()).unwrap();
+
+    let lambda = start_lambda_mode("timeout", &dir.join("template.json"), &[], &[]).await;
+    let started = Instant::now();
+    let params = json!({ "name": "count", "arguments": { "to": 20 } });
+    let response =
+        mcp_request(&reqwest::Client::new(), &lambda.url, &lambda.token, "tools/call", params).send().await.unwrap();
+    let waited = started.elapsed();
+    assert_eq!(response.status(), 504);
+    assert_eq!(response.json::<Value>().await.unwrap(), json!({ "message": "Endpoint request timed out" }));
+    assert!(waited >= Duration::from_millis(90), "answered after {waited:?}, before the integration timeout");
+    drop(lambda);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Opens a `subscriptions/listen` stream and reads it for `read`: whether it was still open then,
+/// and what came.
+async fn listen_for(lambda: &LambdaMode, read: Duration) -> (bool, String) {
+    let params = json!({ "notifications": { "resourceSubscriptions": ["carts://none"] } });
+    let mut response = mcp_request(&reqwest::Client::new(), &lambda.url, &lambda.token, "subscriptions/listen", params)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let deadline = tokio::time::Instant::now() + read;
+    let mut seen = String::new();
+    loop {
+        match tokio::time::timeout_at(deadline, response.chunk()).await {
+            Err(_) => return (true, seen),
+            Ok(Ok(Some(chunk))) => seen.push_str(&String::from_utf8_lossy(&chunk)),
+            Ok(Ok(None)) | Ok(Err(_)) => return (false, seen),
+        }
+    }
+}
+
+/// A streamed answer that sends nothing for the idle limit is cut, as API Gateway cuts it (here
+/// 3 s instead of 5 minutes); the server's keep-alive comments hold a quiet listen stream open.
+#[tokio::test(flavor = "multi_thread")]
+async fn keep_alives_hold_a_quiet_stream_past_the_idle_limit_and_silence_is_cut() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let idle = ["--stream-idle-secs", "3"];
+    let kept = start_lambda_mode("keepalive", &translated(), &idle, &[("RELEVO_SSE_KEEPALIVE_SECS", "1")]).await;
+    let (open, seen) = listen_for(&kept, Duration::from_secs(6)).await;
+    assert!(open, "the stream was cut although it sent keep-alives: {seen}");
+    assert!(seen.contains("notifications/subscriptions/acknowledged") && seen.contains(": keep-alive"), "{seen}");
+    drop(kept);
+    let quiet = start_lambda_mode("quiet", &translated(), &idle, &[("RELEVO_SSE_KEEPALIVE_SECS", "20")]).await;
+    let (open, seen) = listen_for(&quiet, Duration::from_secs(8)).await;
+    assert!(!open, "a stream silent past the idle limit stayed open: {seen}");
+}
+
+/// Front door B: one HTTP API (payload 2.0 events, no remapping) in front of the all-methods
+/// function, the metadata function and the approval page.
+#[tokio::test(flavor = "multi_thread")]
+async fn front_door_b_serves_through_the_http_api() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let lambda = start_lambda_mode("http-api", &translated(), &["--front-door", "b"], &[]).await;
+    let http = reqwest::Client::new();
+    let answer = rpc(&http, &lambda.url, &lambda.token, "greet", json!({ "name": "Ada" })).await;
+    assert_eq!(answer["result"]["structuredContent"], json!({ "greeting": "Hello, Ada!" }), "{answer}");
+    let unauthenticated =
+        http.post(&lambda.url).header("content-type", "application/json").body("{}").send().await.unwrap();
+    assert_eq!(unauthenticated.status(), 401);
+    assert!(unauthenticated.headers()["www-authenticate"].to_str().unwrap().contains("resource_metadata="));
+    let login = http.get(lambda.url.replace("/mcp", "/approvals/login")).send().await.unwrap();
+    assert_eq!(login.status(), 200, "the approval page through the HTTP API");
+    let unknown = http.get(lambda.url.replace("/mcp", "/nothing")).send().await.unwrap();
+    assert_eq!(
+        (unknown.status().as_u16(), unknown.json::<Value>().await.unwrap()),
+        (404, json!({ "message": "Not Found" }))
+    );
+    let called: Vec<String> = lambda.decisions().into_iter().map(|d| format!("{} {}", d.function, d.action)).collect();
+    assert!(called.iter().any(|c| c == "McpFunction secretsmanager:GetSecretValue"), "{called:?}");
+}
+
+/// The template with `dynamodb:PutItem` taken out of the write policy: `cart_create` (a
+/// conditional put) is refused by IAM, the refusal is in the call log, and the client gets an
+/// error, not a cart.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_permission_removed_from_the_template_fails_the_call_that_needs_it() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let dir = std::env::temp_dir().join(format!("relevo-narrowed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let original = std::fs::read_to_string(root().join("template.yaml")).unwrap();
+    let grant = "Action: [dynamodb:PutItem, dynamodb:UpdateItem, dynamodb:ConditionCheckItem]";
+    assert!(original.contains(grant), "the write policy's actions moved; update this test");
+    std::fs::write(
+        dir.join("template.yaml"),
+        original.replace(grant, "Action: [dynamodb:UpdateItem, dynamodb:ConditionCheckItem]"),
+    )
+    .unwrap();
+    translate(&dir.join("template.yaml"), &dir.join("template.json"));
+
+    let mut lambda = start_lambda_mode("narrowed", &dir.join("template.json"), &[], &[]).await;
+    lambda.check_iam = false;
+    let answer = rpc(&reqwest::Client::new(), &lambda.url, &lambda.token, "cart_create", json!({})).await;
+    assert!(answer["result"]["structuredContent"]["cartId"].is_null(), "a cart without PutItem: {answer}");
+    assert!(answer["error"].is_object() || answer["result"]["isError"] == true, "{answer}");
+    let denied: Vec<_> = lambda.decisions().into_iter().filter(|d| !d.allowed).collect();
+    assert!(
+        denied.iter().any(|d| d.function == "ToolsCallFunction" && d.action == "dynamodb:PutItem"),
+        "the refusal is logged: {denied:?}"
+    );
+    drop(lambda);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn kill(pid_file: &Path) {

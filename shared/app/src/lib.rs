@@ -46,6 +46,16 @@ impl Ports {
         self
     }
 
+    /// The approval page beside the MCP endpoint `resource` (the server's canonical URI, the
+    /// token audience): `https://mcp.example.com/mcp` → `https://mcp.example.com/approvals`. Both
+    /// front doors serve the page on the host clients already use, so the URL is known without
+    /// naming the API that serves it (a function naming its API would be a dependency cycle).
+    pub fn approvals_beside(resource: &str) -> String {
+        let resource = resource.trim_end_matches('/');
+        let base = resource.strip_suffix("/mcp").unwrap_or(resource);
+        format!("{base}/approvals")
+    }
+
     /// The inventory service over these ports, with the simulated warehouse API downstream
     /// (idempotency window: one day). `None` without a record store.
     pub fn inventory(&self) -> Option<inventory::Inventory> {
@@ -111,5 +121,20 @@ pub fn build(name: &str, ports: &Ports) -> Result<App, UnknownApp> {
         "shop" | "demo" => Ok(demo::app(ports)),
         "conformance" => Ok(conformance::app()),
         other => Err(UnknownApp(other.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Ports;
+
+    #[test]
+    fn the_approval_page_is_beside_the_mcp_endpoint() {
+        assert_eq!(Ports::approvals_beside("https://mcp.example.com/mcp"), "https://mcp.example.com/approvals");
+        assert_eq!(
+            Ports::approvals_beside("https://abc.execute-api.us-east-1.amazonaws.com/mcp/"),
+            "https://abc.execute-api.us-east-1.amazonaws.com/approvals"
+        );
+        assert_eq!(Ports::approvals_beside("https://example.com/tenant-a"), "https://example.com/tenant-a/approvals");
     }
 }

@@ -19,6 +19,17 @@ use serde_json::Value;
 type Item = HashMap<String, AttributeValue>;
 
 const ACTIVE_INDEX: &str = "active";
+/// Jobs in flight are spread over this many values of the `active` index's partition key, so
+/// the index has no single hot partition (each takes at most 1,000 writes a second); the
+/// reconciler reads every shard.
+const ACTIVE_SHARDS: u64 = 16;
+
+/// The `active` shard of a job: stable for its record key.
+fn active_shard(storage_key: &str) -> String {
+    let hash =
+        storage_key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    format!("s{:02}", hash % ACTIVE_SHARDS)
+}
 
 #[derive(Clone, Debug)]
 pub struct DynamoStore {
@@ -88,7 +99,7 @@ fn job_item(job: &Job) -> Result<Item, StoreError> {
     item.insert("status".into(), s(job.status.as_str()));
     item.insert("updated_at".into(), n(job.updated_at));
     if !job.status.is_terminal() {
-        item.insert(ACTIVE_INDEX.into(), s("1"));
+        item.insert(ACTIVE_INDEX.into(), s(active_shard(&job.job.record_key().storage_key())));
     }
     Ok(item)
 }
@@ -392,19 +403,29 @@ impl JobStore for DynamoStore {
 
     fn list_active<'a>(&'a self, limit: usize) -> StoreFuture<'a, Vec<Job>> {
         Box::pin(async move {
-            let output = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(ACTIVE_INDEX)
-                .key_condition_expression("active = :one")
-                .expression_attribute_values(":one", s("1"))
-                .scan_index_forward(true)
-                .limit(limit.min(1000) as i32)
-                .send()
-                .await
-                .map_err(|e| unavailable(e.into_service_error()))?;
-            output.items().iter().map(job_of).collect()
+            let limit = limit.min(1000);
+            let mut jobs = Vec::new();
+            for shard in 0..ACTIVE_SHARDS {
+                let output = self
+                    .client
+                    .query()
+                    .table_name(&self.table)
+                    .index_name(ACTIVE_INDEX)
+                    .key_condition_expression("active = :shard")
+                    .expression_attribute_values(":shard", s(format!("s{shard:02}")))
+                    .scan_index_forward(true)
+                    .limit(limit as i32)
+                    .send()
+                    .await
+                    .map_err(|e| unavailable(e.into_service_error()))?;
+                for item in output.items() {
+                    jobs.push(job_of(item)?);
+                }
+            }
+            // The oldest first across shards, as one partition would have returned them.
+            jobs.sort_by_key(|job| job.updated_at);
+            jobs.truncate(limit);
+            Ok(jobs)
         })
     }
 }

@@ -48,11 +48,17 @@ fn https_client() -> SharedHttpClient {
 
 /// A configuration for a local emulator at `endpoint` (fixed test credentials, us-east-1).
 pub async fn emulator_config(endpoint: &str) -> SdkConfig {
+    emulator_config_as(endpoint, "test").await
+}
+
+/// As [`emulator_config`], signing with `access_key_id` (local Lambda mode gives each function
+/// its own, and its IAM proxy tells them apart by it).
+pub async fn emulator_config_as(endpoint: &str, access_key_id: &str) -> SdkConfig {
     aws_config::defaults(BehaviorVersion::latest())
         .http_client(https_client())
         .endpoint_url(endpoint)
         .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new("test", "test", None, None, "emulator"))
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(access_key_id, "test", None, None, "emulator"))
         .load()
         .await
 }

@@ -65,7 +65,10 @@ pub async fn backend_from_env() -> (Ports, Option<Jobs>) {
     let Some(table) = table else { return (Ports::new(None), None) };
     let config = relevo_aws::sdk_config();
     let store = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(&config), &table));
-    let approvals = std::env::var("RELEVO_APPROVALS_URL").unwrap_or_else(|_| "/approvals".into());
+    let approvals = std::env::var("RELEVO_APPROVALS_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| Ports::approvals_beside(&std::env::var("RELEVO_AUTH_AUDIENCE").unwrap_or_default()));
     let ports = Ports::new(Some(store.clone())).with_approvals_url(&approvals);
     match std::env::var("RELEVO_QUEUE_URL").ok().filter(|u| !u.is_empty()) {
         Some(url) => {

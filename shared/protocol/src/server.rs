@@ -64,6 +64,10 @@ pub struct ServerConfig {
     pub legacy_session_secs: u64,
     /// How long a legacy call waits for the client's answer to one server-to-client request.
     pub legacy_input_wait_secs: u64,
+    /// An SSE comment goes out after this long without a frame, so that a stream waiting on a
+    /// person or a listen filter never looks idle to a front door (API Gateway cuts a streamed
+    /// response after 5 minutes without a byte).
+    pub sse_keepalive_secs: u64,
 }
 
 impl Default for ServerConfig {
@@ -80,6 +84,7 @@ impl Default for ServerConfig {
             pushes_updates: true,
             legacy_session_secs: 8 * 3600,
             legacy_input_wait_secs: 300,
+            sse_keepalive_secs: 25,
         }
     }
 }
@@ -99,8 +104,15 @@ struct Round {
 #[derive(Debug)]
 pub enum ReplyBody {
     Full(Bytes),
-    Sse(mpsc::UnboundedReceiver<Bytes>),
+    /// Frames as they are produced; a comment after `keepalive` without one.
+    Sse {
+        frames: mpsc::UnboundedReceiver<Bytes>,
+        keepalive: Duration,
+    },
 }
+
+/// The SSE comment a quiet stream sends (clients ignore comments).
+pub const SSE_KEEPALIVE: &[u8] = b": keep-alive\n\n";
 
 impl ReplyBody {
     /// The body as chunks, each sent as soon as it exists: the whole body at once, or one chunk
@@ -109,7 +121,16 @@ impl ReplyBody {
         use futures_util::StreamExt;
         match self {
             ReplyBody::Full(bytes) => futures_util::stream::once(async move { bytes }).boxed(),
-            ReplyBody::Sse(frames) => tokio_stream::wrappers::UnboundedReceiverStream::new(frames).boxed(),
+            ReplyBody::Sse { frames, keepalive } => {
+                futures_util::stream::unfold(frames, move |mut frames| async move {
+                    match tokio::time::timeout(keepalive, frames.recv()).await {
+                        Ok(Some(frame)) => Some((frame, frames)),
+                        Ok(None) => None,
+                        Err(_) => Some((Bytes::from_static(SSE_KEEPALIVE), frames)),
+                    }
+                })
+                .boxed()
+            }
         }
     }
 
@@ -117,7 +138,7 @@ impl ReplyBody {
     pub async fn collect(self) -> Bytes {
         match self {
             ReplyBody::Full(bytes) => bytes,
-            ReplyBody::Sse(mut frames) => {
+            ReplyBody::Sse { mut frames, .. } => {
                 let mut all = Vec::new();
                 while let Some(frame) = frames.recv().await {
                     all.extend_from_slice(&frame);
@@ -169,6 +190,11 @@ impl McpServer {
             input_wait: Duration::from_secs(self.config.legacy_input_wait_secs),
         });
         self
+    }
+
+    /// How long an SSE stream stays quiet before it sends a keep-alive comment.
+    fn keepalive(&self) -> Duration {
+        Duration::from_secs(self.config.sse_keepalive_secs.max(1))
     }
 
     /// Replaces the source of session and request ids (tests make them repeatable).
@@ -655,7 +681,7 @@ impl McpServer {
             };
             let _ = frames_tx.send(sse_frame(&message));
         });
-        let mut reply = sse_reply(frames_rx);
+        let mut reply = sse_reply(frames_rx, self.keepalive());
         reply.headers_mut().insert(RESULT_TYPE_HEADER, HeaderValue::from_static("stream"));
         reply
     }
@@ -1002,7 +1028,7 @@ impl McpServer {
                 let _ = tx.send(sse_frame(&last));
             }
         });
-        sse_reply(rx)
+        sse_reply(rx, self.keepalive())
     }
 
     fn complete(&self, params: &JsonObject) -> Result<JsonObject, McpError> {
@@ -1184,8 +1210,8 @@ enum Relay {
     Stop,
 }
 
-fn sse_reply(frames: mpsc::UnboundedReceiver<Bytes>) -> Reply {
-    let mut reply = Response::new(ReplyBody::Sse(frames));
+fn sse_reply(frames: mpsc::UnboundedReceiver<Bytes>, keepalive: Duration) -> Reply {
+    let mut reply = Response::new(ReplyBody::Sse { frames, keepalive });
     let headers = reply.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));

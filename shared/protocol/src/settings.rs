@@ -4,13 +4,14 @@
 //! |---|---|---|
 //! | `RELEVO_APP` | which app to serve (`shop`, `conformance`) | `shop` |
 //! | `RELEVO_STATE_KEYS` | `kid:base64key[,kid:base64key…]`, first active, rest accepted (rotation); each ≥ 32 bytes | required unless ephemeral keys are allowed |
-//! | `RELEVO_ALLOWED_HOSTS` | comma list of Host names; `*` for any (behind a gateway that fixes the domain) | loopback names |
+//! | `RELEVO_ALLOWED_HOSTS` | comma list of Host names; `*` for any | loopback names and the host of `RELEVO_AUTH_AUDIENCE` |
 //! | `RELEVO_ALLOWED_ORIGINS` | comma list of browser origins accepted in `Origin` | none |
 //! | `RELEVO_MAX_BODY_BYTES` | request body limit | 1 MiB |
 //! | `RELEVO_PAGE_SIZE` | list page size | 100 |
 //! | `RELEVO_LISTEN_MAX_SECS` | how long a `subscriptions/listen` stream stays open | 300 (Lambda: 0 until response streaming) |
 //! | `RELEVO_LEGACY_SESSION_SECS` | lifetime of a 2025-11-25 session | 28800 (8 h) |
 //! | `RELEVO_LEGACY_INPUT_WAIT_SECS` | how long a 2025-11-25 call waits for the client's answer to one request | 300 |
+//! | `RELEVO_SSE_KEEPALIVE_SECS` | an SSE comment after this long without a frame (a front door cuts idle streams) | 25 |
 //!
 //! Secrets never reach logs: [`KeyRing`]'s `Debug` prints key ids only.
 
@@ -62,8 +63,10 @@ impl Settings {
             None => return Err(SettingsError::MissingKeys),
         };
         let mut origin_policy = OriginPolicy::localhost();
-        if let Some(hosts) = list("RELEVO_ALLOWED_HOSTS") {
-            origin_policy.hosts = if hosts.iter().any(|h| h == "*") { Vec::new() } else { hosts };
+        match list("RELEVO_ALLOWED_HOSTS") {
+            Some(hosts) => origin_policy.hosts = if hosts.iter().any(|h| h == "*") { Vec::new() } else { hosts },
+            // The host of this server's canonical URI: the custom domain, or the API's own host.
+            None => origin_policy.hosts.extend(lookup("RELEVO_AUTH_AUDIENCE").as_deref().and_then(host_of)),
         }
         if let Some(origins) = list("RELEVO_ALLOWED_ORIGINS") {
             origin_policy.origins = origins;
@@ -76,6 +79,7 @@ impl Settings {
             legacy_session_secs: number("RELEVO_LEGACY_SESSION_SECS", defaults.legacy_session_secs as usize)? as u64,
             legacy_input_wait_secs: number("RELEVO_LEGACY_INPUT_WAIT_SECS", defaults.legacy_input_wait_secs as usize)?
                 as u64,
+            sse_keepalive_secs: number("RELEVO_SSE_KEEPALIVE_SECS", defaults.sse_keepalive_secs as usize)? as u64,
             listen_max_secs: match lookup("RELEVO_LISTEN_MAX_SECS") {
                 Some(value) => value
                     .trim()
@@ -92,6 +96,18 @@ impl Settings {
     pub fn from_env(allow_ephemeral_keys: bool) -> Result<Self, SettingsError> {
         Settings::load(|name| std::env::var(name).ok(), allow_ephemeral_keys)
     }
+}
+
+/// The host (no scheme, port or path) of a URL such as `https://mcp.example.com/mcp`.
+fn host_of(url: &str) -> Option<String> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = if authority.starts_with('[') {
+        authority.split_inclusive(']').next()?
+    } else {
+        authority.split(':').next()?
+    };
+    (!host.is_empty()).then(|| host.to_ascii_lowercase())
 }
 
 #[cfg(test)]
@@ -122,5 +138,21 @@ mod tests {
         assert!(settings.config.origin_policy.hosts.is_empty());
         assert_eq!(settings.config.page_size, 5);
         assert!(matches!(load(&[("RELEVO_PAGE_SIZE", "0")], true), Err(SettingsError::BadNumber { .. })));
+    }
+
+    #[test]
+    fn the_audience_host_is_allowed_beside_loopback_and_others_are_not() {
+        let settings = load(&[("RELEVO_AUTH_AUDIENCE", "https://MCP.example.com:443/mcp")], true).unwrap();
+        let policy = &settings.config.origin_policy;
+        let host = |h: &str| {
+            let mut headers = http::HeaderMap::new();
+            headers.insert("host", http::HeaderValue::from_str(h).unwrap());
+            policy.check(&headers).is_ok()
+        };
+        assert!(host("mcp.example.com") && host("127.0.0.1:8080"));
+        assert!(!host("evil.example") && !host("mcp.example.com.evil.example"));
+        let explicit =
+            load(&[("RELEVO_ALLOWED_HOSTS", "a.example"), ("RELEVO_AUTH_AUDIENCE", "https://b.example/mcp")], true);
+        assert_eq!(explicit.unwrap().config.origin_policy.hosts, vec!["a.example".to_string()]);
     }
 }

@@ -1,0 +1,325 @@
+//! IAM in front of the emulator: every function calls AWS with credentials of its own, and each
+//! call is allowed only if the function's execution policy from the template allows every
+//! action it needs on every resource it names (iam-rs evaluates; moto does not check
+//! resource-level permissions for DynamoDB).
+//!
+//! The caller is the access key id in the SigV4 `Credential` (each function gets its own); the
+//! action and resources come from the request: `X-Amz-Target` (JSON protocols) or `Action` (the
+//! SQS query protocol), and the table, index, queue or secret the body names. As IAM does:
+//! `TransactWriteItems` needs `PutItem`/`UpdateItem`/`DeleteItem`/`ConditionCheckItem` on each
+//! item's table; a `Query` of an index needs the index ARN; `SendMessageBatch` needs
+//! `SendMessage`. A refused call answers `AccessDeniedException` as AWS does and is never
+//! forwarded. Every decision is appended to the call log (JSON lines), so a test can list what
+//! each function called and which grants were never used.
+//!
+//! Signatures are not verified (the emulator does not either): this is about which permissions a
+//! function needs, not about keeping a local attacker out.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use relevo_template::iam::Authorizer;
+use relevo_template::{ACCOUNT_ID, REGION};
+use serde_json::{Value, json};
+
+/// One caller: a function and what its execution role allows.
+pub struct Caller {
+    pub function: String,
+    pub role: String,
+    pub authorizer: Authorizer,
+}
+
+/// One decision, as logged.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct Decision {
+    pub function: String,
+    pub action: String,
+    pub resource: String,
+    pub allowed: bool,
+}
+
+struct Inner {
+    upstream: String,
+    callers: HashMap<String, Caller>,
+    /// Secret names to ARNs (a `SecretId` may be either).
+    secrets: HashMap<String, String>,
+    log: Option<Mutex<std::fs::File>>,
+    client: Client<HttpConnector, Full<Bytes>>,
+}
+
+#[derive(Clone)]
+pub struct IamProxy(Arc<Inner>);
+
+impl IamProxy {
+    pub fn new(
+        upstream: &str,
+        callers: HashMap<String, Caller>,
+        secrets: HashMap<String, String>,
+        log: Option<PathBuf>,
+    ) -> std::io::Result<Self> {
+        let log = match log {
+            Some(path) => Some(Mutex::new(std::fs::OpenOptions::new().create(true).append(true).open(path)?)),
+            None => None,
+        };
+        let client = Client::builder(TokioExecutor::new()).build_http();
+        Ok(IamProxy(Arc::new(Inner {
+            upstream: upstream.trim_end_matches('/').to_string(),
+            callers,
+            secrets,
+            log,
+            client,
+        })))
+    }
+
+    pub fn router(self) -> Router {
+        Router::new().fallback(handle).with_state(self)
+    }
+}
+
+/// The access key id and the service of a SigV4 `Authorization` header.
+fn credential(headers: &http::HeaderMap) -> Option<(String, String)> {
+    let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+    let scope = value.split("Credential=").nth(1)?.split([',', ' ']).next()?;
+    let mut parts = scope.split('/');
+    let key = parts.next()?.to_string();
+    let service = parts.nth(2)?.to_string();
+    Some((key, service))
+}
+
+/// The operation: `X-Amz-Target` (`DynamoDB_20120810.PutItem`) or the query protocol's `Action`.
+fn operation(headers: &http::HeaderMap, body: &[u8]) -> Option<String> {
+    if let Some(target) = headers.get("x-amz-target").and_then(|t| t.to_str().ok()) {
+        return target.rsplit('.').next().map(String::from);
+    }
+    form_urlencoded::parse(body).find(|(k, _)| k == "Action").map(|(_, v)| v.into_owned())
+}
+
+fn table_arn(table: &str) -> String {
+    format!("arn:aws:dynamodb:{REGION}:{ACCOUNT_ID}:table/{table}")
+}
+
+fn queue_arn(queue_url_or_name: &str) -> String {
+    let name = queue_url_or_name.rsplit('/').next().unwrap_or(queue_url_or_name);
+    format!("arn:aws:sqs:{REGION}:{ACCOUNT_ID}:{name}")
+}
+
+/// The (IAM action, resource ARN) pairs a call needs.
+fn required(inner: &Inner, service: &str, operation: &str, body: &[u8]) -> Vec<(String, String)> {
+    let json: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let field = |name: &str| -> Option<String> {
+        json[name]
+            .as_str()
+            .map(String::from)
+            .or_else(|| form_urlencoded::parse(body).find(|(k, _)| k == name).map(|(_, v)| v.into_owned()))
+    };
+    let one = |action: &str, resource: String| vec![(format!("{service}:{action}"), resource)];
+    match service {
+        "dynamodb" => match operation {
+            "TransactWriteItems" => json["TransactItems"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|item| {
+                    let (kind, write) = item.as_object()?.iter().next()?;
+                    let action = match kind.as_str() {
+                        "Put" => "PutItem",
+                        "Update" => "UpdateItem",
+                        "Delete" => "DeleteItem",
+                        "ConditionCheck" => "ConditionCheckItem",
+                        _ => return None,
+                    };
+                    Some((format!("dynamodb:{action}"), table_arn(write["TableName"].as_str()?)))
+                })
+                .collect(),
+            "TransactGetItems" => json["TransactItems"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|item| {
+                    Some(("dynamodb:GetItem".to_string(), table_arn(item["Get"]["TableName"].as_str()?)))
+                })
+                .collect(),
+            "BatchGetItem" | "BatchWriteItem" => json["RequestItems"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(table, _)| (format!("dynamodb:{operation}"), table_arn(table)))
+                .collect(),
+            _ => {
+                let table = field("TableName").unwrap_or_default();
+                let resource = match field("IndexName") {
+                    Some(index) => format!("{}/index/{index}", table_arn(&table)),
+                    None => table_arn(&table),
+                };
+                one(operation, resource)
+            }
+        },
+        "sqs" => {
+            let action = operation.strip_suffix("Batch").unwrap_or(operation);
+            let queue = field("QueueUrl").or_else(|| field("QueueName")).unwrap_or_default();
+            one(action, if queue.is_empty() { "*".into() } else { queue_arn(&queue) })
+        }
+        "secretsmanager" => {
+            let secret = field("SecretId").unwrap_or_default();
+            let arn = inner.secrets.get(&secret).cloned().unwrap_or(secret);
+            one(operation, arn)
+        }
+        other => one(operation, format!("arn:aws:{other}:{REGION}:{ACCOUNT_ID}:*")),
+    }
+}
+
+fn denied(service: &str, caller: &str, role: &str, action: &str, resource: &str) -> Response {
+    let content_type = if service == "dynamodb" || service == "sqs" {
+        "application/x-amz-json-1.0"
+    } else {
+        "application/x-amz-json-1.1"
+    };
+    let message = format!(
+        "User: arn:aws:sts::{ACCOUNT_ID}:assumed-role/{role}/{caller} is not authorized to perform: {action} on resource: {resource} because no identity-based policy allows the {action} action"
+    );
+    let body = json!({ "__type": "com.amazon.coral.service#AccessDeniedException", "message": message });
+    (
+        http::StatusCode::BAD_REQUEST,
+        [
+            (http::header::CONTENT_TYPE, content_type),
+            (http::HeaderName::from_static("x-amzn-errortype"), "AccessDeniedException"),
+        ],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+async fn handle(State(proxy): State<IamProxy>, request: Request) -> Response {
+    let inner = &proxy.0;
+    let (parts, body) = request.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, 16 * 1024 * 1024).await else {
+        return http::StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    };
+    let Some((key, service)) = credential(&parts.headers) else {
+        return (http::StatusCode::FORBIDDEN, "MissingAuthenticationToken").into_response();
+    };
+    let Some(caller) = inner.callers.get(&key) else {
+        return (http::StatusCode::FORBIDDEN, "The security token included in the request is invalid").into_response();
+    };
+    let operation = operation(&parts.headers, &body).unwrap_or_default();
+    for (action, resource) in required(inner, &service, &operation, &body) {
+        let allowed = caller.authorizer.allows(&action, &resource);
+        record(
+            inner,
+            Decision { function: caller.function.clone(), action: action.clone(), resource: resource.clone(), allowed },
+        );
+        if !allowed {
+            tracing::warn!(function = %caller.function, %action, %resource, "denied by the function's execution policy");
+            return denied(&service, &caller.function, &caller.role, &action, &resource);
+        }
+    }
+    forward(inner, parts, body).await
+}
+
+fn record(inner: &Inner, decision: Decision) {
+    if let Some(log) = &inner.log
+        && let Ok(mut file) = log.lock()
+        && let Ok(line) = serde_json::to_string(&decision)
+    {
+        let _ = writeln!(file, "{line}");
+    }
+}
+
+async fn forward(inner: &Inner, parts: http::request::Parts, body: Bytes) -> Response {
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let Ok(uri) = format!("{}{path}", inner.upstream).parse::<http::Uri>() else {
+        return http::StatusCode::BAD_GATEWAY.into_response();
+    };
+    let mut request = http::Request::builder().method(parts.method).uri(uri);
+    for (name, value) in &parts.headers {
+        if name != http::header::HOST {
+            request = request.header(name, value);
+        }
+    }
+    let Ok(request) = request.body(Full::new(body)) else { return http::StatusCode::BAD_GATEWAY.into_response() };
+    match inner.client.request(request).await {
+        Ok(response) => {
+            let (parts, body) = response.into_parts();
+            match body.collect().await {
+                Ok(bytes) => Response::from_parts(parts, Body::from(bytes.to_bytes())),
+                Err(_) => http::StatusCode::BAD_GATEWAY.into_response(),
+            }
+        }
+        Err(error) => {
+            tracing::warn!(%error, "the emulator did not answer");
+            http::StatusCode::BAD_GATEWAY.into_response()
+        }
+    }
+}
+
+/// Reads a call log written by the proxy.
+pub fn read_log(path: &std::path::Path) -> std::io::Result<Vec<Decision>> {
+    let text = std::fs::read_to_string(path)?;
+    Ok(text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect())
+}
+
+/// Where the grants of a call log's run are written: `<log>.grants.json`.
+pub fn grants_path(log: &std::path::Path) -> PathBuf {
+    let mut name = log.as_os_str().to_owned();
+    name.push(".grants.json");
+    PathBuf::from(name)
+}
+
+/// Writes the actions each function's policy allows (`{"ToolsCallFunction": ["dynamodb:GetItem", …]}`),
+/// for the report of grants never used.
+pub fn write_grants(log: &std::path::Path, policies: &[relevo_template::iam::ExecutionPolicy]) -> std::io::Result<()> {
+    let grants: std::collections::BTreeMap<&str, std::collections::BTreeSet<String>> = policies
+        .iter()
+        .map(|p| (p.function.as_str(), p.grants().into_iter().flat_map(|g| g.actions).collect()))
+        .collect();
+    std::fs::write(grants_path(log), serde_json::to_string_pretty(&grants).map_err(std::io::Error::other)?)
+}
+
+/// What a set of runs shows: every refused call, and per function the granted actions no call
+/// used (a grant to narrow, or a path no test took).
+#[derive(Debug, Default)]
+pub struct Report {
+    pub denied: Vec<Decision>,
+    pub used: std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+    pub unused: std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+}
+
+/// The report over call logs (each with its grants file beside it).
+pub fn report(logs: &[PathBuf]) -> std::io::Result<Report> {
+    let mut report = Report::default();
+    let mut granted: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
+    for log in logs {
+        let grants: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+            serde_json::from_str(&std::fs::read_to_string(grants_path(log))?).map_err(std::io::Error::other)?;
+        for (function, actions) in grants {
+            granted.entry(function).or_default().extend(actions);
+        }
+        for decision in read_log(log)? {
+            if decision.allowed {
+                report.used.entry(decision.function.clone()).or_default().insert(decision.action.clone());
+            } else {
+                report.denied.push(decision);
+            }
+        }
+    }
+    for (function, actions) in granted {
+        let used = report.used.get(&function).cloned().unwrap_or_default();
+        let unused: std::collections::BTreeSet<String> =
+            actions.into_iter().filter(|grant| !used.iter().any(|action| grant.eq_ignore_ascii_case(action))).collect();
+        if !unused.is_empty() {
+            report.unused.insert(function, unused);
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,332 @@
+//! The Lambda Runtime API of each execution environment, and the supervisor of its process.
+//!
+//! Each environment is the real function binary, started with the `AWS_LAMBDA_*` environment
+//! Lambda sets, polling its own Runtime API (`/2018-06-01/runtime/invocation/next`, `…/{id}/response`,
+//! `…/{id}/error`, `…/init/error`) on a loopback port; it handles one invocation at a time. As in
+//! Lambda:
+//! - an invocation still running at the function's `Timeout` fails ("Task timed out") and its
+//!   environment is killed and started again;
+//! - a process that dies fails the invocation it held;
+//! - a buffered response over 6 MB fails the invocation (the synchronous payload limit);
+//! - a response with `Lambda-Runtime-Function-Response-Mode: streaming` (a JSON prelude, eight
+//!   NUL bytes, then the body, errors as trailers) is relayed chunk by chunk.
+//!
+//! The environments of a function share its queue of pending invocations.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::{Mutex, Notify, mpsc, oneshot};
+
+/// Lambda's synchronous response payload limit.
+pub const MAX_BUFFERED_RESPONSE: usize = 6 * 1024 * 1024;
+
+/// What a function answered.
+pub enum Answer {
+    /// The handler's JSON result.
+    Buffered(Value),
+    /// An HTTP integration response: its prelude (`statusCode`, `headers`, `cookies`), then the
+    /// body as the function writes it (an `Err` if the function failed or died mid-stream).
+    Streamed { prelude: Value, body: mpsc::Receiver<Result<Bytes, String>> },
+}
+
+/// Why an invocation has no answer.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum InvokeError {
+    #[error("{0} is not running")]
+    NotRunning(String),
+    /// The caller stopped waiting (an integration timeout); the function may still be running.
+    #[error("{0}: no answer within {1:?}")]
+    Waited(String, Duration),
+    /// The function's own timeout: Lambda stops it and restarts its environment.
+    #[error("{0}: Task timed out after {1} seconds")]
+    TimedOut(String, u64),
+    /// It returned an error, died, or answered something Lambda refuses.
+    #[error("{0}: {1}")]
+    Failed(String, String),
+}
+
+type AnswerSender = oneshot::Sender<Result<Answer, InvokeError>>;
+
+/// One pending invocation: the event, and where its answer goes.
+struct Invocation {
+    id: String,
+    event: Value,
+    answer: AnswerSender,
+}
+
+/// How to run one function.
+#[derive(Debug, Clone)]
+pub struct FunctionSpec {
+    /// The name its environments and log lines carry (the template's logical id).
+    pub name: String,
+    pub binary: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub memory_mb: u64,
+    pub timeout: Duration,
+    /// How many execution environments run at once.
+    pub environments: usize,
+}
+
+/// The Runtime API of one execution environment.
+struct Runtime {
+    name: String,
+    timeout: Duration,
+    pending: Arc<Mutex<mpsc::Receiver<Invocation>>>,
+    /// Invocations whose answer has not begun.
+    in_flight: Mutex<HashMap<String, AnswerSender>>,
+    /// Invocations not finished (a streamed answer is running until its body ends).
+    running: Mutex<HashSet<String>>,
+    /// Wakes the supervisor to kill the process (a timed-out invocation).
+    kill: Notify,
+}
+
+/// A function the emulator runs.
+#[derive(Clone)]
+pub struct Function {
+    pub name: String,
+    queue: mpsc::Sender<Invocation>,
+}
+
+impl Function {
+    /// Invokes the function with `event`; waits at most `wait` for its (buffered) answer.
+    pub async fn invoke(&self, event: Value, wait: Duration) -> Result<Value, InvokeError> {
+        match self.invoke_http(event, wait).await? {
+            Answer::Buffered(value) => Ok(value),
+            Answer::Streamed { .. } => {
+                Err(InvokeError::Failed(self.name.clone(), "streamed an answer to a buffered invoke".into()))
+            }
+        }
+    }
+
+    /// Invokes the function with `event`; waits at most `wait` for a buffered answer or the
+    /// prelude of a streamed one. Giving up does not stop the function.
+    pub async fn invoke_http(&self, event: Value, wait: Duration) -> Result<Answer, InvokeError> {
+        let (answer, receiver) = oneshot::channel();
+        let id = relevo_state::Ids::new_id(&relevo_state::RandomIds);
+        self.queue
+            .send(Invocation { id, event, answer })
+            .await
+            .map_err(|_| InvokeError::NotRunning(self.name.clone()))?;
+        match tokio::time::timeout(wait, receiver).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(InvokeError::Failed(self.name.clone(), "the environment went away".into())),
+            Err(_) => Err(InvokeError::Waited(self.name.clone(), wait)),
+        }
+    }
+}
+
+fn epoch_millis() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0)
+}
+
+async fn next_invocation(State(runtime): State<Arc<Runtime>>) -> Response {
+    let invocation = runtime.pending.lock().await.recv().await;
+    let Some(invocation) = invocation else { return http::StatusCode::GONE.into_response() };
+    runtime.running.lock().await.insert(invocation.id.clone());
+    runtime.in_flight.lock().await.insert(invocation.id.clone(), invocation.answer);
+    tokio::spawn(watchdog(runtime.clone(), invocation.id.clone()));
+    let deadline = epoch_millis() + runtime.timeout.as_millis();
+    Response::builder()
+        .header("lambda-runtime-aws-request-id", &invocation.id)
+        .header("lambda-runtime-deadline-ms", deadline.to_string())
+        .header(
+            "lambda-runtime-invoked-function-arn",
+            format!(
+                "arn:aws:lambda:{}:{}:function:{}",
+                relevo_template::REGION,
+                relevo_template::ACCOUNT_ID,
+                runtime.name
+            ),
+        )
+        .header("lambda-runtime-trace-id", "Root=1-00000000-000000000000000000000000;Sampled=0")
+        .header("content-type", "application/json")
+        .body(Body::from(invocation.event.to_string()))
+        .unwrap_or_else(|_| http::StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// Fails an invocation still running at the function's timeout, and has its environment killed.
+async fn watchdog(runtime: Arc<Runtime>, id: String) {
+    tokio::time::sleep(runtime.timeout).await;
+    if !runtime.running.lock().await.remove(&id) {
+        return;
+    }
+    if let Some(answer) = runtime.in_flight.lock().await.remove(&id) {
+        let _ = answer.send(Err(InvokeError::TimedOut(runtime.name.clone(), runtime.timeout.as_secs())));
+    }
+    tracing::warn!(function = %runtime.name, "invocation timed out; stopping its environment");
+    runtime.kill.notify_one();
+}
+
+async fn respond(State(runtime): State<Arc<Runtime>>, Path(id): Path<String>, request: Request) -> Response {
+    let Some(answer) = runtime.in_flight.lock().await.remove(&id) else {
+        return http::StatusCode::ACCEPTED.into_response();
+    };
+    let streaming = request.headers().get("lambda-runtime-function-response-mode").is_some_and(|m| m == "streaming");
+    if streaming {
+        relay_stream(request.into_body(), answer, &runtime.name).await;
+    } else {
+        match axum::body::to_bytes(request.into_body(), MAX_BUFFERED_RESPONSE).await {
+            Ok(body) => {
+                let value = serde_json::from_slice(&body)
+                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into()));
+                let _ = answer.send(Ok(Answer::Buffered(value)));
+            }
+            Err(error) => {
+                let why = format!("the response is over Lambda's 6 MB payload limit or unreadable: {error}");
+                let _ = answer.send(Err(InvokeError::Failed(runtime.name.clone(), why)));
+            }
+        }
+    }
+    runtime.running.lock().await.remove(&id);
+    http::StatusCode::ACCEPTED.into_response()
+}
+
+/// Reads a streamed response: the prelude up to the eight-NUL delimiter is handed to the waiting
+/// invoker, then every body chunk as it arrives; an error trailer or a broken stream ends the body
+/// with an error. Returns when the body has ended.
+async fn relay_stream(mut body: Body, answer: AnswerSender, name: &str) {
+    use http_body_util::BodyExt;
+    const DELIMITER: &[u8] = &[0; 8];
+    let mut head = Vec::new();
+    let (chunks, receiver) = mpsc::channel(64);
+    let mut answer = Some((answer, receiver));
+    let fail = |why: String| InvokeError::Failed(name.to_string(), why);
+    while let Some(frame) = body.frame().await {
+        let error = match &frame {
+            Err(error) => Some(format!("the response stream broke: {error}")),
+            Ok(frame) => frame
+                .trailers_ref()
+                .and_then(|t| t.get("lambda-runtime-function-error-type"))
+                .map(|kind| format!("function error mid-stream: {}", String::from_utf8_lossy(kind.as_bytes()))),
+        };
+        if let Some(error) = error {
+            match answer.take() {
+                Some((answer, _)) => drop(answer.send(Err(fail(error)))),
+                None => drop(chunks.send(Err(error)).await),
+            }
+            return;
+        }
+        let Some(data) = frame.ok().and_then(|f| f.into_data().ok()) else { continue };
+        match answer.take() {
+            None => drop(chunks.send(Ok(data)).await),
+            Some((sender, receiver)) => {
+                head.extend_from_slice(&data);
+                let Some(end) = head.windows(DELIMITER.len()).position(|w| w == DELIMITER) else {
+                    answer = Some((sender, receiver));
+                    continue;
+                };
+                let prelude = serde_json::from_slice(&head[..end]).unwrap_or(Value::Null);
+                let rest = Bytes::copy_from_slice(&head[end + DELIMITER.len()..]);
+                if !rest.is_empty() {
+                    let _ = chunks.send(Ok(rest)).await;
+                }
+                let _ = sender.send(Ok(Answer::Streamed { prelude, body: receiver }));
+            }
+        }
+    }
+    if let Some((answer, _)) = answer {
+        let _ = answer.send(Err(fail("the stream ended before its prelude".into())));
+    }
+}
+
+async fn fail(State(runtime): State<Arc<Runtime>>, Path(id): Path<String>, body: Bytes) -> Response {
+    if let Some(answer) = runtime.in_flight.lock().await.remove(&id) {
+        let why = format!("function error: {}", String::from_utf8_lossy(&body));
+        let _ = answer.send(Err(InvokeError::Failed(runtime.name.clone(), why)));
+    }
+    runtime.running.lock().await.remove(&id);
+    http::StatusCode::ACCEPTED.into_response()
+}
+
+async fn init_error(State(runtime): State<Arc<Runtime>>, body: Bytes) -> Response {
+    tracing::error!(function = %runtime.name, error = %String::from_utf8_lossy(&body), "function init error");
+    http::StatusCode::ACCEPTED.into_response()
+}
+
+/// Starts the function's execution environments: each its own Runtime API and its own process,
+/// restarted when it dies; all take invocations from one queue.
+pub async fn start_function(spec: FunctionSpec) -> std::io::Result<Function> {
+    let (queue, pending) = mpsc::channel(64);
+    let pending = Arc::new(Mutex::new(pending));
+    let spec = Arc::new(spec);
+    for environment in 0..spec.environments.max(1) {
+        let runtime = Arc::new(Runtime {
+            name: spec.name.clone(),
+            timeout: spec.timeout,
+            pending: pending.clone(),
+            in_flight: Mutex::new(HashMap::new()),
+            running: Mutex::new(HashSet::new()),
+            kill: Notify::new(),
+        });
+        let api = Router::new()
+            .route("/2018-06-01/runtime/invocation/next", axum::routing::get(next_invocation))
+            .route("/2018-06-01/runtime/invocation/{id}/response", axum::routing::post(respond))
+            .route("/2018-06-01/runtime/invocation/{id}/error", axum::routing::post(fail))
+            .route("/2018-06-01/runtime/init/error", axum::routing::post(init_error))
+            .with_state(runtime.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let address = listener.local_addr()?;
+        tokio::spawn(async move { axum::serve(listener, api).await });
+        tokio::spawn(supervise(spec.clone(), environment, address, runtime));
+    }
+    Ok(Function { name: spec.name.clone(), queue })
+}
+
+/// Keeps one execution environment's process running; when it dies or times out, fails what it
+/// held and starts it again.
+async fn supervise(spec: Arc<FunctionSpec>, environment: usize, address: std::net::SocketAddr, runtime: Arc<Runtime>) {
+    loop {
+        let mut command = tokio::process::Command::new(&spec.binary);
+        command
+            .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env("AWS_LAMBDA_RUNTIME_API", address.to_string())
+            .env("AWS_LAMBDA_FUNCTION_NAME", &spec.name)
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", spec.memory_mb.to_string())
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+            .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{}", spec.name))
+            .env("AWS_LAMBDA_LOG_STREAM_NAME", format!("local-{environment}"))
+            .kill_on_drop(true);
+        match command.spawn() {
+            Ok(mut child) => {
+                if let Some(pid) = child.id() {
+                    tracing::info!(function = %spec.name, environment, pid, "function started");
+                    write_pid(&spec.name, environment, pid);
+                }
+                tokio::select! {
+                    status = child.wait() => {
+                        tracing::warn!(function = %spec.name, environment, ?status, "function exited; failing what it held and restarting");
+                    }
+                    _ = runtime.kill.notified() => {
+                        let _ = child.kill().await;
+                    }
+                }
+            }
+            Err(error) => tracing::error!(function = %spec.name, %error, "cannot start the function"),
+        }
+        // What the dead process held will never be answered: fail it, as Lambda would.
+        for (_, answer) in runtime.in_flight.lock().await.drain() {
+            let _ = answer.send(Err(InvokeError::Failed(spec.name.clone(), "the function's process died".into())));
+        }
+        runtime.running.lock().await.clear();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Records function pids in `$RELEVO_LAMBDA_PID_DIR/<name>.pid` (the first environment) or
+/// `<name>.<environment>.pid`, for fault-injection tests.
+fn write_pid(name: &str, environment: usize, pid: u32) {
+    if let Ok(dir) = std::env::var("RELEVO_LAMBDA_PID_DIR") {
+        let file = if environment == 0 { format!("{name}.pid") } else { format!("{name}.{environment}.pid") };
+        let _ = std::fs::create_dir_all(&dir);
+        let _ = std::fs::write(PathBuf::from(dir).join(file), pid.to_string());
+    }
+}
