@@ -473,3 +473,19 @@ pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError
         .map_err(|e| unavailable(e.into_service_error()))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_in_flight_spread_over_every_shard_of_the_active_index() {
+        let mut counts = std::collections::BTreeMap::new();
+        for i in 0..1600 {
+            *counts.entry(active_shard(&format!("t4:acme|p5:alice|k3:job|i22:job{i:05}"))).or_insert(0) += 1;
+        }
+        assert_eq!(counts.len(), ACTIVE_SHARDS as usize, "{counts:?}");
+        assert!(counts.values().all(|n| (50..=150).contains(n)), "no shard takes much more than its share: {counts:?}");
+        assert_eq!(active_shard("same"), active_shard("same"), "a job keeps its shard");
+    }
+}

@@ -5,7 +5,8 @@
 //! (`ReturnValuesOnConditionCheckFailure=ALL_OLD`) instead of costing a second read. Reads that
 //! decide correctness are strongly consistent. `expires_at` is the table's TTL attribute (items
 //! past it read as absent here; DynamoDB deletes them eventually). Non-terminal jobs carry a sparse
-//! `active` attribute indexed by the `active` GSI (sorted by `updated_at`) for the reconciler.
+//! `active` attribute indexed by the `active` GSI (sorted by `updated_at`) for the reconciler: one
+//! of 16 shard values, so the index has no single hot partition; the reconciler reads every shard.
 //!
 //! The SDK runs on rustls with ring and the hyper 1 client; the endpoint comes from the standard
 //! `AWS_ENDPOINT_URL` setting, so tests point it at a local emulator.
