@@ -1,5 +1,7 @@
 //! Test support: build a gateway router around an app and send it requests in-process.
 
+pub mod race;
+
 use std::sync::Arc;
 
 use axum::Router;

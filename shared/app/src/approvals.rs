@@ -341,8 +341,8 @@ impl ApprovalPages {
             InventoryError::Ledger(LedgerError::DigestMismatch | LedgerError::Raced) => StatusCode::CONFLICT,
             InventoryError::Ledger(LedgerError::Expired | LedgerError::PolicyChanged { .. }) => StatusCode::GONE,
             InventoryError::Invalid(_) => StatusCode::BAD_REQUEST,
-            InventoryError::Store(detail) => {
-                tracing::error!(%detail, "approval store failure");
+            InventoryError::Store(_) | InventoryError::Contention(_) | InventoryError::Internal(_) => {
+                tracing::warn!(%error, "approval could not be decided now");
                 return message(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", "Try again shortly.");
             }
             _ => StatusCode::CONFLICT,

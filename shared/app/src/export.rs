@@ -12,7 +12,7 @@ use std::time::Duration;
 use relevo_protocol::wire::{CallToolResult, ResourceContents, ToolAnnotations};
 use relevo_protocol::{Call, McpError, Outcome, ResourceTemplate, Tool, handler};
 use relevo_state::work::BoxFuture;
-use relevo_state::{Engine, Job, JobContext, JobFailure, JobRef, JobRunner, JobStatus, StartError};
+use relevo_state::{Engine, Job, JobContext, JobFailure, JobRef, JobRunner, JobStatus, StartError, StoreError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -124,9 +124,8 @@ async fn find_export(engine: &Engine, call: &Call, id: &str) -> Result<Option<Jo
     Ok(engine.store.get_job(&job_ref(call, id)).await.map_err(store_failure)?.filter(|job| job.kind == KIND))
 }
 
-fn store_failure(error: impl std::fmt::Display) -> McpError {
-    tracing::error!(%error, "export store failure");
-    McpError::Internal
+fn store_failure(error: StoreError) -> McpError {
+    relevo_protocol::store_failure("export")(error)
 }
 
 fn job_id_schema() -> Value {
@@ -170,7 +169,11 @@ pub async fn start(engine: &Engine, call: &Call) -> Result<Result<Job, Outcome>,
     match engine.start(&call.principal.tenant, &call.principal.subject, KIND, key.as_deref(), input).await {
         Ok(job) => Ok(Ok(job)),
         Err(error @ StartError::KeyConflict { .. }) => Ok(Err(Outcome::tool_error(error.to_string()))),
-        Err(other) => Err(store_failure(other)),
+        Err(StartError::Store(error)) => Err(store_failure(error)),
+        Err(error @ StartError::UnknownKind(_)) => {
+            tracing::error!(%error, "the export runner is not registered");
+            Err(McpError::Internal)
+        }
     }
 }
 

@@ -10,8 +10,13 @@ use crate::inventory::{Inventory, InventoryError, PlanLine, ProposeRequest, poli
 fn outcome(result: Result<Value, InventoryError>) -> Result<Outcome, McpError> {
     match result {
         Ok(value) => Ok(Outcome::tool(CallToolResult::structured(value))),
-        Err(InventoryError::Store(error)) => {
-            tracing::error!(%error, "inventory store failure");
+        Err(InventoryError::Store(error)) => Err(relevo_protocol::store_failure("inventory")(error)),
+        Err(InventoryError::Contention(what)) => {
+            tracing::warn!(what, cause = "contention", "inventory write kept losing: answered retryable");
+            Err(McpError::Retryable(relevo_protocol::Retry::Contention))
+        }
+        Err(InventoryError::Internal(why)) => {
+            tracing::error!(%why, "inventory internal error");
             Err(McpError::Internal)
         }
         Err(error) => Ok(Outcome::tool_error(error.to_string())),

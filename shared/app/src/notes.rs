@@ -30,8 +30,7 @@ fn key(call: &Call, id: &str) -> RecordKey {
 }
 
 fn store_failure(error: StoreError) -> McpError {
-    tracing::error!(%error, "notes store failure");
-    McpError::Internal
+    relevo_protocol::store_failure("notes")(error)
 }
 
 #[derive(Deserialize)]

@@ -3,15 +3,26 @@
 //! The business logic (prices, carts, orders) knows nothing of MCP; the tools at the bottom map it
 //! onto the protocol. Carts and orders are records keyed by the caller's tenant and subject. A
 //! checkout is quoted in round one (the exact total, a fresh nonce and the cart revision travel in
-//! the sealed `requestState`), and confirmed in round two: the order is created by a conditional
-//! write keyed by that nonce, so a replayed or concurrent confirmation finds the first order and
-//! never makes a second one. A cart changed since the quote is quoted again.
+//! the sealed `requestState`), and confirmed in round two.
+//!
+//! Invariant: at most one order per cart, whatever the number of quotes, confirmations, retries,
+//! instances and their interleaving. The intent is the cart, so the order's key is the cart's id
+//! (never a value minted per quote), and the order and the cart's checked-out mark commit in one
+//! conditional transaction on the revision the quote was made at. A confirmation that loses
+//! answers with the order that won; a cart changed since the quote is quoted again; declining
+//! places none. A crash can only come before the transaction (nothing written) or after it (both
+//! written).
+//!
+//! `cart_add_item` is a read-decide-write loop on the cart's revision: a lost race reads again
+//! (bounded, with jittered backoff) and then answers a retryable error. A retry after a lost
+//! answer may carry `idempotencyKey`: the cart remembers the keys of its recent adds, and a key
+//! seen before adds nothing again.
 
 use std::sync::Arc;
 
 use relevo_protocol::wire::{CallToolResult, ToolAnnotations};
-use relevo_protocol::{Call, ElicitAction, InputRequest, McpError, Outcome, Tool, handler};
-use relevo_state::{Clock, Ids, Owner, Record, RecordKey, RecordStore, StoreError};
+use relevo_protocol::{Call, ElicitAction, InputRequest, McpError, Outcome, Retry, Tool, handler};
+use relevo_state::{Clock, Ids, Owner, Record, RecordKey, RecordStore, StoreError, TransactError, Write, contention};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -82,13 +93,13 @@ fn cart_key(call: &Call, id: &str) -> RecordKey {
     RecordKey::new(owner(call), "cart", id)
 }
 
-fn order_key(call: &Call, id: &str) -> RecordKey {
-    RecordKey::new(owner(call), "order", id)
+/// The order of a cart: one per cart, by construction.
+fn order_key(call: &Call, cart_id: &str) -> RecordKey {
+    RecordKey::new(owner(call), "order", cart_id)
 }
 
 fn store_failure(error: StoreError) -> McpError {
-    tracing::error!(%error, "shop store failure");
-    McpError::Internal
+    relevo_protocol::store_failure("shop")(error)
 }
 
 fn no_cart(id: &str) -> Outcome {
@@ -154,7 +165,11 @@ struct AddArgs {
     cart_id: String,
     sku: String,
     quantity: u64,
+    idempotency_key: Option<String>,
 }
+
+/// How many add keys a cart remembers (a retry comes soon after its first try).
+const REMEMBERED_ADD_KEYS: usize = 32;
 
 pub fn catalog_list() -> Tool {
     Tool::new(
@@ -211,13 +226,14 @@ pub fn cart_create(ports: ShopPorts) -> Tool {
 pub fn cart_add_item(ports: ShopPorts) -> Tool {
     Tool::new(
         "cart_add_item",
-        "Adds a quantity of a catalog item (by SKU) to your cart.",
+        "Adds a quantity of a catalog item (by SKU) to your cart. Pass the same idempotencyKey when you retry an add whose answer you did not get: it is added once.",
         json!({
             "type": "object",
             "properties": {
                 "cartId": { "type": "string", "minLength": 1, "maxLength": 64 },
                 "sku": { "type": "string", "minLength": 1, "maxLength": 32 },
-                "quantity": { "type": "integer", "minimum": 1, "maximum": MAX_QUANTITY }
+                "quantity": { "type": "integer", "minimum": 1, "maximum": MAX_QUANTITY },
+                "idempotencyKey": { "type": "string", "minLength": 1, "maxLength": 64 }
             },
             "required": ["cartId", "sku", "quantity"],
             "additionalProperties": false
@@ -236,15 +252,28 @@ pub fn cart_add_item(ports: ShopPorts) -> Tool {
                     return Ok(Outcome::tool_error(format!("quantity must be 1 to {MAX_QUANTITY}")));
                 }
                 let key = cart_key(&call, &args.cart_id);
-                for _ in 0..5 {
+                for attempt in 0..contention::ATTEMPTS {
+                    contention::pause(attempt).await;
                     let now = ports.clock.now_unix();
                     let Some(current) = ports.records.get(&key, now).await.map_err(store_failure)? else {
                         return Ok(no_cart(&args.cart_id));
                     };
+                    let seen = args.idempotency_key.as_deref().is_some_and(|k| {
+                        current.body["addKeys"].as_array().is_some_and(|keys| keys.iter().any(|s| s == k))
+                    });
+                    if seen {
+                        return Ok(Outcome::tool(CallToolResult::structured(cart_view(&args.cart_id, &current))));
+                    }
                     if current.body["orderId"].is_string() {
                         return Ok(Outcome::tool_error("This cart is already checked out"));
                     }
                     let mut body = current.body.clone();
+                    if let Some(add_key) = &args.idempotency_key {
+                        let keys = body["addKeys"].as_array().cloned().unwrap_or_default();
+                        let mut keys: Vec<Value> = keys.into_iter().rev().take(REMEMBERED_ADD_KEYS - 1).rev().collect();
+                        keys.push(json!(add_key));
+                        body["addKeys"] = json!(keys);
+                    }
                     let lines = body["lines"].as_array_mut().ok_or(McpError::Internal)?;
                     let line_count = lines.len();
                     match lines.iter_mut().find(|l| l["sku"] == args.sku.as_str()) {
@@ -270,7 +299,8 @@ pub fn cart_add_item(ports: ShopPorts) -> Tool {
                         Err(other) => return Err(store_failure(other)),
                     }
                 }
-                Err(McpError::Internal)
+                tracing::warn!(cart = %args.cart_id, cause = "contention", "cart_add_item kept losing to concurrent adds");
+                Err(McpError::Retryable(Retry::Contention))
             }
         }),
     )
@@ -354,6 +384,12 @@ fn quote(cart_id: &str, record: &Record, nonce: String) -> Outcome {
     )
 }
 
+/// The order of the cart, as an answer: every confirmation after the first names it.
+fn placed(cart_id: &str, order: &Record) -> Outcome {
+    let order_id = order.body["orderId"].as_str().unwrap_or(&order.key.id);
+    order_result("ordered", cart_id, Some(order_id), order.body["totalCents"].as_u64().unwrap_or(0))
+}
+
 async fn checkout(ports: &ShopPorts, call: &Call, cart_id: &str) -> Result<Outcome, McpError> {
     let now = ports.clock.now_unix();
     let quoted = call
@@ -361,22 +397,20 @@ async fn checkout(ports: &ShopPorts, call: &Call, cart_id: &str) -> Result<Outco
         .as_ref()
         .and_then(|s| Some((s["nonce"].as_str()?.to_string(), s["totalCents"].as_u64()?, s["cartRevision"].as_u64()?)));
 
-    // A confirmation already consumed returns its first outcome, whatever else changed since.
-    if let Some((nonce, _, _)) = &quoted
-        && let Some(order) = ports.records.get(&order_key(call, nonce), now).await.map_err(store_failure)?
-    {
-        let total = order.body["totalCents"].as_u64().unwrap_or(0);
-        return Ok(order_result("ordered", cart_id, Some(nonce), total));
+    // The cart's order, if one was placed: a confirmation gets it back, whichever quote it came
+    // from; a new checkout is told the cart is done.
+    if let Some(order) = ports.records.get(&order_key(call, cart_id), now).await.map_err(store_failure)? {
+        if quoted.is_some() {
+            return Ok(placed(cart_id, &order));
+        }
+        return Ok(Outcome::tool_error(format!(
+            "Cart {cart_id} is already checked out as order {}",
+            order.body["orderId"]
+        )));
     }
     let Some(cart) = ports.records.get(&cart_key(call, cart_id), now).await.map_err(store_failure)? else {
         return Ok(no_cart(cart_id));
     };
-    if cart.body["orderId"].is_string() {
-        return Ok(Outcome::tool_error(format!(
-            "Cart {cart_id} is already checked out as order {}",
-            cart.body["orderId"]
-        )));
-    }
     if priced(&cart.body).0.is_empty() {
         return Ok(Outcome::tool_error("The cart is empty"));
     }
@@ -398,23 +432,39 @@ async fn checkout(ports: &ShopPorts, call: &Call, cart_id: &str) -> Result<Outco
         // The cart changed after the quote: the confirmed total is stale, so quote again.
         return Ok(quote(cart_id, &cart, ports.ids.new_id()));
     }
-    let order = json!({ "cartId": cart_id, "lines": cart.body["lines"], "totalCents": total, "placedAt": now });
-    match ports.records.create(&order_key(call, &nonce), &order, Some(now + ORDER_RETENTION_SECS), now).await {
-        Ok(_) => {}
-        Err(StoreError::AlreadyExists(first)) => {
-            let total = first.body["totalCents"].as_u64().unwrap_or(total);
-            return Ok(order_result("ordered", cart_id, Some(&nonce), total));
-        }
-        Err(other) => return Err(store_failure(other)),
-    }
+    let order = json!({ "orderId": nonce, "cartId": cart_id, "lines": cart.body["lines"], "totalCents": total, "placedAt": now });
     let mut checked_out = cart.body.clone();
     checked_out["orderId"] = json!(nonce);
-    match ports.records.update(&cart_key(call, cart_id), cart.revision, &checked_out, now).await {
-        Ok(_) => call.notifier.resource_updated(&format!("carts://{cart_id}")),
-        // The order stands (it is the effect); the cart mark is advisory and the next write wins.
-        Err(error) => tracing::warn!(%error, "could not mark the cart as checked out"),
+    let writes = [
+        Write::Create { key: order_key(call, cart_id), body: order, expires_at: Some(now + ORDER_RETENTION_SECS) },
+        Write::Update { key: cart_key(call, cart_id), expected_revision: revision, body: checked_out },
+    ];
+    match ports.records.transact(&writes, now).await {
+        Ok(_) => {
+            call.notifier.resource_updated(&format!("carts://{cart_id}"));
+            Ok(order_result("ordered", cart_id, Some(&nonce), total))
+        }
+        // Another confirmation placed the cart's order first: that one is the order.
+        Err(TransactError::Refused { index: 0, cause: StoreError::AlreadyExists(first) }) => {
+            Ok(placed(cart_id, &first))
+        }
+        // The cart moved since the quote: if that was the winning order, name it; else quote again.
+        Err(TransactError::Refused { index: 1, cause }) => {
+            match ports.records.get(&order_key(call, cart_id), now).await.map_err(store_failure)? {
+                Some(order) => Ok(placed(cart_id, &order)),
+                None if cause == StoreError::NotFound => Ok(no_cart(cart_id)),
+                None => match ports.records.get(&cart_key(call, cart_id), now).await.map_err(store_failure)? {
+                    Some(fresh) => Ok(quote(cart_id, &fresh, ports.ids.new_id())),
+                    None => Ok(no_cart(cart_id)),
+                },
+            }
+        }
+        Err(TransactError::Refused { cause, .. } | TransactError::Store(cause)) => Err(store_failure(cause)),
+        Err(TransactError::Invalid(why)) => {
+            tracing::error!(%why, "the checkout transaction is malformed");
+            Err(McpError::Internal)
+        }
     }
-    Ok(order_result("ordered", cart_id, Some(&nonce), total))
 }
 
 /// `carts://{cartId}`: your cart as JSON; listeners subscribed to it hear of every change.

@@ -6,6 +6,11 @@
 //! request (unknown tool, bad cursor, bad requestState) travel in-band on HTTP 200, because
 //! clients read a 4xx without a recognised body as "this is a legacy server".
 //!
+//! A request the server could not finish now (the store failed or timed out, writes kept losing
+//! to concurrent ones, the request ran out of time) is [`McpError::Retryable`]: HTTP 503 with
+//! `Retry-After`, code `-31000`, and `data` saying it is retryable and why — never `-32603`,
+//! which tells a client nothing it can act on.
+//!
 //! Handshake-era (2025-11-25) clients get the codes of their revision where they differ
 //! ([`McpError::legacy_code`]), and every JSON-RPC error in-band on 200: to them a 404 means
 //! "your session is gone, initialize again", so only [`McpError::SessionNotFound`] may use it.
@@ -51,8 +56,62 @@ pub enum McpError {
     SessionNotFound,
     #[error("Insufficient scope: requires {}", .0.join(" "))]
     InsufficientScope(Vec<String>),
+    #[error("Temporarily unavailable ({}): the request may be retried", .0.as_str())]
+    Retryable(Retry),
     #[error("Internal error")]
     Internal,
+}
+
+/// Why a request may be retried as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// The store refused to serve (throttling, an outage, a missing table).
+    StoreUnavailable,
+    /// The store did not answer within its operation timeout.
+    StoreTimeout,
+    /// Concurrent writes to the same record kept winning; the bounded retries ran out.
+    Contention,
+    /// The request ran out of time before its function's.
+    Deadline,
+}
+
+impl Retry {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Retry::StoreUnavailable => "store_unavailable",
+            Retry::StoreTimeout => "store_timeout",
+            Retry::Contention => "contention",
+            Retry::Deadline => "deadline",
+        }
+    }
+
+    /// How long a client should wait before retrying.
+    pub fn retry_after_ms(self) -> u64 {
+        match self {
+            Retry::Contention => 200,
+            Retry::StoreUnavailable | Retry::StoreTimeout | Retry::Deadline => 1000,
+        }
+    }
+}
+
+/// The error a handler answers for a store failure, logged with its cause. A refused condition
+/// that reaches here (rather than being handled by the caller) is contention; an unavailable or
+/// slow store is retryable; anything else is a bug and stays internal.
+pub fn store_failure(what: &'static str) -> impl Fn(relevo_state::StoreError) -> McpError {
+    move |error| {
+        use relevo_state::StoreError;
+        let retry = match &error {
+            StoreError::Unavailable(_) => Retry::StoreUnavailable,
+            StoreError::TimedOut(_) => Retry::StoreTimeout,
+            StoreError::Conflict { .. } => Retry::Contention,
+            StoreError::AlreadyExists(_) | StoreError::NotFound => {
+                tracing::error!(what, %error, cause = "unexpected store answer", "store failure");
+                return McpError::Internal;
+            }
+        };
+        tracing::warn!(what, %error, cause = retry.as_str(), "store failure: answered retryable");
+        McpError::Retryable(retry)
+    }
 }
 
 impl McpError {
@@ -97,6 +156,7 @@ impl McpError {
             McpError::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
             McpError::MethodNotFound(_) => code::METHOD_NOT_FOUND,
             McpError::MissingCapability { .. } => code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            McpError::Retryable(_) => code::TEMPORARILY_UNAVAILABLE,
             McpError::Internal => code::INTERNAL_ERROR,
         }
     }
@@ -117,6 +177,7 @@ impl McpError {
             | McpError::MissingCapability { .. } => StatusCode::BAD_REQUEST,
             McpError::MethodNotFound(_) | McpError::SessionNotFound => StatusCode::NOT_FOUND,
             McpError::InvalidParams { .. } | McpError::ResourceNotFound { .. } | McpError::Internal => StatusCode::OK,
+            McpError::Retryable(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -132,6 +193,9 @@ impl McpError {
             McpError::MissingCapability { required, .. } => Some(json!({ "requiredCapabilities": required })),
             McpError::InvalidParams { data, .. } => data.clone(),
             McpError::ResourceNotFound { uri } => Some(json!({ "uri": uri })),
+            McpError::Retryable(retry) => {
+                Some(json!({ "retryable": true, "reason": retry.as_str(), "retryAfterMs": retry.retry_after_ms() }))
+            }
             _ => None,
         }
     }
@@ -224,6 +288,17 @@ mod tests {
         assert_eq!((unknown.status(), unknown.legacy_status()), (StatusCode::NOT_FOUND, StatusCode::OK));
         assert_eq!(McpError::SessionNotFound.legacy_status(), StatusCode::NOT_FOUND);
         assert_eq!(McpError::missing_capability(json!({"sampling": {}})).legacy_code(), -32600);
+    }
+
+    #[test]
+    fn a_retryable_failure_says_so_and_is_not_an_internal_error() {
+        let error = McpError::Retryable(Retry::Contention);
+        assert_eq!((error.status(), error.code()), (StatusCode::SERVICE_UNAVAILABLE, -31000));
+        let data = error.to_error_object()["data"].clone();
+        assert_eq!(data, json!({ "retryable": true, "reason": "contention", "retryAfterMs": 200 }));
+        let failure = store_failure("test");
+        assert_eq!(failure(relevo_state::StoreError::TimedOut("x".into())), McpError::Retryable(Retry::StoreTimeout));
+        assert_eq!(failure(relevo_state::StoreError::NotFound), McpError::Internal);
     }
 
     #[test]

@@ -101,8 +101,7 @@ pub struct OpenSession {
 }
 
 fn store_failure(error: StoreError) -> McpError {
-    tracing::error!(%error, "session store failure");
-    McpError::Internal
+    crate::error::store_failure("legacy session")(error)
 }
 
 impl Legacy {
@@ -177,7 +176,7 @@ impl Legacy {
                 Err(other) => return Err(store_failure(other)),
             }
         }
-        Err(McpError::Internal)
+        Err(McpError::Retryable(crate::Retry::Contention))
     }
 
     /// Stores the client's answer to request `request_id` of `session`. `Ok(false)` when no

@@ -28,7 +28,7 @@ pub mod wire;
 
 pub use auth::{AuthChallenge, Authenticator, NoAuth, Principal};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use error::McpError;
+pub use error::{McpError, Retry, store_failure};
 pub use ladder::OriginPolicy;
 pub use method::{Method, Route};
 pub use notify::Notifier;

@@ -454,9 +454,12 @@ impl McpServer {
                     let job = engine
                         .start(&call.principal.tenant, &call.principal.subject, tasks::TOOL_TASK_KIND, None, input)
                         .await
-                        .map_err(|error| {
-                            tracing::error!(%error, "could not create the task");
-                            McpError::Internal
+                        .map_err(|error| match error {
+                            relevo_state::StartError::Store(error) => crate::error::store_failure("task")(error),
+                            other => {
+                                tracing::error!(error = %other, "could not create the task");
+                                McpError::Internal
+                            }
                         })?;
                     let (result, result_type) = self.finish(&request, Outcome::TaskCreated(Box::new(job)), &round)?;
                     return Ok(self.result_reply(&request, result, result_type));
@@ -698,10 +701,7 @@ impl McpServer {
         let task_id = string_param(&request.params, "taskId")?;
         let job = JobRef { tenant: principal.tenant.clone(), subject: principal.subject.clone(), id: task_id.into() };
         let unknown = || McpError::invalid_params_with("Unknown task", json!({ "taskId": task_id }));
-        let store_failure = |error: relevo_state::StoreError| {
-            tracing::error!(%error, "task store failure");
-            McpError::Internal
-        };
+        let store_failure = crate::error::store_failure("task");
         let result = match request.method {
             Method::TasksGet => {
                 let found = engine.store.get_job(&job).await.map_err(store_failure)?.ok_or_else(unknown)?;
@@ -1246,13 +1246,27 @@ fn empty(status: StatusCode) -> Reply {
 }
 
 fn legacy_error_reply(id: Option<&Value>, error: &McpError) -> Reply {
-    json_reply(error.legacy_status(), &error.to_legacy_response(id))
+    let mut reply = json_reply(error.legacy_status(), &error.to_legacy_response(id));
+    retry_headers(&mut reply, error);
+    reply
 }
 
 fn error_reply(id: Option<&Value>, error: &McpError) -> Reply {
     let mut reply = json_reply(error.status(), &error.to_response(id));
-    if matches!(error, McpError::HttpMethodNotAllowed) {
-        reply.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
-    }
+    retry_headers(&mut reply, error);
     reply
+}
+
+/// `Allow` on a 405, `Retry-After` (whole seconds) on a retryable failure.
+fn retry_headers(reply: &mut Reply, error: &McpError) {
+    match error {
+        McpError::HttpMethodNotAllowed => {
+            reply.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+        }
+        McpError::Retryable(retry) => {
+            let secs = retry.retry_after_ms().div_ceil(1000).max(1);
+            reply.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        _ => {}
+    }
 }

@@ -59,6 +59,10 @@ pub mod code {
     pub const LEGACY_RESOURCE_NOT_FOUND: i32 = -32002;
     /// 2025-11-25 only, with HTTP 404: the session is unknown, expired or ended.
     pub const SESSION_NOT_FOUND: i32 = -32001;
+    /// The server could not finish the request now; the same request may be retried
+    /// (`data.retryable`, `data.reason`, `data.retryAfterMs`). Application-defined: outside
+    /// JSON-RPC's reserved -32768..-32000, so it cannot collide with a code the spec adds.
+    pub const TEMPORARILY_UNAVAILABLE: i32 = -31000;
 }
 
 /// Logging levels in increasing severity (RFC 5424 order, as the spec lists them).

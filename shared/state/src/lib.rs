@@ -8,6 +8,7 @@
 
 pub mod canonical;
 pub mod clock;
+pub mod contention;
 #[cfg(feature = "contract")]
 pub mod contract;
 pub mod ids;

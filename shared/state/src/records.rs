@@ -72,6 +72,10 @@ pub enum StoreError {
     Conflict { expected: u64, current: Box<Record> },
     #[error("the store is unavailable: {0}")]
     Unavailable(String),
+    /// The store did not answer within the operation timeout: the write may or may not have
+    /// been applied (a conditional retry finds out).
+    #[error("the store did not answer in time: {0}")]
+    TimedOut(String),
 }
 
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;

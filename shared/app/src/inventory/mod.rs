@@ -63,19 +63,24 @@ pub enum InventoryError {
     KeyMismatch(String),
     #[error(transparent)]
     Ledger(#[from] LedgerError),
-    #[error("the store is unavailable: {0}")]
-    Store(String),
-}
-
-impl From<StoreError> for InventoryError {
-    fn from(error: StoreError) -> Self {
-        InventoryError::Store(error.to_string())
-    }
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Concurrent writes kept winning over ours; the bounded retries ran out. Retryable.
+    #[error("{0} kept changing under concurrent requests; try again")]
+    Contention(&'static str),
+    #[error("internal: {0}")]
+    Internal(String),
 }
 
 impl From<TransactError> for InventoryError {
     fn from(error: TransactError) -> Self {
-        InventoryError::Store(error.to_string())
+        match error {
+            TransactError::Store(error) => InventoryError::Store(error),
+            // A refusal the caller did not expect is a changed record: contention.
+            TransactError::Refused { cause: StoreError::Conflict { .. }, .. } => InventoryError::Contention("a record"),
+            TransactError::Refused { cause, .. } => InventoryError::Store(cause),
+            TransactError::Invalid(why) => InventoryError::Internal(why),
+        }
     }
 }
 
@@ -366,7 +371,7 @@ impl Inventory {
                 Err(other) => return Err(other.into()),
             }
         }
-        Err(InventoryError::Store("the proposal desk kept changing".into()))
+        Err(InventoryError::Contention("the proposal desk"))
     }
 
     async fn first_for_key(
@@ -504,10 +509,12 @@ impl Inventory {
             // The dead man's switch first: if this executor dies, the reconciler runs it.
             let p = &operation.proposal;
             let input = json!({ "operationId": p.operation_id });
-            engine
-                .start_deferred(&p.tenant, &p.proposer, SETTLE_KIND, Some(&p.operation_id), input)
-                .await
-                .map_err(|e| InventoryError::Store(e.to_string()))?;
+            engine.start_deferred(&p.tenant, &p.proposer, SETTLE_KIND, Some(&p.operation_id), input).await.map_err(
+                |e| match e {
+                    relevo_state::StartError::Store(error) => InventoryError::Store(error),
+                    other => InventoryError::Internal(other.to_string()),
+                },
+            )?;
         }
         let mut executing = operation.advanced(OpStatus::Executing, now, &operation.proposal.proposer, None)?;
         executing.attempts += 1;

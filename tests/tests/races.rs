@@ -1,0 +1,316 @@
+//! The race harness over the shop, the jobs and the operation ledger: many clients on two server
+//! instances interleaving different requests for the same thing, on the SQLite store and on
+//! DynamoDB (moto, started by `make test`), with seeded pauses before every store call
+//! (`relevo_tests::race`). After each run the invariants are checked over the recorded history
+//! of store writes and every answer; a failure names the seed (`RELEVO_RACE_SEED=… cargo test`
+//! replays it).
+//!
+//! moto answers one request at a time, so on DynamoDB two conditional writes never overlap inside
+//! the emulator; the clients' read-decide-write steps still interleave, which is where the races
+//! live. SQLite serialises on its connection the same way.
+//!
+//! Bounded: each scenario makes a fixed number of calls; the whole file runs in seconds.
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use relevo_app::Ports;
+use relevo_embedded::SqliteStore;
+use relevo_protocol::McpServer;
+use relevo_state::RecordStore;
+use relevo_state::jobs::JobStore;
+use relevo_tests::race::{RaceStore, Rng, Seed, is_retryable};
+use relevo_tests::*;
+use serde_json::{Value, json};
+
+/// The stores a race runs on.
+#[derive(Debug, Clone, Copy)]
+enum Backend {
+    Sqlite,
+    Dynamo,
+}
+
+async fn backend(backend: Backend) -> Arc<dyn StoreBoth> {
+    match backend {
+        Backend::Sqlite => Arc::new(SqliteStore::in_memory().unwrap()),
+        Backend::Dynamo => {
+            let endpoint = std::env::var("RELEVO_TEST_AWS_ENDPOINT")
+                .expect("RELEVO_TEST_AWS_ENDPOINT is not set: run with `make test` (it starts the moto emulator)");
+            let client = aws_sdk_dynamodb::Client::new(&relevo_aws::emulator_config(&endpoint).await);
+            let table =
+                format!("races-{}", relevo_state::Ids::new_id(&relevo_state::RandomIds).replace(['_', '-'], "x"));
+            relevo_aws::create_table(&client, &table).await.unwrap();
+            Arc::new(relevo_aws::DynamoStore::new(client, &table))
+        }
+    }
+}
+
+/// Both store ports behind one object.
+trait StoreBoth: RecordStore + JobStore {}
+impl<S: RecordStore + JobStore> StoreBoth for S {}
+
+struct Both(Arc<dyn StoreBoth>);
+
+impl RecordStore for Both {
+    fn create<'a>(
+        &'a self,
+        key: &'a relevo_state::RecordKey,
+        body: &'a Value,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> relevo_state::StoreFuture<'a, relevo_state::Record> {
+        self.0.create(key, body, expires_at, now)
+    }
+    fn get<'a>(
+        &'a self,
+        key: &'a relevo_state::RecordKey,
+        now: u64,
+    ) -> relevo_state::StoreFuture<'a, Option<relevo_state::Record>> {
+        self.0.get(key, now)
+    }
+    fn update<'a>(
+        &'a self,
+        key: &'a relevo_state::RecordKey,
+        expected: u64,
+        body: &'a Value,
+        now: u64,
+    ) -> relevo_state::StoreFuture<'a, relevo_state::Record> {
+        self.0.update(key, expected, body, now)
+    }
+    fn transact<'a>(
+        &'a self,
+        writes: &'a [relevo_state::records::Write],
+        now: u64,
+    ) -> relevo_state::records::TransactFuture<'a> {
+        self.0.transact(writes, now)
+    }
+}
+
+impl JobStore for Both {
+    fn create_job<'a>(
+        &'a self,
+        job: &'a relevo_state::jobs::Job,
+    ) -> relevo_state::StoreFuture<'a, relevo_state::jobs::Created> {
+        self.0.create_job(job)
+    }
+    fn get_job<'a>(
+        &'a self,
+        job: &'a relevo_state::jobs::JobRef,
+    ) -> relevo_state::StoreFuture<'a, Option<relevo_state::jobs::Job>> {
+        self.0.get_job(job)
+    }
+    fn put_job<'a>(
+        &'a self,
+        job: &'a relevo_state::jobs::Job,
+        expected: u64,
+    ) -> relevo_state::StoreFuture<'a, relevo_state::jobs::Job> {
+        self.0.put_job(job, expected)
+    }
+    fn list_active<'a>(&'a self, limit: usize) -> relevo_state::StoreFuture<'a, Vec<relevo_state::jobs::Job>> {
+        self.0.list_active(limit)
+    }
+}
+
+/// Two server instances of the shop over one raced store, and the issuer of their tokens.
+struct Shop {
+    store: Arc<RaceStore<Both>>,
+    instances: Vec<axum::Router>,
+    issuer: relevo_auth::DevIssuer,
+}
+
+async fn shop(kind: Backend, seed: Seed) -> Shop {
+    let inner = Arc::new(Both(backend(kind).await));
+    let store = Arc::new(RaceStore::new(inner, seed, Duration::from_millis(3)));
+    let (settings, issuer, _) = dev_auth();
+    let instances = (0..2)
+        .map(|_| {
+            let keys = Arc::new(relevo_auth::StaticKeySource(issuer.jwks()));
+            let auth = relevo_auth::BearerAuthenticator::new(settings.clone(), keys);
+            let ports = Ports::new(Some(store.clone()));
+            let server = McpServer::new(relevo_app::demo::app(&ports), test_config(), test_keys(), Arc::new(auth));
+            let options = relevo_gateway::GatewayOptions { auth: Some(settings.clone()), ..gateway_options() };
+            relevo_gateway::router(server, options)
+        })
+        .collect();
+    Shop { store, instances, issuer }
+}
+
+impl Shop {
+    fn token(&self, subject: &str) -> String {
+        dev_token(&self.issuer, "acme", subject, &["shop"])
+    }
+
+    async fn call(&self, instance: usize, token: &str, name: &str, params: Value) -> Value {
+        let mut params = params;
+        params["name"] = json!(name);
+        let router = &self.instances[instance % self.instances.len()];
+        send(router, rpc_as(Some(token), 1, "tools/call", params)).await.json()
+    }
+
+    async fn cart_with_items(&self, token: &str) -> String {
+        let cart = self.call(0, token, "cart_create", json!({ "arguments": {} })).await;
+        let cart_id = cart["result"]["structuredContent"]["cartId"].as_str().unwrap().to_string();
+        let added = self
+            .call(
+                1,
+                token,
+                "cart_add_item",
+                json!({ "arguments": { "cartId": cart_id, "sku": "GRN-BURR-01", "quantity": 2 } }),
+            )
+            .await;
+        assert_eq!(added["result"]["isError"], false, "{added}");
+        cart_id
+    }
+}
+
+fn accept() -> Value {
+    json!({ "confirm": { "action": "accept", "content": { "confirm": true } } })
+}
+
+fn decline() -> Value {
+    json!({ "confirm": { "action": "decline" } })
+}
+
+/// Checkout: carts each quoted several times by several clients, every quote confirmed (or
+/// declined) several times at once, on both instances. At most one order per cart; every answer
+/// that names an order names that one; a cart whose every confirmation declined has none.
+async fn checkout_places_at_most_one_order_per_cart(kind: Backend) {
+    const CARTS: usize = 4;
+    const QUOTES: usize = 4;
+    const COPIES: usize = 3;
+    let seed = Seed::from_env(&format!("checkout race on {kind:?}"));
+    let shop = Arc::new(shop(kind, seed).await);
+    let token = shop.token("alice");
+    let mut rng = seed.rng(2);
+    let mut carts = Vec::new();
+    for _ in 0..CARTS {
+        carts.push(shop.cart_with_items(&token).await);
+    }
+    // Round one, taken QUOTES times per cart, all at once.
+    let mut quoting = tokio::task::JoinSet::new();
+    for cart in &carts {
+        for q in 0..QUOTES {
+            let (shop, token, cart, instance) = (shop.clone(), token.clone(), cart.clone(), rng.below(2) as usize);
+            quoting.spawn(async move {
+                let answer =
+                    shop.call(instance, &token, "cart_checkout", json!({ "arguments": { "cartId": cart } })).await;
+                (cart, q, answer["result"]["requestState"].clone())
+            });
+        }
+    }
+    let quotes = quoting.join_all().await;
+    // Every quote confirmed COPIES times (or declined, one cart in four entirely), all at once.
+    let declined_cart = carts[0].clone();
+    let mut confirming = tokio::task::JoinSet::new();
+    let mut accepted: BTreeMap<String, usize> = BTreeMap::new();
+    for (cart, _, state) in quotes {
+        seed.check(state.is_string(), format!("round one of {cart} gave a requestState"));
+        let answer = if cart == declined_cart || rng.chance(20) { decline() } else { accept() };
+        if answer == accept() {
+            *accepted.entry(cart.clone()).or_default() += 1;
+        }
+        for _ in 0..COPIES {
+            let (shop, token, cart, state, answer, instance) =
+                (shop.clone(), token.clone(), cart.clone(), state.clone(), answer.clone(), rng.below(2) as usize);
+            confirming.spawn(async move {
+                let params =
+                    json!({ "arguments": { "cartId": cart }, "inputResponses": answer, "requestState": state });
+                (cart, shop.call(instance, &token, "cart_checkout", params).await)
+            });
+        }
+    }
+    let answers = confirming.join_all().await;
+
+    let mut orders: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (key, body) in shop.store.applied("order") {
+        orders.entry(body["cartId"].as_str().unwrap_or_default().to_string()).or_default().insert(key.id);
+    }
+    for cart in &carts {
+        let placed = orders.get(cart).cloned().unwrap_or_default();
+        seed.check(placed.len() <= 1, format!("cart {cart} has {} orders: {placed:?}", placed.len()));
+        let named: BTreeSet<String> = answers
+            .iter()
+            .filter(|(c, _)| c == cart)
+            .filter_map(|(_, a)| a["result"]["structuredContent"]["orderId"].as_str().map(String::from))
+            .collect();
+        let stored: BTreeSet<String> = shop
+            .store
+            .applied("order")
+            .into_iter()
+            .filter(|(_, body)| body["cartId"] == cart.as_str())
+            .map(|(key, body)| body["orderId"].as_str().map_or(key.id, String::from))
+            .collect();
+        seed.check(
+            named.len() <= 1 && named.is_subset(&stored),
+            format!("answers for {cart} name {named:?}, the store holds {stored:?}"),
+        );
+        if !accepted.contains_key(cart) {
+            seed.check(placed.is_empty(), format!("cart {cart} was only ever declined, yet has {placed:?}"));
+        } else {
+            seed.check(
+                placed.len() == 1,
+                format!("cart {cart} was confirmed {} times and has no order", accepted[cart]),
+            );
+        }
+    }
+    for (cart, answer) in &answers {
+        seed.check(
+            answer.get("error").is_none() || is_retryable(answer),
+            format!("a confirmation of {cart} failed: {answer}"),
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn checkout_race_on_sqlite() {
+    checkout_places_at_most_one_order_per_cart(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn checkout_race_on_dynamodb() {
+    checkout_places_at_most_one_order_per_cart(Backend::Dynamo).await;
+}
+
+/// Carts: many concurrent adds to one cart on both instances are all counted, or refused with an
+/// error that says it is retryable (never -32603 for contention).
+async fn concurrent_adds_are_counted_or_refused_as_retryable(kind: Backend) {
+    const ADDS: usize = 24;
+    let seed = Seed::from_env(&format!("cart race on {kind:?}"));
+    let shop = Arc::new(shop(kind, seed).await);
+    let token = shop.token("bob");
+    let cart =
+        shop.call(0, &token, "cart_create", json!({ "arguments": {} })).await["result"]["structuredContent"]["cartId"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    let mut rng: Rng = seed.rng(3);
+    let mut adding = tokio::task::JoinSet::new();
+    for _ in 0..ADDS {
+        let (shop, token, cart, instance) = (shop.clone(), token.clone(), cart.clone(), rng.below(2) as usize);
+        adding.spawn(async move {
+            let params = json!({ "arguments": { "cartId": cart, "sku": "MUG-CER-300", "quantity": 1 } });
+            shop.call(instance, &token, "cart_add_item", params).await
+        });
+    }
+    let answers = adding.join_all().await;
+    let counted = answers.iter().filter(|a| a["result"]["isError"] == false).count();
+    for answer in answers.iter().filter(|a| a["result"]["isError"] != false) {
+        seed.check(is_retryable(answer), format!("an add failed without saying it is retryable: {answer}"));
+    }
+    let view = shop.call(0, &token, "cart_view", json!({ "arguments": { "cartId": cart } })).await;
+    let quantity = view["result"]["structuredContent"]["lines"][0]["quantity"].as_u64().unwrap_or(0);
+    seed.check(quantity as usize == counted, format!("{counted} adds answered success, the cart holds {quantity}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cart_race_on_sqlite() {
+    concurrent_adds_are_counted_or_refused_as_retryable(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cart_race_on_dynamodb() {
+    concurrent_adds_are_counted_or_refused_as_retryable(Backend::Dynamo).await;
+}
