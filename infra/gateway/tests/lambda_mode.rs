@@ -294,6 +294,55 @@ async fn an_integration_timeout_answers_504_while_the_function_runs_on() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// What local Lambda mode wrote of its stack (`stack.json`): the AWS proxy, table and queue names.
+fn stack_of(lambda: &LambdaMode) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(lambda.dir.join("pids").join("stack.json")).unwrap()).unwrap()
+}
+
+/// The store's writes stall for 40 s, past the REST integration's 29 s. `cart_add_item` answers a
+/// retryable 503 within the SDK's operation timeout, long before the front door would have given
+/// up; the stalled write never lands, even after the stall; `catalog_list`, which needs no store,
+/// answers meanwhile.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stalled_store_fails_the_call_fast_and_writes_nothing_afterwards() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let lambda = start_lambda_mode("stall", &translated(), &[], &[]).await;
+    let http = reqwest::Client::new();
+    let created = rpc(&http, &lambda.url, &lambda.token, "cart_create", json!({})).await;
+    let cart = created["result"]["structuredContent"]["cartId"].as_str().unwrap().to_string();
+    let proxy = stack_of(&lambda)["awsProxy"].as_str().unwrap().to_string();
+    let stall = |secs: u64| {
+        http.post(format!("{proxy}/_relevo/stall?secs={secs}&actions=dynamodb:PutItem,dynamodb:UpdateItem")).send()
+    };
+    assert_eq!(stall(40).await.unwrap().status(), 204);
+
+    let started = Instant::now();
+    let params =
+        json!({ "name": "cart_add_item", "arguments": { "cartId": cart, "sku": "MUG-CER-300", "quantity": 1 } });
+    let answer = mcp_request(&http, &lambda.url, &lambda.token, "tools/call", params).send().await.unwrap();
+    let waited = started.elapsed();
+    assert_eq!(answer.status(), 503, "a retryable failure, not the front door's 504");
+    assert!(answer.headers().contains_key("retry-after"));
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -31000, "{body}");
+    assert_eq!(body["error"]["data"]["reason"], "store_timeout", "{body}");
+    assert!(waited < Duration::from_secs(15), "answered after {waited:?}, not within the SDK's timeouts");
+
+    let started = Instant::now();
+    let catalog = rpc(&http, &lambda.url, &lambda.token, "catalog_list", json!({})).await;
+    assert!(catalog["result"]["structuredContent"]["items"].is_array(), "{catalog}");
+    assert!(started.elapsed() < Duration::from_secs(5), "a call that needs no store waited {:?}", started.elapsed());
+
+    assert_eq!(stall(0).await.unwrap().status(), 204);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let view = rpc(&http, &lambda.url, &lambda.token, "cart_view", json!({ "cartId": cart })).await;
+    assert_eq!(
+        view["result"]["structuredContent"]["lines"],
+        json!([]),
+        "the add the client was told failed never landed: {view}"
+    );
+}
+
 /// Opens a `subscriptions/listen` stream and reads it for `read`: whether it was still open then,
 /// and what came.
 async fn listen_for(lambda: &LambdaMode, read: Duration) -> (bool, String) {

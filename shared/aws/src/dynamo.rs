@@ -14,6 +14,8 @@ use aws_sdk_dynamodb::types::{
 use relevo_state::jobs::{Created, Job, JobRef, JobStore};
 use relevo_state::records::{TransactError, TransactFuture, Write, validate_transaction};
 use relevo_state::{Record, RecordKey, RecordStore, StoreError, StoreFuture};
+
+use crate::failure::sdk_failure;
 use serde_json::Value;
 
 type Item = HashMap<String, AttributeValue>;
@@ -118,7 +120,7 @@ impl DynamoStore {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| unavailable(e.into_service_error()))?;
+            .map_err(sdk_failure)?;
         Ok(output.item)
     }
 
@@ -136,10 +138,13 @@ impl DynamoStore {
         }
         match request.send().await {
             Ok(_) => Ok(Ok(())),
-            Err(error) => match error.into_service_error() {
-                PutItemError::ConditionalCheckFailedException(failed) => Ok(Err(failed.item)),
-                other => Err(unavailable(other)),
-            },
+            Err(SdkError::ServiceError(service)) if service.err().is_conditional_check_failed_exception() => {
+                match service.into_err() {
+                    PutItemError::ConditionalCheckFailedException(failed) => Ok(Err(failed.item)),
+                    other => Err(StoreError::Unavailable(other.to_string())),
+                }
+            }
+            Err(other) => Err(sdk_failure(other)),
         }
     }
 }
@@ -228,7 +233,7 @@ impl RecordStore for DynamoStore {
                     }
                     other => Err(TransactError::Store(unavailable(other))),
                 },
-                Err(other) => Err(TransactError::Store(unavailable(other))),
+                Err(other) => Err(TransactError::Store(sdk_failure(other))),
             }
         })
     }
@@ -369,7 +374,7 @@ impl JobStore for DynamoStore {
                     }
                     other => Err(unavailable(other)),
                 },
-                Err(other) => Err(unavailable(other)),
+                Err(other) => Err(sdk_failure(other)),
             }
         })
     }
@@ -417,7 +422,7 @@ impl JobStore for DynamoStore {
                     .limit(limit as i32)
                     .send()
                     .await
-                    .map_err(|e| unavailable(e.into_service_error()))?;
+                    .map_err(sdk_failure)?;
                 for item in output.items() {
                     jobs.push(job_of(item)?);
                 }
@@ -457,7 +462,7 @@ pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError
         .global_secondary_indexes(index)
         .send()
         .await
-        .map_err(|e| unavailable(e.into_service_error()))?;
+        .map_err(sdk_failure)?;
     client
         .update_time_to_live()
         .table_name(table)
@@ -470,7 +475,7 @@ pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError
         )
         .send()
         .await
-        .map_err(|e| unavailable(e.into_service_error()))?;
+        .map_err(sdk_failure)?;
     Ok(())
 }
 

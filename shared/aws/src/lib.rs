@@ -12,6 +12,7 @@
 //! `AWS_ENDPOINT_URL` setting, so tests point it at a local emulator.
 
 mod dynamo;
+mod failure;
 mod secrets;
 mod sqs;
 
@@ -27,16 +28,17 @@ use aws_smithy_http_client::{Builder, tls};
 /// The SDK configuration of a Lambda function: region and credentials from the variables Lambda
 /// sets (`AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), the
 /// endpoint from `AWS_ENDPOINT_URL` when set (local Lambda mode points it at the emulator), ring
-/// TLS; retries and timeouts are the SDK's defaults for the latest behavior version. It skips
-/// aws-config's default provider chain (profiles, SSO, web identity, IMDS), which no function
-/// uses and which would add about 300 KB to every binary.
+/// TLS, the SDK's standard retries, and [`timeouts`]. It skips aws-config's default provider chain
+/// (profiles, SSO, web identity, IMDS), which no function uses and which would add about 300 KB
+/// to every binary.
 pub fn sdk_config() -> SdkConfig {
     let region = ["AWS_REGION", "AWS_DEFAULT_REGION"].iter().find_map(|name| std::env::var(name).ok());
     let mut config = SdkConfig::builder()
         .behavior_version(BehaviorVersion::latest())
         .http_client(https_client())
         .region(region.map(aws_config::Region::new))
-        .credentials_provider(SharedCredentialsProvider::new(EnvironmentVariableCredentialsProvider::new()));
+        .credentials_provider(SharedCredentialsProvider::new(EnvironmentVariableCredentialsProvider::new()))
+        .timeout_config(timeouts());
     if let Some(endpoint) = std::env::var("AWS_ENDPOINT_URL").ok().filter(|url| !url.is_empty()) {
         config = config.endpoint_url(endpoint);
     }
@@ -45,6 +47,22 @@ pub fn sdk_config() -> SdkConfig {
 
 fn https_client() -> SharedHttpClient {
     Builder::new().tls_provider(tls::Provider::Rustls(tls::rustls_provider::CryptoMode::Ring)).build_https()
+}
+
+/// Every AWS call ends within its operation timeout (`RELEVO_AWS_OPERATION_TIMEOUT_MS`, 5 s; each
+/// attempt `RELEVO_AWS_ATTEMPT_TIMEOUT_MS`, 2 s; connecting 1 s), well inside any function's
+/// timeout: a stalled store fails the call (a retryable error to the client) instead of holding
+/// the function until the front door gives up and the write lands after the client was told it
+/// failed. Without these the SDK waits as long as the connection does.
+pub fn timeouts() -> aws_config::timeout::TimeoutConfig {
+    let millis = |name: &str, default: u64| {
+        std::time::Duration::from_millis(std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default))
+    };
+    aws_config::timeout::TimeoutConfig::builder()
+        .connect_timeout(std::time::Duration::from_secs(1))
+        .operation_attempt_timeout(millis("RELEVO_AWS_ATTEMPT_TIMEOUT_MS", 2_000))
+        .operation_timeout(millis("RELEVO_AWS_OPERATION_TIMEOUT_MS", 5_000))
+        .build()
 }
 
 /// A configuration for a local emulator at `endpoint` (fixed test credentials, us-east-1).

@@ -4,6 +4,8 @@ use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use relevo_state::{Queue, QueueMessage, StoreError, StoreFuture};
 
+use crate::failure::sdk_failure;
+
 #[derive(Clone, Debug)]
 pub struct SqsQueue {
     client: Client,
@@ -27,13 +29,7 @@ fn seconds(secs: u64) -> i32 {
 impl Queue for SqsQueue {
     fn send<'a>(&'a self, body: &'a str) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            self.client
-                .send_message()
-                .queue_url(&self.url)
-                .message_body(body)
-                .send()
-                .await
-                .map_err(|e| unavailable(e.into_service_error()))?;
+            self.client.send_message().queue_url(&self.url).message_body(body).send().await.map_err(sdk_failure)?;
             Ok(())
         })
     }
@@ -49,7 +45,7 @@ impl Queue for SqsQueue {
                 .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
                 .send()
                 .await
-                .map_err(|e| unavailable(e.into_service_error()))?;
+                .map_err(sdk_failure)?;
             Ok(output
                 .messages()
                 .iter()
@@ -75,7 +71,7 @@ impl Queue for SqsQueue {
                 .receipt_handle(receipt)
                 .send()
                 .await
-                .map_err(|e| unavailable(e.into_service_error()))?;
+                .map_err(sdk_failure)?;
             Ok(())
         })
     }
@@ -89,7 +85,7 @@ impl Queue for SqsQueue {
                 .visibility_timeout(seconds(visibility_secs))
                 .send()
                 .await
-                .map_err(|e| unavailable(e.into_service_error()))?;
+                .map_err(sdk_failure)?;
             Ok(())
         })
     }
@@ -107,7 +103,7 @@ pub async fn create_queue_with_dead_letters(
         .queue_name(format!("{name}-dlq"))
         .send()
         .await
-        .map_err(|e| unavailable(e.into_service_error()))?
+        .map_err(sdk_failure)?
         .queue_url
         .ok_or_else(|| unavailable("no dead-letter queue URL"))?;
     let arn = client
@@ -116,7 +112,7 @@ pub async fn create_queue_with_dead_letters(
         .attribute_names(QueueAttributeName::QueueArn)
         .send()
         .await
-        .map_err(|e| unavailable(e.into_service_error()))?
+        .map_err(sdk_failure)?
         .attributes
         .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
         .ok_or_else(|| unavailable("no dead-letter queue ARN"))?;
@@ -127,7 +123,7 @@ pub async fn create_queue_with_dead_letters(
         .attributes(QueueAttributeName::RedrivePolicy, policy)
         .send()
         .await
-        .map_err(|e| unavailable(e.into_service_error()))?
+        .map_err(sdk_failure)?
         .queue_url
         .ok_or_else(|| unavailable("no queue URL"))?;
     Ok((url, dead))

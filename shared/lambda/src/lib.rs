@@ -24,7 +24,7 @@ use lambda_http::LambdaEvent;
 use relevo_app::{Jobs, Ports};
 use relevo_auth::AuthSettings;
 use relevo_aws::{DynamoStore, SqsQueue};
-use relevo_protocol::{McpServer, Reply, ReplyBody, Route, Settings};
+use relevo_protocol::{Deadline, McpServer, Reply, ReplyBody, Route, Settings};
 use relevo_state::{Engine, EngineConfig};
 use std::convert::Infallible;
 use tracing_subscriber::filter::LevelFilter;
@@ -171,8 +171,26 @@ async fn serve(server: &McpServer, route: Route, metadata: Option<&AuthSettings>
         let (parts, body) = relevo_auth::metadata_response(settings, event.method(), event.uri().path()).into_parts();
         return Response::from_parts(parts, ReplyBody::Full(Bytes::from(body)));
     }
+    let deadline = invocation_deadline(&event);
     let (parts, body) = event.into_parts();
-    server.handle(route, http_request(parts, body)).await
+    let mut request = http_request(parts, body);
+    if let Some(deadline) = deadline {
+        request.extensions_mut().insert(deadline);
+    }
+    server.handle(route, request).await
+}
+
+/// The invocation's deadline less a margin (`RELEVO_DEADLINE_MARGIN_MS`, 1.5 s): a handler still
+/// running then is stopped and the caller hears a retryable error while the function is alive,
+/// inside the front door's limit (the function's timeout is at most its integration's, which the
+/// deploy check enforces).
+fn invocation_deadline(event: &Request) -> Option<Deadline> {
+    use lambda_http::RequestExt;
+    let context = event.lambda_context_ref()?;
+    let margin = std::env::var("RELEVO_DEADLINE_MARGIN_MS").ok().and_then(|m| m.parse().ok()).unwrap_or(1500u64);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as u64;
+    let left = context.deadline.checked_sub(now)?.saturating_sub(margin);
+    Some(Deadline::after(Duration::from_millis(left)))
 }
 
 async fn buffered(reply: Reply) -> Response<Body> {

@@ -92,6 +92,9 @@ pub struct ValidRequest {
     /// The handshake-era session this request belongs to (already checked against the caller);
     /// `None` on the stateless wire.
     pub session: Option<String>,
+    /// When the work of this request must be done ([`crate::server::Deadline`]), if the front
+    /// door set one.
+    pub deadline: Option<tokio::time::Instant>,
 }
 
 impl ValidRequest {
@@ -276,7 +279,16 @@ impl Ladder<'_> {
         if !self.route.accepts(method) {
             return Err(reject(McpError::HeaderMismatch(format!("this function does not serve {method_name}"))));
         }
-        Ok(Validated::Request(ValidRequest { id, method, params, client, progress_token, log_level, session: None }))
+        Ok(Validated::Request(ValidRequest {
+            id,
+            method,
+            params,
+            client,
+            progress_token,
+            log_level,
+            session: None,
+            deadline: None,
+        }))
     }
 
     /// `Mcp-Param-{Name}` headers for arguments the tool's schema marks with `x-mcp-header`.

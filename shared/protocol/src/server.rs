@@ -234,9 +234,11 @@ impl McpServer {
         &self.app
     }
 
-    /// Serves one HTTP request for a function that owns `route`.
+    /// Serves one HTTP request for a function that owns `route`. A [`Deadline`] among the
+    /// request's extensions bounds the handler's work.
     pub async fn handle(&self, route: Route, request: Request<Bytes>) -> Reply {
         let started = Instant::now();
+        let deadline = request.extensions().get::<Deadline>().map(|d| d.0);
         let ladder = Ladder {
             policy: &self.config.origin_policy,
             max_body_bytes: self.config.max_body_bytes,
@@ -265,9 +267,14 @@ impl McpServer {
                         }
                         LegacyMessage::Response { .. } => (Some("(response)".into()), None),
                     };
-                    (self.serve_legacy(route, request.headers(), message, principal).await, method.0, method.1)
+                    (
+                        self.serve_legacy(route, request.headers(), message, principal, deadline).await,
+                        method.0,
+                        method.1,
+                    )
                 }
-                Ok(Validated::Request(valid)) => {
+                Ok(Validated::Request(mut valid)) => {
+                    valid.deadline = deadline;
                     let method = valid.method.as_str().to_string();
                     let target = valid.target().map(String::from);
                     let id = valid.id.clone();
@@ -442,7 +449,7 @@ impl McpServer {
             match (&self.tasks, request.client.declares_tasks()) {
                 (Some(engine), true) => {
                     if let Some(gather) = gather {
-                        match run_handler(&gather, call.clone()).await? {
+                        match run_handler(&gather, call.clone(), request.deadline).await? {
                             Outcome::Complete(_) => {}
                             asking => {
                                 let (result, result_type) = self.finish(&request, asking, &round)?;
@@ -475,7 +482,7 @@ impl McpServer {
         }
         // A legacy call may be re-run with the client's answers; a modern one runs once.
         let legacy_call = request.is_legacy().then(|| call.clone());
-        let outcome = run_handler(&handler, call).await?;
+        let outcome = run_handler(&handler, call, request.deadline).await?;
         if let Outcome::InputRequired { requests, .. } = &outcome
             && let Some(call) = legacy_call
         {
@@ -531,14 +538,21 @@ impl McpServer {
             }
             let mut answers = JsonObject::new();
             for (key, input) in &requests {
-                match legacy.ask(&call.principal, session, &request.client, input, stream).await {
+                let asked = legacy.ask(&call.principal, session, &request.client, input, stream);
+                let answer = match request.deadline {
+                    Some(at) => tokio::time::timeout_at(at, asked)
+                        .await
+                        .unwrap_or(Err("no answer before the call's deadline".into())),
+                    None => asked.await,
+                };
+                match answer {
                     Ok(answer) => answers.insert(key.clone(), answer),
                     Err(reason) => return input_failed(request.method, &format!("No input: {reason}")),
                 };
             }
             call.input_responses = answers;
             call.state = state;
-            outcome = run_handler(handler, call.clone()).await?;
+            outcome = run_handler(handler, call.clone(), request.deadline).await?;
         }
         input_failed(request.method, "The call kept asking for input; giving up")
     }
@@ -657,7 +671,7 @@ impl McpServer {
             let work = async {
                 let outcome = match first {
                     Some(outcome) => outcome,
-                    None => run_handler(&handler, call.clone()).await?,
+                    None => run_handler(&handler, call.clone(), request.deadline).await?,
                 };
                 let outcome = server.legacy_rounds(&request, &handler, call, outcome, &requests_tx).await?;
                 Ok::<_, McpError>(with_invalidation(outcome, invalidation.as_ref()))
@@ -775,6 +789,7 @@ impl McpServer {
         headers: &http::HeaderMap,
         message: LegacyMessage,
         principal: Principal,
+        deadline: Option<tokio::time::Instant>,
     ) -> Reply {
         let Some(legacy) = &self.legacy else { return error_reply(None, &McpError::Internal) };
         let (id, method, params) = match message {
@@ -799,7 +814,7 @@ impl McpServer {
         };
         let outcome = match method.as_str() {
             "initialize" if route == Route::All => self.legacy_initialize(legacy, &id, &params, &principal).await,
-            _ => self.legacy_request(legacy, route, headers, &id, &method, params, principal).await,
+            _ => self.legacy_request(legacy, route, headers, &id, &method, params, principal, deadline).await,
         };
         match outcome {
             Ok(reply) => reply,
@@ -874,6 +889,7 @@ impl McpServer {
         method: &str,
         mut params: JsonObject,
         principal: Principal,
+        deadline: Option<tokio::time::Instant>,
     ) -> Result<Reply, McpError> {
         let OpenSession { id: session_id, session } = legacy.open(&principal, headers).await?;
         if let Some(version) = crate::headers::single(headers, wire::header::PROTOCOL_VERSION)?
@@ -941,6 +957,7 @@ impl McpServer {
                     progress_token,
                     log_level: session.log_level.clone(),
                     session: Some(session_id),
+                    deadline,
                 };
                 self.dispatch(request, principal).await
             }
@@ -1121,8 +1138,36 @@ struct Success<'a> {
     result: &'a JsonObject,
 }
 
-async fn run_handler(handler: &Handler, call: Call) -> Result<Outcome, McpError> {
-    match AssertUnwindSafe(handler(call)).catch_unwind().await {
+/// When a request's work must be done: set by the front door's adapter (a Lambda function: its
+/// invocation deadline less a margin), so that a handler stops, and the caller hears a retryable
+/// error, before the function's timeout — never after the front door has already answered.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline(pub tokio::time::Instant);
+
+impl Deadline {
+    pub fn after(left: Duration) -> Self {
+        Deadline(tokio::time::Instant::now() + left)
+    }
+}
+
+/// Runs a handler, catching a panic, stopped at `deadline` (its in-flight store calls dropped).
+async fn run_handler(
+    handler: &Handler,
+    call: Call,
+    deadline: Option<tokio::time::Instant>,
+) -> Result<Outcome, McpError> {
+    let run = AssertUnwindSafe(handler(call)).catch_unwind();
+    let outcome = match deadline {
+        Some(at) => match tokio::time::timeout_at(at, run).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                tracing::warn!(cause = "deadline", "the handler ran out of time: answered retryable");
+                return Err(McpError::Retryable(crate::Retry::Deadline));
+            }
+        },
+        None => run.await,
+    };
+    match outcome {
         Ok(outcome) => outcome,
         Err(_) => {
             tracing::error!("handler panicked");

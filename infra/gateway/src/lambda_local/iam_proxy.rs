@@ -14,6 +14,10 @@
 //!
 //! Signatures are not verified (the emulator does not either): this is about which permissions a
 //! function needs, not about keeping a local attacker out.
+//!
+//! Fault injection for tests: `POST /_relevo/stall?secs=N[&actions=dynamodb:PutItem,…]` holds
+//! every allowed call (or those actions only) for N seconds, as a stalled store does. A call
+//! whose caller gives up meanwhile (its SDK timeout) is never forwarded: the store never sees it.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -49,7 +53,14 @@ pub struct Decision {
     pub allowed: bool,
 }
 
+/// Calls held back until `until` (all, or these actions).
+struct Stall {
+    until: tokio::time::Instant,
+    actions: Option<Vec<String>>,
+}
+
 struct Inner {
+    stall: Mutex<Option<Stall>>,
     upstream: String,
     callers: HashMap<String, Caller>,
     /// Secret names to ARNs (a `SecretId` may be either).
@@ -74,6 +85,7 @@ impl IamProxy {
         };
         let client = Client::builder(TokioExecutor::new()).build_http();
         Ok(IamProxy(Arc::new(Inner {
+            stall: Mutex::new(None),
             upstream: upstream.trim_end_matches('/').to_string(),
             callers,
             secrets,
@@ -83,7 +95,7 @@ impl IamProxy {
     }
 
     pub fn router(self) -> Router {
-        Router::new().fallback(handle).with_state(self)
+        Router::new().route("/_relevo/stall", axum::routing::post(stall)).fallback(handle).with_state(self)
     }
 }
 
@@ -200,6 +212,28 @@ fn denied(service: &str, caller: &str, role: &str, action: &str, resource: &str)
         .into_response()
 }
 
+async fn stall(State(proxy): State<IamProxy>, request: Request) -> Response {
+    let query = request.uri().query().unwrap_or_default();
+    let param =
+        |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
+    let secs: u64 = param("secs").and_then(|s| s.parse().ok()).unwrap_or(0);
+    let actions = param("actions").map(|a| a.split(',').map(String::from).collect());
+    let stall = (secs > 0)
+        .then(|| Stall { until: tokio::time::Instant::now() + std::time::Duration::from_secs(secs), actions });
+    if let Ok(mut current) = proxy.0.stall.lock() {
+        *current = stall;
+    }
+    http::StatusCode::NO_CONTENT.into_response()
+}
+
+/// How long a call of `actions` is held now, if a stall covers it.
+fn held_until(inner: &Inner, actions: &[String]) -> Option<tokio::time::Instant> {
+    let stall = inner.stall.lock().ok()?;
+    let stall = stall.as_ref()?;
+    let covered = stall.actions.as_ref().is_none_or(|only| actions.iter().any(|a| only.contains(a)));
+    (covered && stall.until > tokio::time::Instant::now()).then_some(stall.until)
+}
+
 async fn handle(State(proxy): State<IamProxy>, request: Request) -> Response {
     let inner = &proxy.0;
     let (parts, body) = request.into_parts();
@@ -213,7 +247,8 @@ async fn handle(State(proxy): State<IamProxy>, request: Request) -> Response {
         return (http::StatusCode::FORBIDDEN, "The security token included in the request is invalid").into_response();
     };
     let operation = operation(&parts.headers, &body).unwrap_or_default();
-    for (action, resource) in required(inner, &service, &operation, &body) {
+    let needed = required(inner, &service, &operation, &body);
+    for (action, resource) in needed.iter().cloned() {
         let allowed = caller.authorizer.allows(&action, &resource);
         record(
             inner,
@@ -223,6 +258,11 @@ async fn handle(State(proxy): State<IamProxy>, request: Request) -> Response {
             tracing::warn!(function = %caller.function, %action, %resource, "denied by the function's execution policy");
             return denied(&service, &caller.function, &caller.role, &action, &resource);
         }
+    }
+    let actions: Vec<String> = needed.into_iter().map(|(action, _)| action).collect();
+    if let Some(until) = held_until(inner, &actions) {
+        // If the caller gives up first, this future is dropped and the call never reaches the store.
+        tokio::time::sleep_until(until).await;
     }
     forward(inner, parts, body).await
 }

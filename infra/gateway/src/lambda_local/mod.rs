@@ -121,6 +121,23 @@ pub fn local_stack(options: &LocalOptions) -> Result<Stack, LocalError> {
     Ok(template.instantiate("relevo-local", &parameters(options))?)
 }
 
+/// For tests (`$RELEVO_LAMBDA_PID_DIR/stack.json`): the AWS proxy's URL (its fault injection)
+/// and the physical names of the tables and queues (to read what the functions wrote).
+fn describe(stack: &Stack, ids: &relevo_template::PhysicalIds, proxy_url: &str) -> std::io::Result<()> {
+    let Ok(dir) = std::env::var("RELEVO_LAMBDA_PID_DIR") else { return Ok(()) };
+    let names = |kind: &str| -> serde_json::Map<String, serde_json::Value> {
+        stack
+            .of_type(kind)
+            .filter_map(|r| Some((r.logical_id.clone(), serde_json::json!(ids.reference(&r.logical_id)?))))
+            .collect()
+    };
+    let description = serde_json::json!({
+        "awsProxy": proxy_url, "tables": names("AWS::DynamoDB::Table"), "queues": names("AWS::SQS::Queue"),
+    });
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(PathBuf::from(dir).join("stack.json"), description.to_string())
+}
+
 /// Creates the stack's resources on the emulator, starts every function, the IAM proxy, the event
 /// source mappings and the schedules; returns the front door.
 pub async fn start(options: &LocalOptions) -> Result<FrontDoor, LocalError> {
@@ -157,6 +174,7 @@ pub async fn start(options: &LocalOptions) -> Result<FrontDoor, LocalError> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let proxy_url = format!("http://{}", listener.local_addr()?);
     tokio::spawn(async move { axum::serve(listener, proxy.router()).await });
+    describe(&stack, &ids, &proxy_url)?;
 
     let mut running = HashMap::new();
     for function in &functions {
