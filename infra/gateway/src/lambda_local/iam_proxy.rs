@@ -248,15 +248,15 @@ async fn handle(State(proxy): State<IamProxy>, request: Request) -> Response {
     };
     let operation = operation(&parts.headers, &body).unwrap_or_default();
     let needed = required(inner, &service, &operation, &body);
-    for (action, resource) in needed.iter().cloned() {
-        let allowed = caller.authorizer.allows(&action, &resource);
+    for (action, resource) in &needed {
+        let allowed = caller.authorizer.allows(action, resource);
         record(
             inner,
             Decision { function: caller.function.clone(), action: action.clone(), resource: resource.clone(), allowed },
         );
         if !allowed {
             tracing::warn!(function = %caller.function, %action, %resource, "denied by the function's execution policy");
-            return denied(&service, &caller.function, &caller.role, &action, &resource);
+            return denied(&service, &caller.function, &caller.role, action, resource);
         }
     }
     let actions: Vec<String> = needed.into_iter().map(|(action, _)| action).collect();
