@@ -314,3 +314,176 @@ async fn cart_race_on_sqlite() {
 async fn cart_race_on_dynamodb() {
     concurrent_adds_are_counted_or_refused_as_retryable(Backend::Dynamo).await;
 }
+
+/// A store whose process dies right after its `die_after`-th write: that write is applied, and
+/// every later call fails, as a killed function makes no more calls.
+struct Dying {
+    inner: Arc<RaceStore<Both>>,
+    die_after: usize,
+    writes: std::sync::atomic::AtomicUsize,
+}
+
+impl Dying {
+    fn dead(&self) -> bool {
+        self.writes.load(std::sync::atomic::Ordering::SeqCst) >= self.die_after
+    }
+
+    fn wrote(&self) {
+        self.writes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+fn killed() -> relevo_state::StoreError {
+    relevo_state::StoreError::Unavailable("the process was killed".into())
+}
+
+impl RecordStore for Dying {
+    fn create<'a>(
+        &'a self,
+        key: &'a relevo_state::RecordKey,
+        body: &'a Value,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> relevo_state::StoreFuture<'a, relevo_state::Record> {
+        Box::pin(async move {
+            if self.dead() {
+                return Err(killed());
+            }
+            let result = self.inner.create(key, body, expires_at, now).await;
+            self.wrote();
+            result
+        })
+    }
+    fn get<'a>(
+        &'a self,
+        key: &'a relevo_state::RecordKey,
+        now: u64,
+    ) -> relevo_state::StoreFuture<'a, Option<relevo_state::Record>> {
+        Box::pin(async move { if self.dead() { Err(killed()) } else { self.inner.get(key, now).await } })
+    }
+    fn update<'a>(
+        &'a self,
+        key: &'a relevo_state::RecordKey,
+        expected: u64,
+        body: &'a Value,
+        now: u64,
+    ) -> relevo_state::StoreFuture<'a, relevo_state::Record> {
+        Box::pin(async move {
+            if self.dead() {
+                return Err(killed());
+            }
+            let result = self.inner.update(key, expected, body, now).await;
+            self.wrote();
+            result
+        })
+    }
+    fn transact<'a>(
+        &'a self,
+        writes: &'a [relevo_state::records::Write],
+        now: u64,
+    ) -> relevo_state::records::TransactFuture<'a> {
+        Box::pin(async move {
+            if self.dead() {
+                return Err(killed().into());
+            }
+            let result = self.inner.transact(writes, now).await;
+            self.wrote();
+            result
+        })
+    }
+}
+
+/// One shop instance over `store`.
+fn instance(
+    store: Arc<dyn RecordStore>,
+    issuer: &relevo_auth::DevIssuer,
+    settings: &relevo_auth::AuthSettings,
+) -> axum::Router {
+    let keys = Arc::new(relevo_auth::StaticKeySource(issuer.jwks()));
+    let auth = relevo_auth::BearerAuthenticator::new(settings.clone(), keys);
+    let ports = Ports::new(Some(store));
+    let server = McpServer::new(relevo_app::demo::app(&ports), test_config(), test_keys(), Arc::new(auth));
+    relevo_gateway::router(server, relevo_gateway::GatewayOptions { auth: Some(settings.clone()), ..gateway_options() })
+}
+
+async fn tool(router: &axum::Router, token: &str, name: &str, params: Value) -> Value {
+    let mut params = params;
+    params["name"] = json!(name);
+    send(router, rpc_as(Some(token), 1, "tools/call", params)).await.json()
+}
+
+/// A checkout whose function is killed right after each of its writes in turn (cart created, two
+/// adds, the checkout's commit), then a new process retries the confirmation it had, and checks
+/// out the cart afresh: at most one order for the cart, ever; exactly one once a confirmation
+/// got through.
+async fn a_crash_after_any_write_of_checkout_leaves_at_most_one_order(kind: Backend) {
+    let seed = Seed::from_env(&format!("checkout crashes on {kind:?}"));
+    for die_after in 1..=5 {
+        let store = Arc::new(RaceStore::new(Arc::new(Both(backend(kind).await)), seed, Duration::ZERO));
+        let (settings, issuer, _) = dev_auth();
+        let token = dev_token(&issuer, "acme", "carol", &["shop"]);
+        let dying = instance(
+            Arc::new(Dying { inner: store.clone(), die_after, writes: Default::default() }),
+            &issuer,
+            &settings,
+        );
+        let fresh = instance(store.clone(), &issuer, &settings);
+
+        let created = tool(&dying, &token, "cart_create", json!({ "arguments": {} })).await;
+        let Some(cart) = created["result"]["structuredContent"]["cartId"].as_str().map(String::from) else { continue };
+        for sku in ["GRN-BURR-01", "MUG-CER-300"] {
+            tool(
+                &dying,
+                &token,
+                "cart_add_item",
+                json!({ "arguments": { "cartId": cart, "sku": sku, "quantity": 1 } }),
+            )
+            .await;
+        }
+        let quote = tool(&dying, &token, "cart_checkout", json!({ "arguments": { "cartId": cart } })).await;
+        let state = quote["result"]["requestState"].clone();
+        let confirm = |state: Value| json!({ "arguments": { "cartId": cart }, "inputResponses": accept(), "requestState": state });
+        if state.is_string() {
+            tool(&dying, &token, "cart_checkout", confirm(state.clone())).await;
+        }
+        // The new process: the client retries what it had, then checks out afresh.
+        let mut named = BTreeSet::new();
+        if state.is_string() {
+            let retried = tool(&fresh, &token, "cart_checkout", confirm(state.clone())).await;
+            named.extend(retried["result"]["structuredContent"]["orderId"].as_str().map(String::from));
+        }
+        let again = tool(&fresh, &token, "cart_checkout", json!({ "arguments": { "cartId": cart } })).await;
+        if again["result"]["requestState"].is_string() {
+            let confirmed =
+                tool(&fresh, &token, "cart_checkout", confirm(again["result"]["requestState"].clone())).await;
+            named.extend(confirmed["result"]["structuredContent"]["orderId"].as_str().map(String::from));
+        }
+        let orders: Vec<_> =
+            store.applied("order").into_iter().filter(|(_, body)| body["cartId"] == cart.as_str()).collect();
+        seed.check(
+            orders.len() <= 1,
+            format!("killed after write {die_after}: cart {cart} has {} orders", orders.len()),
+        );
+        seed.check(named.len() <= 1, format!("killed after write {die_after}: answers name {named:?}"));
+        let has_items = store
+            .applied("cart")
+            .iter()
+            .any(|(key, body)| key.id == cart && body["lines"].as_array().is_some_and(|l| !l.is_empty()));
+        if has_items {
+            seed.check(
+                orders.len() == 1,
+                format!("killed after write {die_after}: the retried checkout placed no order"),
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkout_crashes_on_sqlite() {
+    a_crash_after_any_write_of_checkout_leaves_at_most_one_order(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkout_crashes_on_dynamodb() {
+    a_crash_after_any_write_of_checkout_leaves_at_most_one_order(Backend::Dynamo).await;
+}
