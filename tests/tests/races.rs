@@ -487,3 +487,186 @@ async fn checkout_crashes_on_sqlite() {
 async fn checkout_crashes_on_dynamodb() {
     a_crash_after_any_write_of_checkout_leaves_at_most_one_order(Backend::Dynamo).await;
 }
+
+/// The queue the job races do not need (the runs are driven directly): sends are accepted.
+struct NoQueue;
+
+impl relevo_state::Queue for NoQueue {
+    fn send<'a>(&'a self, _: &'a str) -> relevo_state::StoreFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+    fn receive<'a>(
+        &'a self,
+        _: usize,
+        _: u64,
+        _: u64,
+    ) -> relevo_state::StoreFuture<'a, Vec<relevo_state::QueueMessage>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn delete<'a>(&'a self, _: &'a str) -> relevo_state::StoreFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+    fn change_visibility<'a>(&'a self, _: &'a str, _: u64, _: u64) -> relevo_state::StoreFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// A runner that counts its runs and takes `millis`.
+struct Slow {
+    runs: std::sync::atomic::AtomicUsize,
+    millis: u64,
+}
+
+impl relevo_state::JobRunner for Slow {
+    fn run<'a>(
+        &'a self,
+        _: &'a relevo_state::JobContext,
+    ) -> relevo_state::work::BoxFuture<'a, Result<Value, relevo_state::JobFailure>> {
+        Box::pin(async move {
+            self.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(self.millis)).await;
+            Ok(json!({ "done": true }))
+        })
+    }
+}
+
+/// Two engines (two workers, two front ends) over one raced store, running `runner`.
+async fn engines(
+    kind: Backend,
+    seed: Seed,
+    runner: Arc<Slow>,
+    lease_secs: u64,
+) -> (Arc<RaceStore<Both>>, Vec<Arc<relevo_state::Engine>>) {
+    let store = Arc::new(RaceStore::new(Arc::new(Both(backend(kind).await)), seed, Duration::from_millis(2)));
+    let config = relevo_state::EngineConfig { lease_secs, ..Default::default() };
+    let engines = (0..2)
+        .map(|_| {
+            let engine = relevo_state::Engine::new(
+                store.clone(),
+                Arc::new(NoQueue),
+                Arc::new(relevo_state::SystemClock),
+                Arc::new(relevo_state::RandomIds),
+                config.clone(),
+            )
+            .runner("slow", runner.clone());
+            Arc::new(engine)
+        })
+        .collect();
+    (store, engines)
+}
+
+/// Jobs: concurrent starts with one operation key, on both engines, make one job.
+async fn one_operation_key_makes_one_job(kind: Backend) {
+    let seed = Seed::from_env(&format!("job start race on {kind:?}"));
+    let runner = Arc::new(Slow { runs: Default::default(), millis: 0 });
+    let (store, engines) = engines(kind, seed, runner, 30).await;
+    let mut starting = tokio::task::JoinSet::new();
+    for i in 0..12 {
+        let engine = engines[i % 2].clone();
+        starting.spawn(async move {
+            engine.start("acme", "dan", "slow", Some("nightly"), json!({ "day": 1 })).await.map(|j| j.job.id)
+        });
+    }
+    let ids: BTreeSet<String> = starting.join_all().await.into_iter().map(|r| r.unwrap()).collect();
+    seed.check(ids.len() == 1, format!("one operation key gave jobs {ids:?}"));
+    let created = store.history().into_iter().filter(|w| w.call == "create_job" && w.applied).count();
+    seed.check(created == 1, format!("{created} jobs were created for one operation key"));
+}
+
+/// Jobs: cancellation racing the run and a second worker ends in exactly one terminal state,
+/// which every reader sees; the job ran at most once.
+async fn cancel_racing_completion_ends_in_one_terminal_state(kind: Backend) {
+    let seed = Seed::from_env(&format!("cancel race on {kind:?}"));
+    let mut rng = seed.rng(4);
+    let runner = Arc::new(Slow { runs: Default::default(), millis: 20 });
+    let (store, engines) = engines(kind, seed, runner.clone(), 30).await;
+    for round in 0..6 {
+        let job = engines[0].start("acme", "erin", "slow", None, json!({ "round": round })).await.unwrap().job;
+        let mut racing = tokio::task::JoinSet::new();
+        for racer in 0..4 {
+            let (engine, job, wait) = (engines[racer % 2].clone(), job.clone(), rng.below(30));
+            racing.spawn(async move {
+                tokio::time::sleep(Duration::from_millis(wait)).await;
+                if racer < 2 {
+                    let _ = engine.process(&job).await;
+                } else {
+                    let _ = engine.cancel(&job).await;
+                }
+            });
+        }
+        racing.join_all().await;
+        // A run the cancel interrupted may leave it running until a worker looks again.
+        let _ = engines[1].process(&job).await;
+        let statuses = read_statuses(&engines, &job).await;
+        seed.check(statuses.len() == 1, format!("round {round}: readers see {statuses:?}"));
+        let status = statuses.iter().next().cloned().unwrap_or_default();
+        seed.check(["succeeded", "cancelled"].contains(&status.as_str()), format!("round {round}: ended {status}"));
+        let terminal = store
+            .history()
+            .into_iter()
+            .filter(|w| w.applied && w.call == "put_job")
+            .filter(|w| {
+                w.writes.iter().any(|(key, body)| {
+                    key.id == job.id
+                        && ["succeeded", "cancelled", "failed"].contains(&body["status"].as_str().unwrap_or(""))
+                })
+            })
+            .count();
+        seed.check(terminal == 1, format!("round {round}: {terminal} terminal writes"));
+    }
+    let runs = runner.runs.load(std::sync::atomic::Ordering::SeqCst);
+    seed.check(runs <= 6, format!("{runs} runs for 6 jobs"));
+}
+
+async fn read_statuses(engines: &[Arc<relevo_state::Engine>], job: &relevo_state::JobRef) -> BTreeSet<String> {
+    let mut statuses = BTreeSet::new();
+    for engine in engines {
+        if let Some(found) = engine.store.get_job(job).await.unwrap() {
+            statuses.insert(found.status.as_str().to_string());
+        }
+    }
+    statuses
+}
+
+/// Leases: a run twice as long as its lease renews it, so a second worker that looks while it
+/// runs finds it busy; the job runs once.
+async fn a_run_longer_than_its_lease_is_claimed_once(kind: Backend) {
+    let seed = Seed::from_env(&format!("lease race on {kind:?}"));
+    // Two seconds (the clock counts whole seconds), renewed every two thirds of a second.
+    let runner = Arc::new(Slow { runs: Default::default(), millis: 5_000 });
+    let (_, engines) = engines(kind, seed, runner.clone(), 2).await;
+    let job = engines[0].start("acme", "fay", "slow", None, json!({})).await.unwrap().job;
+    let first = {
+        let (engine, job) = (engines[0].clone(), job.clone());
+        tokio::spawn(async move { engine.process(&job).await })
+    };
+    for _ in 0..4 {
+        tokio::time::sleep(Duration::from_millis(1_000)).await;
+        let second = engines[1].process(&job).await;
+        seed.check(
+            matches!(second, Err(relevo_state::WorkError::Busy)),
+            format!("a second worker got {second:?} while the first ran"),
+        );
+    }
+    let finished = first.await.unwrap();
+    seed.check(
+        finished == Ok(relevo_state::Processed::Finished(relevo_state::JobStatus::Succeeded)),
+        format!("{finished:?}"),
+    );
+    let runs = runner.runs.load(std::sync::atomic::Ordering::SeqCst);
+    seed.check(runs == 1, format!("a run longer than its lease ran {runs} times"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn job_races_on_sqlite() {
+    one_operation_key_makes_one_job(Backend::Sqlite).await;
+    cancel_racing_completion_ends_in_one_terminal_state(Backend::Sqlite).await;
+    a_run_longer_than_its_lease_is_claimed_once(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn job_races_on_dynamodb() {
+    one_operation_key_makes_one_job(Backend::Dynamo).await;
+    cancel_racing_completion_ends_in_one_terminal_state(Backend::Dynamo).await;
+    a_run_longer_than_its_lease_is_claimed_once(Backend::Dynamo).await;
+}

@@ -7,6 +7,10 @@
 //! lease means a refused write, never an overwrite), and a terminal job is never run again. A
 //! job whose worker died stays `running` until its lease expires; the reconciler then requeues it
 //! or, past the attempt budget, fails it with a reason.
+//!
+//! A lease lives as long as the work: while a runner runs, its lease is renewed every third of
+//! the lease (a fenced write), so a run longer than the lease is never claimed twice; a renewal
+//! that finds the lease lost stops the runner at once (another worker owns the job).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -149,6 +153,35 @@ impl JobContext {
             job.lease = Some(Lease { owner: owner.clone(), expires_at: now + lease_secs });
         })
         .await
+    }
+
+    /// Extends the lease by a full term, only while this worker still holds it.
+    pub async fn renew_lease(&self) -> Result<(), JobFailure> {
+        let (lease_secs, owner) = (self.lease_secs, self.lease_owner.clone());
+        self.write(move |job, now| job.lease = Some(Lease { owner: owner.clone(), expires_at: now + lease_secs })).await
+    }
+
+    /// Renews the lease every third of its term; returns when the lease is lost (another worker
+    /// holds the job, or the lease ran out while renewals failed).
+    async fn keep_lease(&self) {
+        let every = std::time::Duration::from_millis((self.lease_secs * 1000 / 3).max(200));
+        loop {
+            tokio::time::sleep(every).await;
+            if self.renew_lease().await.is_ok() {
+                continue;
+            }
+            let now = self.clock.now_unix();
+            let still_ours = match self.store.get_job(&self.job().job).await {
+                Ok(Some(current)) => current.leased_by(&self.lease_owner, now),
+                Ok(None) => false,
+                // The store is unreachable: ours while the lease we hold has not run out.
+                Err(_) => self.job().leased_by(&self.lease_owner, now),
+            };
+            if !still_ours {
+                tracing::warn!(job = %self.job().job.id, "lost the lease while running; stopping");
+                return;
+            }
+        }
     }
 
     /// A conditional write of `change` applied to the held job. On a conflict the job is read
@@ -407,12 +440,17 @@ impl Engine {
             lease_secs: self.config.lease_secs,
             job: Mutex::new(claimed),
         };
-        let outcome = match AssertUnwindSafe(runner.run(&ctx)).catch_unwind().await {
-            Ok(outcome) => outcome,
-            Err(_) => {
-                tracing::error!(job = %job_ref.id, "job runner panicked");
-                Err(JobFailure::Retry("the runner panicked".into()))
-            }
+        let run = AssertUnwindSafe(runner.run(&ctx)).catch_unwind();
+        let outcome = tokio::select! {
+            outcome = run => match outcome {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    tracing::error!(job = %job_ref.id, "job runner panicked");
+                    Err(JobFailure::Retry("the runner panicked".into()))
+                }
+            },
+            // The lease was lost (the store refused a renewal): another worker owns the job.
+            () = ctx.keep_lease() => return Ok(Processed::Fenced),
         };
         let (status, result, error) = match outcome {
             Ok(result) => (JobStatus::Succeeded, Some(result), None),
