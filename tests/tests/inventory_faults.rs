@@ -406,24 +406,31 @@ async fn run_schedule(store: Arc<dyn RecordStore>, n: usize, fault: Fault, dupli
             );
             let receipt = final_op.receipt.clone().unwrap();
             assert_eq!(receipt["downstreamReceipt"], json!(format!("r-{id}")), "{label}");
+            // Racing applies of a re-authorized operation: the one that won the execution
+            // reports the receipt; a loser honestly reports it executing, and its next apply
+            // reports the same receipt.
+            let mut with_receipt = 0;
             for reply in &replies {
                 let ours: Vec<&Value> = reply.iter().filter(|r| r["operationId"] == json!(id)).collect();
                 assert_eq!(ours.len(), 1, "{label}: {reply:?}");
-                assert_eq!(ours[0]["receipt"], receipt, "{label}: every reply carries the first receipt");
+                if ours[0]["status"] == "executing" && duplicate == Duplicate::Concurrent {
+                    assert_eq!(ours[0]["receipt"], Value::Null, "{label}: no receipt before the commit");
+                    continue;
+                }
+                assert_eq!(ours[0]["receipt"], receipt, "{label}: every finished reply carries the first receipt");
+                with_receipt += 1;
             }
+            assert!(with_receipt >= 1 || duplicate == Duplicate::Concurrent, "{label}: some reply has the receipt");
+            let after = w.inventory.apply(&agent(&tenant), Some(std::slice::from_ref(&id))).await.unwrap();
+            assert_eq!(after[0]["receipt"], receipt, "{label}: the next apply reports the first receipt");
         }
-        OpStatus::Rejected => {
-            // Only an executor that died before its commit may end here: nothing was applied.
-            assert!(
-                matches!(fault, Fault::DieAfterWrite(3) | Fault::LoseWriteAnswer(3)),
-                "{label}: rejected unexpectedly: {:?}",
-                final_op.reason
-            );
-            assert_eq!((stock.quantity, stock.version, effects), (10, 1, 0), "{label}: no commit, no effect");
-        }
-        other => panic!("{label}: ended {other:?}"),
+        // An executor that died before its commit leaves nothing applied: the operation is
+        // authorized again and the next apply executes it, so nothing ends rejected.
+        other => panic!("{label}: ended {other:?}: {:?}", final_op.reason),
     }
-    assert!(final_op.attempts <= 1, "{label}: one execution attempt, {} made", final_op.attempts);
+    // An executor that died before its commit made the first attempt; the next apply the second.
+    let attempts = if matches!(fault, Fault::DieAfterWrite(3) | Fault::LoseWriteAnswer(3)) { 2 } else { 1 };
+    assert!(final_op.attempts <= attempts, "{label}: {} execution attempts made, at most {attempts}", final_op.attempts);
 }
 
 fn faults() -> Vec<Fault> {

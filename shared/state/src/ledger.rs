@@ -58,15 +58,18 @@ impl OpStatus {
         }
     }
 
-    /// Whether the ledger allows `self → next`.
+    /// Whether the ledger allows `self → next`. `executing → authorized` and
+    /// `unknown → authorized` return an operation whose commit is known not to have happened (a
+    /// refused or failed transaction, or settled as never committed): nothing was applied, and
+    /// its authorization still stands for the next execution.
     pub fn may_become(self, next: OpStatus) -> bool {
         use OpStatus::*;
         matches!(
             (self, next),
             (Proposed, Authorized | Rejected)
                 | (Authorized, Executing | Rejected)
-                | (Executing, Succeeded | Rejected | Unknown)
-                | (Unknown, Succeeded | Rejected)
+                | (Executing, Succeeded | Rejected | Unknown | Authorized)
+                | (Unknown, Succeeded | Rejected | Authorized)
         )
     }
 }

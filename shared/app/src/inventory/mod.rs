@@ -580,6 +580,16 @@ impl Inventory {
             }
             // Fenced: the operation moved on without us (settled by someone else).
             Err(TransactError::Refused { .. }) => self.current(&executing).await,
+            // The store refused the whole transaction: nothing was applied, so the operation is
+            // authorized again (a retry executes it) instead of waiting out its lease to be
+            // rejected. A timeout is different: the commit may have happened; settling decides.
+            Err(TransactError::Store(error @ StoreError::Unavailable(_))) => {
+                let note = format!("the commit failed and nothing was applied ({error}); apply again");
+                let mut again = executing.advanced(OpStatus::Authorized, self.now(), "executor", Some(note))?;
+                again.lease = None;
+                let _ = self.write_or_current(&again, revision).await;
+                Err(InventoryError::Store(error))
+            }
             Err(other) => Err(other.into()),
         }
     }
@@ -652,10 +662,14 @@ impl Inventory {
             _ => return Ok(operation),
         };
         if operation.committed.is_none() {
-            let note = "interrupted before the change was committed; nothing was applied; propose again";
-            let mut rejected = operation.advanced(OpStatus::Rejected, now, "reconciler", Some(note.into()))?;
-            rejected.reason = Some(note.into());
-            return self.write_or_current(&rejected, revision).await;
+            // The commit and the `committed` mark are one transaction: without the mark, nothing
+            // was applied. The authorization stands; the next apply executes it (execute checks
+            // expiry and policy again). A late commit from the dead executor is fenced by the
+            // operation's revision, which this write moves.
+            let note = "interrupted before the change was committed; nothing was applied; it runs on the next apply";
+            let mut again = operation.advanced(OpStatus::Authorized, now, "reconciler", Some(note.into()))?;
+            again.lease = None;
+            return self.write_or_current(&again, revision).await;
         }
         let p = &operation.proposal;
         let known = match self.downstream.receipt(&p.tenant, &p.operation_id).await {
