@@ -220,6 +220,94 @@ impl<S: JobStore + 'static> JobStore for RaceStore<S> {
     }
 }
 
+/// The stores a race runs on.
+#[derive(Debug, Clone, Copy)]
+pub enum Backend {
+    Sqlite,
+    Dynamo,
+}
+
+pub async fn backend(backend: Backend) -> Arc<dyn StoreBoth> {
+    match backend {
+        Backend::Sqlite => Arc::new(relevo_embedded::SqliteStore::in_memory().unwrap()),
+        Backend::Dynamo => {
+            let endpoint = std::env::var("RELEVO_TEST_AWS_ENDPOINT")
+                .expect("RELEVO_TEST_AWS_ENDPOINT is not set: run with `make test` (it starts the moto emulator)");
+            let client = aws_sdk_dynamodb::Client::new(&relevo_aws::emulator_config(&endpoint).await);
+            let table =
+                format!("races-{}", relevo_state::Ids::new_id(&relevo_state::RandomIds).replace(['_', '-'], "x"));
+            relevo_aws::create_table(&client, &table).await.unwrap();
+            Arc::new(relevo_aws::DynamoStore::new(client, &table))
+        }
+    }
+}
+
+/// Both store ports behind one object.
+pub trait StoreBoth: RecordStore + JobStore {}
+impl<S: RecordStore + JobStore> StoreBoth for S {}
+
+pub struct Both(pub Arc<dyn StoreBoth>);
+
+impl RecordStore for Both {
+    fn create<'a>(
+        &'a self,
+        key: &'a relevo_state::RecordKey,
+        body: &'a Value,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> relevo_state::StoreFuture<'a, relevo_state::Record> {
+        self.0.create(key, body, expires_at, now)
+    }
+    fn get<'a>(
+        &'a self,
+        key: &'a relevo_state::RecordKey,
+        now: u64,
+    ) -> relevo_state::StoreFuture<'a, Option<relevo_state::Record>> {
+        self.0.get(key, now)
+    }
+    fn update<'a>(
+        &'a self,
+        key: &'a relevo_state::RecordKey,
+        expected: u64,
+        body: &'a Value,
+        now: u64,
+    ) -> relevo_state::StoreFuture<'a, relevo_state::Record> {
+        self.0.update(key, expected, body, now)
+    }
+    fn transact<'a>(
+        &'a self,
+        writes: &'a [relevo_state::records::Write],
+        now: u64,
+    ) -> relevo_state::records::TransactFuture<'a> {
+        self.0.transact(writes, now)
+    }
+}
+
+impl JobStore for Both {
+    fn create_job<'a>(
+        &'a self,
+        job: &'a relevo_state::jobs::Job,
+    ) -> relevo_state::StoreFuture<'a, relevo_state::jobs::Created> {
+        self.0.create_job(job)
+    }
+    fn get_job<'a>(
+        &'a self,
+        job: &'a relevo_state::jobs::JobRef,
+    ) -> relevo_state::StoreFuture<'a, Option<relevo_state::jobs::Job>> {
+        self.0.get_job(job)
+    }
+    fn put_job<'a>(
+        &'a self,
+        job: &'a relevo_state::jobs::Job,
+        expected: u64,
+    ) -> relevo_state::StoreFuture<'a, relevo_state::jobs::Job> {
+        self.0.put_job(job, expected)
+    }
+    fn list_active<'a>(&'a self, limit: usize) -> relevo_state::StoreFuture<'a, Vec<relevo_state::jobs::Job>> {
+        self.0.list_active(limit)
+    }
+}
+
 /// What kind of failure a JSON-RPC error answer reports, for invariants over answers.
 pub fn is_retryable(answer: &Value) -> bool {
     answer["error"]["data"]["retryable"] == true

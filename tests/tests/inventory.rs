@@ -17,6 +17,7 @@ const NOW: u64 = 1_900_000_000;
 struct Shop {
     router: axum::Router,
     issuer: relevo_auth::DevIssuer,
+    clock: ManualClock,
 }
 
 fn shop() -> Shop {
@@ -33,11 +34,11 @@ fn shop() -> Shop {
         inventory: ports.inventory().unwrap(),
         auth,
         keys: test_keys(),
-        clock: Arc::new(clock) as Arc<dyn Clock>,
+        clock: Arc::new(clock.clone()) as Arc<dyn Clock>,
     };
     let options =
         relevo_gateway::GatewayOptions { auth: Some(settings), approvals: Some(Arc::new(pages)), ..gateway_options() };
-    Shop { router: relevo_gateway::router(server, options), issuer }
+    Shop { router: relevo_gateway::router(server, options), issuer, clock }
 }
 
 impl Shop {
@@ -113,6 +114,44 @@ async fn a_small_change_is_authorized_by_policy_and_a_repeated_apply_returns_the
         (read["structuredContent"]["quantity"].clone(), read["structuredContent"]["version"].clone()),
         (json!(5), json!(1))
     );
+}
+
+#[tokio::test]
+async fn applied_operations_leave_the_desk_so_a_busy_agent_is_never_refused_for_proposals_it_finished() {
+    let shop = shop();
+    let agent = shop.agent("acme");
+    let cycles = relevo_app::inventory::MAX_DESK as u64 + 50;
+    let mut first_id = String::new();
+    for version in 0..cycles {
+        let proposed = shop.propose(&agent, version % 10, version).await;
+        assert_eq!(proposed["status"], "authorized", "cycle {version}: {proposed}");
+        let applied = shop.apply(&agent).await;
+        let ours = applied.iter().find(|r| r["operationId"] == proposed["operationId"]).unwrap();
+        assert_eq!(ours["status"], "succeeded", "cycle {version}: {applied:?}");
+        assert!(applied.len() <= relevo_app::inventory::MAX_DESK, "the report is bounded: {}", applied.len());
+        if version == 0 {
+            first_id = proposed["operationId"].as_str().unwrap().to_string();
+        }
+        shop.clock.advance(60);
+    }
+    // Past the report window the first operation has left the desk, yet naming it still finds it.
+    shop.clock.advance(relevo_app::inventory::REPORT_WINDOW_SECS);
+    assert!(shop.apply(&agent).await.is_empty(), "nothing open, nothing finished recently");
+    let first = shop.apply_only(&agent, &first_id).await;
+    assert_eq!((first["status"].clone(), first["receipt"]["version"].clone()), (json!("succeeded"), json!(1)));
+}
+
+#[tokio::test]
+async fn open_proposals_are_still_limited_per_person() {
+    let shop = shop();
+    let agent = shop.agent("acme");
+    for _ in 0..relevo_app::inventory::MAX_DESK {
+        shop.propose(&agent, 5, 0).await;
+    }
+    let args = json!({ "warehouse": "main", "sku": "MUG-1", "to": 5, "expectedVersion": 0 });
+    let refused = shop.call(&agent, "inventory_propose", args).await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(refused["content"][0]["text"].as_str().unwrap().contains("open proposals"), "{refused}");
 }
 
 #[tokio::test]

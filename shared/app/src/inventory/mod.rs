@@ -38,14 +38,15 @@ pub const RETENTION_SECS: u64 = 30 * 24 * 3600;
 /// Plans are kept (and may be applied) for one hour.
 pub const PLAN_LIFETIME_SECS: u64 = 3600;
 pub const MAX_QUANTITY: u64 = 1_000_000;
-/// Operations one principal may have on its desk at once.
-pub const MAX_DESK: usize = 100;
 pub const MAX_PLAN_ITEMS: usize = 50;
 
+mod desk;
 mod downstream;
 mod plan;
 pub mod policy;
 
+use desk::Desk;
+pub use desk::{MAX_DESK, REPORT_WINDOW_SECS};
 pub use downstream::{BoxFuture, Downstream, DownstreamError, SimulatedWarehouse};
 pub use plan::PlanLine;
 
@@ -326,27 +327,26 @@ impl Inventory {
         let reasons = policy::needs_person(&request.warehouse, stock.quantity, request.to);
         let operation = Operation::new(proposal, reasons, self.ids.new_id());
         for _ in 0..5 {
-            let desk = self.records.get(&desk_key(&caller.tenant, &caller.subject), now).await?;
-            let mut entries: Vec<Value> = desk
-                .as_ref()
-                .and_then(|d| d.body["operations"].as_array().cloned())
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|e| e["expiresAt"].as_u64().is_some_and(|at| at > now))
-                .collect();
-            if entries.len() >= MAX_DESK {
+            let record = self.records.get(&desk_key(&caller.tenant, &caller.subject), now).await?;
+            let mut desk = Desk::from_record(record.as_ref())?;
+            desk.prune(now);
+            if desk.open_count(now) >= MAX_DESK {
+                // The finished marks are bookkeeping: before refusing, ask the operations.
+                self.mark_finished(&caller.tenant, &mut desk, now).await?;
+            }
+            if desk.open_count(now) >= MAX_DESK {
                 return Err(InventoryError::Invalid(format!(
                     "at most {MAX_DESK} open proposals; apply or let some expire"
                 )));
             }
-            entries.push(json!({ "id": operation.proposal.operation_id, "expiresAt": operation.proposal.expires_at }));
-            let desk_body = json!({ "operations": entries });
+            desk.push(&operation.proposal.operation_id, operation.proposal.expires_at);
+            let desk_body = desk.to_value();
             let mut writes = vec![Write::Create {
                 key: operation.record_key(),
                 body: operation.to_value(),
                 expires_at: Some(now + RETENTION_SECS),
             }];
-            writes.push(match &desk {
+            writes.push(match &record {
                 Some(desk) => {
                     Write::Update { key: desk.key.clone(), expected_revision: desk.revision, body: desk_body }
                 }
@@ -453,25 +453,56 @@ impl Inventory {
         }
     }
 
-    /// The caller's open operations, in the order proposed (optionally only `only`).
-    async fn desk(&self, caller: &Principal) -> Result<Vec<String>, InventoryError> {
-        let desk = self.records.get(&desk_key(&caller.tenant, &caller.subject), self.now()).await?;
-        Ok(desk
-            .and_then(|d| d.body["operations"].as_array().cloned())
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|e| e["id"].as_str().map(String::from))
-            .collect())
+    /// Marks the desk's open entries whose operation has finished.
+    async fn mark_finished(&self, tenant: &str, desk: &mut Desk, now: u64) -> Result<(), InventoryError> {
+        for id in desk.open_ids(now) {
+            if self.operation(tenant, &id).await?.is_none_or(|(op, _)| op.status.is_terminal()) {
+                desk.mark_finished(&id, now);
+            }
+        }
+        Ok(())
+    }
+
+    /// Records on the caller's desk that `finished` have finished (so they stop counting as
+    /// open). Bookkeeping only: after a few lost races it gives up, and the next full desk asks
+    /// the operations themselves.
+    async fn record_finished(&self, caller: &Principal, finished: &[String]) -> Result<(), InventoryError> {
+        for _ in 0..3 {
+            let now = self.now();
+            let Some(record) = self.records.get(&desk_key(&caller.tenant, &caller.subject), now).await? else {
+                return Ok(());
+            };
+            let mut desk = Desk::from_record(Some(&record))?;
+            let marked = finished.iter().filter(|id| desk.mark_finished(id, now)).count();
+            if marked == 0 {
+                return Ok(());
+            }
+            desk.prune(now);
+            let write = Write::Update { key: record.key, expected_revision: record.revision, body: desk.to_value() };
+            match self.records.transact(&[write], now).await {
+                Ok(_) => return Ok(()),
+                Err(TransactError::Refused { .. }) => continue,
+                Err(other) => return Err(other.into()),
+            }
+        }
+        Ok(())
     }
 
     /// Executes the caller's authorized operations in order; stops at the first still waiting for
-    /// a person. Operations already finished report their first outcome (and receipt).
+    /// a person. Operations finished within the report window report their first outcome (and
+    /// receipt), so a repeated apply whose first answer was lost learns the same; an operation
+    /// named in `only` that has left the desk is looked up directly.
     pub async fn apply(&self, caller: &Principal, only: Option<&[String]>) -> Result<Vec<Value>, InventoryError> {
         if !policy::effective_scopes(caller, None).contains(policy::WRITE) {
             return Err(InventoryError::NotPermitted(policy::WRITE));
         }
-        let desk = self.desk(caller).await?;
+        let now = self.now();
+        let record = self.records.get(&desk_key(&caller.tenant, &caller.subject), now).await?;
+        let mut desk = Desk::from_record(record.as_ref())?;
+        desk.prune(now);
+        let desk = desk.ids();
         let mut reports = Vec::new();
+        let mut finished = Vec::new();
         for id in desk.iter().filter(|id| only.is_none_or(|only| only.contains(id))) {
             let Some((operation, revision)) = self.operation(&caller.tenant, id).await? else { continue };
             if operation.proposal.proposer != caller.subject {
@@ -482,6 +513,9 @@ impl Inventory {
                 OpStatus::Executing | OpStatus::Unknown => self.settle_operation(operation, revision).await?,
                 _ => operation,
             };
+            if outcome.status.is_terminal() {
+                finished.push(id.clone());
+            }
             let waiting = outcome.status == OpStatus::Proposed;
             reports.push(report(&outcome, &self.config.approvals_url));
             if waiting {
@@ -490,8 +524,17 @@ impl Inventory {
         }
         if let Some(only) = only {
             for id in only.iter().filter(|id| !desk.contains(id)) {
-                reports.push(json!({ "operationId": id, "status": "not_found" }));
+                match self.operation(&caller.tenant, id).await? {
+                    Some((operation, _)) if operation.proposal.proposer == caller.subject => {
+                        reports.push(report(&operation, &self.config.approvals_url))
+                    }
+                    _ => reports.push(json!({ "operationId": id, "status": "not_found" })),
+                }
             }
+        }
+        if !finished.is_empty() {
+            // The effects are done and reported; a lost bookkeeping write must not fail the reply.
+            let _ = self.record_finished(caller, &finished).await;
         }
         Ok(reports)
     }
