@@ -430,7 +430,11 @@ async fn run_schedule(store: Arc<dyn RecordStore>, n: usize, fault: Fault, dupli
     }
     // An executor that died before its commit made the first attempt; the next apply the second.
     let attempts = if matches!(fault, Fault::DieAfterWrite(3) | Fault::LoseWriteAnswer(3)) { 2 } else { 1 };
-    assert!(final_op.attempts <= attempts, "{label}: {} execution attempts made, at most {attempts}", final_op.attempts);
+    assert!(
+        final_op.attempts <= attempts,
+        "{label}: {} execution attempts made, at most {attempts}",
+        final_op.attempts
+    );
 }
 
 fn faults() -> Vec<Fault> {

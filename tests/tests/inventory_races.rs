@@ -198,7 +198,10 @@ async fn proposals_on_one_version_have_one_winner(kind: Backend) {
             format!("round {round}: unfinished {outcomes:?}"),
         );
         seed.check(w.stock(&sku).await == (winners[0], 2), format!("round {round}: stock {:?}", w.stock(&sku).await));
-        seed.check(w.stock_commits(&sku) == 2, format!("round {round}: {} commits (1 seed + 1)", w.stock_commits(&sku)));
+        seed.check(
+            w.stock_commits(&sku) == 2,
+            format!("round {round}: {} commits (1 seed + 1)", w.stock_commits(&sku)),
+        );
         let effects = w.effects();
         for (id, (status, _)) in &outcomes {
             let expected = usize::from(*status == OpStatus::Succeeded);
@@ -316,7 +319,10 @@ async fn a_plan_is_applied_at_most_once(kind: Backend) {
         plan_won != (rival_final.status == OpStatus::Succeeded),
         format!("PLATE-B: plan committed {plan_won}, rival {:?}", rival_final.status),
     );
-    seed.check(w.stock_commits("PLATE-B") == 2, format!("PLATE-B: {} commits (1 seed + 1)", w.stock_commits("PLATE-B")));
+    seed.check(
+        w.stock_commits("PLATE-B") == 2,
+        format!("PLATE-B: {} commits (1 seed + 1)", w.stock_commits("PLATE-B")),
+    );
     let expected_b = if plan_won { 15 } else { 12 };
     seed.check(w.stock("PLATE-B").await == (expected_b, 2), format!("PLATE-B {:?}", w.stock("PLATE-B").await));
     let others = if plan_won { (15, 2) } else { (10, 1) };

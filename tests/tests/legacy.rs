@@ -4,7 +4,9 @@
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
 use http::Request;
@@ -12,6 +14,8 @@ use http_body_util::BodyExt;
 use relevo_app::Ports;
 use relevo_embedded::SqliteStore;
 use relevo_protocol::{McpServer, NoAuth, ServerConfig};
+use relevo_state::RecordStore;
+use relevo_tests::race::{Backend, Both, RaceStore, Seed, backend, is_retryable};
 use relevo_tests::*;
 use serde_json::{Value, json};
 use tower::ServiceExt;
@@ -25,7 +29,14 @@ fn shop_instances(count: usize) -> (Vec<axum::Router>, relevo_auth::DevIssuer) {
 }
 
 fn shop_instances_with(count: usize, config: ServerConfig) -> (Vec<axum::Router>, relevo_auth::DevIssuer) {
-    let store = Arc::new(SqliteStore::in_memory().unwrap());
+    shop_instances_over(count, config, Arc::new(SqliteStore::in_memory().unwrap()))
+}
+
+fn shop_instances_over(
+    count: usize,
+    config: ServerConfig,
+    store: Arc<dyn RecordStore>,
+) -> (Vec<axum::Router>, relevo_auth::DevIssuer) {
     let (settings, issuer, _) = dev_auth();
     let routers = (0..count)
         .map(|_| {
@@ -296,6 +307,92 @@ async fn a_legacy_checkout_is_confirmed_by_an_answer_another_instance_stores() {
     assert_eq!(done["result"]["structuredContent"]["status"], "ordered", "{done}");
     let view = call(b, &token, &session, "cart_view", json!({ "cartId": cart })).await;
     assert_eq!(view["result"]["structuredContent"]["checkedOut"], true, "the other instance sees the order");
+}
+
+/// The race harness (`relevo_tests::race`) over legacy elicitation: in each round a client
+/// checks out one cart twice at once (its retry of a call it thinks lost) on two instances, and
+/// each elicitation is answered twice at once, through two other instances. One answer per
+/// request is taken, and the cart gets one order, which every answer that names one names.
+async fn legacy_confirmations_racing_on_three_instances_place_one_order(kind: Backend) {
+    let seed = Seed::from_env(&format!("legacy elicitation race on {kind:?}"));
+    let mut rng = seed.rng(11);
+    let store = Arc::new(RaceStore::new(Arc::new(Both(backend(kind).await)), seed, Duration::from_millis(2)));
+    let (routers, issuer) = shop_instances_over(3, test_config(), store.clone());
+    let token = dev_token(&issuer, "acme", "alice", &["shop"]);
+    let (session, _) = initialize(&routers[0], Some(&token), LEGACY, json!({ "elicitation": {} })).await;
+    for round in 0..3u64 {
+        let cart = call(&routers[0], &token, &session, "cart_create", json!({})).await["result"]["structuredContent"]
+            ["cartId"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let added = call(
+            &routers[1],
+            &token,
+            &session,
+            "cart_add_item",
+            json!({ "cartId": cart, "sku": "MUG-CER-300", "quantity": 1 }),
+        );
+        assert_eq!(added.await["result"]["isError"], false);
+        let (asks, mut asked) = tokio::sync::mpsc::unbounded_channel();
+        let mut checkouts = tokio::task::JoinSet::new();
+        for k in 0..2u64 {
+            let params = json!({ "name": "cart_checkout", "arguments": { "cartId": cart } });
+            let checkout = legacy(Some(&token), Some(&session), request(100 + 10 * round + k, "tools/call", params));
+            let (router, asks) = (routers[k as usize].clone(), asks.clone());
+            checkouts.spawn(async move {
+                let mut body = router.oneshot(checkout).await.unwrap().into_body();
+                let ask = next_message(&mut body).await.unwrap();
+                asks.send(ask).unwrap();
+                next_message(&mut body).await.unwrap()
+            });
+        }
+        let mut answering = tokio::task::JoinSet::new();
+        for k in 0..2 {
+            let ask = asked.recv().await.unwrap();
+            assert_eq!(ask["method"], "elicitation/create", "{ask}");
+            for other in 1..=2 {
+                let answer = json!({ "jsonrpc": "2.0", "id": ask["id"],
+                    "result": { "action": "accept", "content": { "confirm": true } } });
+                let (router, wait) = (routers[(k + other) % 3].clone(), rng.below(5));
+                let answer = legacy(Some(&token), Some(&session), answer);
+                let id = ask["id"].clone();
+                answering.spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(wait)).await;
+                    (id, send(&router, answer).await.status)
+                });
+            }
+        }
+        let taken = answering.join_all().await;
+        for (id, _) in &taken {
+            let accepted = taken.iter().filter(|(i, status)| i == id && *status == 202).count();
+            seed.check(accepted == 1, format!("round {round}: request {id} took {accepted} answers: {taken:?}"));
+        }
+        let dones = checkouts.join_all().await;
+        let orders: BTreeSet<String> = store
+            .applied("order")
+            .into_iter()
+            .filter(|(_, body)| body["cartId"] == cart.as_str())
+            .map(|(key, body)| body["orderId"].as_str().map_or(key.id, String::from))
+            .collect();
+        seed.check(orders.len() == 1, format!("round {round}: cart {cart} has orders {orders:?}"));
+        for done in &dones {
+            seed.check(done.get("error").is_none() || is_retryable(done), format!("round {round}: {done}"));
+            if let Some(order) = done["result"]["structuredContent"]["orderId"].as_str() {
+                seed.check(orders.contains(order), format!("round {round}: an answer names {order}, not {orders:?}"));
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn legacy_elicitation_race_on_sqlite() {
+    legacy_confirmations_racing_on_three_instances_place_one_order(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn legacy_elicitation_race_on_dynamodb() {
+    legacy_confirmations_racing_on_three_instances_place_one_order(Backend::Dynamo).await;
 }
 
 #[tokio::test]
