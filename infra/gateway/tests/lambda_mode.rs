@@ -363,6 +363,62 @@ async fn listen_for(lambda: &LambdaMode, read: Duration) -> (bool, String) {
     }
 }
 
+/// Reads SSE `stream` until `wanted` appears in it or `within` passes; what came.
+async fn read_until(stream: &mut reqwest::Response, wanted: &str, within: Duration) -> String {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut seen = String::new();
+    while !seen.contains(wanted) {
+        match tokio::time::timeout_at(deadline, stream.chunk()).await {
+            Ok(Ok(Some(chunk))) => seen.push_str(&String::from_utf8_lossy(&chunk)),
+            _ => break,
+        }
+    }
+    seen
+}
+
+/// Listeners held by two environments of the listen function hear a change that `tools-call`
+/// (another function, another process) made to the cart they subscribed to: the stream watches
+/// the store, not this process.
+#[tokio::test(flavor = "multi_thread")]
+async fn listeners_in_two_environments_hear_a_change_made_in_another() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let env = [("RELEVO_LISTEN_POLL_MS", "200")];
+    let lambda = start_lambda_mode("listen", &translated(), &["--environments", "2"], &env).await;
+    let http = reqwest::Client::new();
+    let cart =
+        rpc(&http, &lambda.url, &lambda.token, "cart_create", json!({})).await["result"]["structuredContent"]["cartId"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    let uri = format!("carts://{cart}");
+    let mut streams = Vec::new();
+    for _ in 0..2 {
+        let params = json!({ "notifications": { "resourceSubscriptions": [uri] } });
+        let mut stream =
+            mcp_request(&http, &lambda.url, &lambda.token, "subscriptions/listen", params).send().await.unwrap();
+        assert_eq!(stream.status(), 200);
+        let ack = read_until(&mut stream, "acknowledged", Duration::from_secs(10)).await;
+        assert!(ack.contains(&uri), "the subscription is honoured: {ack}");
+        streams.push(stream);
+    }
+    let added = rpc(
+        &http,
+        &lambda.url,
+        &lambda.token,
+        "cart_add_item",
+        json!({ "cartId": cart, "sku": "MUG-CER-300", "quantity": 1 }),
+    );
+    assert_eq!(added.await["result"]["isError"], false);
+    for stream in &mut streams {
+        let heard = read_until(stream, "notifications/resources/updated", Duration::from_secs(10)).await;
+        assert!(heard.contains("notifications/resources/updated") && heard.contains(&uri), "{heard}");
+    }
+    let pids = lambda.dir.join("pids");
+    for environment in ["SubscriptionsListenFunction.pid", "SubscriptionsListenFunction.1.pid"] {
+        assert!(pids.join(environment).exists(), "each stream held its own environment: {environment}");
+    }
+}
+
 /// A streamed answer that sends nothing for the idle limit is cut, as API Gateway cuts it (here
 /// 3 s instead of 5 minutes); the server's keep-alive comments hold a quiet listen stream open.
 #[tokio::test(flavor = "multi_thread")]

@@ -37,6 +37,6 @@ pub use registry::{
     PromptArgument, Resource, ResourceTemplate, Tool, handler,
 };
 pub use seal::{KeyError, KeyRing};
-pub use server::{Deadline, McpServer, Reply, ReplyBody, ServerConfig};
+pub use server::{Deadline, MAX_WATCHED, McpServer, Reply, ReplyBody, ServerConfig};
 pub use settings::{Settings, SettingsError};
 pub use tasks::{TaskSupport, ToolTaskRunner};

@@ -34,6 +34,10 @@ use crate::wire::{self, JsonObject, meta};
 use relevo_state::canonical_object_digest;
 use relevo_state::{Engine, Ids, JobRef, RandomIds, RecordStore};
 
+mod listen;
+
+pub use listen::MAX_WATCHED;
+
 const REQUEST_STATE_DOMAIN: &str = "request-state";
 /// Carries the result type from dispatch to the request log line; removed before the reply leaves.
 const RESULT_TYPE_HEADER: &str = "x-relevo-result-type";
@@ -52,6 +56,9 @@ pub struct ServerConfig {
     /// How long a `subscriptions/listen` stream stays open before the server ends it gracefully
     /// (0: acknowledge and end at once, for buffered integrations).
     pub listen_max_secs: u64,
+    /// How often a listen stream reads the resources it watches (changes made by other
+    /// instances are heard within this).
+    pub listen_poll_ms: u64,
     /// The front door delivers SSE frames as they are written (the local gateway, Lambda response
     /// streaming). Without it, legacy clients get no server-to-client requests and no GET stream.
     pub streams_responses: bool,
@@ -80,6 +87,7 @@ impl Default for ServerConfig {
             list_ttl_ms: 60_000,
             read_ttl_ms: 60_000,
             listen_max_secs: 300,
+            listen_poll_ms: 2000,
             streams_responses: true,
             pushes_updates: true,
             legacy_session_secs: 8 * 3600,
@@ -359,7 +367,7 @@ impl McpServer {
                 cacheable(list("prompts", app.prompts().map(|p| p.to_wire()).collect())?, self.config.list_ttl_ms)
             }
             Method::Complete => self.complete(&request.params)?,
-            Method::SubscriptionsListen => return self.listen(&request, &principal),
+            Method::SubscriptionsListen => return self.listen(&request, &principal).await,
             Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead => {
                 return self.call(request, principal, now).await;
             }
@@ -734,52 +742,6 @@ impl McpServer {
             }
         };
         Ok(self.result_reply(request, result, "complete"))
-    }
-
-    /// `subscriptions/listen`: acknowledges the subset of the filter this server honours
-    /// (resource subscriptions; its lists never change at run time), then forwards
-    /// `notifications/resources/updated` for the caller's own resources at or below a subscribed
-    /// URI, each tagged with the subscription id, and ends with the listen result after
-    /// `listen_max_secs` (before a function's time limit) or when the client goes away.
-    fn listen(&self, request: &ValidRequest, principal: &Principal) -> Result<Reply, McpError> {
-        let Some(filter) = request.params.get("notifications").and_then(Value::as_object) else {
-            return Err(McpError::invalid_params("params.notifications must be an object"));
-        };
-        let subscriptions: Vec<String> = match filter.get("resourceSubscriptions") {
-            None => Vec::new(),
-            Some(Value::Array(uris)) if uris.iter().all(Value::is_string) => {
-                uris.iter().filter_map(Value::as_str).map(String::from).collect()
-            }
-            Some(_) => return Err(McpError::invalid_params("resourceSubscriptions must be an array of URIs")),
-        };
-        let mut honoured = JsonObject::new();
-        if !subscriptions.is_empty() {
-            honoured.insert("resourceSubscriptions".into(), json!(subscriptions));
-        }
-        let id = request.id.clone();
-        let tag = json!({ meta::SUBSCRIPTION_ID: id });
-        let ack = json!({
-            "jsonrpc": "2.0",
-            "method": "notifications/subscriptions/acknowledged",
-            "params": { "_meta": tag, "notifications": honoured }
-        });
-        let mut result = JsonObject::new();
-        result.insert("_meta".into(), tag.clone());
-        let done = self.decorate(request, result, "complete");
-        let (tenant, subject) = (principal.tenant.clone(), principal.subject.clone());
-        let mut reply = self.event_stream(principal, Some(ack), Some(done), move |event| {
-            let relevant = event.tenant == tenant
-                && event.subject == subject
-                && subscriptions.iter().any(|s| event.uri.starts_with(s.as_str()));
-            let note = json!({
-                "jsonrpc": "2.0",
-                "method": "notifications/resources/updated",
-                "params": { "_meta": tag, "uri": event.uri }
-            });
-            std::future::ready(if relevant { Relay::Send(note) } else { Relay::Skip })
-        });
-        reply.headers_mut().insert(RESULT_TYPE_HEADER, HeaderValue::from_static("stream"));
-        Ok(reply)
     }
 
     /// A handshake-era message: `initialize`, or a request or answer of the caller's session.

@@ -80,6 +80,7 @@ impl Settings {
             legacy_input_wait_secs: number("RELEVO_LEGACY_INPUT_WAIT_SECS", defaults.legacy_input_wait_secs as usize)?
                 as u64,
             sse_keepalive_secs: number("RELEVO_SSE_KEEPALIVE_SECS", defaults.sse_keepalive_secs as usize)? as u64,
+            listen_poll_ms: number("RELEVO_LISTEN_POLL_MS", defaults.listen_poll_ms as usize)? as u64,
             listen_max_secs: match lookup("RELEVO_LISTEN_MAX_SECS") {
                 Some(value) => value
                     .trim()

@@ -1,0 +1,242 @@
+//! `subscriptions/listen` across instances.
+//!
+//! On Lambda the change a listener wants to hear of is almost always made in another function
+//! environment than the one holding its stream, so in-process events alone would be silence. The
+//! store is the shared truth: the stream reads each subscribed resource every `listen_poll_ms`,
+//! as the listener and through the same handler as `resources/read`, and sends
+//! `notifications/resources/updated` when the digest of its contents changes. A change made on
+//! this instance is sent at once (and the resource read again, so the next poll does not send it
+//! twice).
+//!
+//! Invariants and bounds:
+//! - The ack honours only subscriptions that name a readable resource (a resource's URI or a
+//!   template's): anything else could only be heard from the instance that made the change.
+//! - At most [`MAX_WATCHED`] subscriptions per stream (more is invalid params), so an open stream
+//!   costs at most `MAX_WATCHED` reads per poll, and `listen_max_secs / listen_poll_ms` polls.
+//! - A listener learns only what it could read: a resource it may not read (another principal's,
+//!   missing) is watched as absent, and its changes are never reported.
+//! - When every read of a poll fails for [`FAILED_POLLS`] polls in a row (store unavailable,
+//!   timeouts), the stream ends with the listen result rather than go quiet; the client listens
+//!   again.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::HeaderValue;
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+
+use super::{McpServer, RESULT_TYPE_HEADER, Reply, run_handler, sse_frame, sse_reply};
+use crate::auth::Principal;
+use crate::error::McpError;
+use crate::ladder::ValidRequest;
+use crate::notify::Notifier;
+use crate::registry::{Call, ClientContext, Outcome};
+use crate::wire::{JsonObject, meta};
+
+/// Resource subscriptions one listen stream may hold.
+pub const MAX_WATCHED: usize = 32;
+/// Polls in a row whose every read failed before the stream ends.
+pub const FAILED_POLLS: u32 = 3;
+/// One read of a watched resource gives up after this long.
+const READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What one read of a watched resource saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Seen {
+    /// The digest of its contents.
+    Content(String),
+    /// Not there, or not the listener's to read.
+    Absent,
+    /// The read failed (store unavailable, timeout): nothing is known.
+    Failed,
+}
+
+/// The state one listen stream polls.
+struct Watch {
+    server: McpServer,
+    principal: Principal,
+    client: ClientContext,
+    last: BTreeMap<String, Seen>,
+    tag: Value,
+}
+
+impl Watch {
+    async fn read(&self, uri: &str) -> Seen {
+        let Ok((handler, arguments, _)) = self.server.find_readable(uri) else { return Seen::Absent };
+        let call = Call {
+            arguments,
+            uri: Some(uri.to_string()),
+            input_responses: JsonObject::new(),
+            state: None,
+            client: self.client.clone(),
+            principal: self.principal.clone(),
+            notifier: Notifier::silent(),
+        };
+        match run_handler(&handler, call, Some(tokio::time::Instant::now() + READ_TIMEOUT)).await {
+            Ok(Outcome::Complete(result)) => {
+                Seen::Content(relevo_state::canonical_digest(result.get("contents").unwrap_or(&Value::Null)))
+            }
+            Ok(_) => Seen::Absent,
+            Err(McpError::Retryable(_) | McpError::Internal) => Seen::Failed,
+            Err(_) => Seen::Absent,
+        }
+    }
+
+    fn updated(&self, uri: &str) -> Bytes {
+        sse_frame(&json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": { "_meta": self.tag, "uri": uri }
+        }))
+    }
+
+    /// Reads `uri` again; true when it changed since the last read that saw anything.
+    async fn changed(&mut self, uri: &str) -> Option<bool> {
+        let seen = self.read(uri).await;
+        if seen == Seen::Failed {
+            return None;
+        }
+        let before = self.last.insert(uri.to_string(), seen.clone());
+        Some(before.as_ref() != Some(&seen))
+    }
+
+    /// One poll: the frames to send, and whether every read failed.
+    async fn poll(&mut self) -> (Vec<Bytes>, bool) {
+        let uris: Vec<String> = self.last.keys().cloned().collect();
+        let (mut frames, mut failed) = (Vec::new(), 0);
+        for uri in &uris {
+            match self.changed(uri).await {
+                Some(true) => frames.push(self.updated(uri)),
+                Some(false) => {}
+                None => failed += 1,
+            }
+        }
+        (frames, !uris.is_empty() && failed == uris.len())
+    }
+}
+
+impl McpServer {
+    /// `subscriptions/listen`: acknowledges the subset of the filter this server honours
+    /// (subscriptions to readable resources; its lists never change at run time), then sends
+    /// `notifications/resources/updated` for changes of those resources made by any instance,
+    /// each tagged with the subscription id, and ends with the listen result after
+    /// `listen_max_secs` (before a function's time limit), when the store cannot be read, or
+    /// when the client goes away.
+    pub(super) async fn listen(&self, request: &ValidRequest, principal: &Principal) -> Result<Reply, McpError> {
+        let Some(filter) = request.params.get("notifications").and_then(Value::as_object) else {
+            return Err(McpError::invalid_params("params.notifications must be an object"));
+        };
+        let subscriptions: Vec<String> = match filter.get("resourceSubscriptions") {
+            None => Vec::new(),
+            Some(Value::Array(uris)) if uris.iter().all(Value::is_string) => {
+                uris.iter().filter_map(Value::as_str).map(String::from).collect()
+            }
+            Some(_) => return Err(McpError::invalid_params("resourceSubscriptions must be an array of URIs")),
+        };
+        if subscriptions.len() > MAX_WATCHED {
+            return Err(McpError::invalid_params(format!("at most {MAX_WATCHED} resourceSubscriptions per stream")));
+        }
+        let watched: Vec<String> = subscriptions.into_iter().filter(|uri| self.find_readable(uri).is_ok()).collect();
+        let tag = json!({ meta::SUBSCRIPTION_ID: request.id.clone() });
+        let mut watch = Watch {
+            server: self.clone(),
+            principal: principal.clone(),
+            client: request.client.clone(),
+            last: BTreeMap::new(),
+            tag: tag.clone(),
+        };
+        // The baseline before the ack: a change after the ack is a change.
+        for uri in &watched {
+            let seen = watch.read(uri).await;
+            watch.last.insert(uri.clone(), seen);
+        }
+        let mut honoured = JsonObject::new();
+        if !watched.is_empty() {
+            honoured.insert("resourceSubscriptions".into(), json!(watched));
+        }
+        let ack = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": { "_meta": tag, "notifications": honoured }
+        });
+        let mut result = JsonObject::new();
+        result.insert("_meta".into(), tag);
+        let done = self.decorate(request, result, "complete");
+
+        let (tx, rx) = mpsc::unbounded_channel();
+        let _ = tx.send(sse_frame(&ack));
+        let events = self.events.subscribe();
+        let limits = (Duration::from_secs(self.config.listen_max_secs), self.listen_poll());
+        tokio::spawn(async move {
+            if run(watch, events, &tx, limits).await {
+                let _ = tx.send(sse_frame(&done));
+            }
+        });
+        let mut reply = sse_reply(rx, self.keepalive());
+        reply.headers_mut().insert(RESULT_TYPE_HEADER, HeaderValue::from_static("stream"));
+        Ok(reply)
+    }
+
+    fn listen_poll(&self) -> Duration {
+        Duration::from_millis(self.config.listen_poll_ms.max(50))
+    }
+}
+
+/// Runs one stream until its end; false when the client went away (nothing more to send).
+async fn run(
+    mut watch: Watch,
+    mut events: broadcast::Receiver<crate::notify::ResourceEvent>,
+    tx: &mpsc::UnboundedSender<Bytes>,
+    (lifetime, poll): (Duration, Duration),
+) -> bool {
+    let deadline = tokio::time::sleep(lifetime);
+    tokio::pin!(deadline);
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + poll, poll);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failed_polls = 0;
+    loop {
+        let frames = tokio::select! {
+            () = &mut deadline => return true,
+            () = tx.closed() => return false,
+            _ = ticker.tick(), if !watch.last.is_empty() => {
+                let (frames, all_failed) = watch.poll().await;
+                failed_polls = if all_failed { failed_polls + 1 } else { 0 };
+                if failed_polls >= FAILED_POLLS {
+                    tracing::warn!(cause = "store", "listen stream ended: its resources could not be read");
+                    return true;
+                }
+                frames
+            }
+            event = events.recv() => match event {
+                Ok(event) if event.tenant == watch.principal.tenant && event.subject == watch.principal.subject => {
+                    local_change(&mut watch, &event.uri).await
+                }
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => Vec::new(),
+                Err(broadcast::error::RecvError::Closed) => return true,
+            },
+        };
+        for frame in frames {
+            if tx.send(frame).is_err() {
+                return false;
+            }
+        }
+    }
+}
+
+/// A change this instance made to `uri`: sent at once when it is (or is below) a watched
+/// resource, unless the poll already sent it.
+async fn local_change(watch: &mut Watch, uri: &str) -> Vec<Bytes> {
+    if watch.last.contains_key(uri) {
+        // Read again so the poll does not send it twice; a failed read still reports it.
+        return match watch.changed(uri).await {
+            Some(false) => Vec::new(),
+            _ => vec![watch.updated(uri)],
+        };
+    }
+    if watch.last.keys().any(|watched| uri.starts_with(watched.as_str())) {
+        return vec![watch.updated(uri)];
+    }
+    Vec::new()
+}
