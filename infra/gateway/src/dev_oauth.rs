@@ -216,9 +216,11 @@ fn has_content_type(request: &Request, expected: &str) -> bool {
 }
 
 async fn read_body(request: Request) -> Result<axum::body::Bytes, Response> {
-    axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES)
-        .await
-        .map_err(|_| error(StatusCode::PAYLOAD_TOO_LARGE, "invalid_request", "the request body is too large"))
+    crate::body::read_limited(request.into_body(), MAX_BODY_BYTES).await.map_err(|refusal| {
+        let mut refused = error(StatusCode::PAYLOAD_TOO_LARGE, "invalid_request", "the request body is too large");
+        crate::body::close_unless_drained(&mut refused, refusal);
+        refused
+    })
 }
 
 /// RFC 7591 dynamic client registration: a public client with loopback redirect URIs.

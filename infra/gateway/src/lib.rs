@@ -12,6 +12,7 @@
 //! injection (for test harnesses that cannot send a token) exists only in dev mode, and every
 //! injected token still goes through full verification.
 
+pub mod body;
 pub mod dev_oauth;
 pub mod lambda_local;
 
@@ -129,8 +130,13 @@ async fn serve_metadata(State(gateway): State<Gateway>, request: Request) -> Res
 async fn serve_approvals(State(gateway): State<Gateway>, request: Request) -> Response {
     let Some(pages) = gateway.options.approvals.clone() else { return http::StatusCode::NOT_FOUND.into_response() };
     let (parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, 64 * 1024).await else {
-        return http::StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    let bytes = match body::read_limited(body, 64 * 1024).await {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            let mut refused = http::StatusCode::PAYLOAD_TOO_LARGE.into_response();
+            body::close_unless_drained(&mut refused, error);
+            return refused;
+        }
     };
     let (parts_out, html) = pages.handle(&parts.method, parts.uri.path(), &parts.headers, &bytes).await.into_parts();
     Response::from_parts(parts_out, Body::from(html))
@@ -156,10 +162,10 @@ async fn serve_mcp(State(gateway): State<Gateway>, request: Request) -> Response
     {
         parts.headers.insert(http::header::AUTHORIZATION, value);
     }
-    let bytes = match axum::body::to_bytes(body, options.max_body_bytes + 1).await {
-        Ok(bytes) => bytes,
+    let (bytes, refused) = match body::read_limited(body, options.max_body_bytes).await {
+        Ok(bytes) => (bytes, None),
         // Over the limit (or a broken upload): give the core a body it will refuse by size.
-        Err(_) => Bytes::from(vec![b' '; options.max_body_bytes + 1]),
+        Err(error) => (Bytes::from(vec![b' '; options.max_body_bytes + 1]), Some(error)),
     };
     let reply = gateway.server.handle(route, http::Request::from_parts(parts, bytes)).await;
     let (parts, body) = reply.into_parts();
@@ -167,5 +173,9 @@ async fn serve_mcp(State(gateway): State<Gateway>, request: Request) -> Response
         ReplyBody::Full(bytes) => Body::from(bytes),
         streamed => Body::from_stream(streamed.into_chunks().map(Ok::<_, std::convert::Infallible>)),
     };
-    Response::from_parts(parts, body)
+    let mut response = Response::from_parts(parts, body);
+    if let Some(error) = refused {
+        body::close_unless_drained(&mut response, error);
+    }
+    response
 }

@@ -111,8 +111,13 @@ async fn handle(State(door): State<FrontDoor>, request: Request) -> Response {
     {
         parts.headers.insert(http::header::AUTHORIZATION, value);
     }
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_REQUEST_BYTES).await else {
-        return gateway_error(kind, Failure::TooLarge);
+    let bytes = match crate::body::read_limited(body, MAX_REQUEST_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            let mut refused = gateway_error(kind, Failure::TooLarge);
+            crate::body::close_unless_drained(&mut refused, error);
+            return refused;
+        }
     };
     let domain = parts.headers.get(http::header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("127.0.0.1").to_string();
     let request_id = relevo_state::Ids::new_id(&relevo_state::RandomIds);
