@@ -18,6 +18,9 @@
 //! Fault injection for tests: `POST /_relevo/stall?secs=N[&actions=dynamodb:PutItem,…]` holds
 //! every allowed call (or those actions only) for N seconds, as a stalled store does. A call
 //! whose caller gives up meanwhile (its SDK timeout) is never forwarded: the store never sees it.
+//! `POST /_relevo/kill?function=F&after=N` kills function F's processes (SIGKILL, every
+//! environment) right after the store applied F's N-th write from now, before F hears the answer:
+//! a crash between two writes, on the real emulator.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -59,8 +62,25 @@ struct Stall {
     actions: Option<Vec<String>>,
 }
 
+/// Kill `function` once `after` more of its writes went through.
+struct KillAfter {
+    function: String,
+    after: usize,
+}
+
+/// The calls that change the store or a queue (counted for [`KillAfter`]).
+const WRITES: [&str; 6] = [
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:TransactWriteItems",
+    "dynamodb:BatchWriteItem",
+    "sqs:SendMessage",
+];
+
 struct Inner {
     stall: Mutex<Option<Stall>>,
+    kill: Mutex<Option<KillAfter>>,
     upstream: String,
     callers: HashMap<String, Caller>,
     /// Secret names to ARNs (a `SecretId` may be either).
@@ -86,6 +106,7 @@ impl IamProxy {
         let client = Client::builder(TokioExecutor::new()).build_http();
         Ok(IamProxy(Arc::new(Inner {
             stall: Mutex::new(None),
+            kill: Mutex::new(None),
             upstream: upstream.trim_end_matches('/').to_string(),
             callers,
             secrets,
@@ -95,7 +116,11 @@ impl IamProxy {
     }
 
     pub fn router(self) -> Router {
-        Router::new().route("/_relevo/stall", axum::routing::post(stall)).fallback(handle).with_state(self)
+        Router::new()
+            .route("/_relevo/stall", axum::routing::post(stall))
+            .route("/_relevo/kill", axum::routing::post(arm_kill))
+            .fallback(handle)
+            .with_state(self)
     }
 }
 
@@ -226,6 +251,49 @@ async fn stall(State(proxy): State<IamProxy>, request: Request) -> Response {
     http::StatusCode::NO_CONTENT.into_response()
 }
 
+async fn arm_kill(State(proxy): State<IamProxy>, request: Request) -> Response {
+    let query = request.uri().query().unwrap_or_default();
+    let param =
+        |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
+    let (Some(function), Some(after)) = (param("function"), param("after").and_then(|n| n.parse().ok())) else {
+        return (http::StatusCode::BAD_REQUEST, "function and after are required").into_response();
+    };
+    if let Ok(mut kill) = proxy.0.kill.lock() {
+        *kill = (after > 0).then_some(KillAfter { function, after });
+    }
+    http::StatusCode::NO_CONTENT.into_response()
+}
+
+/// Whether this write by `function` is the one to die after (disarms when it is).
+fn dies_after(inner: &Inner, function: &str, actions: &[String]) -> bool {
+    if !actions.iter().any(|a| WRITES.contains(&a.as_str())) {
+        return false;
+    }
+    let Ok(mut kill) = inner.kill.lock() else { return false };
+    let Some(armed) = kill.as_mut().filter(|k| k.function == function) else { return false };
+    armed.after -= 1;
+    if armed.after > 0 {
+        return false;
+    }
+    *kill = None;
+    true
+}
+
+/// SIGKILLs every environment of `function` (its pid files in `$RELEVO_LAMBDA_PID_DIR`).
+fn kill_function(function: &str) {
+    let Ok(dir) = std::env::var("RELEVO_LAMBDA_PID_DIR") else { return };
+    let Ok(entries) = std::fs::read_dir(&dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let ours =
+            name == format!("{function}.pid") || (name.starts_with(&format!("{function}.")) && name.ends_with(".pid"));
+        if ours && let Ok(pid) = std::fs::read_to_string(entry.path()) {
+            tracing::warn!(%function, pid = %pid.trim(), "killed after its write (fault injection)");
+            let _ = std::process::Command::new("kill").args(["-9", pid.trim()]).status();
+        }
+    }
+}
+
 /// How long a call of `actions` is held now, if a stall covers it.
 fn held_until(inner: &Inner, actions: &[String]) -> Option<tokio::time::Instant> {
     let stall = inner.stall.lock().ok()?;
@@ -264,7 +332,12 @@ async fn handle(State(proxy): State<IamProxy>, request: Request) -> Response {
         // If the caller gives up first, this future is dropped and the call never reaches the store.
         tokio::time::sleep_until(until).await;
     }
-    forward(inner, parts, body).await
+    let answer = forward(inner, parts, body).await;
+    if answer.status().is_success() && dies_after(inner, &caller.function, &actions) {
+        kill_function(&caller.function);
+        return http::StatusCode::BAD_GATEWAY.into_response();
+    }
+    answer
 }
 
 fn record(inner: &Inner, decision: Decision) {
