@@ -225,6 +225,67 @@ async fn cart_race_on_dynamodb() {
     concurrent_adds_are_counted_or_refused_as_retryable(Backend::Dynamo).await;
 }
 
+/// Retries of creates and adds with one idempotency key, at once on both instances: one cart,
+/// one note, one add; every answer names the same record; the key with other arguments is refused.
+async fn retries_with_one_key_take_effect_once(kind: Backend) {
+    let seed = Seed::from_env(&format!("idempotency key race on {kind:?}"));
+    let shop = Arc::new(shop(kind, seed).await);
+    let token = dev_token(&shop.issuer, "acme", "cleo", &["shop", "notes:write", "notes:read"]);
+    let mut rng: Rng = seed.rng(5);
+    let mut racing = tokio::task::JoinSet::new();
+    for racer in 0..12 {
+        let (shop, token, instance) = (shop.clone(), token.clone(), rng.below(2) as usize);
+        racing.spawn(async move {
+            let (name, arguments) = if racer % 2 == 0 {
+                ("cart_create", json!({ "idempotencyKey": "retry-cart" }))
+            } else {
+                ("note_create", json!({ "text": "remember", "idempotencyKey": "retry-note" }))
+            };
+            (name, shop.call(instance, &token, name, json!({ "arguments": arguments })).await)
+        });
+    }
+    let answers = racing.join_all().await;
+    for (name, field) in [("cart_create", "cartId"), ("note_create", "noteId")] {
+        let named: BTreeSet<String> = answers
+            .iter()
+            .filter(|(n, _)| *n == name)
+            .filter_map(|(_, a)| a["result"]["structuredContent"][field].as_str().map(String::from))
+            .collect();
+        seed.check(named.len() == 1, format!("{name} with one key named {named:?}: {answers:?}"));
+        let kind = if name == "cart_create" { "cart" } else { "note" };
+        let created = shop.store.applied(kind).into_iter().filter(|(key, _)| named.contains(&key.id)).count();
+        seed.check(created == 1, format!("{name} with one key wrote {created} records"));
+    }
+    let other = json!({ "arguments": { "text": "something else", "idempotencyKey": "retry-note" } });
+    let refused = shop.call(0, &token, "note_create", other).await;
+    seed.check(refused["result"]["isError"] == true, format!("the key with other arguments: {refused}"));
+
+    let cart = answers.iter().find_map(|(_, a)| a["result"]["structuredContent"]["cartId"].as_str()).unwrap();
+    let mut adding = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let (shop, token, instance) = (shop.clone(), token.clone(), rng.below(2) as usize);
+        let params =
+            json!({ "arguments": { "cartId": cart, "sku": "MUG-CER-300", "quantity": 1, "idempotencyKey": "add-1" } });
+        adding.spawn(async move { shop.call(instance, &token, "cart_add_item", params).await });
+    }
+    for answer in adding.join_all().await {
+        seed.check(answer["result"]["isError"] == false || is_retryable(&answer), format!("an add answered {answer}"));
+    }
+    let view = shop.call(0, &token, "cart_view", json!({ "arguments": { "cartId": cart } })).await;
+    let quantity = view["result"]["structuredContent"]["lines"][0]["quantity"].as_u64().unwrap_or(0);
+    seed.check(quantity == 1, format!("eight adds with one key added {quantity}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn idempotency_key_race_on_sqlite() {
+    retries_with_one_key_take_effect_once(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn idempotency_key_race_on_dynamodb() {
+    retries_with_one_key_take_effect_once(Backend::Dynamo).await;
+}
+
 /// A store whose process dies right after its `die_after`-th write: that write is applied, and
 /// every later call fails, as a killed function makes no more calls.
 struct Dying {

@@ -5,6 +5,7 @@
 
 pub mod approvals;
 pub mod conformance;
+pub mod create_once;
 pub mod demo;
 pub mod export;
 pub mod inventory;

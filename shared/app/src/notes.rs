@@ -12,6 +12,8 @@ use relevo_state::{Ids, Owner, RecordKey, RecordStore, StoreError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::create_once::{self, NewRecord};
+
 /// Notes expire a week after they are written.
 pub const NOTE_LIFETIME_SECS: u64 = 7 * 24 * 3600;
 const MAX_NOTE_CHARS: usize = 2000;
@@ -47,10 +49,13 @@ struct ReadArgs {
 pub fn note_create(ports: NotesPorts) -> Tool {
     Tool::new(
         "note_create",
-        "Saves a private note and returns its id (a handle only you can use). Notes expire 7 days after creation.",
+        "Saves a private note and returns its id (a handle only you can use). Notes expire 7 days after creation. Pass an idempotencyKey to make a retried call save one note.",
         json!({
             "type": "object",
-            "properties": { "text": { "type": "string", "minLength": 1, "maxLength": MAX_NOTE_CHARS } },
+            "properties": {
+                "text": { "type": "string", "minLength": 1, "maxLength": MAX_NOTE_CHARS },
+                "idempotencyKey": create_once::key_schema("note")
+            },
             "required": ["text"],
             "additionalProperties": false
         }),
@@ -65,9 +70,13 @@ pub fn note_create(ports: NotesPorts) -> Tool {
                     return Ok(Outcome::tool_error(format!("text must be 1 to {MAX_NOTE_CHARS} characters")));
                 }
                 let now = ports.clock.now_unix();
-                let id = ports.ids.new_id();
-                let expires_at = now + NOTE_LIFETIME_SECS;
-                ports.records.create(&key(&call, &id), &json!({ "text": args.text }), Some(expires_at), now).await.map_err(store_failure)?;
+                let body = json!({ "text": args.text });
+                let new = NewRecord { kind: KIND, body: &body, expires_at: Some(now + NOTE_LIFETIME_SECS), now };
+                let (id, record) = match create_once::create(&call, &*ports.records, &*ports.ids, new, "notes").await? {
+                    Ok(created) => created,
+                    Err(refused) => return Ok(refused),
+                };
+                let expires_at = record.expires_at.unwrap_or(now + NOTE_LIFETIME_SECS);
                 Ok(Outcome::tool(CallToolResult::structured(json!({ "noteId": id, "uri": format!("notes://{id}"), "expiresAt": expires_at }))))
             }
         }),

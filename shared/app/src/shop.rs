@@ -24,6 +24,8 @@ use relevo_protocol::wire::{CallToolResult, ToolAnnotations};
 use relevo_protocol::{Call, ElicitAction, InputRequest, McpError, Outcome, Retry, Tool, handler};
 use relevo_state::{Clock, Ids, Owner, Record, RecordKey, RecordStore, StoreError, TransactError, Write, contention};
 use serde::Deserialize;
+
+use crate::create_once::{self, NewRecord};
 use serde_json::{Value, json};
 
 /// Carts expire a day after creation.
@@ -199,19 +201,22 @@ pub fn catalog_list() -> Tool {
 pub fn cart_create(ports: ShopPorts) -> Tool {
     Tool::new(
         "cart_create",
-        "Creates an empty cart and returns its id: a handle only you can use. Carts expire 24 hours after creation.",
-        json!({ "type": "object", "additionalProperties": false }),
+        "Creates an empty cart and returns its id: a handle only you can use. Carts expire 24 hours after creation. Pass an idempotencyKey to make a retried call create one cart.",
+        json!({
+            "type": "object",
+            "properties": { "idempotencyKey": create_once::key_schema("cart") },
+            "additionalProperties": false
+        }),
         handler(move |call: Call| {
             let ports = ports.clone();
             async move {
                 let now = ports.clock.now_unix();
-                let id = ports.ids.new_id();
-                let record = ports
-                    .records
-                    .create(&cart_key(&call, &id), &json!({ "lines": [] }), Some(now + CART_LIFETIME_SECS), now)
-                    .await
-                    .map_err(store_failure)?;
-                Ok(Outcome::tool(CallToolResult::structured(cart_view(&id, &record))))
+                let body = json!({ "lines": [] });
+                let new = NewRecord { kind: "cart", body: &body, expires_at: Some(now + CART_LIFETIME_SECS), now };
+                Ok(match create_once::create(&call, &*ports.records, &*ports.ids, new, "shop").await? {
+                    Ok((id, record)) => Outcome::tool(CallToolResult::structured(cart_view(&id, &record))),
+                    Err(refused) => refused,
+                })
             }
         }),
     )

@@ -12,6 +12,7 @@ pub mod contention;
 #[cfg(feature = "contract")]
 pub mod contract;
 pub mod ids;
+pub mod intent;
 pub mod jobs;
 pub mod ledger;
 pub mod queue;
