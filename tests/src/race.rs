@@ -229,14 +229,14 @@ pub enum Backend {
 
 pub async fn backend(backend: Backend) -> Arc<dyn StoreBoth> {
     match backend {
-        Backend::Sqlite => Arc::new(relevo_embedded::SqliteStore::in_memory().unwrap()),
+        Backend::Sqlite => Arc::new(relevo_embedded::SqliteStore::in_memory().expect("an in-memory SQLite store")),
         Backend::Dynamo => {
             let endpoint = std::env::var("RELEVO_TEST_AWS_ENDPOINT")
                 .expect("RELEVO_TEST_AWS_ENDPOINT is not set: run with `make test` (it starts the moto emulator)");
             let client = aws_sdk_dynamodb::Client::new(&relevo_aws::emulator_config(&endpoint).await);
             let table =
                 format!("races-{}", relevo_state::Ids::new_id(&relevo_state::RandomIds).replace(['_', '-'], "x"));
-            relevo_aws::create_table(&client, &table).await.unwrap();
+            relevo_aws::create_table(&client, &table).await.expect("the emulator creates the table");
             Arc::new(relevo_aws::DynamoStore::new(client, &table))
         }
     }
