@@ -151,6 +151,32 @@ pub fn dev_auth() -> (relevo_auth::AuthSettings, relevo_auth::DevIssuer, relevo_
     (settings, issuer, auth)
 }
 
+/// `count` shop servers over one store, one key ring and one token issuer, as the Lambda
+/// environments of one deployment share the table, the keys and the issuer; with
+/// `legacy_sessions`, 2025-11-25 sessions live in that store too.
+pub fn shop_instances(
+    store: Arc<dyn relevo_state::RecordStore>,
+    count: usize,
+    config: ServerConfig,
+    legacy_sessions: bool,
+) -> (Vec<Router>, relevo_auth::DevIssuer) {
+    let (settings, issuer, _) = dev_auth();
+    let routers = (0..count)
+        .map(|_| {
+            let keys = Arc::new(relevo_auth::StaticKeySource(issuer.jwks()));
+            let auth = relevo_auth::BearerAuthenticator::new(settings.clone(), keys);
+            let ports = relevo_app::Ports::new(Some(store.clone()));
+            let mut server = McpServer::new(relevo_app::demo::app(&ports), config.clone(), test_keys(), Arc::new(auth));
+            if legacy_sessions {
+                server = server.with_legacy_sessions(store.clone());
+            }
+            let options = relevo_gateway::GatewayOptions { auth: Some(settings.clone()), ..gateway_options() };
+            relevo_gateway::router(server, options)
+        })
+        .collect();
+    (routers, issuer)
+}
+
 /// A token of the dev issuer, valid for five minutes.
 pub fn dev_token(issuer: &relevo_auth::DevIssuer, tenant: &str, subject: &str, scopes: &[&str]) -> String {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);

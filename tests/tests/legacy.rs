@@ -11,10 +11,8 @@ use std::time::Duration;
 use axum::body::Body;
 use http::Request;
 use http_body_util::BodyExt;
-use relevo_app::Ports;
 use relevo_embedded::SqliteStore;
 use relevo_protocol::{McpServer, NoAuth, ServerConfig};
-use relevo_state::RecordStore;
 use relevo_tests::race::{Backend, Both, RaceStore, Seed, backend, is_retryable};
 use relevo_tests::*;
 use serde_json::{Value, json};
@@ -24,32 +22,12 @@ const LEGACY: &str = "2025-11-25";
 
 /// `count` shop servers sharing one store, one key ring and one token issuer, as the Lambda
 /// instances of one deployment share the table, the keys and the issuer.
-fn shop_instances(count: usize) -> (Vec<axum::Router>, relevo_auth::DevIssuer) {
-    shop_instances_with(count, test_config())
+fn legacy_shop(count: usize) -> (Vec<axum::Router>, relevo_auth::DevIssuer) {
+    legacy_shop_with(count, test_config())
 }
 
-fn shop_instances_with(count: usize, config: ServerConfig) -> (Vec<axum::Router>, relevo_auth::DevIssuer) {
-    shop_instances_over(count, config, Arc::new(SqliteStore::in_memory().unwrap()))
-}
-
-fn shop_instances_over(
-    count: usize,
-    config: ServerConfig,
-    store: Arc<dyn RecordStore>,
-) -> (Vec<axum::Router>, relevo_auth::DevIssuer) {
-    let (settings, issuer, _) = dev_auth();
-    let routers = (0..count)
-        .map(|_| {
-            let keys = Arc::new(relevo_auth::StaticKeySource(issuer.jwks()));
-            let auth = relevo_auth::BearerAuthenticator::new(settings.clone(), keys);
-            let ports = Ports::new(Some(store.clone()));
-            let server = McpServer::new(relevo_app::demo::app(&ports), config.clone(), test_keys(), Arc::new(auth))
-                .with_legacy_sessions(store.clone());
-            let options = relevo_gateway::GatewayOptions { auth: Some(settings.clone()), ..gateway_options() };
-            relevo_gateway::router(server, options)
-        })
-        .collect();
-    (routers, issuer)
+fn legacy_shop_with(count: usize, config: ServerConfig) -> (Vec<axum::Router>, relevo_auth::DevIssuer) {
+    shop_instances(Arc::new(SqliteStore::in_memory().unwrap()), count, config, true)
 }
 
 fn conformance_instance(config: ServerConfig) -> axum::Router {
@@ -142,7 +120,7 @@ async fn discover_lists_exactly_the_served_versions() {
 
 #[tokio::test]
 async fn requests_need_a_live_session_of_the_same_caller() {
-    let (mut routers, issuer) = shop_instances(1);
+    let (mut routers, issuer) = legacy_shop(1);
     let router = routers.remove(0);
     let (alice, bob) = (dev_token(&issuer, "acme", "alice", &["shop"]), dev_token(&issuer, "acme", "bob", &["shop"]));
     let (session, _) = initialize(&router, Some(&alice), LEGACY, json!({})).await;
@@ -273,7 +251,7 @@ async fn next_message(body: &mut Body) -> Option<Value> {
 
 #[tokio::test]
 async fn a_legacy_checkout_is_confirmed_by_an_answer_another_instance_stores() {
-    let (routers, issuer) = shop_instances(2);
+    let (routers, issuer) = legacy_shop(2);
     let (a, b) = (&routers[0], &routers[1]);
     let token = dev_token(&issuer, "acme", "alice", &["shop"]);
     let (session, _) = initialize(a, Some(&token), LEGACY, json!({ "elicitation": {} })).await;
@@ -317,7 +295,7 @@ async fn legacy_confirmations_racing_on_three_instances_place_one_order(kind: Ba
     let seed = Seed::from_env(&format!("legacy elicitation race on {kind:?}"));
     let mut rng = seed.rng(11);
     let store = Arc::new(RaceStore::new(Arc::new(Both(backend(kind).await)), seed, Duration::from_millis(2)));
-    let (routers, issuer) = shop_instances_over(3, test_config(), store.clone());
+    let (routers, issuer) = shop_instances(store.clone(), 3, test_config(), true);
     let token = dev_token(&issuer, "acme", "alice", &["shop"]);
     let (session, _) = initialize(&routers[0], Some(&token), LEGACY, json!({ "elicitation": {} })).await;
     for round in 0..3u64 {
@@ -465,7 +443,7 @@ async fn get_without_a_session_is_still_405() {
 
 #[tokio::test]
 async fn the_get_stream_carries_updates_of_subscribed_resources_only() {
-    let (mut routers, issuer) = shop_instances_with(1, ServerConfig { listen_max_secs: 5, ..test_config() });
+    let (mut routers, issuer) = legacy_shop_with(1, ServerConfig { listen_max_secs: 5, ..test_config() });
     let router = routers.remove(0);
     let token = dev_token(&issuer, "acme", "alice", &["shop"]);
     let (session, _) = initialize(&router, Some(&token), LEGACY, json!({})).await;

@@ -10,9 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use relevo_app::Ports;
 use relevo_embedded::SqliteStore;
-use relevo_protocol::{McpServer, ServerConfig};
+use relevo_protocol::ServerConfig;
 use relevo_state::records::{TransactFuture, Write};
 use relevo_state::{Record, RecordKey, RecordStore, StoreError, StoreFuture};
 use relevo_tests::*;
@@ -71,18 +70,8 @@ struct Deployment {
 
 fn deployment(listen_max_secs: u64) -> Deployment {
     let store = Arc::new(Switchable { inner: SqliteStore::in_memory().unwrap(), down: AtomicBool::new(false) });
-    let (settings, issuer, _) = dev_auth();
-    let instances = (0..2)
-        .map(|_| {
-            let keys = Arc::new(relevo_auth::StaticKeySource(issuer.jwks()));
-            let auth = relevo_auth::BearerAuthenticator::new(settings.clone(), keys);
-            let ports = Ports::new(Some(store.clone()));
-            let config = ServerConfig { listen_max_secs, listen_poll_ms: 100, ..ServerConfig::default() };
-            let server = McpServer::new(relevo_app::demo::app(&ports), config, test_keys(), Arc::new(auth));
-            let options = relevo_gateway::GatewayOptions { auth: Some(settings.clone()), ..gateway_options() };
-            relevo_gateway::router(server, options)
-        })
-        .collect();
+    let config = ServerConfig { listen_max_secs, listen_poll_ms: 100, ..ServerConfig::default() };
+    let (instances, issuer) = shop_instances(store.clone(), 2, config, false);
     Deployment { store, instances, issuer }
 }
 

@@ -34,17 +34,7 @@ struct Shop {
 async fn shop(kind: Backend, seed: Seed) -> Shop {
     let inner = Arc::new(Both(backend(kind).await));
     let store = Arc::new(RaceStore::new(inner, seed, Duration::from_millis(3)));
-    let (settings, issuer, _) = dev_auth();
-    let instances = (0..2)
-        .map(|_| {
-            let keys = Arc::new(relevo_auth::StaticKeySource(issuer.jwks()));
-            let auth = relevo_auth::BearerAuthenticator::new(settings.clone(), keys);
-            let ports = Ports::new(Some(store.clone()));
-            let server = McpServer::new(relevo_app::demo::app(&ports), test_config(), test_keys(), Arc::new(auth));
-            let options = relevo_gateway::GatewayOptions { auth: Some(settings.clone()), ..gateway_options() };
-            relevo_gateway::router(server, options)
-        })
-        .collect();
+    let (instances, issuer) = shop_instances(store.clone(), 2, test_config(), false);
     Shop { store, instances, issuer }
 }
 
