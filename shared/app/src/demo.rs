@@ -181,7 +181,9 @@ pub fn app(ports: &crate::Ports) -> App {
             .tool(export::export_start(engine.clone()))
             .tool(export::export_status(engine.clone()))
             .tool(export::export_result(engine.clone()))
-            .template(export::export_resource(engine.clone())),
+            .template(export::export_resource(engine.clone()))
+            // export_start's jobs are tasks too: reading one is reading the export.
+            .task_kind(export::KIND, &["exports:read"], &["exports:write"]),
         None => app,
     }
 }

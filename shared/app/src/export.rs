@@ -308,4 +308,5 @@ pub fn export_resource(engine: Arc<Engine>) -> ResourceTemplate {
     )
     .description("A finished export's CSV")
     .private()
+    .scopes(&["exports:read"])
 }

@@ -152,4 +152,5 @@ pub fn note_resource(ports: NotesPorts) -> ResourceTemplate {
     )
     .description("One of your notes")
     .private()
+    .scopes(&["notes:read"])
 }

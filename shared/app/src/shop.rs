@@ -499,6 +499,7 @@ pub fn cart_resource(ports: ShopPorts) -> relevo_protocol::ResourceTemplate {
     )
     .description("One of your carts")
     .private()
+    .scopes(&["shop"])
 }
 
 /// The shop's tools over these ports.

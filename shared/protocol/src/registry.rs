@@ -279,7 +279,7 @@ impl Tool {
     }
 
     pub fn scopes(mut self, scopes: &[&str]) -> Self {
-        self.scopes = scopes.iter().map(|s| s.to_string()).collect();
+        self.scopes = owned(scopes);
         self
     }
 
@@ -373,6 +373,8 @@ pub struct Resource {
     pub mime_type: Option<String>,
     /// Per-caller content: reads carry `cacheScope: private`.
     pub private: bool,
+    /// OAuth scopes a caller must hold to read it, list it, or subscribe to it.
+    pub scopes: Vec<String>,
     pub handler: Handler,
 }
 
@@ -385,6 +387,7 @@ impl Resource {
             description: None,
             mime_type: Some(mime_type.into()),
             private: false,
+            scopes: Vec::new(),
             handler,
         }
     }
@@ -397,6 +400,11 @@ impl Resource {
     /// Marks the content as per-caller: reads carry `cacheScope: private`.
     pub fn private(mut self) -> Self {
         self.private = true;
+        self
+    }
+
+    pub fn scopes(mut self, scopes: &[&str]) -> Self {
+        self.scopes = owned(scopes);
         self
     }
 
@@ -421,6 +429,8 @@ pub struct ResourceTemplate {
     pub completions: BTreeMap<String, Vec<String>>,
     /// Per-caller content: reads carry `cacheScope: private`.
     pub private: bool,
+    /// OAuth scopes a caller must hold to read, list, complete or subscribe to its resources.
+    pub scopes: Vec<String>,
     pub handler: Handler,
 }
 
@@ -434,8 +444,14 @@ impl ResourceTemplate {
             mime_type: Some(mime_type.into()),
             completions: BTreeMap::new(),
             private: false,
+            scopes: Vec::new(),
             handler,
         }
+    }
+
+    pub fn scopes(mut self, scopes: &[&str]) -> Self {
+        self.scopes = owned(scopes);
+        self
     }
 
     pub fn description(mut self, text: &str) -> Self {
@@ -521,12 +537,26 @@ pub struct Prompt {
     pub title: Option<String>,
     pub description: Option<String>,
     pub arguments: Vec<PromptArgument>,
+    /// OAuth scopes a caller must hold to get, list or complete it.
+    pub scopes: Vec<String>,
     pub handler: Handler,
 }
 
 impl Prompt {
     pub fn new(name: &str, description: &str, arguments: Vec<PromptArgument>, handler: Handler) -> Self {
-        Prompt { name: name.into(), title: None, description: Some(description.into()), arguments, handler }
+        Prompt {
+            name: name.into(),
+            title: None,
+            description: Some(description.into()),
+            arguments,
+            scopes: Vec::new(),
+            handler,
+        }
+    }
+
+    pub fn scopes(mut self, scopes: &[&str]) -> Self {
+        self.scopes = owned(scopes);
+        self
     }
 
     pub fn to_wire(&self) -> Value {
@@ -549,6 +579,18 @@ impl Prompt {
     }
 }
 
+fn owned(scopes: &[&str]) -> Vec<String> {
+    scopes.iter().map(|s| s.to_string()).collect()
+}
+
+/// Who may reach the jobs of one kind through `tasks/get` (`read`) and `tasks/update` /
+/// `tasks/cancel` (`write`). A kind the app does not declare is not reachable through them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskAccess {
+    pub read: Vec<String>,
+    pub write: Vec<String>,
+}
+
 fn insert_some(target: &mut Value, key: &str, value: &Option<String>) {
     if let Some(value) = value {
         target[key] = json!(value);
@@ -566,6 +608,7 @@ pub struct App {
     resources: BTreeMap<String, Resource>,
     templates: BTreeMap<String, ResourceTemplate>,
     prompts: BTreeMap<String, Prompt>,
+    task_kinds: BTreeMap<String, TaskAccess>,
 }
 
 impl App {
@@ -578,6 +621,7 @@ impl App {
             resources: BTreeMap::new(),
             templates: BTreeMap::new(),
             prompts: BTreeMap::new(),
+            task_kinds: BTreeMap::new(),
         }
     }
 
@@ -624,6 +668,18 @@ impl App {
 
     pub fn templates(&self) -> impl Iterator<Item = &ResourceTemplate> {
         self.templates.values()
+    }
+
+    /// Makes jobs of `kind` (started by the app's own tools) reachable as tasks, for callers
+    /// holding `read` (get) or `write` (update, cancel). Tool tasks are declared by their tool.
+    pub fn task_kind(mut self, kind: &str, read: &[&str], write: &[&str]) -> Self {
+        self.task_kinds.insert(kind.into(), TaskAccess { read: owned(read), write: owned(write) });
+        self
+    }
+
+    /// The declared task kinds and who may reach them.
+    pub fn task_kinds(&self) -> impl Iterator<Item = (&String, &TaskAccess)> {
+        self.task_kinds.iter()
     }
 
     pub fn prompts(&self) -> impl Iterator<Item = &Prompt> {

@@ -31,9 +31,11 @@ use crate::registry::{App, Call, Handler, Outcome};
 use crate::seal::KeyRing;
 use crate::tasks::{self, TaskSupport, ToolTaskRunner};
 use crate::wire::{self, JsonObject, meta};
+use guard::TaskUse;
 use relevo_state::canonical_object_digest;
 use relevo_state::{Engine, Ids, JobRef, RandomIds, RecordStore};
 
+mod guard;
 mod listen;
 
 pub use listen::MAX_WATCHED;
@@ -348,25 +350,22 @@ impl McpServer {
                 cacheable(result, self.config.list_ttl_ms)
             }
             Method::ToolsList => {
-                let visible = app.tools().filter(|t| principal.holds(&t.scopes)).map(|t| t.to_wire()).collect();
-                let mut result = cacheable(list("tools", visible)?, self.config.list_ttl_ms);
-                if !self.auth.is_open() {
-                    // The list depends on the caller's scopes: never share it across tokens.
-                    result.insert("cacheScope".into(), json!("private"));
-                }
-                result
+                let items = app.tools().filter(|t| guard::visible(&principal, &t.scopes)).map(|t| t.to_wire());
+                self.per_caller(list("tools", items.collect())?)
             }
             Method::ResourcesList => {
-                cacheable(list("resources", app.resources().map(|r| r.to_wire()).collect())?, self.config.list_ttl_ms)
+                let items = app.resources().filter(|r| guard::visible(&principal, &r.scopes)).map(|r| r.to_wire());
+                self.per_caller(list("resources", items.collect())?)
             }
-            Method::ResourcesTemplatesList => cacheable(
-                list("resourceTemplates", app.templates().map(|t| t.to_wire()).collect())?,
-                self.config.list_ttl_ms,
-            ),
+            Method::ResourcesTemplatesList => {
+                let items = app.templates().filter(|t| guard::visible(&principal, &t.scopes)).map(|t| t.to_wire());
+                self.per_caller(list("resourceTemplates", items.collect())?)
+            }
             Method::PromptsList => {
-                cacheable(list("prompts", app.prompts().map(|p| p.to_wire()).collect())?, self.config.list_ttl_ms)
+                let items = app.prompts().filter(|p| guard::visible(&principal, &p.scopes)).map(|p| p.to_wire());
+                self.per_caller(list("prompts", items.collect())?)
             }
-            Method::Complete => self.complete(&request.params)?,
+            Method::Complete => self.complete(&request.params, &principal)?,
             Method::SubscriptionsListen => return self.listen(&request, &principal).await,
             Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead => {
                 return self.call(request, principal, now).await;
@@ -378,6 +377,16 @@ impl McpServer {
         Ok(self.result_reply(&request, result, "complete"))
     }
 
+    /// A list result for this caller: cacheable, but never shared across tokens when the list
+    /// depends on the caller's scopes.
+    fn per_caller(&self, result: JsonObject) -> JsonObject {
+        let mut result = cacheable(result, self.config.list_ttl_ms);
+        if !self.auth.is_open() {
+            result.insert("cacheScope".into(), json!("private"));
+        }
+        result
+    }
+
     /// `tools/call`, `prompts/get`, `resources/read`: the methods that run app handlers and may
     /// answer `input_required`.
     async fn call(&self, request: ValidRequest, principal: Principal, now: u64) -> Result<Reply, McpError> {
@@ -386,16 +395,9 @@ impl McpServer {
         let mut invalidation: Option<(String, String)> = None;
         let (handler, arguments, uri, streams, private) = match request.method {
             Method::ToolsCall => {
-                let name = string_param(params, "name")?;
-                let tool = self
-                    .app
-                    .find_tool(name)
-                    .ok_or_else(|| McpError::invalid_params(format!("Unknown tool: {name}")))?;
                 // A caller without the tool's scopes gets 403 insufficient_scope, so a client can
                 // step up; scope names are public (protected-resource metadata lists them).
-                if !principal.holds(&tool.scopes) {
-                    return Err(McpError::InsufficientScope(tool.scopes.clone()));
-                }
+                let tool = self.callable_tool(&principal, string_param(params, "name")?)?;
                 let arguments = match params.get("arguments") {
                     None | Some(Value::Null) => JsonObject::new(),
                     Some(Value::Object(a)) => a.clone(),
@@ -414,11 +416,7 @@ impl McpServer {
                 (tool.handler.clone(), arguments, None, tool.streams, false)
             }
             Method::PromptsGet => {
-                let name = string_param(params, "name")?;
-                let prompt = self
-                    .app
-                    .find_prompt(name)
-                    .ok_or_else(|| McpError::invalid_params(format!("Unknown prompt: {name}")))?;
+                let prompt = self.gettable_prompt(&principal, string_param(params, "name")?)?;
                 let arguments = match params.get("arguments") {
                     None | Some(Value::Null) => JsonObject::new(),
                     Some(Value::Object(a)) if a.values().all(Value::is_string) => a.clone(),
@@ -432,8 +430,8 @@ impl McpServer {
             }
             _ => {
                 let uri = string_param(params, "uri")?;
-                let (handler, arguments, private) = self.find_readable(uri)?;
-                (handler, arguments, Some(uri.to_string()), false, private)
+                let readable = self.readable(&principal, uri)?;
+                (readable.handler, readable.arguments, Some(uri.to_string()), false, readable.private)
             }
         };
 
@@ -563,17 +561,6 @@ impl McpServer {
             outcome = run_handler(handler, call.clone(), request.deadline).await?;
         }
         input_failed(request.method, "The call kept asking for input; giving up")
-    }
-
-    /// The handler for `uri`, the template variables it binds, and whether its content is private.
-    fn find_readable(&self, uri: &str) -> Result<(Handler, JsonObject, bool), McpError> {
-        if let Some(resource) = self.app.find_resource(uri) {
-            return Ok((resource.handler.clone(), JsonObject::new(), resource.private));
-        }
-        self.app
-            .templates()
-            .find_map(|t| t.match_uri(uri).map(|vars| (t.handler.clone(), vars, t.private)))
-            .ok_or_else(|| McpError::resource_not_found(uri))
     }
 
     /// What a requestState is bound to: the caller (tenant and subject), the method, its target
@@ -724,20 +711,22 @@ impl McpServer {
         let job = JobRef { tenant: principal.tenant.clone(), subject: principal.subject.clone(), id: task_id.into() };
         let unknown = || McpError::invalid_params_with("Unknown task", json!({ "taskId": task_id }));
         let store_failure = crate::error::store_failure("task");
+        let usage = if request.method == Method::TasksGet { TaskUse::Read } else { TaskUse::Write };
+        let found = engine.store.get_job(&job).await.map_err(&store_failure)?.ok_or_else(unknown)?;
+        if !self.reachable_task(principal, &found, usage)? {
+            return Err(unknown());
+        }
         let result = match request.method {
-            Method::TasksGet => {
-                let found = engine.store.get_job(&job).await.map_err(store_failure)?.ok_or_else(unknown)?;
-                tasks::detailed_task(&found)
-            }
+            Method::TasksGet => tasks::detailed_task(&found),
             Method::TasksUpdate => {
                 let Some(Value::Object(responses)) = request.params.get("inputResponses") else {
                     return Err(McpError::invalid_params("params.inputResponses must be an object"));
                 };
-                engine.provide_input(&job, responses).await.map_err(store_failure)?.ok_or_else(unknown)?;
+                engine.provide_input(&job, responses).await.map_err(&store_failure)?.ok_or_else(unknown)?;
                 JsonObject::new()
             }
             _ => {
-                engine.cancel(&job).await.map_err(store_failure)?.ok_or_else(unknown)?;
+                engine.cancel(&job).await.map_err(&store_failure)?.ok_or_else(unknown)?;
                 JsonObject::new()
             }
         };
@@ -894,6 +883,9 @@ impl McpServer {
             ("resources/subscribe" | "resources/unsubscribe", _) if self.pushes_updates() => {
                 let uri = string_param(&params, "uri")?.to_string();
                 let subscribe = method == "resources/subscribe";
+                if subscribe {
+                    self.readable(&principal, &uri)?;
+                }
                 legacy
                     .update(&principal, &session_id, |s| {
                         s.subscriptions.retain(|u| *u != uri);
@@ -1010,7 +1002,7 @@ impl McpServer {
         sse_reply(rx, self.keepalive())
     }
 
-    fn complete(&self, params: &JsonObject) -> Result<JsonObject, McpError> {
+    fn complete(&self, params: &JsonObject, principal: &Principal) -> Result<JsonObject, McpError> {
         let reference = params
             .get("ref")
             .and_then(Value::as_object)
@@ -1024,26 +1016,7 @@ impl McpServer {
         else {
             return Err(McpError::invalid_params("argument.name and argument.value must be strings"));
         };
-        let candidates: Vec<String> = match reference.get("type").and_then(Value::as_str) {
-            Some("ref/prompt") => {
-                let name = reference.get("name").and_then(Value::as_str).unwrap_or_default();
-                let prompt = self
-                    .app
-                    .find_prompt(name)
-                    .ok_or_else(|| McpError::invalid_params(format!("Unknown prompt: {name}")))?;
-                prompt.arguments.iter().find(|a| a.name == arg_name).map(|a| a.completions.clone()).unwrap_or_default()
-            }
-            Some("ref/resource") => {
-                let uri = reference.get("uri").and_then(Value::as_str).unwrap_or_default();
-                let template = self
-                    .app
-                    .templates()
-                    .find(|t| t.uri_template == uri)
-                    .ok_or_else(|| McpError::invalid_params(format!("Unknown resource template: {uri}")))?;
-                template.completions.get(arg_name).cloned().unwrap_or_default()
-            }
-            _ => return Err(McpError::invalid_params("ref.type must be ref/prompt or ref/resource")),
-        };
+        let candidates = self.completable(principal, reference, arg_name)?;
         let matching: Vec<String> = candidates.into_iter().filter(|c| c.starts_with(prefix)).collect();
         let total = matching.len();
         let values: Vec<String> = matching.into_iter().take(100).collect();

@@ -9,8 +9,9 @@
 //! twice).
 //!
 //! Invariants and bounds:
-//! - The ack honours only subscriptions that name a readable resource (a resource's URI or a
-//!   template's): anything else could only be heard from the instance that made the change.
+//! - The ack honours only subscriptions that name a resource the listener may read (a resource's
+//!   URI or a template's, with the scopes it declares): anything else could only be heard from the
+//!   instance that made the change, or is not the listener's to hear of.
 //! - At most [`MAX_WATCHED`] subscriptions per stream (more is invalid params), so an open stream
 //!   costs at most `MAX_WATCHED` reads per poll, and `listen_max_secs / listen_poll_ms` polls.
 //! - A listener learns only what it could read: a resource it may not read (another principal's,
@@ -64,9 +65,9 @@ struct Watch {
 
 impl Watch {
     async fn read(&self, uri: &str) -> Seen {
-        let Ok((handler, arguments, _)) = self.server.find_readable(uri) else { return Seen::Absent };
+        let Ok(readable) = self.server.readable(&self.principal, uri) else { return Seen::Absent };
         let call = Call {
-            arguments,
+            arguments: readable.arguments,
             uri: Some(uri.to_string()),
             input_responses: JsonObject::new(),
             state: None,
@@ -74,7 +75,7 @@ impl Watch {
             principal: self.principal.clone(),
             notifier: Notifier::silent(),
         };
-        match run_handler(&handler, call, Some(tokio::time::Instant::now() + READ_TIMEOUT)).await {
+        match run_handler(&readable.handler, call, Some(tokio::time::Instant::now() + READ_TIMEOUT)).await {
             Ok(Outcome::Complete(result)) => {
                 Seen::Content(relevo_state::canonical_digest(result.get("contents").unwrap_or(&Value::Null)))
             }
@@ -138,7 +139,9 @@ impl McpServer {
         if subscriptions.len() > MAX_WATCHED {
             return Err(McpError::invalid_params(format!("at most {MAX_WATCHED} resourceSubscriptions per stream")));
         }
-        let watched: Vec<String> = subscriptions.into_iter().filter(|uri| self.find_readable(uri).is_ok()).collect();
+        // Only what the caller may read (its scopes, through the one guard) can be watched.
+        let watched: Vec<String> =
+            subscriptions.into_iter().filter(|uri| self.readable(principal, uri).is_ok()).collect();
         let tag = json!({ meta::SUBSCRIPTION_ID: request.id.clone() });
         let mut watch = Watch {
             server: self.clone(),

@@ -1,0 +1,139 @@
+//! The one authorization decision. Every surface a request can reach declares the OAuth scopes
+//! it needs next to its definition — tools, resources, resource templates and prompts by
+//! `.scopes(…)`, task kinds by `App::task_kind` — and every method reaches its surface only
+//! through this module, which refuses a caller without them before any handler runs.
+//!
+//! Threat model: an authenticated caller of the right tenant whose token was narrowed (an
+//! agent's, a subtask's) must not reach through one method what another refuses it. So the
+//! scopes of a resource hold for `resources/read`, `resources/list`, `completion/complete`,
+//! `subscriptions/listen` and `resources/subscribe` alike; the scopes of a tool for
+//! `tools/call`, `tools/list` and the tasks it started; a prompt's for `prompts/get`, its
+//! listing and its completions.
+//!
+//! Invariants:
+//! - A surface without scopes is public. Which ones are is kept explicit by the enumeration test
+//!   (`tests/tests/surfaces.rs`), which fails for any surface added later without a decision.
+//! - Task kinds are deny by default: a job kind the app did not declare (an internal job) is not
+//!   reachable through `tasks/*` at all, and answers "Unknown task" like another principal's.
+//! - Refusals are `insufficient_scope` (403 with the scopes needed, so a client can step up);
+//!   lists leave out what the caller may not reach.
+
+use serde_json::Value;
+
+use super::McpServer;
+use crate::auth::Principal;
+use crate::error::McpError;
+use crate::registry::{Handler, Prompt, Tool};
+use crate::tasks::TOOL_TASK_KIND;
+use crate::wire::JsonObject;
+use relevo_state::Job;
+
+/// What a caller wants to do with a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TaskUse {
+    /// `tasks/get`.
+    Read,
+    /// `tasks/update`, `tasks/cancel`.
+    Write,
+}
+
+/// A readable resource the caller may read: its handler, the template variables it binds, and
+/// whether its content is private.
+pub(crate) struct Readable {
+    pub handler: Handler,
+    pub arguments: JsonObject,
+    pub private: bool,
+}
+
+pub(crate) fn require(principal: &Principal, scopes: &[String]) -> Result<(), McpError> {
+    if principal.holds(scopes) { Ok(()) } else { Err(McpError::InsufficientScope(scopes.to_vec())) }
+}
+
+impl McpServer {
+    pub(crate) fn callable_tool(&self, principal: &Principal, name: &str) -> Result<&Tool, McpError> {
+        let tool = self.app.find_tool(name).ok_or_else(|| McpError::invalid_params(format!("Unknown tool: {name}")))?;
+        require(principal, &tool.scopes)?;
+        Ok(tool)
+    }
+
+    pub(crate) fn gettable_prompt(&self, principal: &Principal, name: &str) -> Result<&Prompt, McpError> {
+        let prompt =
+            self.app.find_prompt(name).ok_or_else(|| McpError::invalid_params(format!("Unknown prompt: {name}")))?;
+        require(principal, &prompt.scopes)?;
+        Ok(prompt)
+    }
+
+    /// The resource `uri` names (a resource's URI, or a template's match), if the caller may read it.
+    pub(crate) fn readable(&self, principal: &Principal, uri: &str) -> Result<Readable, McpError> {
+        if let Some(resource) = self.app.find_resource(uri) {
+            require(principal, &resource.scopes)?;
+            let handler = resource.handler.clone();
+            return Ok(Readable { handler, arguments: JsonObject::new(), private: resource.private });
+        }
+        let (template, arguments) = self
+            .app
+            .templates()
+            .find_map(|t| t.match_uri(uri).map(|vars| (t, vars)))
+            .ok_or_else(|| McpError::resource_not_found(uri))?;
+        require(principal, &template.scopes)?;
+        Ok(Readable { handler: template.handler.clone(), arguments, private: template.private })
+    }
+
+    /// The completion candidates of `reference`'s argument `argument`, if the caller may reach
+    /// the prompt or template it names.
+    pub(crate) fn completable(
+        &self,
+        principal: &Principal,
+        reference: &JsonObject,
+        argument: &str,
+    ) -> Result<Vec<String>, McpError> {
+        match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let prompt =
+                    self.gettable_prompt(principal, reference.get("name").and_then(Value::as_str).unwrap_or(""))?;
+                Ok(prompt
+                    .arguments
+                    .iter()
+                    .find(|a| a.name == argument)
+                    .map(|a| a.completions.clone())
+                    .unwrap_or_default())
+            }
+            Some("ref/resource") => {
+                let uri = reference.get("uri").and_then(Value::as_str).unwrap_or_default();
+                let template = self
+                    .app
+                    .templates()
+                    .find(|t| t.uri_template == uri)
+                    .ok_or_else(|| McpError::invalid_params(format!("Unknown resource template: {uri}")))?;
+                require(principal, &template.scopes)?;
+                Ok(template.completions.get(argument).cloned().unwrap_or_default())
+            }
+            _ => Err(McpError::invalid_params("ref.type must be ref/prompt or ref/resource")),
+        }
+    }
+
+    /// Whether the caller may reach `job` as a task for `usage`: `Ok(false)` when the job's kind
+    /// is not reachable as a task at all (it then answers as an unknown task).
+    pub(crate) fn reachable_task(&self, principal: &Principal, job: &Job, usage: TaskUse) -> Result<bool, McpError> {
+        let scopes = if job.kind == TOOL_TASK_KIND {
+            let name = job.input.get("tool").and_then(Value::as_str).unwrap_or_default();
+            match self.app.find_tool(name) {
+                Some(tool) => tool.scopes.clone(),
+                None => return Ok(false),
+            }
+        } else {
+            match self.app.task_kinds().find(|(kind, _)| **kind == job.kind) {
+                Some((_, access)) if usage == TaskUse::Read => access.read.clone(),
+                Some((_, access)) => access.write.clone(),
+                None => return Ok(false),
+            }
+        };
+        require(principal, &scopes)?;
+        Ok(true)
+    }
+}
+
+/// Whether a list shows an item with `scopes` to `principal`.
+pub(crate) fn visible(principal: &Principal, scopes: &[String]) -> bool {
+    principal.holds(scopes)
+}

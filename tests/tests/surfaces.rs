@@ -1,0 +1,295 @@
+//! Every surface of the shop, enumerated from its registry, refuses a token without the scopes
+//! the surface declares — whichever method reaches it: tools (`tools/call`, `tools/list`),
+//! resources and templates (`resources/read`, the lists, `completion/complete`,
+//! `subscriptions/listen`, legacy `resources/subscribe`), prompts (`prompts/get`, the list,
+//! completion), task kinds (`tasks/get`, `tasks/update`, `tasks/cancel`).
+//!
+//! The token of each probe holds every scope the app knows except the surface's own, so the
+//! refusal is that scope's doing. A surface declaring no scopes must be in [`PUBLIC`]: adding
+//! a surface without deciding who may reach it fails here, not at a customer.
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use relevo_app::Ports;
+use relevo_embedded::{SqliteQueue, SqliteStore};
+use relevo_protocol::{App, McpServer, ServerConfig};
+use relevo_state::EngineConfig;
+use relevo_tests::*;
+use serde_json::{Value, json};
+
+/// The surfaces anyone authenticated may reach, and why.
+const PUBLIC: &[(&str, &str)] = &[
+    ("tool greet", "a demo without data"),
+    ("tool add", "a demo without data"),
+    ("tool count", "a demo without data"),
+    ("tool catalog_list", "the public catalog"),
+    ("resource relevo://about", "a fixed description of the server"),
+    ("prompt explain", "a fixed prompt text"),
+];
+
+struct Shop {
+    app: App,
+    router: axum::Router,
+    issuer: relevo_auth::DevIssuer,
+    jobs: relevo_app::Jobs,
+    queue: SqliteQueue,
+}
+
+fn shop() -> Shop {
+    let (settings, issuer, auth) = dev_auth();
+    let sqlite = SqliteStore::in_memory().unwrap();
+    let queue = SqliteQueue::new(sqlite.clone(), 5);
+    let jobs =
+        relevo_app::jobs(Arc::new(sqlite.clone()), Arc::new(queue.clone()), EngineConfig::default(), Duration::ZERO);
+    let ports = Ports::new(Some(Arc::new(sqlite.clone()))).with_jobs(jobs.engine.clone());
+    let app = relevo_app::demo::app(&ports);
+    let config = ServerConfig { listen_max_secs: 0, ..ServerConfig::default() };
+    let server = McpServer::new(app.clone(), config, test_keys(), Arc::new(auth))
+        .with_tasks(jobs.engine.clone(), &jobs.tool_runner)
+        .with_legacy_sessions(Arc::new(sqlite));
+    let options = relevo_gateway::GatewayOptions { auth: Some(settings), ..gateway_options() };
+    Shop { app, router: relevo_gateway::router(server, options), issuer, jobs, queue }
+}
+
+/// One surface: its name (as in [`PUBLIC`]) and the scopes it declares.
+fn surfaces(app: &App) -> Vec<(String, Vec<String>)> {
+    let mut all = Vec::new();
+    all.extend(app.tools().map(|t| (format!("tool {}", t.name), t.scopes.clone())));
+    all.extend(app.resources().map(|r| (format!("resource {}", r.uri), r.scopes.clone())));
+    all.extend(app.templates().map(|t| (format!("template {}", t.uri_template), t.scopes.clone())));
+    all.extend(app.prompts().map(|p| (format!("prompt {}", p.name), p.scopes.clone())));
+    for (kind, access) in app.task_kinds() {
+        all.push((format!("task-read {kind}"), access.read.clone()));
+        all.push((format!("task-write {kind}"), access.write.clone()));
+    }
+    all
+}
+
+fn every_scope(app: &App) -> BTreeSet<String> {
+    surfaces(app).into_iter().flat_map(|(_, scopes)| scopes).collect()
+}
+
+fn tasks_meta() -> Value {
+    envelope(json!({ "extensions": { "io.modelcontextprotocol/tasks": {} }, "elicitation": {} }))
+}
+
+impl Shop {
+    /// A token of alice holding every scope the app knows except `without`.
+    fn token_without(&self, without: &[String]) -> String {
+        let scopes: Vec<String> = every_scope(&self.app).into_iter().filter(|s| !without.contains(s)).collect();
+        let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
+        dev_token(&self.issuer, "acme", "alice", &scopes)
+    }
+
+    fn full_token(&self) -> String {
+        self.token_without(&[])
+    }
+
+    async fn rpc(&self, token: &str, method: &str, mut params: Value) -> Reply {
+        params["_meta"] = tasks_meta();
+        send(&self.router, rpc_as(Some(token), 1, method, params)).await
+    }
+
+    async fn tool(&self, token: &str, name: &str, arguments: Value) -> Value {
+        self.rpc(token, "tools/call", json!({ "name": name, "arguments": arguments })).await.json()
+    }
+
+    async fn drain(&self) {
+        use relevo_state::Queue;
+        loop {
+            let now = relevo_state::Clock::now_unix(&relevo_state::SystemClock);
+            let messages = self.queue.receive(10, 60, now).await.unwrap();
+            if messages.is_empty() {
+                return;
+            }
+            for message in messages {
+                self.jobs.engine.process_message(&message.body).await.unwrap();
+                self.queue.delete(&message.receipt).await.unwrap();
+            }
+        }
+    }
+
+    /// Real data behind every template, made with a full token: (template, a URI of it).
+    async fn data(&self) -> Vec<(String, String)> {
+        let full = self.full_token();
+        let note = self.tool(&full, "note_create", json!({ "text": "alice's secret" })).await;
+        let cart = self.tool(&full, "cart_create", json!({})).await;
+        // Without the Tasks extension in this call the export answers synchronously with its id.
+        let params = json!({ "name": "export_start", "arguments": { "dataset": "customers", "purpose": "probe" },
+            "_meta": envelope(json!({})) });
+        let export = send(&self.router, rpc_as(Some(&full), 1, "tools/call", params)).await.json();
+        self.drain().await;
+        let id = |v: &Value, field: &str| v["result"]["structuredContent"][field].as_str().unwrap().to_string();
+        vec![
+            ("notes://{noteId}".into(), format!("notes://{}", id(&note, "noteId"))),
+            ("carts://{cartId}".into(), format!("carts://{}", id(&cart, "cartId"))),
+            ("exports://{jobId}".into(), format!("exports://{}", id(&export, "jobId"))),
+        ]
+    }
+}
+
+/// A refusal for want of `scopes`: 403, `insufficient_scope` naming them.
+fn assert_refused(reply: &Reply, scopes: &[String], what: &str) {
+    assert_eq!(reply.status, 403, "{what}: {}", reply.text);
+    let challenge = reply.headers.get("www-authenticate").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+    assert!(challenge.contains("insufficient_scope"), "{what}: {challenge}");
+    for scope in scopes {
+        assert!(challenge.contains(scope.as_str()), "{what}: the challenge names {scope}: {challenge}");
+    }
+    assert!(!reply.text.contains("secret") && !reply.text.contains("@"), "{what} leaked data: {}", reply.text);
+}
+
+fn listed(reply: &Reply, key: &str, field: &str) -> Vec<String> {
+    let items = reply.json()["result"][key].as_array().cloned().unwrap_or_default();
+    items.iter().filter_map(|i| i[field].as_str().map(String::from)).collect()
+}
+
+#[tokio::test]
+async fn every_surface_declares_who_may_reach_it_and_refuses_a_token_without_those_scopes() {
+    let shop = shop();
+    let data = shop.data().await;
+    let full = shop.full_token();
+    let mut probed = BTreeSet::new();
+    for (surface, scopes) in surfaces(&shop.app) {
+        if scopes.is_empty() {
+            assert!(
+                PUBLIC.iter().any(|(name, _)| *name == surface),
+                "{surface} declares no scopes: declare them next to its definition, or list it in PUBLIC with a reason"
+            );
+            continue;
+        }
+        let token = shop.token_without(&scopes);
+        let (kind, name) = surface.split_once(' ').unwrap();
+        match kind {
+            "tool" => {
+                let reply = shop.rpc(&token, "tools/call", json!({ "name": name, "arguments": {} })).await;
+                assert_refused(&reply, &scopes, &surface);
+                let list = shop.rpc(&token, "tools/list", json!({})).await;
+                assert!(!listed(&list, "tools", "name").contains(&name.to_string()), "{surface} is listed");
+            }
+            "resource" | "template" => {
+                let uri = data.iter().find(|(t, _)| t == name).map(|(_, u)| u.clone()).unwrap_or_else(|| {
+                    // A template this test makes no data for: any match is refused before its handler.
+                    filled(name)
+                });
+                let reply = shop.rpc(&token, "resources/read", json!({ "uri": uri })).await;
+                assert_refused(&reply, &scopes, &format!("{surface} read as {uri}"));
+                assert_eq!(
+                    shop.rpc(&full, "resources/read", json!({ "uri": uri })).await.status,
+                    200,
+                    "{surface}: the full token reads {uri}"
+                );
+                let (list, key, field) = if kind == "resource" {
+                    ("resources/list", "resources", "uri")
+                } else {
+                    ("resources/templates/list", "resourceTemplates", "uriTemplate")
+                };
+                let reply = shop.rpc(&token, list, json!({})).await;
+                assert!(!listed(&reply, key, field).contains(&name.to_string()), "{surface} is listed");
+                if kind == "template" {
+                    let completion = json!({ "ref": { "type": "ref/resource", "uri": name },
+                        "argument": { "name": "x", "value": "" } });
+                    let reply = shop.rpc(&token, "completion/complete", completion).await;
+                    assert_refused(&reply, &scopes, &format!("{surface} completion"));
+                }
+                let filter = json!({ "notifications": { "resourceSubscriptions": [uri] } });
+                let ack = shop.rpc(&token, "subscriptions/listen", filter).await.sse_messages();
+                assert_eq!(ack[0]["params"]["notifications"], json!({}), "{surface}: a listen stream may not watch it");
+            }
+            "prompt" => {
+                let reply = shop.rpc(&token, "prompts/get", json!({ "name": name })).await;
+                assert_refused(&reply, &scopes, &surface);
+                let completion = json!({ "ref": { "type": "ref/prompt", "name": name },
+                    "argument": { "name": "x", "value": "" } });
+                assert_refused(&shop.rpc(&token, "completion/complete", completion).await, &scopes, &surface);
+                let list = shop.rpc(&token, "prompts/list", json!({})).await;
+                assert!(!listed(&list, "prompts", "name").contains(&name.to_string()), "{surface} is listed");
+            }
+            "task-read" | "task-write" => {
+                let task = task_of_kind(&shop, &full, name).await;
+                let (method, params) = if kind == "task-read" {
+                    ("tasks/get", json!({ "taskId": task }))
+                } else {
+                    ("tasks/cancel", json!({ "taskId": task }))
+                };
+                assert_refused(&shop.rpc(&token, method, params.clone()).await, &scopes, &surface);
+                assert_eq!(shop.rpc(&full, "tasks/get", json!({ "taskId": task })).await.status, 200, "{surface}");
+            }
+            other => panic!("a surface kind this test does not know: {other}"),
+        }
+        probed.insert(surface);
+    }
+    assert!(probed.len() >= 20, "the shop's scoped surfaces were all probed: {probed:?}");
+}
+
+/// A URI of `template` with every variable filled.
+fn filled(template: &str) -> String {
+    let mut uri = String::new();
+    let mut in_variable = false;
+    for c in template.chars() {
+        match c {
+            '{' => in_variable = true,
+            '}' => {
+                in_variable = false;
+                uri.push_str("probe");
+            }
+            _ if !in_variable => uri.push(c),
+            _ => {}
+        }
+    }
+    uri
+}
+
+/// A task of `kind`, started with the full token.
+async fn task_of_kind(shop: &Shop, full: &str, kind: &str) -> String {
+    assert_eq!(kind, relevo_app::export::KIND, "a task kind this test cannot start: {kind}");
+    let started = shop.tool(full, "export_start", json!({ "dataset": "customers", "purpose": "probe" })).await;
+    started["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {started}")).to_string()
+}
+
+#[tokio::test]
+async fn a_token_without_scopes_reads_nothing_through_resources_tasks_or_a_legacy_subscription() {
+    let shop = shop();
+    let data = shop.data().await;
+    let bare = dev_token(&shop.issuer, "acme", "alice", &[]);
+    for (_, uri) in &data {
+        let reply = shop.rpc(&bare, "resources/read", json!({ "uri": uri })).await;
+        assert_eq!(reply.status, 403, "{uri}: {}", reply.text);
+    }
+    let full = shop.full_token();
+    let task = task_of_kind(&shop, &full, relevo_app::export::KIND).await;
+    shop.drain().await;
+    for method in ["tasks/get", "tasks/cancel", "tasks/update"] {
+        let reply = shop.rpc(&bare, method, json!({ "taskId": task, "inputResponses": {} })).await;
+        assert_eq!(reply.status, 403, "{method}: {}", reply.text);
+    }
+    let reader = dev_token(&shop.issuer, "acme", "alice", &["exports:read"]);
+    let cancel = shop.rpc(&reader, "tasks/cancel", json!({ "taskId": task })).await;
+    assert_eq!(cancel.status, 403, "reading an export does not let one cancel it: {}", cancel.text);
+
+    // A 2025-11-25 session of the same bare token cannot subscribe to what it cannot read.
+    let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": { "protocolVersion": "2025-11-25",
+        "capabilities": {}, "clientInfo": { "name": "probe", "version": "0" } } });
+    let opened = send(&shop.router, legacy_post(&bare, None, &init)).await;
+    let session = opened.headers["mcp-session-id"].to_str().unwrap().to_string();
+    let subscribe =
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": { "uri": data[0].1 } });
+    let refused = send(&shop.router, legacy_post(&bare, Some(&session), &subscribe)).await;
+    assert_eq!(refused.status, 403, "{}", refused.text);
+}
+
+fn legacy_post(token: &str, session: Option<&str>, body: &Value) -> http::Request<axum::body::Body> {
+    let mut request = http::Request::post("/mcp")
+        .header("host", "127.0.0.1:8080")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", format!("Bearer {token}"));
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25");
+    }
+    request.body(axum::body::Body::from(body.to_string())).unwrap()
+}
