@@ -44,6 +44,7 @@ iam-report:
 unit:
 	$(CARGO) build --quiet --workspace --bins
 	infra/scripts/with-moto.sh $(CARGO) test --workspace --quiet
+	.tools/moto/bin/python infra/scripts/test_moto_serial.py
 
 lint:
 	$(CARGO) fmt --all --check

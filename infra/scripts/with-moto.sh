@@ -10,7 +10,8 @@ venv="$root/.tools/moto"
 ensure_venv "$venv" "import importlib.metadata as m, sys; sys.exit(m.version('moto') != '$moto_version')" "moto[server]==$moto_version"
 port=$(free_port)
 mkdir -p "$root/target"
-"$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$root/target/moto.log" 2>&1 &
+# moto's server, with DynamoDB requests serialised as DynamoDB's own isolation requires (see the script).
+MOTO_PORT="$port" "$venv/bin/python" "$(dirname "$0")/moto_serial.py" 127.0.0.1 "$port" >"$root/target/moto.log" 2>&1 &
 moto_pid=$!
 trap 'kill $moto_pid 2>/dev/null || true; wait $moto_pid 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do

@@ -147,15 +147,22 @@ async fn tools_list_shows_only_tools_the_token_may_call_and_is_private() {
 async fn protected_resource_metadata_is_served_at_both_paths() {
     let f = fixture();
     for path in ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"] {
-        let request = http::Request::get(path).body(axum::body::Body::empty()).unwrap();
+        let request =
+            http::Request::get(path).header("host", "127.0.0.1:8080").body(axum::body::Body::empty()).unwrap();
         let reply = send(&f.router, request).await;
         assert_eq!(reply.status, 200, "{path}");
         assert_eq!(reply.json()["resource"], AUDIENCE);
         assert_eq!(reply.json()["authorization_servers"], json!([ISSUER]));
         assert_eq!(reply.headers.get("access-control-allow-origin").unwrap(), "*");
     }
-    let jwks =
-        send(&f.router, http::Request::get("/.well-known/jwks.json").body(axum::body::Body::empty()).unwrap()).await;
+    let jwks = send(
+        &f.router,
+        http::Request::get("/.well-known/jwks.json")
+            .header("host", "localhost")
+            .body(axum::body::Body::empty())
+            .unwrap(),
+    )
+    .await;
     assert_eq!(jwks.json()["keys"][0]["kid"], f.issuer.kid.as_str());
     assert!(jwks.json()["keys"][0].get("d").is_none(), "only the public key is published");
 }

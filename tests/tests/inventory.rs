@@ -35,6 +35,7 @@ fn shop() -> Shop {
         auth,
         keys: test_keys(),
         clock: Arc::new(clock.clone()) as Arc<dyn Clock>,
+        origins: relevo_protocol::OriginPolicy::localhost(),
     };
     let options =
         relevo_gateway::GatewayOptions { auth: Some(settings), approvals: Some(Arc::new(pages)), ..gateway_options() };
@@ -78,7 +79,11 @@ impl Shop {
     }
 
     async fn page(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
-        let mut request = http::Request::builder().method(method).uri(path).header("host", "127.0.0.1:8080");
+        self.page_at("127.0.0.1:8080", method, path, headers, body).await
+    }
+
+    async fn page_at(&self, host: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+        let mut request = http::Request::builder().method(method).uri(path).header("host", host);
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
@@ -257,6 +262,67 @@ async fn a_large_change_waits_for_a_person_whose_single_decision_on_the_page_let
         record["history"].as_array().unwrap().iter().map(|t| t["status"].as_str().unwrap()).collect();
     assert_eq!(statuses, ["proposed", "authorized", "executing", "succeeded"]);
     assert_eq!(record["attempts"], 1);
+}
+
+#[tokio::test]
+async fn an_operation_is_shown_to_its_proposer_and_its_deciders_only_and_the_login_to_those_who_can_see_one() {
+    let shop = shop();
+    let agent = shop.agent("acme");
+    let proposed = shop.propose(&agent, 500, 0).await;
+    let id = proposed["operationId"].as_str().unwrap();
+    let path = format!("/approvals/{id}");
+    let bearer = |token: &str| format!("Bearer {token}");
+    let clerk = dev_token(&shop.issuer, "acme", "clerk", &["inventory:read"]);
+    let bare = dev_token(&shop.issuer, "acme", "visitor", &[]);
+    for (who, token, status) in [
+        ("the proposer", &agent, 200),
+        ("an approver", &shop.manager("acme"), 200),
+        ("a reader", &clerk, 404),
+        ("a bare token", &bare, 404),
+    ] {
+        let shown = shop.page("GET", &path, &[("authorization", &bearer(token))], "").await;
+        assert_eq!(shown.status, status, "{who}: {}", shown.text);
+        if status == 404 {
+            assert!(!shown.text.contains("MUG-1") && !shown.text.contains("agent"), "{who} learns nothing");
+        }
+    }
+    for token in [&clerk, &bare] {
+        let login = shop
+            .page(
+                "POST",
+                "/approvals/login",
+                &[("content-type", "application/x-www-form-urlencoded")],
+                &form(&[("token", token)]),
+            )
+            .await;
+        assert_eq!(login.status, 403, "{}", login.text);
+        assert!(login.headers.get("set-cookie").is_none(), "no cookie for a token that can see no approval");
+    }
+}
+
+#[tokio::test]
+async fn every_page_and_route_refuses_a_host_outside_the_allow_list() {
+    let shop = shop();
+    let manager = shop.manager("acme");
+    let login = shop
+        .page_at(
+            "evil.example",
+            "POST",
+            "/approvals/login",
+            &[("content-type", "application/x-www-form-urlencoded")],
+            &form(&[("token", &manager)]),
+        )
+        .await;
+    assert_eq!(login.status, 403, "{}", login.text);
+    assert!(login.headers.get("set-cookie").is_none());
+    for path in ["/approvals/login", "/.well-known/oauth-protected-resource/mcp", "/.well-known/jwks.json"] {
+        let reply = shop.page_at("evil.example", "GET", path, &[], "").await;
+        assert_eq!(reply.status, 403, "{path}: {}", reply.text);
+        let other_page = shop.page("GET", path, &[("origin", "http://localhost:9999")], "").await;
+        assert_eq!(other_page.status, 403, "{path}: another local port is another origin");
+        let own = shop.page("GET", path, &[("origin", "http://127.0.0.1:8080")], "").await;
+        assert_ne!(own.status, 403, "{path}: the page's own origin");
+    }
 }
 
 #[tokio::test]

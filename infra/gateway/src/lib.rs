@@ -112,7 +112,20 @@ pub fn router(server: McpServer, options: GatewayOptions) -> Router {
     router = router.route("/.well-known/jwks.json", axum::routing::get(serve_jwks));
     router = router.route("/approvals", axum::routing::any(serve_approvals));
     router = router.route("/approvals/{*rest}", axum::routing::any(serve_approvals));
-    router.with_state(Gateway { server, options: Arc::new(options) })
+    let gateway = Gateway { server, options: Arc::new(options) };
+    router.layer(axum::middleware::from_fn_with_state(gateway.clone(), allowed_host)).with_state(gateway)
+}
+
+/// The Host/Origin allow-list of `/mcp`, on every route the gateway serves (metadata, keys,
+/// approval pages): a page answered to a rebound DNS name is a page an attacker's site can read.
+async fn allowed_host(State(gateway): State<Gateway>, request: Request, next: axum::middleware::Next) -> Response {
+    match gateway.server.origin_policy().check(request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(refused) => {
+            let body = serde_json::json!({ "error": "forbidden", "error_description": refused.to_string() });
+            (http::StatusCode::FORBIDDEN, axum::Json(body)).into_response()
+        }
+    }
 }
 
 async fn serve_metadata(State(gateway): State<Gateway>, request: Request) -> Response {

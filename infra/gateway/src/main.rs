@@ -90,6 +90,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             auth: auth.clone(),
             keys: settings.keys.clone(),
             clock: ports.clock.clone(),
+            origins: settings.config.origin_policy.clone(),
         }));
         tracing::info!(
             login = %format!("{origin}/approvals/login"),

@@ -179,7 +179,10 @@ async fn checkout_and_cart_races_across_environments_keep_one_order_per_cart_and
         );
         for (_, answer) in answers.iter().filter(|(c, _)| c == cart) {
             let named = named_order(answer);
-            check(named.is_none() || named.as_ref() == placed.first(), format!("an answer names {named:?}: {answer}"));
+            check(
+                named.is_none() || named.as_ref() == placed.first(),
+                format!("an answer names {named:?}, the table holds {placed:?}: {answer}"),
+            );
             check(
                 answer.get("error").is_none() || answer["error"]["data"]["retryable"] == true,
                 format!("a confirmation failed: {answer}"),

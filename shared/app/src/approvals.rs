@@ -20,11 +20,16 @@
 //!   form submitted again finds it decided and is refused (409), never decided twice.
 //! - Injection: every value rendered is HTML-escaped; the CSP allows no script at all.
 //! - Open redirects: the login only redirects to paths under `/approvals/`.
+//! - Who sees what: an operation is shown to its proposer and to the people who may decide it
+//!   (`inventory:approve`), nobody else in the tenant (to them it does not exist: 404, as to
+//!   another tenant); the login takes only tokens that could see some operation
+//!   (`inventory:approve` or `inventory:write`).
+//! - DNS rebinding and foreign hosts: the same Host/Origin allow-list as `/mcp`, on every page.
 
 use std::sync::Arc;
 
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
-use relevo_protocol::{Authenticator, Clock, KeyRing, Principal};
+use relevo_protocol::{Authenticator, Clock, KeyRing, OriginPolicy, Principal};
 use relevo_state::ledger::{LedgerError, OpStatus, Operation};
 use serde_json::{Value, json};
 
@@ -43,6 +48,17 @@ pub struct ApprovalPages {
     pub auth: Arc<dyn Authenticator>,
     pub keys: KeyRing,
     pub clock: Arc<dyn Clock>,
+    /// The Host/Origin allow-list of the server these pages stand beside.
+    pub origins: OriginPolicy,
+}
+
+/// Whether `person` may see `operation`: its proposer, or someone who may decide proposals.
+fn may_see(person: &Principal, operation: &Operation) -> bool {
+    person.subject == operation.proposal.proposer || may_decide_any(person)
+}
+
+fn may_decide_any(person: &Principal) -> bool {
+    person.unrestricted || person.scopes.contains(policy::APPROVE)
 }
 
 /// `&`, `<`, `>`, `"` and `'` as entities.
@@ -154,6 +170,9 @@ impl ApprovalPages {
             return message(StatusCode::NOT_FOUND, "Not found", "No such page.");
         };
         let rest = rest.trim_start_matches('/');
+        if self.origins.check(headers).is_err() {
+            return message(StatusCode::FORBIDDEN, "Forbidden", "This host or origin is not allowed.");
+        }
         if body.len() > MAX_FORM_BYTES {
             return message(StatusCode::PAYLOAD_TOO_LARGE, "Too large", "The form is too large.");
         }
@@ -191,8 +210,15 @@ impl ApprovalPages {
         if token.bytes().any(|b| !(b.is_ascii_alphanumeric() || b"-_.".contains(&b))) {
             return message(StatusCode::UNAUTHORIZED, "Sign-in failed", "That is not a bearer token.");
         }
-        if self.authenticate(Some(token)).await.is_none() {
+        let Some(person) = self.authenticate(Some(token)).await else {
             return message(StatusCode::UNAUTHORIZED, "Sign-in failed", "The token was not accepted.");
+        };
+        if !(may_decide_any(&person) || person.scopes.contains(policy::WRITE)) {
+            return message(
+                StatusCode::FORBIDDEN,
+                "Sign-in refused",
+                "This token can see no approvals (it needs inventory:approve, or inventory:write for your own proposals).",
+            );
         }
         let secure = if loopback(headers) { "" } else { "; Secure" };
         let cookie = format!(
@@ -246,7 +272,7 @@ impl ApprovalPages {
             Ok(found) => found,
             Err(error) => return self.failure(error),
         };
-        let Some((operation, _)) = found else {
+        let Some((operation, _)) = found.filter(|(operation, _)| may_see(&person, operation)) else {
             return message(StatusCode::NOT_FOUND, "Not found", "No such operation.");
         };
         page(StatusCode::OK, "Approve an inventory change", &self.render(&person, &operation))
@@ -281,8 +307,7 @@ impl ApprovalPages {
             status = operation.status.as_str(),
             policy = escape(&p.policy_version),
         );
-        let may_decide =
-            (person.unrestricted || person.scopes.contains(policy::APPROVE)) && person.subject != p.proposer;
+        let may_decide = may_decide_any(person) && person.subject != p.proposer;
         if operation.status == OpStatus::Proposed && may_decide {
             html.push_str(&format!(
                 "<form method=\"post\" action=\"{PREFIX}/{id}\">\

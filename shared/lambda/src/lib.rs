@@ -168,6 +168,14 @@ async fn serve(server: &McpServer, route: Route, metadata: Option<&AuthSettings>
     if let Some(settings) = metadata
         && relevo_auth::METADATA_PATHS.contains(&event.uri().path().trim_end_matches('/'))
     {
+        if let Err(refused) = server.origin_policy().check(event.headers()) {
+            let (parts, body) = forbidden(&refused).into_parts();
+            let body = match body {
+                Body::Text(text) => Bytes::from(text),
+                _ => Bytes::new(),
+            };
+            return Response::from_parts(parts, ReplyBody::Full(body));
+        }
         let (parts, body) = relevo_auth::metadata_response(settings, event.method(), event.uri().path()).into_parts();
         return Response::from_parts(parts, ReplyBody::Full(Bytes::from(body)));
     }
@@ -237,15 +245,31 @@ fn init_logging() {
 pub async fn run_well_known() -> Result<(), Error> {
     init_logging();
     let settings = AuthSettings::from_env("")?;
+    let origins = relevo_protocol::origin_policy(&|name: &str| std::env::var(name).ok());
     lambda_http::run(service_fn(move |event: Request| {
-        let settings = settings.clone();
+        let (settings, origins) = (settings.clone(), origins.clone());
         async move {
+            if let Err(refused) = origins.check(event.headers()) {
+                return Ok::<_, Error>(forbidden(&refused));
+            }
             let response = relevo_auth::metadata_response(&settings, event.method(), event.uri().path());
             let (parts, body) = response.into_parts();
             Ok::<_, Error>(Response::from_parts(parts, Body::Text(body)))
         }
     }))
     .await
+}
+
+/// 403 for a Host or Origin outside the allow-list, as `/mcp` answers it.
+fn forbidden(refused: &relevo_protocol::McpError) -> Response<Body> {
+    let body = serde_json::json!({ "error": "forbidden", "error_description": refused.to_string() });
+    let mut response = Response::new(Body::Text(body.to_string()));
+    *response.status_mut() = lambda_http::http::StatusCode::FORBIDDEN;
+    response.headers_mut().insert(
+        lambda_http::http::header::CONTENT_TYPE,
+        lambda_http::http::HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// The `approvals` function: the approval pages over the table, with the server's signing keys
@@ -261,6 +285,7 @@ pub async fn run_approvals() -> Result<(), Error> {
         auth,
         keys: settings.keys,
         clock: ports.clock.clone(),
+        origins: settings.config.origin_policy.clone(),
     });
     lambda_http::run(service_fn(move |event: Request| {
         let pages = pages.clone();

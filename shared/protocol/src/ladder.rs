@@ -36,14 +36,22 @@ pub struct OriginPolicy {
     /// Host names (no port) accepted in `Host`; empty means any host (behind a gateway that
     /// already fixed the domain).
     pub hosts: Vec<String>,
-    /// Extra browser origins accepted in `Origin`, exactly as sent (`https://app.example.com`).
+    /// Browser origins accepted in `Origin` besides the request's own (its `Host`), exactly as
+    /// sent (`https://app.example.com`).
     pub origins: Vec<String>,
 }
 
+/// The MCP Inspector's web UI, which calls a local server from the browser.
+pub const INSPECTOR_ORIGINS: [&str; 2] = ["http://localhost:6274", "http://127.0.0.1:6274"];
+
 impl OriginPolicy {
-    /// Loopback only: the safe default for a local server.
+    /// Loopback only: the safe default for a local server. Other local pages (another port is
+    /// another origin) are refused, except the MCP Inspector's.
     pub fn localhost() -> Self {
-        OriginPolicy { hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()], origins: Vec::new() }
+        OriginPolicy {
+            hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()],
+            origins: INSPECTOR_ORIGINS.iter().map(|o| o.to_string()).collect(),
+        }
     }
 
     fn host_allowed(&self, host: &str) -> bool {
@@ -52,15 +60,18 @@ impl OriginPolicy {
 
     pub fn check(&self, headers: &HeaderMap) -> Result<(), McpError> {
         let forbidden = |what: &str| McpError::ForbiddenOrigin(what.to_string());
-        match headers::single(headers, "host").map_err(|_| forbidden("Host"))? {
-            Some(host) if self.host_allowed(strip_port(&host)) => {}
+        let host = headers::single(headers, "host").map_err(|_| forbidden("Host"))?;
+        match &host {
+            Some(host) if self.host_allowed(strip_port(host)) => {}
             None if self.hosts.is_empty() => {}
             _ => return Err(forbidden("Host")),
         }
         if let Some(origin) = headers::single(headers, "origin").map_err(|_| forbidden("Origin"))? {
-            let exact = self.origins.iter().any(|o| o.eq_ignore_ascii_case(&origin));
-            let by_host = !self.hosts.is_empty() && origin_host(&origin).is_some_and(|h| self.host_allowed(h));
-            if !(exact || by_host) {
+            let listed = self.origins.iter().any(|o| o.eq_ignore_ascii_case(&origin));
+            // The page's own origin: same host and port as the request (a browser's same-origin call).
+            let own =
+                host.as_deref().is_some_and(|h| origin_authority(&origin).is_some_and(|a| a.eq_ignore_ascii_case(h)));
+            if !(listed || own) {
                 return Err(forbidden("Origin"));
             }
         }
@@ -75,9 +86,10 @@ fn strip_port(host: &str) -> &str {
     host.split(':').next().unwrap_or(host)
 }
 
-fn origin_host(origin: &str) -> Option<&str> {
+/// `host[:port]` of an origin such as `http://localhost:8080`.
+fn origin_authority(origin: &str) -> Option<&str> {
     let (_, rest) = origin.split_once("://")?;
-    Some(strip_port(rest.split('/').next()?))
+    rest.split('/').next()
 }
 
 /// A request that passed the ladder.
@@ -416,7 +428,12 @@ mod tests {
     #[test]
     fn foreign_origin_is_forbidden_even_with_a_good_host() {
         let policy = OriginPolicy::localhost();
-        assert!(policy.check(&headers(&[("host", "localhost:8080"), ("origin", "http://localhost:5173")])).is_ok());
+        assert!(policy.check(&headers(&[("host", "localhost:8080"), ("origin", "http://localhost:8080")])).is_ok());
+        assert!(policy.check(&headers(&[("host", "localhost:8080"), ("origin", "http://localhost:6274")])).is_ok());
+        assert!(
+            policy.check(&headers(&[("host", "localhost:8080"), ("origin", "http://localhost:5173")])).is_err(),
+            "another local page is another origin"
+        );
         assert!(matches!(
             policy.check(&headers(&[("host", "localhost:8080"), ("origin", "https://evil.com")])),
             Err(McpError::ForbiddenOrigin(_))

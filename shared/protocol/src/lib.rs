@@ -38,5 +38,5 @@ pub use registry::{
 };
 pub use seal::{KeyError, KeyRing};
 pub use server::{Deadline, MAX_WATCHED, McpServer, Reply, ReplyBody, ServerConfig};
-pub use settings::{Settings, SettingsError};
+pub use settings::{Settings, SettingsError, origin_policy};
 pub use tasks::{TaskSupport, ToolTaskRunner};

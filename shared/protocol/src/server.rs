@@ -203,6 +203,11 @@ impl McpServer {
     }
 
     /// How long an SSE stream stays quiet before it sends a keep-alive comment.
+    /// The Host/Origin allow-list, for the routes beside `/mcp` a front door serves.
+    pub fn origin_policy(&self) -> &OriginPolicy {
+        &self.config.origin_policy
+    }
+
     fn keepalive(&self) -> Duration {
         Duration::from_secs(self.config.sse_keepalive_secs.max(1))
     }

@@ -43,9 +43,6 @@ impl Settings {
     /// With `allow_ephemeral_keys`, a missing key yields a random per-process key: fine for one
     /// local process, wrong for Lambdas, where another instance must verify what this one sealed.
     pub fn load(lookup: impl Fn(&str) -> Option<String>, allow_ephemeral_keys: bool) -> Result<Self, SettingsError> {
-        let list = |name: &str| -> Option<Vec<String>> {
-            lookup(name).map(|v| v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
-        };
         let number = |name: &'static str, default: usize| -> Result<usize, SettingsError> {
             match lookup(name) {
                 None => Ok(default),
@@ -62,15 +59,7 @@ impl Settings {
             None if allow_ephemeral_keys => (KeyRing::ephemeral(), true),
             None => return Err(SettingsError::MissingKeys),
         };
-        let mut origin_policy = OriginPolicy::localhost();
-        match list("RELEVO_ALLOWED_HOSTS") {
-            Some(hosts) => origin_policy.hosts = if hosts.iter().any(|h| h == "*") { Vec::new() } else { hosts },
-            // The host of this server's canonical URI: the custom domain, or the API's own host.
-            None => origin_policy.hosts.extend(lookup("RELEVO_AUTH_AUDIENCE").as_deref().and_then(host_of)),
-        }
-        if let Some(origins) = list("RELEVO_ALLOWED_ORIGINS") {
-            origin_policy.origins = origins;
-        }
+        let origin_policy = origin_policy(&lookup);
         let defaults = ServerConfig::default();
         let config = ServerConfig {
             origin_policy,
@@ -97,6 +86,24 @@ impl Settings {
     pub fn from_env(allow_ephemeral_keys: bool) -> Result<Self, SettingsError> {
         Settings::load(|name| std::env::var(name).ok(), allow_ephemeral_keys)
     }
+}
+
+/// The Host/Origin allow-list every route applies (`RELEVO_ALLOWED_HOSTS`,
+/// `RELEVO_ALLOWED_ORIGINS`): loopback, plus the host of `RELEVO_AUTH_AUDIENCE`.
+pub fn origin_policy(lookup: &impl Fn(&str) -> Option<String>) -> OriginPolicy {
+    let list = |name: &str| -> Option<Vec<String>> {
+        lookup(name).map(|v| v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
+    };
+    let mut policy = OriginPolicy::localhost();
+    match list("RELEVO_ALLOWED_HOSTS") {
+        Some(hosts) => policy.hosts = if hosts.iter().any(|h| h == "*") { Vec::new() } else { hosts },
+        // The host of this server's canonical URI: the custom domain, or the API's own host.
+        None => policy.hosts.extend(lookup("RELEVO_AUTH_AUDIENCE").as_deref().and_then(host_of)),
+    }
+    if let Some(origins) = list("RELEVO_ALLOWED_ORIGINS") {
+        policy.origins = origins;
+    }
+    policy
 }
 
 /// The host (no scheme, port or path) of a URL such as `https://mcp.example.com/mcp`.

@@ -220,12 +220,13 @@ pub async fn queue_contract(queue: Arc<dyn crate::Queue>, max_receives: u32, now
 /// How the transaction contract races its transactions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Racers {
-    /// At once: the store isolates concurrent transactions (SQLite here, DynamoDB in AWS).
+    /// At once: the store isolates concurrent transactions (SQLite; DynamoDB, and moto behind
+    /// `infra/scripts/moto_serial.py`).
     Concurrent,
-    /// One after another, for the moto emulator: it snapshots whole tables for each
-    /// TransactWriteItems and restores them when one fails, without a lock, so a concurrent
-    /// loser's restore can erase the winner's committed writes. DynamoDB's own isolation cannot be
-    /// shown against it; the conditions and all-or-nothing still can.
+    /// One after another, for a store that does not isolate concurrent transactions (moto's
+    /// threaded server alone snapshots whole tables for each TransactWriteItems and restores
+    /// them when one fails, so a concurrent loser's restore can erase the winner's write): the
+    /// conditions and all-or-nothing can still be shown.
     Serial,
 }
 
