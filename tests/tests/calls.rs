@@ -320,3 +320,28 @@ async fn a_panicking_handler_becomes_an_internal_error_not_a_crash() {
     let again = send(&router, rpc(2, "tools/list", json!({}))).await;
     assert_eq!(again.status, 200, "the server still serves after a handler panic");
 }
+
+#[tokio::test]
+async fn arguments_outside_the_declared_input_schema_are_refused_before_the_handler_naming_the_field() {
+    let ports = relevo_app::Ports::new(None);
+    let router = router(server(relevo_app::demo::app(&ports), ServerConfig::default(), Arc::new(ManualClock::at(T0))));
+    let extra = call_tool(&router, "greet", json!({ "arguments": { "name": "Ada", "shoeSize": 44 } })).await;
+    let error = &extra.json()["error"];
+    assert_eq!(error["code"], -32602, "{}", extra.text);
+    assert!(error["message"].as_str().unwrap().contains("shoeSize"), "{error}");
+    let wrong_type = call_tool(&router, "add", json!({ "arguments": { "a": "one", "b": 2 } })).await.json();
+    assert_eq!(wrong_type["error"]["data"]["errors"][0]["path"], "/a", "{wrong_type}");
+    let fine = call_tool(&router, "greet", json!({ "arguments": { "name": "Ada" } })).await.json();
+    assert_eq!(fine["result"]["structuredContent"]["greeting"], "Hello, Ada!");
+}
+
+#[test]
+fn every_tool_schema_of_every_app_compiles() {
+    let store: Arc<dyn relevo_state::RecordStore> = Arc::new(relevo_embedded::SqliteStore::in_memory().unwrap());
+    let ports = relevo_app::Ports::new(Some(store));
+    for app in [relevo_app::demo::app(&ports), relevo_app::conformance::app()] {
+        for tool in app.tools() {
+            assert_eq!(tool.input_check.problem(&tool.input_schema), None, "{}", tool.name);
+        }
+    }
+}

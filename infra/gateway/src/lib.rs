@@ -118,7 +118,11 @@ pub fn router(server: McpServer, options: GatewayOptions) -> Router {
 
 /// The Host/Origin allow-list of `/mcp`, on every route the gateway serves (metadata, keys,
 /// approval pages): a page answered to a rebound DNS name is a page an attacker's site can read.
+/// `/mcp` itself is checked by the core, which answers in JSON-RPC.
 async fn allowed_host(State(gateway): State<Gateway>, request: Request, next: axum::middleware::Next) -> Response {
+    if request.uri().path() == "/mcp" {
+        return next.run(request).await;
+    }
     match gateway.server.origin_policy().check(request.headers()) {
         Ok(()) => next.run(request).await,
         Err(refused) => {

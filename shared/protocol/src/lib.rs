@@ -20,6 +20,7 @@ pub mod legacy;
 pub mod method;
 pub mod notify;
 pub mod registry;
+pub mod schema;
 pub mod seal;
 pub mod server;
 pub mod settings;

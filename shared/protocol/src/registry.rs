@@ -235,6 +235,8 @@ pub struct Tool {
     /// For task tools: runs synchronously before the task is created, so any input the task needs
     /// is gathered by MRTR first; its `Complete` outcome lets the task start.
     pub gather: Option<Handler>,
+    /// The compiled `input_schema` every call's arguments are checked against.
+    pub input_check: crate::schema::InputSchema,
     pub handler: Handler,
 }
 
@@ -254,6 +256,7 @@ impl Tool {
             invalidates: Vec::new(),
             task_support: crate::tasks::TaskSupport::Forbidden,
             gather: None,
+            input_check: crate::schema::InputSchema::default(),
             handler,
         }
     }

@@ -48,6 +48,8 @@ const RESULT_TYPE_HEADER: &str = "x-relevo-result-type";
 pub struct ServerConfig {
     pub origin_policy: OriginPolicy,
     pub max_body_bytes: usize,
+    /// The largest `arguments` object a tool call may carry (serialized), within the body limit.
+    pub max_argument_bytes: usize,
     pub page_size: usize,
     /// Lifetime of a `requestState`, seconds.
     pub request_state_ttl_secs: u64,
@@ -84,6 +86,7 @@ impl Default for ServerConfig {
         ServerConfig {
             origin_policy: OriginPolicy::localhost(),
             max_body_bytes: 1024 * 1024,
+            max_argument_bytes: 256 * 1024,
             page_size: 100,
             request_state_ttl_secs: 3600,
             list_ttl_ms: 60_000,
@@ -408,6 +411,7 @@ impl McpServer {
                     Some(Value::Object(a)) => a.clone(),
                     Some(_) => return Err(McpError::invalid_params("params.arguments must be an object")),
                 };
+                tool.input_check.check(&tool.name, &tool.input_schema, &arguments, self.config.max_argument_bytes)?;
                 if let Some(required) = &tool.required_capabilities {
                     let missing = missing_capabilities(required, &request.client.capabilities);
                     if !missing.is_empty() {

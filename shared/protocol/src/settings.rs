@@ -64,6 +64,7 @@ impl Settings {
         let config = ServerConfig {
             origin_policy,
             max_body_bytes: number("RELEVO_MAX_BODY_BYTES", defaults.max_body_bytes)?,
+            max_argument_bytes: number("RELEVO_MAX_ARGUMENT_BYTES", defaults.max_argument_bytes)?,
             page_size: number("RELEVO_PAGE_SIZE", defaults.page_size)?,
             legacy_session_secs: number("RELEVO_LEGACY_SESSION_SECS", defaults.legacy_session_secs as usize)? as u64,
             legacy_input_wait_secs: number("RELEVO_LEGACY_INPUT_WAIT_SECS", defaults.legacy_input_wait_secs as usize)?

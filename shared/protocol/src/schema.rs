@@ -1,0 +1,157 @@
+//! Tool arguments checked against the tool's declared `inputSchema` (JSON Schema 2020-12 unless
+//! the schema names another draft, by `boon`) before its handler runs, and bounded in size and
+//! depth.
+//!
+//! Invariants: a handler never sees arguments its schema refuses; the refusal is `-32602` naming
+//! each failing location and why, in the validator's own words (`data.errors: [{path, message}]`).
+//! Schemas are the app's, compiled once per tool on first use; they may not load anything: no
+//! `$ref` reaches a file or the network. A schema that does not compile is the app's bug: the tool
+//! answers `-32603` and the log says why, rather than run unchecked.
+
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{Value, json};
+
+use crate::error::McpError;
+use crate::wire::JsonObject;
+
+/// The deepest nesting of arrays and objects accepted in arguments.
+pub const MAX_ARGUMENT_DEPTH: usize = 32;
+/// The most validation errors reported back.
+const MAX_REPORTED: usize = 10;
+const LOCATION: &str = "mem:///input-schema.json";
+
+/// A tool's compiled input schema, shared by the tool's clones.
+#[derive(Clone, Default)]
+pub struct InputSchema(Arc<OnceLock<Result<(boon::Schemas, boon::SchemaIndex), String>>>);
+
+impl InputSchema {
+    fn compiled(&self, schema: &JsonObject) -> &Result<(boon::Schemas, boon::SchemaIndex), String> {
+        self.0.get_or_init(|| {
+            let mut compiler = boon::Compiler::new();
+            compiler.set_default_draft(boon::Draft::V2020_12);
+            // No scheme is registered: a `$ref` outside the schema itself cannot be loaded.
+            compiler.use_loader(Box::new(boon::SchemeUrlLoader::new()));
+            let mut schemas = boon::Schemas::new();
+            compiler
+                .add_resource(LOCATION, Value::Object(schema.clone()))
+                .and_then(|()| compiler.compile(LOCATION, &mut schemas))
+                .map(|index| (schemas, index))
+                .map_err(|error| format!("{error:#}"))
+        })
+    }
+
+    /// Why `schema` does not compile, if it does not (for tests over a whole app).
+    pub fn problem(&self, schema: &JsonObject) -> Option<String> {
+        self.compiled(schema).as_ref().err().cloned()
+    }
+
+    /// Checks `arguments` of tool `tool` against `schema`.
+    pub fn check(
+        &self,
+        tool: &str,
+        schema: &JsonObject,
+        arguments: &JsonObject,
+        max_bytes: usize,
+    ) -> Result<(), McpError> {
+        let size = serde_json::to_vec(arguments).map_or(usize::MAX, |bytes| bytes.len());
+        if size > max_bytes {
+            return Err(McpError::invalid_params(format!("arguments of {tool} exceed {max_bytes} bytes")));
+        }
+        let instance = Value::Object(arguments.clone());
+        if depth(&instance) > MAX_ARGUMENT_DEPTH {
+            return Err(McpError::invalid_params(format!(
+                "arguments of {tool} nest deeper than {MAX_ARGUMENT_DEPTH} levels"
+            )));
+        }
+        let (schemas, index) = match self.compiled(schema) {
+            Ok(compiled) => compiled,
+            Err(why) => {
+                tracing::error!(%tool, %why, "the tool's inputSchema does not compile; the call is refused");
+                return Err(McpError::Internal);
+            }
+        };
+        let Err(invalid) = schemas.validate(&instance, *index) else { return Ok(()) };
+        let mut errors = Vec::new();
+        leaves(&invalid, &mut errors);
+        let summary: Vec<String> = errors
+            .iter()
+            .map(|e| format!("{}: {}", e["path"].as_str().unwrap_or(""), e["message"].as_str().unwrap_or("")))
+            .collect();
+        errors.truncate(MAX_REPORTED);
+        Err(McpError::InvalidParams {
+            message: format!("Invalid arguments for tool {tool}: {}", summary.join("; ")),
+            data: Some(json!({ "errors": errors })),
+        })
+    }
+}
+
+/// The innermost errors: each names one location and one reason.
+fn leaves(error: &boon::ValidationError<'_, '_>, out: &mut Vec<Value>) {
+    if error.causes.is_empty() {
+        let path = error.instance_location.to_string();
+        out.push(
+            json!({ "path": if path.is_empty() { "/".to_string() } else { path }, "message": error.kind.to_string() }),
+        );
+    }
+    for cause in &error.causes {
+        leaves(cause, out);
+    }
+}
+
+fn depth(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Value::Object(fields) => 1 + fields.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(value: Value) -> JsonObject {
+        value.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn arguments_the_schema_refuses_are_named_by_location_and_reason() {
+        let schema = object(json!({ "type": "object", "properties": { "name": { "type": "string", "maxLength": 3 } },
+            "required": ["name"], "additionalProperties": false }));
+        let checked = InputSchema::default();
+        assert_eq!(checked.check("greet", &schema, &object(json!({ "name": "Ada" })), 1024), Ok(()));
+        let Err(McpError::InvalidParams { message, data }) =
+            checked.check("greet", &schema, &object(json!({ "name": "Adaaa", "extra": 1 })), 1024)
+        else {
+            panic!("refused");
+        };
+        assert!(message.contains("/name") && message.contains("extra"), "{message}");
+        let errors = data.unwrap()["errors"].as_array().unwrap().clone();
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        let missing = checked.check("greet", &schema, &JsonObject::new(), 1024);
+        assert!(matches!(missing, Err(McpError::InvalidParams { message, .. }) if message.contains("name")));
+    }
+
+    #[test]
+    fn arguments_are_bounded_in_size_and_depth() {
+        let schema = object(json!({ "type": "object" }));
+        let checked = InputSchema::default();
+        let big = object(json!({ "text": "x".repeat(2000) }));
+        assert!(matches!(checked.check("t", &schema, &big, 1000), Err(McpError::InvalidParams { .. })));
+        let mut deep = json!(1);
+        for _ in 0..40 {
+            deep = json!([deep]);
+        }
+        let nested = object(json!({ "a": deep }));
+        let refused = checked.check("t", &schema, &nested, 1 << 20);
+        assert!(matches!(refused, Err(McpError::InvalidParams { message, .. }) if message.contains("deeper")));
+    }
+
+    #[test]
+    fn a_schema_may_not_reach_outside_itself() {
+        let schema = object(json!({ "type": "object", "properties": { "a": { "$ref": "file:///etc/passwd" } } }));
+        let checked = InputSchema::default();
+        assert_eq!(checked.check("t", &schema, &object(json!({ "a": 1 })), 1024), Err(McpError::Internal));
+    }
+}
