@@ -33,11 +33,9 @@ impl InputSchema {
             // No scheme is registered: a `$ref` outside the schema itself cannot be loaded.
             compiler.use_loader(Box::new(boon::SchemeUrlLoader::new()));
             let mut schemas = boon::Schemas::new();
-            compiler
-                .add_resource(LOCATION, Value::Object(schema.clone()))
-                .and_then(|()| compiler.compile(LOCATION, &mut schemas))
-                .map(|index| (schemas, index))
-                .map_err(|error| format!("{error:#}"))
+            compiler.add_resource(LOCATION, Value::Object(schema.clone())).map_err(|error| format!("{error:#}"))?;
+            let index = compiler.compile(LOCATION, &mut schemas).map_err(|error| format!("{error:#}"))?;
+            Ok((schemas, index))
         })
     }
 
