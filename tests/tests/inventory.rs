@@ -60,7 +60,11 @@ impl Shop {
     }
 
     async fn propose(&self, token: &str, to: u64, expected_version: u64) -> Value {
-        let args = json!({ "warehouse": "main", "sku": "MUG-1", "to": to, "expectedVersion": expected_version });
+        self.propose_item(token, "MUG-1", to, expected_version).await
+    }
+
+    async fn propose_item(&self, token: &str, sku: &str, to: u64, expected_version: u64) -> Value {
+        let args = json!({ "warehouse": "main", "sku": sku, "to": to, "expectedVersion": expected_version });
         let result = self.call(token, "inventory_propose", args).await;
         assert_eq!(result["isError"], false, "{result}");
         result["structuredContent"].clone()
@@ -128,7 +132,8 @@ async fn applied_operations_leave_the_desk_so_a_busy_agent_is_never_refused_for_
     let cycles = relevo_app::inventory::MAX_DESK as u64 + 50;
     let mut first_id = String::new();
     for version in 0..cycles {
-        let proposed = shop.propose(&agent, version % 10, version).await;
+        // An item each: small changes of one item add up to the person threshold within a day.
+        let proposed = shop.propose_item(&agent, &format!("CUP-{version}"), 5, 0).await;
         assert_eq!(proposed["status"], "authorized", "cycle {version}: {proposed}");
         let applied = shop.apply(&agent).await;
         let ours = applied.iter().find(|r| r["operationId"] == proposed["operationId"]).unwrap();
@@ -144,6 +149,41 @@ async fn applied_operations_leave_the_desk_so_a_busy_agent_is_never_refused_for_
     assert!(shop.apply(&agent).await.is_empty(), "nothing open, nothing finished recently");
     let first = shop.apply_only(&agent, &first_id).await;
     assert_eq!((first["status"].clone(), first["receipt"]["version"].clone()), (json!("succeeded"), json!(1)));
+}
+
+#[tokio::test]
+async fn a_change_split_into_small_ones_needs_the_same_person_as_the_whole() {
+    let shop = shop();
+    let agent = shop.agent("acme");
+    // 0 → 100 at once needs a person.
+    let whole = shop.propose(&agent, 100, 0).await;
+    assert_eq!(whole["status"], "waiting_for_person", "{whole}");
+    // The salami: +20 at a time. The first slice is within the threshold; the second is not,
+    // together with the first, within the day.
+    let first = shop.propose(&agent, 20, 0).await;
+    assert_eq!(first["status"], "authorized", "{first}");
+    let applied = shop.apply_only(&agent, first["operationId"].as_str().unwrap()).await;
+    assert_eq!(applied["status"], "succeeded", "{applied}");
+    let second = shop.propose(&agent, 40, 1).await;
+    assert_eq!(second["status"], "waiting_for_person", "{second}");
+    assert!(second["needsPerson"][0].as_str().unwrap().contains("together with 20 units"), "{second}");
+    // Another agent of the tenant splitting the same item is counted with the first.
+    let other = dev_token(&shop.issuer, "acme", "agent-2", &["inventory:read", "inventory:write"]);
+    let third = shop.propose(&other, 25, 1).await;
+    assert_eq!(third["status"], "waiting_for_person", "{third}");
+    // A plan is held to the same window.
+    let plan = shop
+        .call(&agent, "inventory_plan", json!({ "warehouse": "main", "items": [{ "sku": "MUG-1", "quantity": 30 }] }))
+        .await;
+    let plan_id = plan["structuredContent"]["planId"].as_str().unwrap().to_string();
+    let refused =
+        shop.call(&agent, "inventory_apply_plan", json!({ "planId": plan_id, "toleratedPercent": 100 })).await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(refused["content"][0]["text"].as_str().unwrap().contains("needs a person"), "{refused}");
+    // A day later the slices no longer add up.
+    shop.clock.advance(relevo_app::inventory::POLICY_WINDOW_SECS);
+    let next_day = shop.propose(&agent, 40, 1).await;
+    assert_eq!(next_day["status"], "authorized", "{next_day}");
 }
 
 #[tokio::test]

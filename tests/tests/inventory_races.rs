@@ -331,11 +331,44 @@ async fn a_plan_is_applied_at_most_once(kind: Backend) {
     }
 }
 
+/// The salami, raced: agents on every instance propose small changes of one item at once. The
+/// units authorized without a person never add up past the threshold; the rest wait for one.
+async fn small_changes_raced_at_once_never_add_up_past_the_threshold(kind: Backend) {
+    let seed = Seed::from_env(&format!("salami race on {kind:?}"));
+    let mut rng = seed.rng(13);
+    let w = world(kind, seed).await;
+    w.seed_stock("SPOON", 10).await;
+    let mut racing = tokio::task::JoinSet::new();
+    for i in 0..8u64 {
+        let (inventory, agent, wait) = (w.at(i as usize), agent(&format!("slicer-{i}")), rng.below(10));
+        racing.spawn(async move {
+            tokio::time::sleep(Duration::from_millis(wait)).await;
+            // Each +8: alone within the threshold of 20, three of them past it.
+            inventory.propose(&agent, &request("SPOON", 18 + i % 2, 1)).await
+        });
+    }
+    let mut by_policy = 0;
+    for proposed in racing.join_all().await {
+        let proposed = proposed.unwrap();
+        if proposed.status == OpStatus::Authorized {
+            by_policy += proposed.proposal.arguments["to"].as_u64().unwrap() - 10;
+        } else {
+            seed.check(proposed.status == OpStatus::Proposed, format!("{proposed:?}"));
+        }
+    }
+    seed.check(
+        by_policy <= relevo_app::inventory::policy::PERSON_THRESHOLD,
+        format!("{by_policy} units were authorized without a person"),
+    );
+    seed.check(by_policy > 0, "the first slice fits".to_string());
+}
+
 async fn all(kind: Backend) {
     concurrent_applies_make_one_effect_per_operation(kind).await;
     proposals_on_one_version_have_one_winner(kind).await;
     two_people_deciding_at_once_make_one_decision(kind).await;
     a_plan_is_applied_at_most_once(kind).await;
+    small_changes_raced_at_once_never_add_up_past_the_threshold(kind).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

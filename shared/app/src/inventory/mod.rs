@@ -44,11 +44,14 @@ mod desk;
 mod downstream;
 mod plan;
 pub mod policy;
+mod window;
 
 use desk::Desk;
 pub use desk::{MAX_DESK, REPORT_WINDOW_SECS};
 pub use downstream::{BoxFuture, Downstream, DownstreamError, SimulatedWarehouse};
 pub use plan::PlanLine;
+pub use window::WINDOW_SECS as POLICY_WINDOW_SECS;
+use window::Window;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum InventoryError {
@@ -324,9 +327,18 @@ impl Inventory {
             created_at: now,
             expires_at: now + PROPOSAL_LIFETIME_SECS,
         };
-        let reasons = policy::needs_person(&request.warehouse, stock.quantity, request.to);
-        let operation = Operation::new(proposal, reasons, self.ids.new_id());
+        let units = stock.quantity.abs_diff(request.to);
+        let window_key = window::window_key(&caller.tenant, &request.warehouse, &request.sku);
         for _ in 0..5 {
+            // Small changes add up: the item's recent policy-authorized changes count too.
+            let window_record = self.records.get(&window_key, now).await?;
+            let window = Window::from_record(window_key.clone(), window_record.as_ref(), now)?;
+            let mut reasons = policy::needs_person(&request.warehouse, stock.quantity, request.to);
+            if reasons.is_empty() {
+                reasons.extend(window.needs_person(units));
+            }
+            let by_policy = reasons.is_empty();
+            let operation = Operation::new(proposal.clone(), reasons, self.ids.new_id());
             let record = self.records.get(&desk_key(&caller.tenant, &caller.subject), now).await?;
             let mut desk = Desk::from_record(record.as_ref())?;
             desk.prune(now);
@@ -354,20 +366,28 @@ impl Inventory {
                     Write::Create { key: desk_key(&caller.tenant, &caller.subject), body: desk_body, expires_at: None }
                 }
             });
-            if let Some(key_record) = &key_record {
+            let key_index = key_record.as_ref().map(|key_record| {
                 writes.push(Write::Create {
                     key: key_record.clone(),
                     body: json!({ "operationId": operation.proposal.operation_id, "digest": request_digest }),
                     expires_at: Some(operation.proposal.expires_at),
                 });
+                writes.len() - 1
+            });
+            if by_policy {
+                writes.push(window.add(units, &operation.proposal.operation_id, now));
             }
             match self.records.transact(&writes, now).await {
                 Ok(_) => return Ok(operation),
-                Err(TransactError::Refused { index: 2, cause: StoreError::AlreadyExists(first) }) => {
+                Err(TransactError::Refused { index, cause: StoreError::AlreadyExists(first) })
+                    if Some(index) == key_index =>
+                {
                     return self.first_for_key(caller, request, &first.body, &request_digest).await;
                 }
-                // The desk changed under us (another proposal): read it again.
-                Err(TransactError::Refused { index: 1, .. }) => continue,
+                // The desk or the item's window changed under us (another proposal): read again.
+                Err(TransactError::Refused { index, .. }) if index == 1 || (by_policy && index == writes.len() - 1) => {
+                    continue;
+                }
                 Err(other) => return Err(other.into()),
             }
         }

@@ -9,6 +9,7 @@ use relevo_state::{Owner, RecordKey, StoreError, TransactError, Write};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::window::{Window, window_key};
 use super::{
     Inventory, InventoryError, MAX_PLAN_ITEMS, MAX_QUANTITY, PLAN_LIFETIME_SECS, policy, stock_key, stock_write,
     valid_name,
@@ -106,7 +107,9 @@ impl Inventory {
                 items.len()
             )));
         }
-        let mut writes = Vec::with_capacity(items.len() + 1);
+        let mut writes = Vec::with_capacity(2 * items.len() + 1);
+        // Each changed item's policy window, written in the same transaction (after the items).
+        let mut windows = Vec::new();
         let result = json!({ "planId": id, "applied": true, "changed": changed, "appliedAt": now, "items": items });
         let mut done = plan.body.clone();
         done["applied"] = result.clone();
@@ -117,13 +120,20 @@ impl Inventory {
             let from = item["from"].as_u64().unwrap_or(0);
             let to = item["to"].as_u64();
             if item["action"] != "unchanged" {
-                let reasons = policy::needs_person(&warehouse, from, to.unwrap_or(0));
+                let mut reasons = policy::needs_person(&warehouse, from, to.unwrap_or(0));
+                let key = window_key(&caller.tenant, &warehouse, sku);
+                let window = Window::from_record(key.clone(), self.records.get(&key, now).await?.as_ref(), now)?;
+                let units = from.abs_diff(to.unwrap_or(0));
+                if reasons.is_empty() {
+                    reasons.extend(window.needs_person(units));
+                }
                 if !reasons.is_empty() {
                     return Err(InventoryError::Invalid(format!(
                         "{sku} needs a person ({}): propose it with inventory_propose",
                         reasons.join("; ")
                     )));
                 }
+                windows.push(window.add(units, &format!("plan/{id}"), now));
             }
             writes.push(match item["action"].as_str() {
                 Some("unchanged") => {
@@ -132,8 +142,12 @@ impl Inventory {
                 _ => stock_write(&caller.tenant, &warehouse, sku, version, to),
             });
         }
+        let items_end = writes.len();
+        writes.extend(windows);
         match self.records.transact(&writes, now).await {
             Ok(_) => Ok(result),
+            // An item's window moved (another change of it without a person): try again.
+            Err(TransactError::Refused { index, .. }) if index >= items_end => Err(LedgerError::Raced.into()),
             Err(TransactError::Refused { index: 0, .. }) => match self.records.get(&key, now).await? {
                 Some(current) if !current.body["applied"].is_null() => Ok(current.body["applied"].clone()),
                 _ => Err(LedgerError::Raced.into()),

@@ -5,7 +5,8 @@ use std::collections::BTreeSet;
 
 use relevo_protocol::Principal;
 
-pub const POLICY_VERSION: &str = "inventory-policy-2026-11-29";
+/// 2026-12-01: small changes without a person add up over a day (`window`).
+pub const POLICY_VERSION: &str = "inventory-policy-2026-12-01";
 /// Changes of more units than this need a person.
 pub const PERSON_THRESHOLD: u64 = 20;
 /// The warehouse an agent may change without a person; any other needs one.
