@@ -168,7 +168,7 @@ pub fn shop_instances(
             let ports = relevo_app::Ports::new(Some(store.clone()));
             let mut server = McpServer::new(relevo_app::demo::app(&ports), config.clone(), test_keys(), Arc::new(auth));
             if legacy_sessions {
-                server = server.with_legacy_sessions(store.clone());
+                server = server.with_store(store.clone());
             }
             let options = relevo_gateway::GatewayOptions { auth: Some(settings.clone()), ..gateway_options() };
             relevo_gateway::router(server, options)

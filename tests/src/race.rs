@@ -169,6 +169,7 @@ impl<S: RecordStore + 'static> RecordStore for RaceStore<S> {
                         Some((key.clone(), body.clone()))
                     }
                     Write::Check { .. } => None,
+                    Write::Delete { key, .. } => Some((key.clone(), Value::Null)),
                 })
                 .collect();
             self.record("transact", written, result.is_ok());
@@ -216,6 +217,13 @@ impl<S: JobStore + 'static> JobStore for RaceStore<S> {
         Box::pin(async move {
             self.pause().await;
             self.inner.list_active(limit).await
+        })
+    }
+
+    fn keyed_job<'a>(&'a self, job: &'a Job) -> StoreFuture<'a, Option<Job>> {
+        Box::pin(async move {
+            self.pause().await;
+            self.inner.keyed_job(job).await
         })
     }
 }
@@ -305,6 +313,12 @@ impl JobStore for Both {
     }
     fn list_active<'a>(&'a self, limit: usize) -> relevo_state::StoreFuture<'a, Vec<relevo_state::jobs::Job>> {
         self.0.list_active(limit)
+    }
+    fn keyed_job<'a>(
+        &'a self,
+        job: &'a relevo_state::jobs::Job,
+    ) -> relevo_state::StoreFuture<'a, Option<relevo_state::jobs::Job>> {
+        self.0.keyed_job(job)
     }
 }
 

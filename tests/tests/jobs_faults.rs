@@ -108,6 +108,10 @@ impl JobStore for CrashingStore {
     fn list_active<'a>(&'a self, limit: usize) -> StoreFuture<'a, Vec<Job>> {
         self.inner.list_active(limit)
     }
+
+    fn keyed_job<'a>(&'a self, job: &'a Job) -> StoreFuture<'a, Option<Job>> {
+        self.inner.keyed_job(job)
+    }
 }
 
 /// Processes WINDOWS windows, each an effect then a checkpoint; resumes from the checkpoint.

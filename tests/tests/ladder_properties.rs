@@ -76,7 +76,7 @@ fn legacy_router() -> (axum::Router, String) {
         test_keys(),
         std::sync::Arc::new(relevo_protocol::NoAuth),
     )
-    .with_legacy_sessions(store);
+    .with_store(store);
     let router = router(server);
     let headers = [
         ("host", "localhost"),

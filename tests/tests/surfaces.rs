@@ -50,7 +50,7 @@ fn shop() -> Shop {
     let config = ServerConfig { listen_max_secs: 0, ..ServerConfig::default() };
     let server = McpServer::new(app.clone(), config, test_keys(), Arc::new(auth))
         .with_tasks(jobs.engine.clone(), &jobs.tool_runner)
-        .with_legacy_sessions(Arc::new(sqlite));
+        .with_store(Arc::new(sqlite));
     let options = relevo_gateway::GatewayOptions { auth: Some(settings), ..gateway_options() };
     Shop { app, router: relevo_gateway::router(server, options), issuer, jobs, queue }
 }

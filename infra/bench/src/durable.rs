@@ -48,6 +48,10 @@ impl<T: JobStore> JobStore for Counted<T> {
     fn list_active<'a>(&'a self, limit: usize) -> StoreFuture<'a, Vec<Job>> {
         self.inner.list_active(limit)
     }
+
+    fn keyed_job<'a>(&'a self, job: &'a Job) -> StoreFuture<'a, Option<Job>> {
+        self.inner.keyed_job(job)
+    }
 }
 
 impl<T: Queue> Queue for Counted<T> {

@@ -17,6 +17,8 @@ use http_body_util::BodyExt;
 pub const DRAIN_BYTES: usize = 16 * 1024 * 1024;
 /// The longest an oversized body is read for.
 pub const DRAIN_TIME: Duration = Duration::from_secs(10);
+/// The longest a body may take to arrive (a client that trickles it holds a connection).
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Why a body was not read whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -27,13 +29,23 @@ pub enum BodyError {
     /// The client broke off while sending.
     #[error("the request body could not be read")]
     Broken,
+    /// The body did not arrive within [`BODY_READ_TIMEOUT`].
+    #[error("the request body did not arrive within {} s", BODY_READ_TIMEOUT.as_secs())]
+    TooSlow,
 }
 
 /// The whole body if it is at most `limit` bytes.
 pub async fn read_limited(body: Body, limit: usize) -> Result<Bytes, BodyError> {
+    read_within(body, limit, BODY_READ_TIMEOUT).await
+}
+
+async fn read_within(body: Body, limit: usize, within: Duration) -> Result<Bytes, BodyError> {
+    let deadline = tokio::time::Instant::now() + within;
     let mut body = body;
     let mut kept = BytesMut::new();
-    while let Some(frame) = body.frame().await {
+    loop {
+        let Ok(next) = tokio::time::timeout_at(deadline, body.frame()).await else { return Err(BodyError::TooSlow) };
+        let Some(frame) = next else { break };
         let frame = frame.map_err(|_| BodyError::Broken)?;
         let Ok(data) = frame.into_data() else { continue };
         if kept.len() + data.len() > limit {
@@ -65,7 +77,7 @@ async fn drain(mut body: Body, already: usize) -> bool {
 
 /// Marks a refusal whose body was not drained: the connection closes after it.
 pub fn close_unless_drained(response: &mut http::Response<Body>, error: BodyError) {
-    if matches!(error, BodyError::TooLarge { drained: false, .. } | BodyError::Broken) {
+    if matches!(error, BodyError::TooLarge { drained: false, .. } | BodyError::Broken | BodyError::TooSlow) {
         response.headers_mut().insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
     }
 }
@@ -85,6 +97,16 @@ mod tests {
             read_limited(Body::from(vec![b'x'; 1000]), 10).await,
             Err(BodyError::TooLarge { limit: 10, drained: true })
         );
+    }
+
+    #[tokio::test]
+    async fn a_body_that_trickles_past_the_timeout_is_refused() {
+        use futures_util::StreamExt;
+        let first = futures_util::stream::once(async { Ok::<_, std::io::Error>(Bytes::from_static(b"{")) });
+        let never = futures_util::stream::pending::<Result<Bytes, std::io::Error>>();
+        let body = Body::from_stream(first.chain(never));
+        let read = read_within(body, 100, Duration::from_millis(100)).await;
+        assert_eq!(read, Err(BodyError::TooSlow));
     }
 
     #[tokio::test]

@@ -15,6 +15,7 @@
 pub mod body;
 pub mod dev_oauth;
 pub mod lambda_local;
+pub mod serve;
 
 use std::sync::Arc;
 
@@ -181,7 +182,19 @@ async fn serve_mcp(State(gateway): State<Gateway>, request: Request) -> Response
     }
     let (bytes, refused) = match body::read_limited(body, options.max_body_bytes).await {
         Ok(bytes) => (bytes, None),
-        // Over the limit (or a broken upload): give the core a body it will refuse by size.
+        Err(error @ (body::BodyError::TooSlow | body::BodyError::Broken)) => {
+            let status = if error == body::BodyError::TooSlow {
+                http::StatusCode::REQUEST_TIMEOUT
+            } else {
+                http::StatusCode::BAD_REQUEST
+            };
+            let answer =
+                serde_json::json!({ "jsonrpc": "2.0", "error": { "code": -32600, "message": error.to_string() } });
+            let mut response = (status, axum::Json(answer)).into_response();
+            body::close_unless_drained(&mut response, error);
+            return response;
+        }
+        // Over the limit: give the core a body it will refuse by size (after its Host checks).
         Err(error) => (Bytes::from(vec![b' '; options.max_body_bytes + 1]), Some(error)),
     };
     let reply = gateway.server.handle(route, http::Request::from_parts(parts, bytes)).await;

@@ -67,7 +67,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Arc::new(NoAuth)
         }
     };
-    let (records, jobs) = backend()?;
+    let (sqlite, jobs) = backend()?;
+    let records = sqlite.clone().map(|s| Arc::new(s) as Arc<dyn RecordStore>);
+    if let Some(sqlite) = sqlite {
+        // What DynamoDB's TTL does in AWS: expired records, jobs and keys leave the file.
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                let now = relevo_state::Clock::now_unix(&relevo_state::SystemClock);
+                if let Err(error) = sqlite.sweep(now).await {
+                    tracing::warn!(%error, "the sweep of expired records failed");
+                }
+            }
+        });
+    }
     let mut ports = Ports::new(records.clone()).with_approvals_url(&format!("{origin}/approvals"));
     if let Some(jobs) = &jobs {
         let engine = &jobs.engine;
@@ -103,11 +116,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if let Some(records) = records {
         // 2025-11-25 clients: their sessions live in the same store, so two gateways share them.
-        server = server.with_legacy_sessions(records);
+        server = server.with_store(records);
     }
     let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, args.port))).await?;
     tracing::info!(url = %format!("http://{}/mcp", listener.local_addr()?), app = %settings.app, routing = ?args.routing, auth = ?auth_settings.mode, "relevo gateway listening");
-    axum::serve(listener, relevo_gateway::router(server, options)).with_graceful_shutdown(shutdown_signal()).await?;
+    let router = relevo_gateway::router(server, options);
+    relevo_gateway::serve::serve(listener, router, relevo_gateway::serve::HEADER_READ_TIMEOUT, shutdown_signal())
+        .await?;
     Ok(())
 }
 
@@ -133,7 +148,7 @@ fn dev_issuer_path() -> PathBuf {
         .unwrap_or_else(|_| PathBuf::from(".relevo/dev-issuer.json"))
 }
 
-type Backend = (Option<Arc<dyn RecordStore>>, Option<Jobs>);
+type Backend = (Option<SqliteStore>, Option<Jobs>);
 
 /// `RELEVO_STORE`: `sqlite:PATH` (default `sqlite:.relevo/store.db`), `memory`, or `none`. The
 /// same database holds records, jobs and the work queue (5 deliveries, then dead letters).
@@ -150,8 +165,9 @@ fn backend() -> Result<Backend, Box<dyn std::error::Error>> {
     let queue = SqliteQueue::new(sqlite.clone(), 5);
     let config = EngineConfig { lease_secs: env_number("RELEVO_LEASE_SECS", 30), ..EngineConfig::default() };
     let window = Duration::from_millis(env_number("RELEVO_EXPORT_WINDOW_MS", 250));
-    let jobs = relevo_app::jobs(Arc::new(sqlite.clone()), Arc::new(queue), config, window);
-    Ok((Some(Arc::new(sqlite)), Some(jobs)))
+    let admission = Some((Arc::new(sqlite.clone()) as Arc<dyn RecordStore>, relevo_app::in_flight_limits_from_env()));
+    let jobs = relevo_app::jobs_with(Arc::new(sqlite.clone()), Arc::new(queue), config, window, admission);
+    Ok((Some(sqlite), Some(jobs)))
 }
 
 fn env_number(name: &str, default: u64) -> u64 {

@@ -170,6 +170,7 @@ pub async fn start(engine: &Engine, call: &Call) -> Result<Result<Job, Outcome>,
         Ok(job) => Ok(Ok(job)),
         Err(error @ StartError::KeyConflict { .. }) => Ok(Err(Outcome::tool_error(error.to_string()))),
         Err(StartError::Store(error)) => Err(store_failure(error)),
+        Err(StartError::LimitReached { what, max }) => Err(McpError::LimitReached { what, max }),
         Err(error @ StartError::UnknownKind(_)) => {
             tracing::error!(%error, "the export runner is not registered");
             Err(McpError::Internal)

@@ -16,7 +16,7 @@ pub mod shop;
 use std::sync::Arc;
 
 use relevo_protocol::{App, Clock, SystemClock, ToolTaskRunner};
-use relevo_state::{Engine, EngineConfig, Ids, JobStore, Queue, RandomIds, RecordStore};
+use relevo_state::{Engine, EngineConfig, Ids, InFlightLimits, JobStore, Queue, RandomIds, RecordStore};
 
 /// What apps may use of the outside world. A feature whose port is missing is left out of the
 /// app (a deployment without a store serves no notes) rather than failing at call time.
@@ -101,13 +101,39 @@ pub fn jobs(
     config: EngineConfig,
     window_delay: std::time::Duration,
 ) -> Jobs {
+    jobs_with(store, queue, config, window_delay, None)
+}
+
+/// [`jobs`], with the jobs in flight bounded per principal and per tenant (counted in `records`).
+pub fn jobs_with(
+    store: Arc<dyn JobStore>,
+    queue: Arc<dyn Queue>,
+    config: EngineConfig,
+    window_delay: std::time::Duration,
+    admission: Option<(Arc<dyn RecordStore>, InFlightLimits)>,
+) -> Jobs {
     let tool_runner = Arc::new(ToolTaskRunner::default());
     let settle_runner = Arc::new(inventory::SettleRunner::default());
-    let engine = Engine::new(store, queue, Arc::new(SystemClock), Arc::new(RandomIds), config)
+    let mut engine = Engine::new(store, queue, Arc::new(SystemClock), Arc::new(RandomIds), config)
         .runner(export::KIND, Arc::new(export::ExportRunner { window_delay }))
         .runner(relevo_protocol::tasks::TOOL_TASK_KIND, tool_runner.clone())
         .runner(inventory::SETTLE_KIND, settle_runner.clone());
+    if let Some((records, limits)) = admission {
+        engine = engine.with_admission(records, limits);
+    }
     Jobs { engine: Arc::new(engine), tool_runner, settle_runner }
+}
+
+/// The limits on jobs in flight from `RELEVO_MAX_JOBS_PER_PRINCIPAL` and `RELEVO_MAX_JOBS_PER_TENANT`.
+pub fn in_flight_limits_from_env() -> InFlightLimits {
+    let number = |name: &str, default: usize| {
+        std::env::var(name).ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(default)
+    };
+    let defaults = InFlightLimits::default();
+    InFlightLimits {
+        per_principal: number("RELEVO_MAX_JOBS_PER_PRINCIPAL", defaults.per_principal),
+        per_tenant: number("RELEVO_MAX_JOBS_PER_TENANT", defaults.per_tenant),
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

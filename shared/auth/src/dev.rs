@@ -115,12 +115,13 @@ impl DevIssuer {
         }
         let text = serde_json::to_string(self).map_err(|e| DevIssuerError::Sign(e.to_string()))?;
         let temporary = path.with_extension("tmp");
-        std::fs::write(&temporary, text).map_err(io)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
-        }
+        let _ = std::fs::remove_file(&temporary);
+        // Created owner-only: the private key is never readable by others, not even briefly.
+        let mut file = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temporary).map_err(io)?
+        };
+        std::io::Write::write_all(&mut file, text.as_bytes()).map_err(io)?;
         std::fs::rename(&temporary, path).map_err(io)
     }
 
@@ -131,5 +132,24 @@ impl DevIssuer {
             serde_json::from_str(&text).map_err(|_| DevIssuerError::Damaged(path.display().to_string()))?;
         issuer.secret_key().ok_or_else(|| DevIssuerError::Damaged(path.display().to_string()))?;
         Ok(issuer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_issuer_file_holding_the_private_key_is_the_owner_s_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("relevo-dev-issuer-{}", std::process::id()));
+        let path = dir.join("dev-issuer.json");
+        let issuer = DevIssuer::generate("http://127.0.0.1:8080", "http://127.0.0.1:8080/mcp");
+        issuer.save(&path).expect("saved");
+        issuer.save(&path).expect("saved again over the first");
+        let mode = std::fs::metadata(&path).expect("written").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(DevIssuer::load(&path).expect("loads").kid, issuer.kid);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

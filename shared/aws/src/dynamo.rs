@@ -7,9 +7,9 @@ use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, GlobalSecondaryIndex, KeySchemaElement, KeyType,
-    Projection, ProjectionType, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
-    TransactWriteItem, Update,
+    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, GlobalSecondaryIndex, KeySchemaElement,
+    KeyType, Projection, ProjectionType, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
+    TimeToLiveSpecification, TransactWriteItem, Update,
 };
 use relevo_state::jobs::{Created, Job, JobRef, JobStore};
 use relevo_state::records::{TransactError, TransactFuture, Write, validate_transaction};
@@ -215,6 +215,7 @@ impl RecordStore for DynamoStore {
                         Write::Create { .. } => 1,
                         Write::Update { expected_revision, .. } => expected_revision + 1,
                         Write::Check { expected_revision, .. } => *expected_revision,
+                        Write::Delete { .. } => 0,
                     })
                     .collect()),
                 Err(SdkError::ServiceError(service)) => match service.into_err() {
@@ -269,6 +270,18 @@ impl DynamoStore {
                     .map_err(unavailable)?;
                 TransactWriteItem::builder().update(update).build()
             }
+            Write::Delete { key, expected_revision } => {
+                let delete = Delete::builder()
+                    .table_name(&self.table)
+                    .key("pk", s(key.storage_key()))
+                    .condition_expression("rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)")
+                    .expression_attribute_values(":rev", n(*expected_revision))
+                    .expression_attribute_values(":now", n(now))
+                    .return_values_on_condition_check_failure(old)
+                    .build()
+                    .map_err(unavailable)?;
+                TransactWriteItem::builder().delete(delete).build()
+            }
             Write::Check { key, expected_revision } => {
                 let check = ConditionCheck::builder().table_name(&self.table).key("pk", s(key.storage_key()));
                 let check = match expected_revision {
@@ -303,16 +316,26 @@ impl DynamoStore {
             (Write::Check { key, expected_revision: 0 }, Some(item)) => {
                 StoreError::AlreadyExists(Box::new(record_of(key, &item)?))
             }
-            (Write::Check { key, expected_revision }, Some(item)) => {
+            (Write::Check { key, expected_revision } | Write::Delete { key, expected_revision }, Some(item)) => {
                 StoreError::Conflict { expected: *expected_revision, current: Box::new(record_of(key, &item)?) }
             }
-            (Write::Update { .. } | Write::Check { .. }, None) => StoreError::NotFound,
+            (Write::Update { .. } | Write::Check { .. } | Write::Delete { .. }, None) => StoreError::NotFound,
             (Write::Create { .. }, None) => StoreError::Unavailable("create refused without a live item".into()),
         })
     }
 }
 
 impl JobStore for DynamoStore {
+    fn keyed_job<'a>(&'a self, job: &'a Job) -> StoreFuture<'a, Option<Job>> {
+        Box::pin(async move {
+            let Some(key) = &job.operation_key else { return Ok(None) };
+            let Some(opkey) = self.get_item(&job.operation_record_key(key)).await? else { return Ok(None) };
+            let Some(id) = get_s(&opkey, "job_id") else { return Ok(None) };
+            let existing = JobRef { id: id.to_string(), ..job.job.clone() };
+            self.get_item(&existing.record_key()).await?.map(|item| job_of(&item)).transpose()
+        })
+    }
+
     fn create_job<'a>(&'a self, job: &'a Job) -> StoreFuture<'a, Created> {
         Box::pin(async move {
             let item = job_item(job)?;

@@ -104,6 +104,21 @@ impl JobStore for SqliteStore {
         Box::pin(self.run(move |connection| read_job(connection, &pk)))
     }
 
+    fn keyed_job<'a>(&'a self, job: &'a Job) -> StoreFuture<'a, Option<Job>> {
+        let key = job.operation_key.as_ref().map(|key| job.operation_record_key(key).storage_key());
+        Box::pin(self.run(move |connection| {
+            let Some(key) = key else { return Ok(None) };
+            let job_pk: Option<String> = connection
+                .query_row("SELECT job_pk FROM operation_keys WHERE pk = ?1", params![key], |r| r.get(0))
+                .optional()
+                .map_err(unavailable)?;
+            match job_pk {
+                Some(pk) => read_job(connection, &pk),
+                None => Ok(None),
+            }
+        }))
+    }
+
     fn put_job<'a>(&'a self, job: &'a Job, expected_revision: u64) -> StoreFuture<'a, Job> {
         let job = job.clone();
         Box::pin(self.run(move |connection| {

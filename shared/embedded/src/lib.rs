@@ -42,11 +42,37 @@ const SCHEMA: &str = "
 
 impl SqliteStore {
     /// Opens (and creates if needed) the database at `path`.
+    /// Opens (or creates) the database at `path`. It holds notes, carts and exports: the file
+    /// (and a directory made for it) is the owner's only (0600 / 0700), whatever the umask.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+        let io = |e: std::io::Error| StoreError::Unavailable(format!("{}: {e}", path.display()));
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent).map_err(io)?;
         }
-        Self::with(Connection::open(path).map_err(unavailable)?)
+        std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path).map_err(io)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+        let store = Self::with(Connection::open(path).map_err(unavailable)?)?;
+        Ok(store)
+    }
+
+    /// Removes what has expired: records and jobs past their `expires_at`, and operation keys
+    /// of jobs gone. DynamoDB's TTL does this in AWS; the gateway calls it on its reconciler loop.
+    /// Returns how many rows went.
+    pub async fn sweep(&self, now: u64) -> Result<usize, StoreError> {
+        self.run(move |connection| {
+            let now = now as i64;
+            let mut removed = 0;
+            for statement in [
+                "DELETE FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?1",
+                "DELETE FROM jobs WHERE expires_at <= ?1",
+                "DELETE FROM operation_keys WHERE expires_at <= ?1",
+            ] {
+                removed += connection.execute(statement, params![now]).map_err(unavailable)?;
+            }
+            Ok(removed)
+        })
+        .await
     }
 
     /// A private in-memory database.
@@ -180,6 +206,21 @@ fn apply(connection: &Connection, write: &Write, now: u64) -> Result<Result<Reco
             (Some(current), expected) => Err(StoreError::Conflict { expected, current: Box::new(current) }),
             (None, _) => Err(StoreError::NotFound),
         }),
+        Write::Delete { key, expected_revision } => {
+            let removed = connection
+                .execute(
+                    "DELETE FROM records WHERE pk = ?1 AND revision = ?2 AND (expires_at IS NULL OR expires_at > ?3)",
+                    params![key.storage_key(), *expected_revision as i64, now as i64],
+                )
+                .map_err(unavailable)?;
+            if removed == 1 {
+                return Ok(Ok(Record { key: key.clone(), revision: 0, body: Value::Null, expires_at: None }));
+            }
+            Ok(Err(match read(connection, key, now)? {
+                Some(current) => StoreError::Conflict { expected: *expected_revision, current: Box::new(current) },
+                None => StoreError::NotFound,
+            }))
+        }
         Write::Update { key, expected_revision, body } => {
             let written = connection
                 .execute(

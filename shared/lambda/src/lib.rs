@@ -46,7 +46,7 @@ pub async fn server_from_env(streaming: bool) -> Result<McpServer, Error> {
     let app = relevo_app::build(&settings.app, &ports)?;
     let mut server = McpServer::new(app, settings.config, settings.keys, auth);
     if let Some(records) = ports.records.clone() {
-        server = server.with_legacy_sessions(records);
+        server = server.with_store(records);
     }
     Ok(match jobs {
         Some(jobs) => server.with_tasks(jobs.engine.clone(), &jobs.tool_runner),
@@ -75,7 +75,9 @@ pub async fn backend_from_env() -> (Ports, Option<Jobs>) {
             let queue = Arc::new(SqsQueue::new(aws_sdk_sqs::Client::new(&config), &url));
             let config = EngineConfig { lease_secs: env_number("RELEVO_LEASE_SECS", 60), ..EngineConfig::default() };
             let window = Duration::from_millis(env_number("RELEVO_EXPORT_WINDOW_MS", 250));
-            let jobs = relevo_app::jobs(store, queue, config, window);
+            let admission =
+                Some((store.clone() as Arc<dyn relevo_state::RecordStore>, relevo_app::in_flight_limits_from_env()));
+            let jobs = relevo_app::jobs_with(store, queue, config, window, admission);
             (ports.with_jobs(jobs.engine.clone()), Some(jobs))
         }
         None => (ports, None),

@@ -58,6 +58,9 @@ pub enum McpError {
     InsufficientScope(Vec<String>),
     #[error("Temporarily unavailable ({}): the request may be retried", .0.as_str())]
     Retryable(Retry),
+    /// The caller holds the most it may of `what` (listen streams, sessions, jobs in flight…).
+    #[error("Limit reached: at most {max} {what}")]
+    LimitReached { what: &'static str, max: usize },
     #[error("Internal error")]
     Internal,
 }
@@ -97,6 +100,14 @@ impl Retry {
 /// The error a handler answers for a store failure, logged with its cause. A refused condition
 /// that reaches here (rather than being handled by the caller) is contention; an unavailable or
 /// slow store is retryable; anything else is a bug and stays internal.
+/// A [`relevo_state::slots`] failure: a store failure, or contention (retryable).
+pub fn slot_failure(error: relevo_state::slots::SlotError) -> McpError {
+    match error {
+        relevo_state::slots::SlotError::Store(error) => store_failure("limits")(error),
+        relevo_state::slots::SlotError::Contention(_) => McpError::Retryable(Retry::Contention),
+    }
+}
+
 pub fn store_failure(what: &'static str) -> impl Fn(relevo_state::StoreError) -> McpError {
     move |error| {
         use relevo_state::StoreError;
@@ -157,6 +168,7 @@ impl McpError {
             McpError::MethodNotFound(_) => code::METHOD_NOT_FOUND,
             McpError::MissingCapability { .. } => code::MISSING_REQUIRED_CLIENT_CAPABILITY,
             McpError::Retryable(_) => code::TEMPORARILY_UNAVAILABLE,
+            McpError::LimitReached { .. } => code::LIMIT_REACHED,
             McpError::Internal => code::INTERNAL_ERROR,
         }
     }
@@ -178,6 +190,7 @@ impl McpError {
             McpError::MethodNotFound(_) | McpError::SessionNotFound => StatusCode::NOT_FOUND,
             McpError::InvalidParams { .. } | McpError::ResourceNotFound { .. } | McpError::Internal => StatusCode::OK,
             McpError::Retryable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            McpError::LimitReached { .. } => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
@@ -196,6 +209,7 @@ impl McpError {
             McpError::Retryable(retry) => {
                 Some(json!({ "retryable": true, "reason": retry.as_str(), "retryAfterMs": retry.retry_after_ms() }))
             }
+            McpError::LimitReached { what, max } => Some(json!({ "limit": what, "max": max, "retryable": true })),
             _ => None,
         }
     }

@@ -17,6 +17,11 @@
 //! - An answer is stored only into a pending record this server created for a request it sent on
 //!   that session, and only once: the first answer wins, later ones change nothing.
 //! - Waiting is bounded ([`Legacy::input_wait`]); a closed stream stops the wait at once.
+//! - Everything a client can make us keep is bounded: sessions per principal
+//!   ([`Legacy::max_sessions`], counted across instances), what a session record holds (the
+//!   declared capabilities up to [`MAX_CAPABILITIES_BYTES`], of `clientInfo` only its name, title
+//!   and version, [`MAX_SUBSCRIPTIONS`] subscriptions) and the requests waiting for its answers
+//!   ([`MAX_PENDING_INPUTS`] at once). `DELETE` removes the session record and frees its slot.
 //!
 //! Threat model: session ids, request ids and answers are attacker-controlled input. They are
 //! used only as parts of keys under the caller's own principal, never to find a principal.
@@ -26,14 +31,15 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::HeaderMap;
-use relevo_state::{Ids, Owner, Record, RecordKey, RecordStore, StoreError};
+use relevo_state::slots::{self, Acquired};
+use relevo_state::{Ids, Owner, Record, RecordKey, RecordStore, StoreError, TransactError, Write};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::auth::Principal;
 use crate::clock::Clock;
-use crate::error::McpError;
+use crate::error::{McpError, slot_failure};
 use crate::headers;
 use crate::registry::{ClientContext, InputRequest};
 use crate::wire::{JsonObject, LEGACY_VERSIONS, header};
@@ -42,6 +48,16 @@ const SESSION_KIND: &str = "mcp-session";
 const INPUT_KIND: &str = "mcp-input";
 /// How many times one call may ask for input before the server gives up on it.
 pub const MAX_INPUT_ROUNDS: usize = 8;
+/// Resource subscriptions one session may hold.
+pub const MAX_SUBSCRIPTIONS: usize = 32;
+/// Server-to-client requests of one session that may wait for the client's answer at once.
+pub const MAX_PENDING_INPUTS: usize = 4;
+/// The largest `capabilities` a session keeps.
+pub const MAX_CAPABILITIES_BYTES: usize = 8 * 1024;
+/// The longest `clientInfo` string kept.
+const MAX_INFO_CHARS: usize = 128;
+const SESSIONS_KIND: &str = "mcp-sessions";
+const PENDING_KIND: &str = "mcp-pending";
 const POLL_FIRST: Duration = Duration::from_millis(50);
 const POLL_MAX: Duration = Duration::from_secs(1);
 
@@ -75,6 +91,17 @@ impl Session {
     }
 }
 
+/// What a session keeps of `clientInfo`: its name, title and version, each bounded.
+pub fn kept_client_info(info: &Value) -> Value {
+    let mut kept = serde_json::Map::new();
+    for field in ["name", "title", "version"] {
+        if let Some(text) = info.get(field).and_then(Value::as_str) {
+            kept.insert(field.into(), json!(text.chars().take(MAX_INFO_CHARS).collect::<String>()));
+        }
+    }
+    Value::Object(kept)
+}
+
 /// The version a session speaks: the client's if served, else the newest served (the client
 /// then decides whether it can go on).
 pub fn negotiate(requested: &str) -> &'static str {
@@ -91,6 +118,8 @@ pub struct Legacy {
     pub session_ttl_secs: u64,
     /// How long a call waits for the client's answer to one server-to-client request.
     pub input_wait: Duration,
+    /// Sessions one principal may hold open at once.
+    pub max_sessions: usize,
 }
 
 /// A session found for the caller.
@@ -117,16 +146,42 @@ impl Legacy {
         )
     }
 
-    /// Creates a session for the caller; returns its id.
+    fn sessions_key(principal: &Principal) -> RecordKey {
+        RecordKey::new(Owner::personal(&principal.tenant, &principal.subject), SESSIONS_KIND, "open")
+    }
+
+    fn pending_key(principal: &Principal, session: &str) -> RecordKey {
+        RecordKey::new(Owner::personal(&principal.tenant, &principal.subject), PENDING_KIND, session)
+    }
+
+    /// Creates a session for the caller, within its share of open sessions; returns its id.
     pub async fn create(&self, principal: &Principal, session: &Session) -> Result<String, McpError> {
         let now = self.clock.now_unix();
         let body = serde_json::to_value(session).map_err(|_| McpError::Internal)?;
         let id = self.ids.new_id();
-        self.store
-            .create(&Self::session_key(principal, &id), &body, Some(now + self.session_ttl_secs), now)
-            .await
-            .map_err(store_failure)?;
+        let until = now + self.session_ttl_secs;
+        let slots = Self::sessions_key(principal);
+        match slots::acquire(&*self.store, &slots, &id, until, self.max_sessions, now).await.map_err(slot_failure)? {
+            Acquired::Held => {}
+            Acquired::Full => return Err(McpError::LimitReached { what: "open sessions", max: self.max_sessions }),
+        }
+        self.store.create(&Self::session_key(principal, &id), &body, Some(until), now).await.map_err(store_failure)?;
         Ok(id)
+    }
+
+    /// Ends session `id`: its record is removed and its slot given back.
+    pub async fn end(&self, principal: &Principal, id: &str) -> Result<(), McpError> {
+        let (record, _) = self.read(principal, id).await?;
+        let now = self.clock.now_unix();
+        let delete = [Write::Delete { key: record.key.clone(), expected_revision: record.revision }];
+        match self.store.transact(&delete, now).await {
+            Ok(_) | Err(TransactError::Refused { cause: StoreError::NotFound, .. }) => {}
+            Err(TransactError::Refused { .. }) => return Err(McpError::Retryable(crate::Retry::Contention)),
+            Err(TransactError::Store(error)) => return Err(store_failure(error)),
+            Err(TransactError::Invalid(_)) => return Err(McpError::Internal),
+        }
+        slots::release(&*self.store, &Self::sessions_key(principal), id, now).await.map_err(slot_failure)?;
+        Ok(())
     }
 
     /// The caller's live session named by `Mcp-Session-Id`: 400 without the header, 404 for an
@@ -216,8 +271,35 @@ impl Legacy {
         let key = Self::input_key(principal, session, &request_id);
         let now = self.clock.now_unix();
         let wait_secs = self.input_wait.as_secs().max(1);
+        let pending = Self::pending_key(principal, session);
+        let until = now + wait_secs + 60;
+        match slots::acquire(&*self.store, &pending, &request_id, until, MAX_PENDING_INPUTS, now).await {
+            Ok(Acquired::Held) => {}
+            Ok(Acquired::Full) => {
+                return Err(format!("{MAX_PENDING_INPUTS} requests of this session already wait for your answers"));
+            }
+            Err(error) => return Err(format!("the server could not record the request: {error}")),
+        }
+        let answer = self.ask_and_wait(client, input, stream, &request_id, &key).await;
+        if let Err(error) = slots::release(&*self.store, &pending, &request_id, self.clock.now_unix()).await {
+            tracing::warn!(%error, "a pending request's slot was not given back; it lapses");
+        }
+        answer
+    }
+
+    /// Records the request as waiting, sends it, and polls for the answer.
+    async fn ask_and_wait(
+        &self,
+        client: &ClientContext,
+        input: &InputRequest,
+        stream: &UnboundedSender<Bytes>,
+        request_id: &str,
+        key: &RecordKey,
+    ) -> Result<Value, String> {
+        let now = self.clock.now_unix();
+        let wait_secs = self.input_wait.as_secs().max(1);
         self.store
-            .create(&key, &json!({ "state": "waiting" }), Some(now + wait_secs + 60), now)
+            .create(key, &json!({ "state": "waiting" }), Some(now + wait_secs + 60), now)
             .await
             .map_err(|e| format!("the server could not record the request: {e}"))?;
         let wire = input.to_wire();
@@ -236,7 +318,7 @@ impl Legacy {
         let deadline = tokio::time::Instant::now() + self.input_wait;
         let mut delay = POLL_FIRST;
         loop {
-            let record = self.store.get(&key, self.clock.now_unix()).await.map_err(|e| e.to_string())?;
+            let record = self.store.get(key, self.clock.now_unix()).await.map_err(|e| e.to_string())?;
             match record {
                 Some(record) if record.body.get("state").and_then(Value::as_str) == Some("answered") => {
                     let answer = &record.body["message"];

@@ -63,6 +63,8 @@ pub struct ServerConfig {
     /// How often a listen stream reads the resources it watches (changes made by other
     /// instances are heard within this).
     pub listen_poll_ms: u64,
+    /// Listen streams one principal may hold open at once, across instances.
+    pub max_listen_streams: usize,
     /// The front door delivers SSE frames as they are written (the local gateway, Lambda response
     /// streaming). Without it, legacy clients get no server-to-client requests and no GET stream.
     pub streams_responses: bool,
@@ -73,6 +75,8 @@ pub struct ServerConfig {
     pub pushes_updates: bool,
     /// Lifetime of a legacy (2025-11-25) session, seconds.
     pub legacy_session_secs: u64,
+    /// Legacy sessions one principal may hold open at once, across instances.
+    pub max_legacy_sessions: usize,
     /// How long a legacy call waits for the client's answer to one server-to-client request.
     pub legacy_input_wait_secs: u64,
     /// An SSE comment goes out after this long without a frame, so that a stream waiting on a
@@ -93,9 +97,11 @@ impl Default for ServerConfig {
             read_ttl_ms: 60_000,
             listen_max_secs: 300,
             listen_poll_ms: 2000,
+            max_listen_streams: 8,
             streams_responses: true,
             pushes_updates: true,
             legacy_session_secs: 8 * 3600,
+            max_legacy_sessions: 16,
             legacy_input_wait_secs: 300,
             sse_keepalive_secs: 25,
         }
@@ -175,6 +181,7 @@ pub struct McpServer {
     tasks: Option<Arc<Engine>>,
     events: broadcast::Sender<ResourceEvent>,
     legacy: Option<Legacy>,
+    store: Option<Arc<dyn RecordStore>>,
 }
 
 impl McpServer {
@@ -189,28 +196,34 @@ impl McpServer {
             tasks: None,
             events,
             legacy: None,
+            store: None,
         }
     }
 
     /// Serves handshake-era (2025-11-25, 2025-06-18) clients too, with their sessions and
     /// pending server-to-client requests as records in `store`.
-    pub fn with_legacy_sessions(mut self, store: Arc<dyn RecordStore>) -> Self {
+    /// The deployment's record store: 2025-11-25 sessions live in it, and so do the counts of
+    /// what each caller holds (listen streams, sessions), so that limits hold across instances.
+    /// Without a store, those limits are not enforced (and legacy clients are not served).
+    pub fn with_store(mut self, store: Arc<dyn RecordStore>) -> Self {
+        self.store = Some(store.clone());
         self.legacy = Some(Legacy {
             store,
             ids: Arc::new(RandomIds),
             clock: self.clock.clone(),
             session_ttl_secs: self.config.legacy_session_secs,
             input_wait: Duration::from_secs(self.config.legacy_input_wait_secs),
+            max_sessions: self.config.max_legacy_sessions,
         });
         self
     }
 
-    /// How long an SSE stream stays quiet before it sends a keep-alive comment.
     /// The Host/Origin allow-list, for the routes beside `/mcp` a front door serves.
     pub fn origin_policy(&self) -> &OriginPolicy {
         &self.config.origin_policy
     }
 
+    /// How long an SSE stream stays quiet before it sends a keep-alive comment.
     fn keepalive(&self) -> Duration {
         Duration::from_secs(self.config.sse_keepalive_secs.max(1))
     }
@@ -314,8 +327,8 @@ impl McpServer {
                 Route::All => "mcp",
                 Route::Only(own) => own.function_name(),
             },
-            method = method.as_deref().unwrap_or("-"),
-            name = target.as_deref().unwrap_or("-"),
+            method = bounded(method.as_deref().unwrap_or("-")),
+            name = bounded(target.as_deref().unwrap_or("-")),
             status = reply.status().as_u16(),
             result_type = result_type.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("-"),
             latency_ms = started.elapsed().as_secs_f64() * 1000.0,
@@ -478,6 +491,9 @@ impl McpServer {
                         .await
                         .map_err(|error| match error {
                             relevo_state::StartError::Store(error) => crate::error::store_failure("task")(error),
+                            relevo_state::StartError::LimitReached { what, max } => {
+                                McpError::LimitReached { what, max }
+                            }
                             other => {
                                 tracing::error!(error = %other, "could not create the task");
                                 McpError::Internal
@@ -797,10 +813,16 @@ impl McpServer {
             Some(Value::Object(c)) => c.clone(),
             Some(_) => return Err(McpError::invalid_params("params.capabilities must be an object")),
         };
+        if serde_json::to_vec(&capabilities).map_or(usize::MAX, |b| b.len()) > crate::legacy::MAX_CAPABILITIES_BYTES {
+            return Err(McpError::invalid_params(format!(
+                "params.capabilities exceeds {} bytes",
+                crate::legacy::MAX_CAPABILITIES_BYTES
+            )));
+        }
         let session = Session {
             protocol_version: crate::legacy::negotiate(requested).to_string(),
             capabilities,
-            client_info: params.get("clientInfo").cloned(),
+            client_info: params.get("clientInfo").map(crate::legacy::kept_client_info),
             log_level: None,
             subscriptions: Vec::new(),
             ended: false,
@@ -894,11 +916,18 @@ impl McpServer {
                 let subscribe = method == "resources/subscribe";
                 if subscribe {
                     self.readable(&principal, &uri)?;
+                    let held = session.subscriptions.iter().filter(|u| **u != uri).count();
+                    if held >= crate::legacy::MAX_SUBSCRIPTIONS {
+                        return Err(McpError::LimitReached {
+                            what: "resource subscriptions in a session",
+                            max: crate::legacy::MAX_SUBSCRIPTIONS,
+                        });
+                    }
                 }
                 legacy
                     .update(&principal, &session_id, |s| {
                         s.subscriptions.retain(|u| *u != uri);
-                        if subscribe {
+                        if subscribe && s.subscriptions.len() < crate::legacy::MAX_SUBSCRIPTIONS {
                             s.subscriptions.push(uri.clone());
                         }
                     })
@@ -937,7 +966,7 @@ impl McpServer {
             Err(error) => return legacy_error_reply(None, &error),
         };
         if request.method() == http::Method::DELETE {
-            return match legacy.update(principal, &session.id, |s| s.ended = true).await {
+            return match legacy.end(principal, &session.id).await {
                 Ok(_) => empty(StatusCode::OK),
                 Err(error) => legacy_error_reply(None, &error),
             };
@@ -1246,6 +1275,20 @@ fn error_reply(id: Option<&Value>, error: &McpError) -> Reply {
     reply
 }
 
+/// The longest caller-supplied text a log line carries (a method or tool name of a megabyte
+/// would otherwise be written out whole).
+pub const MAX_LOGGED_CHARS: usize = 128;
+/// When a caller at a limit may look again (a stream, a session or a job may have ended).
+const LIMIT_RETRY_AFTER_SECS: u64 = 5;
+
+/// `text`, cut to [`MAX_LOGGED_CHARS`] characters.
+pub fn bounded(text: &str) -> &str {
+    match text.char_indices().nth(MAX_LOGGED_CHARS) {
+        Some((at, _)) => &text[..at],
+        None => text,
+    }
+}
+
 /// `Allow` on a 405, `Retry-After` (whole seconds) on a retryable failure.
 fn retry_headers(reply: &mut Reply, error: &McpError) {
     match error {
@@ -1255,6 +1298,9 @@ fn retry_headers(reply: &mut Reply, error: &McpError) {
         McpError::Retryable(retry) => {
             let secs = retry.retry_after_ms().div_ceil(1000).max(1);
             reply.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        McpError::LimitReached { .. } => {
+            reply.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(LIMIT_RETRY_AFTER_SECS));
         }
         _ => {}
     }

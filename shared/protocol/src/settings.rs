@@ -67,10 +67,12 @@ impl Settings {
             max_argument_bytes: number("RELEVO_MAX_ARGUMENT_BYTES", defaults.max_argument_bytes)?,
             page_size: number("RELEVO_PAGE_SIZE", defaults.page_size)?,
             legacy_session_secs: number("RELEVO_LEGACY_SESSION_SECS", defaults.legacy_session_secs as usize)? as u64,
+            max_legacy_sessions: number("RELEVO_MAX_LEGACY_SESSIONS", defaults.max_legacy_sessions)?,
             legacy_input_wait_secs: number("RELEVO_LEGACY_INPUT_WAIT_SECS", defaults.legacy_input_wait_secs as usize)?
                 as u64,
             sse_keepalive_secs: number("RELEVO_SSE_KEEPALIVE_SECS", defaults.sse_keepalive_secs as usize)? as u64,
             listen_poll_ms: number("RELEVO_LISTEN_POLL_MS", defaults.listen_poll_ms as usize)? as u64,
+            max_listen_streams: number("RELEVO_MAX_LISTEN_STREAMS", defaults.max_listen_streams)?,
             listen_max_secs: match lookup("RELEVO_LISTEN_MAX_SECS") {
                 Some(value) => value
                     .trim()

@@ -63,6 +63,9 @@ pub mod code {
     /// (`data.retryable`, `data.reason`, `data.retryAfterMs`). Application-defined: outside
     /// JSON-RPC's reserved -32768..-32000, so it cannot collide with a code the spec adds.
     pub const TEMPORARILY_UNAVAILABLE: i32 = -31000;
+    /// The caller holds as many of something as it may (`data.limit`, `data.max`); it may retry
+    /// once it has given one back or one expired. With HTTP 429.
+    pub const LIMIT_REACHED: i32 = -31001;
 }
 
 /// Logging levels in increasing severity (RFC 5424 order, as the spec lists them).

@@ -254,6 +254,37 @@ pub async fn transaction_contract(store: Arc<dyn RecordStore>, racers: Racers) {
     let op_now = store.get(&op, NOW).await.unwrap().unwrap();
     assert_eq!((op_now.revision, op_now.expires_at), (2, Some(NOW + 100)), "an update keeps the expiry");
 
+    // A delete holds only at the live revision, and only with the rest of its transaction.
+    let doomed = RecordKey::new(Owner::tenant("acme"), "session", "s1");
+    store.create(&doomed, &json!({"open": true}), Some(NOW + 100), NOW).await.unwrap();
+    let wrong = [Write::Delete { key: doomed.clone(), expected_revision: 7 }];
+    assert!(
+        matches!(
+            store.transact(&wrong, NOW).await,
+            Err(TransactError::Refused { index: 0, cause: StoreError::Conflict { .. } })
+        ),
+        "a delete at another revision is a conflict"
+    );
+    let with_a_failure = [
+        Write::Delete { key: doomed.clone(), expected_revision: 1 },
+        Write::Check { key: item.clone(), expected_revision: 99 },
+    ];
+    assert!(store.transact(&with_a_failure, NOW).await.is_err());
+    assert!(store.get(&doomed, NOW).await.unwrap().is_some(), "nothing is deleted when the transaction fails");
+    assert_eq!(
+        store.transact(&[Write::Delete { key: doomed.clone(), expected_revision: 1 }], NOW).await.unwrap(),
+        vec![0]
+    );
+    assert_eq!(store.get(&doomed, NOW).await.unwrap(), None, "deleted");
+    let again = [Write::Delete { key: doomed.clone(), expected_revision: 1 }];
+    assert!(
+        matches!(
+            store.transact(&again, NOW).await,
+            Err(TransactError::Refused { index: 0, cause: StoreError::NotFound })
+        ),
+        "a second delete finds nothing"
+    );
+
     // A stale version anywhere refuses everything, and names the write with the current record.
     let stale = vec![
         Write::Update { key: op.clone(), expected_revision: 2, body: json!({"status": "again"}) },

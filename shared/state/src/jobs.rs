@@ -165,6 +165,9 @@ pub trait JobStore: Send + Sync {
 
     /// Jobs not yet terminal (queued or running), oldest update first, for the reconciler.
     fn list_active<'a>(&'a self, limit: usize) -> StoreFuture<'a, Vec<Job>>;
+
+    /// The job already started under `job`'s operation key (same owner and kind), if any.
+    fn keyed_job<'a>(&'a self, job: &'a Job) -> StoreFuture<'a, Option<Job>>;
 }
 
 /// Reads the job out of a `Conflict` error's current record.

@@ -18,6 +18,7 @@ pub mod ledger;
 pub mod queue;
 pub mod records;
 pub mod seal;
+pub mod slots;
 pub mod work;
 
 pub use canonical::{canonical_digest, canonical_json, canonical_object_digest, sha256_hex};
@@ -29,5 +30,6 @@ pub use records::{
     Owner, Record, RecordKey, RecordStore, StoreError, StoreFuture, TransactError, TransactFuture, Write,
 };
 pub use work::{
-    Engine, EngineConfig, JobContext, JobFailure, JobRunner, Processed, ReconcileReport, StartError, WorkError,
+    Engine, EngineConfig, InFlightLimits, JobContext, JobFailure, JobRunner, Processed, ReconcileReport, StartError,
+    WorkError,
 };

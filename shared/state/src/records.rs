@@ -93,12 +93,18 @@ pub enum Write {
     /// Writes nothing; holds only if the live record is at `expected_revision` (0: no live
     /// record). A refusal is `Conflict` (or `AlreadyExists` when 0 was expected).
     Check { key: RecordKey, expected_revision: u64 },
+    /// Removes the live record at `expected_revision` (a refusal is `Conflict` or `NotFound`);
+    /// its revision afterwards reads as 0.
+    Delete { key: RecordKey, expected_revision: u64 },
 }
 
 impl Write {
     pub fn key(&self) -> &RecordKey {
         match self {
-            Write::Create { key, .. } | Write::Update { key, .. } | Write::Check { key, .. } => key,
+            Write::Create { key, .. }
+            | Write::Update { key, .. }
+            | Write::Check { key, .. }
+            | Write::Delete { key, .. } => key,
         }
     }
 }

@@ -26,7 +26,8 @@ use crate::clock::Clock;
 use crate::ids::Ids;
 use crate::jobs::{Created, Job, JobRef, JobStatus, JobStore, Lease, conflicting_job};
 use crate::queue::{Queue, WorkMessage};
-use crate::records::StoreError;
+use crate::records::{Owner, RecordKey, RecordStore, StoreError};
+use crate::slots::{self, Acquired, SlotError};
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -71,12 +72,37 @@ impl Default for EngineConfig {
     }
 }
 
+/// How many jobs may be in flight (not yet finished) at once: per principal and per tenant.
+/// One tenant's burst is refused at the door instead of filling the queue ahead of everyone
+/// else's jobs, so another tenant's job waits behind at most `per_tenant` of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InFlightLimits {
+    pub per_principal: usize,
+    pub per_tenant: usize,
+}
+
+impl Default for InFlightLimits {
+    fn default() -> Self {
+        InFlightLimits { per_principal: 16, per_tenant: 64 }
+    }
+}
+
+/// Admission: the counts of jobs in flight live in the record store ([`crate::slots`]), so they
+/// hold across every instance that starts jobs.
+struct Admission {
+    records: Arc<dyn RecordStore>,
+    limits: InFlightLimits,
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StartError {
     #[error("operation key {operation_key:?} was already used for job {existing} with different arguments")]
     KeyConflict { operation_key: String, existing: String },
     #[error("no runner for job kind {0:?}")]
     UnknownKind(String),
+    /// The principal or its tenant has `max` jobs in flight already: retry once one finished.
+    #[error("at most {max} {what}")]
+    LimitReached { what: &'static str, max: usize },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -221,6 +247,7 @@ pub struct Engine {
     pub ids: Arc<dyn Ids>,
     pub config: EngineConfig,
     runners: HashMap<String, Arc<dyn JobRunner>>,
+    admission: Option<Admission>,
 }
 
 impl Engine {
@@ -231,7 +258,14 @@ impl Engine {
         ids: Arc<dyn Ids>,
         config: EngineConfig,
     ) -> Self {
-        Engine { store, queue, clock, ids, config, runners: HashMap::new() }
+        Engine { store, queue, clock, ids, config, runners: HashMap::new(), admission: None }
+    }
+
+    /// Bounds the jobs in flight per principal and per tenant (counted in `records`). Internal
+    /// jobs ([`Engine::start_deferred`]) are never refused.
+    pub fn with_admission(mut self, records: Arc<dyn RecordStore>, limits: InFlightLimits) -> Self {
+        self.admission = Some(Admission { records, limits });
+        self
     }
 
     pub fn runner(mut self, kind: &str, runner: Arc<dyn JobRunner>) -> Self {
@@ -301,7 +335,33 @@ impl Engine {
             updated_at: now,
             expires_at: now + self.config.retention_secs,
         };
-        match self.store.create_job(&job).await? {
+        // A repeated start of a keyed job finds it without taking a slot (it holds one already).
+        if self.admission.is_some()
+            && enqueue
+            && let Some(existing) = self.store.keyed_job(&job).await?
+        {
+            return if existing.digest == job.digest {
+                Ok(existing)
+            } else {
+                Err(StartError::KeyConflict {
+                    operation_key: operation_key.unwrap_or_default().to_string(),
+                    existing: existing.job.id,
+                })
+            };
+        }
+        let admitted = if enqueue { self.admit(&job).await? } else { false };
+        let created = match self.store.create_job(&job).await {
+            Ok(created) => created,
+            Err(error) => {
+                self.leave_if(admitted, &job.job).await;
+                return Err(error.into());
+            }
+        };
+        if !matches!(created, Created::New(_)) {
+            // The operation key named an existing job: the slots taken for this one go back.
+            self.leave_if(admitted, &job.job).await;
+        }
+        match created {
             Created::New(job) if !enqueue => Ok(job),
             Created::New(job) => {
                 // Job first, then message: if this send is lost, the reconciler re-enqueues.
@@ -334,7 +394,12 @@ impl Engine {
                 next.pending_input = None;
             }
             match self.store.put_job(&next, current.revision).await {
-                Ok(written) => return Ok(Some(written)),
+                Ok(written) => {
+                    if written.status.is_terminal() {
+                        self.leave(job).await;
+                    }
+                    return Ok(Some(written));
+                }
                 Err(StoreError::Conflict { .. }) => continue,
                 Err(other) => return Err(other),
             }
@@ -467,7 +532,11 @@ impl Engine {
                         job.protocol_error = Some(error.clone());
                     })
                     .await;
-                return Ok(if written.is_ok() { Processed::Finished(JobStatus::Failed) } else { Processed::Fenced });
+                if written.is_err() {
+                    return Ok(Processed::Fenced);
+                }
+                self.leave(job_ref).await;
+                return Ok(Processed::Finished(JobStatus::Failed));
             }
             Err(JobFailure::NeedsInput { requests, state }) => {
                 let written = ctx
@@ -507,7 +576,10 @@ impl Engine {
             })
             .await;
         match finished {
-            Ok(()) => Ok(Processed::Finished(status)),
+            Ok(()) => {
+                self.leave(job_ref).await;
+                Ok(Processed::Finished(status))
+            }
             Err(_) => Ok(Processed::Fenced),
         }
     }
@@ -526,7 +598,10 @@ impl Engine {
         next.result = result;
         next.error = error;
         match self.store.put_job(&next, job.revision).await {
-            Ok(_) => Ok(Processed::Finished(status)),
+            Ok(_) => {
+                self.leave(&job.job).await;
+                Ok(Processed::Finished(status))
+            }
             Err(StoreError::Conflict { .. }) => Err(WorkError::Busy),
             Err(other) => Err(other.into()),
         }
@@ -567,8 +642,10 @@ impl Engine {
                         self.queue.send(&WorkMessage::new(written.job.clone()).encode()).await?;
                         report.requeued += 1;
                     } else if written.status == JobStatus::Failed {
+                        self.leave(&written.job).await;
                         report.failed += 1;
                     } else {
+                        self.leave(&written.job).await;
                         report.cancelled += 1;
                     }
                 }
@@ -577,6 +654,98 @@ impl Engine {
             }
         }
         Ok(report)
+    }
+}
+
+/// The slot holder naming a job (its subject and id).
+fn holder(job: &JobRef) -> String {
+    serde_json::json!([job.subject, job.id]).to_string()
+}
+
+impl Engine {
+    fn slot_keys(job: &JobRef) -> [RecordKey; 2] {
+        [
+            RecordKey::new(Owner::personal(&job.tenant, &job.subject), "jobs-in-flight", "open"),
+            RecordKey::new(Owner::tenant(&job.tenant), "jobs-in-flight", "open"),
+        ]
+    }
+
+    /// Takes the job's slots among its principal's and its tenant's jobs in flight. A full count
+    /// is checked against the jobs themselves first (a job finished by a worker that died before
+    /// giving its slot back still counts until then).
+    async fn admit(&self, job: &Job) -> Result<bool, StartError> {
+        let Some(admission) = &self.admission else { return Ok(false) };
+        let now = self.clock.now_unix();
+        let [principal, tenant] = Self::slot_keys(&job.job);
+        let limits = [
+            (principal, admission.limits.per_principal, "jobs in flight for this principal"),
+            (tenant, admission.limits.per_tenant, "jobs in flight for this tenant"),
+        ];
+        let mut taken = Vec::new();
+        for (key, max, what) in limits {
+            let mut acquired = self.acquire(admission, &key, &job.job, job.expires_at, max, now).await;
+            if matches!(acquired, Ok(Acquired::Full)) {
+                self.drop_finished(admission, &key, &job.job.tenant, now).await;
+                acquired = self.acquire(admission, &key, &job.job, job.expires_at, max, now).await;
+            }
+            match acquired {
+                Ok(Acquired::Held) => taken.push(key),
+                Ok(Acquired::Full) | Err(_) => {
+                    for key in &taken {
+                        let _ = slots::release(&*admission.records, key, &holder(&job.job), now).await;
+                    }
+                    return Err(match acquired {
+                        Err(SlotError::Store(error)) => StartError::Store(error),
+                        Err(SlotError::Contention(what)) => StartError::Store(StoreError::Unavailable(what)),
+                        _ => StartError::LimitReached { what, max },
+                    });
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    async fn acquire(
+        &self,
+        admission: &Admission,
+        key: &RecordKey,
+        job: &JobRef,
+        until: u64,
+        max: usize,
+        now: u64,
+    ) -> Result<Acquired, SlotError> {
+        slots::acquire(&*admission.records, key, &holder(job), until, max, now).await
+    }
+
+    /// Gives back the slots of holders whose job has finished or is gone.
+    async fn drop_finished(&self, admission: &Admission, key: &RecordKey, tenant: &str, now: u64) {
+        let Ok(held) = slots::holders(&*admission.records, key, now).await else { return };
+        for id in held {
+            let Ok((subject, job_id)) = serde_json::from_str::<(String, String)>(&id) else { continue };
+            let job = JobRef { tenant: tenant.into(), subject, id: job_id };
+            if let Ok(found) = self.store.get_job(&job).await
+                && found.is_none_or(|j| j.status.is_terminal())
+            {
+                let _ = slots::release(&*admission.records, key, &id, now).await;
+            }
+        }
+    }
+
+    async fn leave_if(&self, admitted: bool, job: &JobRef) {
+        if admitted {
+            self.leave(job).await;
+        }
+    }
+
+    /// Gives a finished job's slots back (a failure here only delays it: see [`Engine::admit`]).
+    async fn leave(&self, job: &JobRef) {
+        let Some(admission) = &self.admission else { return };
+        let now = self.clock.now_unix();
+        for key in Self::slot_keys(job) {
+            if let Err(error) = slots::release(&*admission.records, &key, &holder(job), now).await {
+                tracing::warn!(%error, job = %job.id, "a finished job's slot was not given back");
+            }
+        }
     }
 }
 

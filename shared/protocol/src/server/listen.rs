@@ -19,6 +19,9 @@
 //! - When every read of a poll fails for [`FAILED_POLLS`] polls in a row (store unavailable,
 //!   timeouts), the stream ends with the listen result rather than go quiet; the client listens
 //!   again.
+//! - A principal holds at most `max_listen_streams` streams at once, counted in the store
+//!   across instances ([`relevo_state::slots`]); one more is refused with 429. A stream gives its
+//!   slot back when it ends, and a slot whose instance died lapses after the stream's lifetime.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -30,16 +33,20 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::{McpServer, RESULT_TYPE_HEADER, Reply, run_handler, sse_frame, sse_reply};
 use crate::auth::Principal;
-use crate::error::McpError;
+use crate::error::{McpError, slot_failure};
 use crate::ladder::ValidRequest;
 use crate::notify::Notifier;
 use crate::registry::{Call, ClientContext, Outcome};
 use crate::wire::{JsonObject, meta};
+use relevo_state::slots::{self, Acquired};
+use relevo_state::{Owner, RecordKey};
 
 /// Resource subscriptions one listen stream may hold.
 pub const MAX_WATCHED: usize = 32;
 /// Polls in a row whose every read failed before the stream ends.
 pub const FAILED_POLLS: u32 = 3;
+/// A listen slot outlives its stream's lifetime by this much before it lapses on its own.
+const LISTEN_SLOT_SLACK_SECS: u64 = 30;
 /// One read of a watched resource gives up after this long.
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -168,18 +175,44 @@ impl McpServer {
         result.insert("_meta".into(), tag);
         let done = self.decorate(request, result, "complete");
 
+        let slot = self.take_listen_slot(principal).await?;
         let (tx, rx) = mpsc::unbounded_channel();
         let _ = tx.send(sse_frame(&ack));
         let events = self.events.subscribe();
         let limits = (Duration::from_secs(self.config.listen_max_secs), self.listen_poll());
+        let server = self.clone();
         tokio::spawn(async move {
             if run(watch, events, &tx, limits).await {
                 let _ = tx.send(sse_frame(&done));
             }
+            server.give_back_listen_slot(slot).await;
         });
         let mut reply = sse_reply(rx, self.keepalive());
         reply.headers_mut().insert(RESULT_TYPE_HEADER, HeaderValue::from_static("stream"));
         Ok(reply)
+    }
+
+    /// A slot among the principal's open streams (none to take without a store).
+    async fn take_listen_slot(&self, principal: &Principal) -> Result<Option<(RecordKey, String)>, McpError> {
+        let Some(store) = &self.store else { return Ok(None) };
+        let key = RecordKey::new(Owner::personal(&principal.tenant, &principal.subject), "listen-streams", "open");
+        let holder = relevo_state::Ids::new_id(&relevo_state::RandomIds);
+        let now = self.clock.now_unix();
+        let until = now + self.config.listen_max_secs + LISTEN_SLOT_SLACK_SECS;
+        let max = self.config.max_listen_streams;
+        match slots::acquire(&**store, &key, &holder, until, max, now).await.map_err(slot_failure)? {
+            Acquired::Held => Ok(Some((key, holder))),
+            Acquired::Full => Err(McpError::LimitReached { what: "open listen streams", max }),
+        }
+    }
+
+    async fn give_back_listen_slot(&self, slot: Option<(RecordKey, String)>) {
+        if let (Some(store), Some((key, holder))) = (&self.store, slot)
+            && let Err(error) = slots::release(&**store, &key, &holder, self.clock.now_unix()).await
+        {
+            // It lapses on its own at the stream's end of life.
+            tracing::warn!(%error, "a listen stream's slot was not given back");
+        }
     }
 
     fn listen_poll(&self) -> Duration {

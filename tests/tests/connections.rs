@@ -1,7 +1,10 @@
-//! An oversized body over a real socket: a client that writes its whole body before it reads
-//! (as Python's `http.client` and most SDK transports do) gets the 413 and its JSON-RPC error,
-//! not a broken pipe, and its connection stays usable. The gateway on 127.0.0.1, stopped with
-//! the test; every socket read and write has a timeout.
+//! The gateway's connections over a real socket (its own connection loop, on 127.0.0.1, stopped
+//! with the test; every socket read and write has a timeout):
+//! - a client that writes its whole oversized body before it reads (as Python's `http.client`
+//!   and most SDK transports do) gets the 413 and its JSON-RPC error, not a broken pipe, and its
+//!   connection stays usable;
+//! - a client that never finishes its headers, or leaves a keep-alive connection idle, is cut
+//!   after the header-read timeout instead of holding the connection for ever.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -12,12 +15,18 @@ use std::time::Duration;
 use relevo_tests::*;
 use serde_json::{Value, json};
 
-/// Serves the conformance app on a free loopback port until the test ends.
-async fn serve() -> std::net::SocketAddr {
+/// Serves the conformance app on a free loopback port until the test ends, with a header-read
+/// timeout of `header_timeout`.
+async fn serve_with(header_timeout: Duration) -> std::net::SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, conformance_router()).await });
+    let forever = std::future::pending::<()>();
+    tokio::spawn(relevo_gateway::serve::serve(listener, conformance_router(), header_timeout, forever));
     address
+}
+
+async fn serve() -> std::net::SocketAddr {
+    serve_with(relevo_gateway::serve::HEADER_READ_TIMEOUT).await
 }
 
 /// Writes one POST with `body` whole, then reads the answer: (status, headers, body).
@@ -68,6 +77,41 @@ async fn a_client_that_writes_its_whole_oversized_body_reads_the_413_and_keeps_i
         let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": { "_meta": envelope } });
         let (status, _, answer) = post(&mut stream, list.to_string().as_bytes());
         assert_eq!((status, answer["id"].clone()), (200, json!(2)), "the same connection serves on: {answer}");
+    })
+    .await
+    .unwrap();
+}
+
+/// Reads until the server closes the connection; how long that took.
+fn closed_after(stream: &mut TcpStream) -> Duration {
+    let started = std::time::Instant::now();
+    let mut buffer = [0u8; 1024];
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) | Err(_) => return started.elapsed(),
+            Ok(_) => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unfinished_headers_and_idle_keep_alive_connections_are_cut_after_the_header_timeout() {
+    let address = serve_with(Duration::from_secs(1)).await;
+    tokio::task::spawn_blocking(move || {
+        let mut slow = TcpStream::connect(address).unwrap();
+        slow.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        slow.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n").unwrap();
+        let waited = closed_after(&mut slow);
+        assert!(waited < Duration::from_secs(5), "a half-sent request head held the connection {waited:?}");
+
+        let mut idle = TcpStream::connect(address).unwrap();
+        idle.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let list =
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": { "_meta": envelope(json!({})) } });
+        let (status, _, _) = post(&mut idle, list.to_string().as_bytes());
+        assert_eq!(status, 200);
+        let waited = closed_after(&mut idle);
+        assert!(waited < Duration::from_secs(5), "an idle keep-alive connection stayed open {waited:?}");
     })
     .await
     .unwrap();
