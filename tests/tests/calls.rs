@@ -322,15 +322,23 @@ async fn a_panicking_handler_becomes_an_internal_error_not_a_crash() {
 }
 
 #[tokio::test]
-async fn arguments_outside_the_declared_input_schema_are_refused_before_the_handler_naming_the_field() {
+async fn arguments_outside_the_declared_input_schema_are_a_tool_error_naming_the_field_before_the_handler() {
     let ports = relevo_app::Ports::new(None);
     let router = router(server(relevo_app::demo::app(&ports), ServerConfig::default(), Arc::new(ManualClock::at(T0))));
     let extra = call_tool(&router, "greet", json!({ "arguments": { "name": "Ada", "shoeSize": 44 } })).await;
-    let error = &extra.json()["error"];
-    assert_eq!(error["code"], -32602, "{}", extra.text);
-    assert!(error["message"].as_str().unwrap().contains("shoeSize"), "{error}");
+    let result = &extra.json()["result"];
+    assert_eq!(result["isError"], true, "{}", extra.text);
+    assert!(result["content"][0]["text"].as_str().unwrap().contains("shoeSize"), "{result}");
     let wrong_type = call_tool(&router, "add", json!({ "arguments": { "a": "one", "b": 2 } })).await.json();
-    assert_eq!(wrong_type["error"]["data"]["errors"][0]["path"], "/a", "{wrong_type}");
+    assert_eq!(wrong_type["result"]["isError"], true, "{wrong_type}");
+    assert!(wrong_type["result"]["content"][0]["text"].as_str().unwrap().contains("/a: "), "{wrong_type}");
+    assert!(wrong_type["result"].get("structuredContent").is_none(), "an error result need not fit the outputSchema");
+    let mut deep = json!(1);
+    for _ in 0..40 {
+        deep = json!([deep]);
+    }
+    let nested = call_tool(&router, "greet", json!({ "arguments": { "name": deep } })).await.json();
+    assert_eq!(nested["error"]["code"], -32602, "arguments past the depth bound are a protocol error: {nested}");
     let fine = call_tool(&router, "greet", json!({ "arguments": { "name": "Ada" } })).await.json();
     assert_eq!(fine["result"]["structuredContent"]["greeting"], "Hello, Ada!");
 }

@@ -2,8 +2,11 @@
 //! the schema names another draft, by `boon`) before its handler runs, and bounded in size and
 //! depth.
 //!
-//! Invariants: a handler never sees arguments its schema refuses; the refusal is `-32602` naming
-//! each failing location and why, in the validator's own words (`data.errors: [{path, message}]`).
+//! Invariants: a handler never sees arguments its schema refuses. The refusal is a tool
+//! execution error (`isError: true`), as the spec files input-validation problems, so the model
+//! can correct itself: its text names each failing location and why, in the validator's own
+//! words (`errors` keeps them as `[{path, message}]` for the caller). Arguments over the
+//! size or depth bound are refused as `-32602` before they are even validated.
 //! Schemas are the app's, compiled once per tool on first use; they may not load anything: no
 //! `$ref` reaches a file or the network. A schema that does not compile is the app's bug: the tool
 //! answers `-32603` and the log says why, rather than run unchecked.
@@ -20,6 +23,15 @@ pub const MAX_ARGUMENT_DEPTH: usize = 32;
 /// The most validation errors reported back.
 const MAX_REPORTED: usize = 10;
 const LOCATION: &str = "mem:///input-schema.json";
+
+/// Why arguments were refused.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    /// Over a bound: a protocol error.
+    Bound(McpError),
+    /// The schema refuses them: a tool execution error with this text and these errors.
+    Invalid { message: String, errors: Vec<Value> },
+}
 
 /// A tool's compiled input schema, shared by the tool's clones.
 #[derive(Clone, Default)]
@@ -51,22 +63,24 @@ impl InputSchema {
         schema: &JsonObject,
         arguments: &JsonObject,
         max_bytes: usize,
-    ) -> Result<(), McpError> {
+    ) -> Result<(), Refusal> {
         let size = serde_json::to_vec(arguments).map_or(usize::MAX, |bytes| bytes.len());
         if size > max_bytes {
-            return Err(McpError::invalid_params(format!("arguments of {tool} exceed {max_bytes} bytes")));
+            return Err(Refusal::Bound(McpError::invalid_params(format!(
+                "arguments of {tool} exceed {max_bytes} bytes"
+            ))));
         }
         let instance = Value::Object(arguments.clone());
         if depth(&instance) > MAX_ARGUMENT_DEPTH {
-            return Err(McpError::invalid_params(format!(
+            return Err(Refusal::Bound(McpError::invalid_params(format!(
                 "arguments of {tool} nest deeper than {MAX_ARGUMENT_DEPTH} levels"
-            )));
+            ))));
         }
         let (schemas, index) = match self.compiled(schema) {
             Ok(compiled) => compiled,
             Err(why) => {
                 tracing::error!(%tool, %why, "the tool's inputSchema does not compile; the call is refused");
-                return Err(McpError::Internal);
+                return Err(Refusal::Bound(McpError::Internal));
             }
         };
         let Err(invalid) = schemas.validate(&instance, *index) else { return Ok(()) };
@@ -77,10 +91,7 @@ impl InputSchema {
             .map(|e| format!("{}: {}", e["path"].as_str().unwrap_or(""), e["message"].as_str().unwrap_or("")))
             .collect();
         errors.truncate(MAX_REPORTED);
-        Err(McpError::InvalidParams {
-            message: format!("Invalid arguments for tool {tool}: {}", summary.join("; ")),
-            data: Some(json!({ "errors": errors })),
-        })
+        Err(Refusal::Invalid { message: format!("Invalid arguments for tool {tool}: {}", summary.join("; ")), errors })
     }
 }
 
@@ -119,16 +130,15 @@ mod tests {
             "required": ["name"], "additionalProperties": false }));
         let checked = InputSchema::default();
         assert_eq!(checked.check("greet", &schema, &object(json!({ "name": "Ada" })), 1024), Ok(()));
-        let Err(McpError::InvalidParams { message, data }) =
+        let Err(Refusal::Invalid { message, errors }) =
             checked.check("greet", &schema, &object(json!({ "name": "Adaaa", "extra": 1 })), 1024)
         else {
             panic!("refused");
         };
         assert!(message.contains("/name") && message.contains("extra"), "{message}");
-        let errors = data.unwrap()["errors"].as_array().unwrap().clone();
         assert_eq!(errors.len(), 2, "{errors:?}");
         let missing = checked.check("greet", &schema, &JsonObject::new(), 1024);
-        assert!(matches!(missing, Err(McpError::InvalidParams { message, .. }) if message.contains("name")));
+        assert!(matches!(missing, Err(Refusal::Invalid { message, .. }) if message.contains("name")));
     }
 
     #[test]
@@ -136,20 +146,25 @@ mod tests {
         let schema = object(json!({ "type": "object" }));
         let checked = InputSchema::default();
         let big = object(json!({ "text": "x".repeat(2000) }));
-        assert!(matches!(checked.check("t", &schema, &big, 1000), Err(McpError::InvalidParams { .. })));
+        assert!(matches!(checked.check("t", &schema, &big, 1000), Err(Refusal::Bound(McpError::InvalidParams { .. }))));
         let mut deep = json!(1);
         for _ in 0..40 {
             deep = json!([deep]);
         }
         let nested = object(json!({ "a": deep }));
         let refused = checked.check("t", &schema, &nested, 1 << 20);
-        assert!(matches!(refused, Err(McpError::InvalidParams { message, .. }) if message.contains("deeper")));
+        assert!(
+            matches!(refused, Err(Refusal::Bound(McpError::InvalidParams { message, .. })) if message.contains("deeper"))
+        );
     }
 
     #[test]
     fn a_schema_may_not_reach_outside_itself() {
         let schema = object(json!({ "type": "object", "properties": { "a": { "$ref": "file:///etc/passwd" } } }));
         let checked = InputSchema::default();
-        assert_eq!(checked.check("t", &schema, &object(json!({ "a": 1 })), 1024), Err(McpError::Internal));
+        assert_eq!(
+            checked.check("t", &schema, &object(json!({ "a": 1 })), 1024),
+            Err(Refusal::Bound(McpError::Internal))
+        );
     }
 }

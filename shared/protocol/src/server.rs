@@ -414,6 +414,7 @@ impl McpServer {
         let params = &request.params;
         let mut task_tool = None;
         let mut invalidation: Option<(String, String)> = None;
+        let mut invalid = None;
         let (handler, arguments, uri, streams, private) = match request.method {
             Method::ToolsCall => {
                 // A caller without the tool's scopes gets 403 insufficient_scope, so a client can
@@ -424,7 +425,14 @@ impl McpServer {
                     Some(Value::Object(a)) => a.clone(),
                     Some(_) => return Err(McpError::invalid_params("params.arguments must be an object")),
                 };
-                tool.input_check.check(&tool.name, &tool.input_schema, &arguments, self.config.max_argument_bytes)?;
+                let checked =
+                    tool.input_check.check(&tool.name, &tool.input_schema, &arguments, self.config.max_argument_bytes);
+                match checked {
+                    Ok(()) => {}
+                    Err(crate::schema::Refusal::Bound(error)) => return Err(error),
+                    // Answered after the requestState is checked: a tampered state is refused first.
+                    Err(crate::schema::Refusal::Invalid { message, .. }) => invalid = Some(message),
+                }
                 if let Some(required) = &tool.required_capabilities {
                     let missing = missing_capabilities(required, &request.client.capabilities);
                     if !missing.is_empty() {
@@ -468,6 +476,11 @@ impl McpServer {
             Some(Value::String(token)) => Some(self.open_state(token, &binding, now)?),
             Some(_) => return Err(invalid_state("requestState must be a string")),
         };
+        if let Some(message) = invalid {
+            // No structuredContent: it would have to conform to the tool's outputSchema.
+            let result = wire::CallToolResult::error(vec![wire::ContentBlock::text(message)]);
+            return Ok(self.result_reply(&request, wire::to_object(&result), "complete"));
+        }
         let round = Round { binding, now, retry: state.is_some() || !input_responses.is_empty(), private };
 
         let notifier = Notifier::silent().with_events(self.events.clone(), &principal.tenant, &principal.subject);
