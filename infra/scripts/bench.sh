@@ -8,6 +8,9 @@
 #
 # The function binaries are built in a cargo invocation of their own so that their sizes are
 # those of `cargo build --release -p FUNCTION` (no feature of the bench crates leaks into them).
+# The peers (infra/bench-peers) are a Cargo project of their own with its own lock file and
+# target directory, built with cargo's default release profile, as an rmcp user builds them:
+# nothing of this workspace's [profile.release] reaches them.
 # Every server binds 127.0.0.1 and is killed by the harness when its rows are done or on failure.
 set -euo pipefail
 
@@ -30,6 +33,7 @@ if $short; then
   profile=debug
   # One workspace build, as `make unit` does, so CI reuses it.
   $cargo build --quiet --workspace --bins
+  $cargo build --quiet --locked --manifest-path infra/bench-peers/Cargo.toml --target-dir "$target/peers"
   $cargo bench --quiet --profile dev -p relevo-bench --bench inprocess -- \
     --warm-up-time 0.05 --measurement-time 0.1 --sample-size 10 >/dev/null
   report_args=(--short)
@@ -37,12 +41,12 @@ else
   profile=release
   $cargo build --release --quiet $(printf -- '-p %s ' "${functions[@]}")
   $cargo build --release --quiet -p relevo-gateway -p relevo-bench
-  $cargo build --release --quiet -p relevo-bench-peers
+  $cargo build --release --quiet --locked --manifest-path infra/bench-peers/Cargo.toml --target-dir "$target/peers"
   $cargo bench --quiet -p relevo-bench --bench inprocess >/dev/null
   report_args=()
 fi
 
 bin="$target/$profile"
-"$bin/relevo-bench" report --profile "$profile" --bin-dir "$bin" --peer-dir "$bin" --functions "$(IFS=,; echo "${functions[*]}")" \
+"$bin/relevo-bench" report --profile "$profile" --bin-dir "$bin" --peer-dir "$target/peers/$profile" --functions "$(IFS=,; echo "${functions[*]}")" \
   --criterion-dir "$target/criterion" --zip-dir "$target/lambda" --out "$target/bench/report.md" "${report_args[@]}"
 test -s "$target/bench/report.md"

@@ -2,7 +2,7 @@
 
 use relevo_protocol::{Method, Route};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     relevo_lambda::run(Route::Only(Method::SubscriptionsListen)).await
 }

@@ -51,7 +51,7 @@ impl ColdStart {
 }
 
 /// The invocation event for `function`.
-fn event(function: &str) -> Value {
+pub(crate) fn event(function: &str) -> Value {
     match function {
         "worker" => return json!({ "Records": [] }),
         "reconciler" => return json!({ "source": "aws.events", "detail-type": "Scheduled Event", "detail": {} }),
@@ -112,18 +112,20 @@ fn proxy_event(method: &http::Method, path: &str, headers: &http::HeaderMap, bod
     })
 }
 
-/// The stub AWS endpoint: every request answers an empty DynamoDB page.
-async fn aws_stub() -> std::io::Result<String> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// The stub AWS endpoint: every request answers an empty DynamoDB page, except
+/// `/.well-known/jwks.json`, which answers `jwks` (the stub is the issuer of the token rows).
+pub(crate) async fn aws_stub(listener: tokio::net::TcpListener, jwks: Value) -> std::io::Result<String> {
     let address = listener.local_addr()?;
-    let app = axum::Router::new().fallback(|| async {
-        ([(http::header::CONTENT_TYPE, "application/x-amz-json-1.0")], r#"{"Items":[],"Count":0,"ScannedCount":0}"#)
-    });
+    let app = axum::Router::new()
+        .route("/.well-known/jwks.json", axum::routing::get(move || async move { axum::Json(jwks) }))
+        .fallback(|| async {
+            ([(http::header::CONTENT_TYPE, "application/x-amz-json-1.0")], r#"{"Items":[],"Count":0,"ScannedCount":0}"#)
+        });
     tokio::spawn(async move { axum::serve(listener, app).await });
     Ok(format!("http://{address}"))
 }
 
-fn environment(endpoint: &str) -> Vec<(String, String)> {
+pub(crate) fn environment(endpoint: &str) -> Vec<(String, String)> {
     let key = base64::engine::general_purpose::STANDARD.encode([7u8; 32]);
     [
         ("AWS_ENDPOINT_URL", endpoint.to_string()),
@@ -150,7 +152,8 @@ fn sample(function: &str, binary: &Path) -> Result<(u64, String), String> {
         .build()
         .map_err(|e| e.to_string())?;
     let result = runtime.block_on(async {
-        let endpoint = aws_stub().await.map_err(|e| e.to_string())?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| e.to_string())?;
+        let endpoint = aws_stub(listener, json!({ "keys": [] })).await.map_err(|e| e.to_string())?;
         let event = event(function);
         let started = Instant::now();
         let spec = FunctionSpec {

@@ -5,7 +5,9 @@
 //! wrk's request count; peak RSS is the process's `VmHWM` after all its runs. Before each
 //! measured run one request is sent by hand and its answer must be HTTP 200 with a JSON-RPC
 //! `result` (a server answering errors fast would otherwise look good), then wrk warms up.
-//! A run with non-2xx answers or socket errors fails the benchmark.
+//! A run with non-2xx answers or socket errors fails the benchmark. The server runs on the rig's
+//! server core and wrk on its load core ([`crate::rig`]); wrk's own CPU (bash `times`) and the
+//! server's are subtracted from the machine's busy time to give the run's foreign CPU.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -13,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
+
+use crate::rig::{self, Rig};
 
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -24,7 +28,7 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `binary args…` with `env` and waits until its port accepts connections.
+    /// Starts `binary args…` with `env` on `core` and waits until its port accepts connections.
     pub async fn start(
         name: &str,
         binary: &Path,
@@ -32,9 +36,10 @@ impl Server {
         env: &[(String, String)],
         logs: &Path,
         port: u16,
+        core: Option<usize>,
     ) -> Result<Server, Error> {
         let log = std::fs::File::create(logs.join(format!("{name}.log")))?;
-        let child = Command::new(binary)
+        let child = Rig::command(core, binary)
             .args(args)
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
@@ -63,14 +68,7 @@ impl Server {
 
     /// utime + stime of the whole process so far, in seconds.
     pub fn cpu_secs(&self, ticks_per_sec: f64) -> Result<f64, Error> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()?))?;
-        // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
-        let rest = stat.rsplit_once(')').map(|(_, rest)| rest).ok_or("unreadable /proc/PID/stat")?;
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let ticks = |i: usize| -> Result<f64, Error> {
-            Ok(fields.get(i).ok_or("short /proc/PID/stat")?.parse::<u64>()? as f64)
-        };
-        Ok((ticks(11)? + ticks(12)?) / ticks_per_sec)
+        rig::process_cpu_secs(&self.pid()?.to_string(), ticks_per_sec)
     }
 
     /// Peak resident set size so far (`VmHWM`), in KiB.
@@ -176,9 +174,13 @@ pub struct Measured {
     pub p50_us: f64,
     pub p99_us: f64,
     pub cpu_us_per_request: f64,
+    /// CPU the rest of the machine used during the run, as a share of one core ([`rig`]).
+    pub foreign_share: f64,
 }
 
-/// Runs wrk against `server` with `call` for `secs` seconds at `connections`, after a warm-up.
+/// Runs wrk (on the rig's load core) against `server` with `call` for `secs` seconds at
+/// `connections`, after a warm-up.
+#[allow(clippy::too_many_arguments)]
 pub async fn measure(
     server: &Server,
     call: &Call,
@@ -187,24 +189,32 @@ pub async fn measure(
     warmup_secs: u32,
     scripts: &Path,
     ticks_per_sec: f64,
+    rig: Rig,
 ) -> Result<Measured, Error> {
     probe(server.port, call).await?;
     let script = scripts.join(format!("{}-{}.lua", server.name, call.tool));
     std::fs::write(&script, call.lua())?;
     if warmup_secs > 0 {
-        wrk(server.port, &script, connections, warmup_secs).await?;
+        wrk(server.port, &script, connections, warmup_secs, rig).await?;
     }
+    let window = rig::Window::open(ticks_per_sec)?;
     let before = server.cpu_secs(ticks_per_sec)?;
-    let output = wrk(server.port, &script, connections, secs).await?;
+    let (output, wrk_cpu) = wrk(server.port, &script, connections, secs, rig).await?;
     let after = server.cpu_secs(ticks_per_sec)?;
+    let foreign_share = window.foreign_share(after - before + wrk_cpu)?;
     let mut measured = parse_wrk(&output).map_err(|e| format!("{}: {e}\n{output}", server.name))?;
     measured.cpu_us_per_request = (after - before) * 1e6 / measured.requests.max(1) as f64;
+    measured.foreign_share = foreign_share;
     Ok(measured)
 }
 
-async fn wrk(port: u16, script: &Path, connections: u32, secs: u32) -> Result<String, Error> {
-    let output = Command::new("wrk")
-        .args(["-t1", &format!("-c{connections}"), &format!("-d{secs}s"), "--timeout", "5s", "--latency", "-s"])
+/// wrk's report and the CPU seconds it used (bash's `times` for its children).
+async fn wrk(port: u16, script: &Path, connections: u32, secs: u32, rig: Rig) -> Result<(String, f64), Error> {
+    let pin = rig.load_core.map_or(String::new(), |core| format!("taskset -c {core} "));
+    let command = format!("{pin}wrk \"$@\"; status=$?; times; exit $status");
+    let output = Command::new("bash")
+        .args(["-c", &command, "wrk", "-t1", &format!("-c{connections}"), &format!("-d{secs}s"), "--timeout", "5s"])
+        .args(["--latency", "-s"])
         .arg(script)
         .arg(format!("http://127.0.0.1:{port}/mcp"))
         .kill_on_drop(true)
@@ -215,12 +225,31 @@ async fn wrk(port: u16, script: &Path, connections: u32, secs: u32) -> Result<St
     if !output.status.success() {
         return Err(format!("wrk failed: {text}{}", String::from_utf8_lossy(&output.stderr)).into());
     }
-    Ok(text)
+    let cpu = children_cpu(&text).ok_or_else(|| format!("no `times` line after wrk's report:\n{text}"))?;
+    Ok((text, cpu))
+}
+
+/// The children's user + system seconds from bash's `times` (its last line: `0m1.250s 0m0.310s`).
+fn children_cpu(output: &str) -> Option<f64> {
+    let line = output.lines().rev().find(|l| !l.trim().is_empty())?;
+    let seconds = |word: &str| -> Option<f64> {
+        let (minutes, rest) = word.split_once('m')?;
+        Some(minutes.parse::<f64>().ok()? * 60.0 + rest.strip_suffix('s')?.parse::<f64>().ok()?)
+    };
+    let mut words = line.split_whitespace();
+    Some(seconds(words.next()?)? + seconds(words.next()?)?)
 }
 
 /// Reads wrk's `--latency` report; refuses runs with errors.
 pub fn parse_wrk(output: &str) -> Result<Measured, String> {
-    let mut measured = Measured { requests: 0, rps: 0.0, p50_us: f64::NAN, p99_us: f64::NAN, cpu_us_per_request: 0.0 };
+    let mut measured = Measured {
+        requests: 0,
+        rps: 0.0,
+        p50_us: f64::NAN,
+        p99_us: f64::NAN,
+        cpu_us_per_request: 0.0,
+        foreign_share: 0.0,
+    };
     for line in output.lines().map(str::trim) {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
@@ -272,5 +301,12 @@ mod tests {
         assert_eq!(measured.p99_us, 1200.0);
         assert!((measured.rps - 12345.67).abs() < 1e-9);
         assert!(parse_wrk(&format!("{report}  Non-2xx or 3xx responses: 3\n")).is_err());
+    }
+
+    #[test]
+    fn reads_the_load_generators_cpu_from_bash_times() {
+        let output = "Requests/sec:  1.0\n0m0.002s 0m0.001s\n1m1.250s 0m0.250s\n";
+        assert_eq!(children_cpu(output), Some(61.5));
+        assert_eq!(children_cpu("Requests/sec:  1.0\n"), None);
     }
 }

@@ -7,12 +7,16 @@
 //!   Markdown report to FILE and printed. `--short` is the CI mode: same code, tiny durations.
 //! - `relevo-bench durable [JOBS]` (or `relevo-bench [JOBS]`): the durable path alone.
 //! - `relevo-bench cold-start --bin-dir DIR --functions A,B --samples N`: the child process of [`cold`].
+//! - `relevo-bench invocations --subject S --binary FILE --count N --cold K --work DIR [--server-core C]`:
+//!   the child process of [`invocations`].
 
 mod checkout;
 mod cold;
 mod durable;
+mod invocations;
 mod load;
 mod report;
+mod rig;
 
 use std::path::PathBuf;
 
@@ -67,6 +71,18 @@ fn main() -> Result<(), Error> {
             let samples = value("--samples").map(|s| s.parse()).transpose()?.unwrap_or(5);
             Ok(cold::child(&bin_dir, &functions, samples)?)
         }
+        Some("invocations") => {
+            let required = |flag: &str| value(flag).ok_or_else(|| format!("{flag} is required"));
+            let child = invocations::Child {
+                subject: required("--subject")?,
+                binary: PathBuf::from(required("--binary")?),
+                work: PathBuf::from(required("--work")?),
+                count: required("--count")?.parse()?,
+                cold: required("--cold")?.parse()?,
+                server_core: value("--server-core").map(|c| c.parse()).transpose()?,
+            };
+            invocations::child(&child)
+        }
         Some("durable") | None => {
             let jobs = args.get(1).map(|n| n.parse()).transpose()?.unwrap_or(500);
             durable::print(&runtime()?.block_on(durable::run(jobs)).map_err(|e| e.to_string())?);
@@ -76,6 +92,8 @@ fn main() -> Result<(), Error> {
             durable::print(&runtime()?.block_on(durable::run(jobs.parse()?)).map_err(|e| e.to_string())?);
             Ok(())
         }
-        Some(other) => Err(format!("unknown command {other:?}: expected report, durable [JOBS] or cold-start").into()),
+        Some(other) => {
+            Err(format!("unknown command {other:?}: expected report, durable [JOBS], cold-start or invocations").into())
+        }
     }
 }

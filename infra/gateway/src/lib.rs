@@ -98,9 +98,10 @@ pub fn route_for(headers: &http::HeaderMap) -> Route {
     }
 }
 
+/// The router's state, cloned by every handler and middleware of every request: two `Arc`s.
 #[derive(Clone)]
 struct Gateway {
-    server: McpServer,
+    server: Arc<McpServer>,
     options: Arc<GatewayOptions>,
 }
 
@@ -113,7 +114,7 @@ pub fn router(server: McpServer, options: GatewayOptions) -> Router {
     router = router.route("/.well-known/jwks.json", axum::routing::get(serve_jwks));
     router = router.route("/approvals", axum::routing::any(serve_approvals));
     router = router.route("/approvals/{*rest}", axum::routing::any(serve_approvals));
-    let gateway = Gateway { server, options: Arc::new(options) };
+    let gateway = Gateway { server: Arc::new(server), options: Arc::new(options) };
     router.layer(axum::middleware::from_fn_with_state(gateway.clone(), allowed_host)).with_state(gateway)
 }
 

@@ -310,10 +310,16 @@ fn streaming_from_env() -> bool {
 }
 
 /// The whole `main` of a function: JSON logs for CloudWatch, settings, then the event loop.
+///
+/// The HTTP functions' mains run it on a current-thread runtime: an execution environment
+/// serves one invocation at a time, and a second thread only adds a wake-up and a context
+/// switch to every Runtime API round trip (measured: `make bench`, README "Performance").
+/// The worker keeps the multi-thread runtime, so that a lease's heartbeat runs beside a
+/// handler that computes without yielding.
 pub async fn run(route: Route) -> Result<(), Error> {
     init_logging();
     let streaming = streaming_from_env();
-    let server = server_from_env(streaming).await?;
+    let server = Arc::new(server_from_env(streaming).await?);
     // Behind a custom domain the catch-all also receives the metadata paths (no routing rule
     // claims them), so the all-methods function answers them as the `well-known` function does.
     let metadata = Arc::new(AuthSettings::from_env("").ok().filter(|_| route == Route::All));

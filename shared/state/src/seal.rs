@@ -69,10 +69,11 @@ impl Key {
     }
 }
 
-/// The active signing key and the previous keys still accepted during rotation.
+/// The active signing key and the previous keys still accepted during rotation. Cloning a ring
+/// shares its keys (every request's server handle holds one).
 #[derive(Clone)]
 pub struct KeyRing {
-    keys: Vec<Key>,
+    keys: std::sync::Arc<[Key]>,
 }
 
 impl std::fmt::Debug for KeyRing {
@@ -101,7 +102,7 @@ impl KeyRing {
             }
             ring.push(Key::new(id, &secret));
         }
-        Ok(KeyRing { keys: ring })
+        Ok(KeyRing { keys: ring.into() })
     }
 
     /// Parses `kid:base64secret[,kid:base64secret...]` (standard or URL-safe base64), first active.
@@ -122,7 +123,7 @@ impl KeyRing {
     pub fn ephemeral() -> Self {
         let mut secret = vec![0u8; 32];
         getrandom::fill(&mut secret).expect("the operating system random source is available");
-        KeyRing { keys: vec![Key::new("ephemeral".into(), &secret)] }
+        KeyRing { keys: vec![Key::new("ephemeral".into(), &secret)].into() }
     }
 
     fn active(&self) -> &Key {

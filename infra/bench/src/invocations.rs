@@ -1,0 +1,262 @@
+//! The figure a Lambda bill follows: an execution environment serves one request at a time, so
+//! what a user pays for is the CPU (and wall time) of one invocation at concurrency 1. Each
+//! subject — relevo's `tools-call` function without and with a bearer token, and the peer a
+//! Lambda user would pick instead, rmcp's streamable-HTTP service under `lambda_http`
+//! (`peer-rmcp-lambda`, built with cargo's default release profile) — runs under the local
+//! Runtime API exactly as local Lambda mode runs it, answering `tools/call greet`.
+//!
+//! For each subject: `cold` fresh processes are timed from `start_function` to their first
+//! answer (cold start); in the last one, `count` invocations follow one after another, and the
+//! function process's time on a CPU over them (schedstat, to the nanosecond) ÷ `count` is the CPU
+//! per invocation, with the wall
+//! time of each invocation (Runtime API round trips included) and the process's peak RSS. Every
+//! answer must be HTTP 200 with the greeting. The function runs on the rig's server core (a
+//! wrapper script execs it under `taskset`), this harness and its Runtime API on the load core.
+//!
+//! Runs as a child process (`relevo-bench invocations`) so that the functions' log lines, which
+//! go to the inherited stdout, stay out of the report; results are lines starting `invocation\t`.
+//! The token is relevo's production path: `RELEVO_AUTH=required`, an ES256 token whose JWKS the
+//! stub endpoint serves (fetched once per process, at the first invocation: part of cold start).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::cold;
+use crate::load::Error;
+use crate::rig::{self, Rig};
+
+/// The subjects, in report order: (name, binary file, whether relevo checks a bearer token).
+pub const SUBJECTS: [(&str, &str, Token); 3] = [
+    ("relevo tools-call", "tools-call", Token::None),
+    ("relevo tools-call (token)", "tools-call", Token::Bearer),
+    ("rmcp on lambda_http", "peer-rmcp-lambda", Token::None),
+];
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Token {
+    None,
+    Bearer,
+}
+
+/// What one subject measured.
+#[derive(Clone, Debug)]
+pub struct Invocations {
+    pub subject: String,
+    pub binary_bytes: u64,
+    pub cold_micros: Vec<u64>,
+    pub count: u64,
+    pub cpu_us: f64,
+    pub wall_p50_us: f64,
+    pub wall_p99_us: f64,
+    pub peak_rss_kib: u64,
+    pub foreign_share: f64,
+}
+
+/// Runs the child for every subject and gathers its lines.
+pub async fn measure(
+    bin_dir: &Path,
+    peer_dir: &Path,
+    work: &Path,
+    count: u64,
+    cold: usize,
+    rig: Rig,
+) -> Result<Vec<Invocations>, Error> {
+    let mut results = Vec::new();
+    for (subject, file, _) in SUBJECTS {
+        let dir = if file.starts_with("peer-") { peer_dir } else { bin_dir };
+        let binary = dir.join(file);
+        let mut command = Rig::command(rig.load_core, &std::env::current_exe()?);
+        command.arg("invocations").arg("--subject").arg(subject).arg("--binary").arg(&binary);
+        command.args(["--count", &count.to_string(), "--cold", &cold.to_string(), "--work"]).arg(work);
+        if let Some(core) = rig.server_core {
+            command.args(["--server-core", &core.to_string()]);
+        }
+        let output = command.stdin(std::process::Stdio::null()).kill_on_drop(true).output().await?;
+        if !output.status.success() {
+            return Err(format!("{subject}: {}", String::from_utf8_lossy(&output.stderr)).into());
+        }
+        let mut measured = Invocations {
+            subject: subject.into(),
+            binary_bytes: std::fs::metadata(&binary)?.len(),
+            cold_micros: Vec::new(),
+            count: 0,
+            cpu_us: f64::NAN,
+            wall_p50_us: f64::NAN,
+            wall_p99_us: f64::NAN,
+            peak_rss_kib: 0,
+            foreign_share: 0.0,
+        };
+        for line in String::from_utf8_lossy(&output.stdout).lines() {
+            let fields: Vec<&str> = line.split('\t').collect();
+            match fields.as_slice() {
+                ["invocation", "cold", micros] => measured.cold_micros.push(micros.parse()?),
+                ["invocation", "warm", count, cpu, p50, p99, rss, foreign] => {
+                    measured.count = count.parse()?;
+                    measured.cpu_us = cpu.parse()?;
+                    measured.wall_p50_us = p50.parse()?;
+                    measured.wall_p99_us = p99.parse()?;
+                    measured.peak_rss_kib = rss.parse()?;
+                    measured.foreign_share = foreign.parse()?;
+                }
+                _ => {}
+            }
+        }
+        if measured.count == 0 {
+            return Err(format!("{subject}: the child reported no warm invocations").into());
+        }
+        results.push(measured);
+    }
+    Ok(results)
+}
+
+/// The options of the child.
+pub struct Child {
+    pub subject: String,
+    pub binary: PathBuf,
+    pub work: PathBuf,
+    pub count: u64,
+    pub cold: usize,
+    pub server_core: Option<usize>,
+}
+
+/// The `invocations` child: prints `invocation\tcold\tMICROS` per fresh process and one
+/// `invocation\twarm\tCOUNT\tCPU_US\tP50_US\tP99_US\tRSS_KIB\tFOREIGN` line.
+pub fn child(options: &Child) -> Result<(), Error> {
+    let (_, _, token) = SUBJECTS.iter().find(|(name, ..)| *name == options.subject).ok_or("unknown --subject")?;
+    let binary = std::fs::canonicalize(&options.binary)
+        .map_err(|e| format!("{}: {e} (infra/scripts/bench.sh builds it)", options.binary.display()))?;
+    let launcher = launcher(&binary, &options.work, options.server_core)?;
+    let ticks = crate::load::ticks_per_sec()?;
+    for sample in 0..options.cold.max(1) {
+        let warm = if sample + 1 == options.cold.max(1) { options.count } else { 0 };
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+        let result = runtime.block_on(one_process(&binary, &launcher, *token, warm, ticks));
+        runtime.shutdown_timeout(Duration::from_secs(5));
+        let (cold, warm) = result?;
+        println!("invocation\tcold\t{cold}");
+        if let Some(w) = warm {
+            println!(
+                "invocation\twarm\t{}\t{:.3}\t{:.1}\t{:.1}\t{}\t{:.4}",
+                w.count, w.cpu_us, w.wall_p50_us, w.wall_p99_us, w.peak_rss_kib, w.foreign_share
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A script that execs `binary` on `core`: the function's pid is the binary's.
+fn launcher(binary: &Path, work: &Path, core: Option<usize>) -> Result<PathBuf, Error> {
+    let Some(core) = core else { return Ok(binary.to_path_buf()) };
+    let name = binary.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let script = work.join(format!("pinned-{name}.sh"));
+    std::fs::write(&script, format!("#!/bin/sh\nexec taskset -c {core} '{}' \"$@\"\n", binary.display()))?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o700))?;
+    Ok(script)
+}
+
+/// One fresh process: its cold start in µs, then `warm` invocations measured.
+async fn one_process(
+    binary: &Path,
+    launcher: &Path,
+    token: Token,
+    warm: u64,
+    ticks: f64,
+) -> Result<(u64, Option<Invocations>), Error> {
+    let audience = "https://bench.relevo.test/mcp";
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let issuer_url = format!("http://{}", listener.local_addr()?);
+    let issuer = relevo_auth::DevIssuer::generate(&issuer_url, audience);
+    let endpoint = cold::aws_stub(listener, serde_json::to_value(issuer.jwks())?).await?;
+    let mut env = cold::environment(&endpoint);
+    let mut event = cold::event("tools-call");
+    if token == Token::Bearer {
+        env.retain(|(k, _)| k != "RELEVO_AUTH");
+        env.push(("RELEVO_AUTH".into(), "required".into()));
+        env.push(("RELEVO_AUTH_ISSUER".into(), issuer_url.clone()));
+        env.push(("RELEVO_AUTH_AUDIENCE".into(), audience.into()));
+        let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
+        let bearer = format!("Bearer {}", issuer.mint("bench", "bench", &[], now, 3600)?);
+        event["headers"]["authorization"] = json!(bearer);
+        event["multiValueHeaders"]["authorization"] = json!([bearer]);
+    }
+    let started = Instant::now();
+    let spec = relevo_gateway::lambda_local::FunctionSpec {
+        name: "bench".into(),
+        binary: launcher.to_path_buf(),
+        env,
+        memory_mb: 256,
+        timeout: Duration::from_secs(30),
+        environments: 1,
+    };
+    let function = relevo_gateway::lambda_local::start_function(spec).await?;
+    greeted(&function.invoke(event.clone(), Duration::from_secs(30)).await?)?;
+    let cold = started.elapsed().as_micros() as u64;
+    if warm == 0 {
+        return Ok((cold, None));
+    }
+    let pid = pid_of(binary).ok_or_else(|| format!("no process runs {}", binary.display()))?;
+    let window = rig::Window::open(ticks)?;
+    let before = rig::process_run_secs(&pid)?;
+    let mut walls = Vec::with_capacity(warm as usize);
+    for _ in 0..warm {
+        let sent = Instant::now();
+        greeted(&function.invoke(event.clone(), Duration::from_secs(30)).await?)?;
+        walls.push(sent.elapsed().as_secs_f64() * 1e6);
+    }
+    let cpu = rig::process_run_secs(&pid)? - before;
+    let foreign_share = window.foreign_share(cpu)?;
+    walls.sort_by(f64::total_cmp);
+    let at = |q: f64| walls[((walls.len() as f64 - 1.0) * q).round() as usize];
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let peak_rss_kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    Ok((
+        cold,
+        Some(Invocations {
+            subject: String::new(),
+            binary_bytes: 0,
+            cold_micros: Vec::new(),
+            count: warm,
+            cpu_us: cpu * 1e6 / warm as f64,
+            wall_p50_us: at(0.5),
+            wall_p99_us: at(0.99),
+            peak_rss_kib,
+            foreign_share,
+        }),
+    ))
+}
+
+/// The answer must be HTTP 200 carrying the greeting (a function answering errors fast would
+/// otherwise look good).
+fn greeted(answer: &Value) -> Result<(), Error> {
+    let body = answer["body"].as_str().unwrap_or_default();
+    let body = if answer["isBase64Encoded"] == true {
+        String::from_utf8(base64::engine::general_purpose::STANDARD.decode(body)?)?
+    } else {
+        body.to_string()
+    };
+    let greeting = serde_json::from_str::<Value>(&body)
+        .ok()
+        .and_then(|b| b["result"]["structuredContent"]["greeting"].as_str().map(String::from));
+    if answer["statusCode"] != 200 || greeting.as_deref() != Some("Hello, bench!") {
+        return Err(format!("the function did not greet: {answer}").into());
+    }
+    Ok(())
+}
+
+/// The pid of the process whose executable is `binary`.
+fn pid_of(binary: &Path) -> Option<String> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let exe = std::fs::read_link(entry.path().join("exe")).ok()?;
+        (name.chars().all(|c| c.is_ascii_digit()) && exe == binary).then_some(name)
+    })
+}
