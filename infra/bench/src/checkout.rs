@@ -69,12 +69,18 @@ impl Step {
     }
 }
 
-/// The calls of each step of one checkout.
+/// The calls of each step of one checkout, and the CPU one whole checkout costs in-process.
 pub struct Checkout {
     pub fill: Step,
     pub quote: Step,
     pub confirm: Step,
+    /// Time on a CPU of this process per checkout (relevo and the embedded SQLite store), the
+    /// mean over [`CPU_CHECKOUTS`] checkouts after the counted one.
+    pub cpu_us: f64,
 }
+
+/// Checkouts run after the counted one to measure the CPU of one.
+pub const CPU_CHECKOUTS: u32 = 200;
 
 async fn call(server: &McpServer, tool: &str, params: Value) -> Result<Value, String> {
     let mut params = params;
@@ -125,14 +131,26 @@ pub async fn run() -> Result<Checkout, String> {
         delta
     };
 
-    let cart = call(&server, "cart_create", json!({ "arguments": {} })).await?;
+    let (fill, quote, confirm) = checkout(&server, &mut step).await?;
+    let before = crate::rig::process_run_secs("self").map_err(|e| e.to_string())?;
+    for _ in 0..CPU_CHECKOUTS {
+        checkout(&server, &mut step).await?;
+    }
+    let cpu = crate::rig::process_run_secs("self").map_err(|e| e.to_string())? - before;
+    Ok(Checkout { fill, quote, confirm, cpu_us: cpu * 1e6 / f64::from(CPU_CHECKOUTS) })
+}
+
+/// One checkout: a cart filled with two items, the quote, the confirmation; the store calls of
+/// each of the three steps.
+async fn checkout(server: &McpServer, step: &mut impl FnMut() -> Step) -> Result<(Step, Step, Step), String> {
+    let cart = call(server, "cart_create", json!({ "arguments": {} })).await?;
     let cart_id = cart["structuredContent"]["cartId"].as_str().ok_or("cart_create gave no cartId")?.to_string();
     for (sku, quantity) in [("GRN-BURR-01", 2), ("MUG-CER-300", 1)] {
         let arguments = json!({ "cartId": cart_id, "sku": sku, "quantity": quantity });
-        call(&server, "cart_add_item", json!({ "arguments": arguments })).await?;
+        call(server, "cart_add_item", json!({ "arguments": arguments })).await?;
     }
     let fill = step();
-    let quote = call(&server, "cart_checkout", json!({ "arguments": { "cartId": cart_id } })).await?;
+    let quote = call(server, "cart_checkout", json!({ "arguments": { "cartId": cart_id } })).await?;
     if quote["resultType"] != "input_required" {
         return Err(format!("the first checkout round did not ask for a confirmation: {quote}"));
     }
@@ -142,9 +160,9 @@ pub async fn run() -> Result<Checkout, String> {
         "inputResponses": { "confirm": { "action": "accept", "content": { "confirm": true } } },
         "requestState": quote["requestState"],
     });
-    let ordered = call(&server, "cart_checkout", retry).await?;
+    let ordered = call(server, "cart_checkout", retry).await?;
     if ordered["structuredContent"]["status"] != "ordered" {
         return Err(format!("the confirmation placed no order: {ordered}"));
     }
-    Ok(Checkout { fill, quote: quote_calls, confirm: step() })
+    Ok((fill, quote_calls, step()))
 }

@@ -95,6 +95,8 @@ pub struct Durable {
     pub windows: u64,
     pub starts_per_sec: f64,
     pub jobs_per_sec: f64,
+    /// utime + stime of this process per job, end to end (relevo's engine and the embedded SQLite).
+    pub cpu_us_per_job: f64,
     pub create: f64,
     pub get: f64,
     pub put: f64,
@@ -121,6 +123,8 @@ pub async fn run(jobs: u64) -> Result<Durable, Box<dyn std::error::Error>> {
     let engine = Engine::new(store, queue.clone(), Arc::new(SystemClock), Arc::new(RandomIds), EngineConfig::default())
         .runner("windows", Arc::new(Windows));
 
+    let ticks = crate::load::ticks_per_sec().map_err(|e| e.to_string())?;
+    let cpu_before = crate::rig::process_cpu_secs("self", ticks).map_err(|e| e.to_string())?;
     let started = Instant::now();
     for n in 0..jobs {
         engine.start("bench", "runner", "windows", Some(&format!("job-{n}")), json!({ "n": n })).await?;
@@ -137,6 +141,7 @@ pub async fn run(jobs: u64) -> Result<Durable, Box<dyn std::error::Error>> {
         }
     }
     let elapsed = started.elapsed();
+    let cpu = crate::rig::process_cpu_secs("self", ticks).map_err(|e| e.to_string())? - cpu_before;
     std::fs::remove_dir_all(&dir)?;
 
     let per_job = |counter: &AtomicU64| counter.load(Ordering::Relaxed) as f64 / jobs as f64;
@@ -145,6 +150,7 @@ pub async fn run(jobs: u64) -> Result<Durable, Box<dyn std::error::Error>> {
         windows: WINDOWS,
         starts_per_sec: jobs as f64 / enqueued.as_secs_f64(),
         jobs_per_sec: jobs as f64 / elapsed.as_secs_f64(),
+        cpu_us_per_job: cpu * 1e6 / jobs as f64,
         create: per_job(&calls.create),
         get: per_job(&calls.get),
         put: per_job(&calls.put),
@@ -162,6 +168,7 @@ pub fn print(d: &Durable) {
     );
     println!("  starts (create + enqueue): {:.0} jobs/s", d.starts_per_sec);
     println!("  end to end (start, claim, {} checkpoints, complete, delete): {:.0} jobs/s", d.windows, d.jobs_per_sec);
+    println!("  CPU per job, end to end: {:.0} µs", d.cpu_us_per_job);
     println!(
         "  DynamoDB-equivalent calls per job: {:.2} (TransactWriteItems {:.2}, GetItem {:.2}, PutItem {:.2})",
         d.dynamo(),
