@@ -160,15 +160,11 @@ mod tests {
     #[test]
     fn a_process_spinning_beside_the_run_makes_it_noisy() {
         let ticks = crate::load::ticks_per_sec().unwrap();
-        let quiet = Window::open(ticks).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        let idle_share = quiet.foreign_share(0.0).unwrap();
         let window = Window::open(ticks).unwrap();
         let spinner = std::process::Command::new("timeout").args(["0.6", "sh", "-c", "while :; do :; done"]).status();
         assert!(spinner.is_ok());
         let share = window.foreign_share(0.0).unwrap();
         assert!(share > NOISY_SHARE * 4.0, "a spinning shell beside the run was not seen: {share:.3} of a core");
-        assert!(share > idle_share, "spinning {share:.3} vs idle {idle_share:.3}");
     }
 
     #[test]
