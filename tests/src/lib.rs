@@ -78,6 +78,19 @@ pub fn rpc_as(token: Option<&str>, id: u64, method: &str, mut params: Value) -> 
 }
 
 /// A request with exactly these headers and this raw body.
+/// A 2025-11-25 (handshake-era) POST with a bearer token, inside `session` once it has one.
+pub fn legacy_post(token: &str, session: Option<&str>, body: &Value) -> Request<axum::body::Body> {
+    let mut request = Request::post("/mcp")
+        .header("host", "127.0.0.1:8080")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", format!("Bearer {token}"));
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25");
+    }
+    request.body(axum::body::Body::from(body.to_string())).expect("a request built from valid parts")
+}
+
 pub fn raw(method: &str, headers: &[(&str, &str)], body: impl Into<Bytes>) -> Request<axum::body::Body> {
     let mut request =
         Request::builder().method(method).uri("/mcp").body(axum::body::Body::from(body.into())).expect("valid");

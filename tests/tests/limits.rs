@@ -56,18 +56,6 @@ fn initialize(token: &str, client_info: Value, capabilities: Value) -> http::Req
     legacy_post(token, None, &body)
 }
 
-fn legacy_post(token: &str, session: Option<&str>, body: &Value) -> http::Request<axum::body::Body> {
-    let mut request = http::Request::post("/mcp")
-        .header("host", "127.0.0.1:8080")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("authorization", format!("Bearer {token}"));
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25");
-    }
-    request.body(axum::body::Body::from(body.to_string())).unwrap()
-}
-
 fn delete(token: &str, session: &str) -> http::Request<axum::body::Body> {
     http::Request::delete("/mcp")
         .header("host", "127.0.0.1:8080")
@@ -165,16 +153,7 @@ async fn a_session_has_a_bounded_number_of_requests_waiting_for_its_answers(kind
 }
 
 async fn jobs_in_flight_are_bounded_per_principal_and_per_tenant(kind: Backend) {
-    let records = store(kind).await;
-    let queue = relevo_embedded::SqliteQueue::new(relevo_embedded::SqliteStore::in_memory().unwrap(), 5);
-    let limits = InFlightLimits { per_principal: 2, per_tenant: 3 };
-    let jobs = relevo_app::jobs_with(
-        records.clone(),
-        Arc::new(queue.clone()),
-        EngineConfig::default(),
-        Duration::ZERO,
-        Some((records.clone(), limits)),
-    );
+    let (jobs, queue) = admitted_jobs(kind, InFlightLimits { per_principal: 2, per_tenant: 3 }).await;
     let engine = &jobs.engine;
     let start = |subject: &'static str, key: Option<&'static str>| {
         let input = json!({ "dataset": "orders", "purpose": "limits" });
@@ -198,6 +177,20 @@ async fn jobs_in_flight_are_bounded_per_principal_and_per_tenant(kind: Backend) 
     start("alice", None).await.unwrap();
 }
 
+/// The shop's jobs on `kind`'s store with `limits` on admission, and the embedded queue they use.
+async fn admitted_jobs(kind: Backend, limits: InFlightLimits) -> (relevo_app::Jobs, relevo_embedded::SqliteQueue) {
+    let records = store(kind).await;
+    let queue = relevo_embedded::SqliteQueue::new(relevo_embedded::SqliteStore::in_memory().unwrap(), 5);
+    let jobs = relevo_app::jobs_with(
+        records.clone(),
+        Arc::new(queue.clone()),
+        EngineConfig::default(),
+        Duration::ZERO,
+        Some((records, limits)),
+    );
+    (jobs, queue)
+}
+
 async fn start_other_tenant(engine: &relevo_state::Engine) -> Result<relevo_state::Job, StartError> {
     engine.start("globex", "gina", relevo_app::export::KIND, None, json!({ "dataset": "orders", "purpose": "x" })).await
 }
@@ -219,16 +212,8 @@ async fn drain(engine: &relevo_state::Engine, queue: &relevo_embedded::SqliteQue
 /// starts one. One worker takes the queue in order. The quiet tenant's job runs after at most
 /// `per_tenant` of the noisy one's — without admission it would run after all 60.
 async fn a_noisy_tenant_delays_another_by_a_bounded_amount(kind: Backend) {
-    let records = store(kind).await;
-    let queue = relevo_embedded::SqliteQueue::new(relevo_embedded::SqliteStore::in_memory().unwrap(), 5);
     let limits = InFlightLimits { per_principal: 8, per_tenant: 8 };
-    let jobs = relevo_app::jobs_with(
-        records.clone(),
-        Arc::new(queue.clone()),
-        EngineConfig::default(),
-        Duration::ZERO,
-        Some((records.clone(), limits)),
-    );
+    let (jobs, queue) = admitted_jobs(kind, limits).await;
     let engine = &jobs.engine;
     let (mut admitted, mut refused) = (0, 0);
     for n in 0..60 {

@@ -281,15 +281,3 @@ async fn a_token_without_scopes_reads_nothing_through_resources_tasks_or_a_legac
     let refused = send(&shop.router, legacy_post(&bare, Some(&session), &subscribe)).await;
     assert_eq!(refused.status, 403, "{}", refused.text);
 }
-
-fn legacy_post(token: &str, session: Option<&str>, body: &Value) -> http::Request<axum::body::Body> {
-    let mut request = http::Request::post("/mcp")
-        .header("host", "127.0.0.1:8080")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("authorization", format!("Bearer {token}"));
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25");
-    }
-    request.body(axum::body::Body::from(body.to_string())).unwrap()
-}
