@@ -211,13 +211,7 @@ async fn one_process(
     let foreign_share = window.foreign_share(cpu)?;
     walls.sort_by(f64::total_cmp);
     let at = |q: f64| walls[((walls.len() as f64 - 1.0) * q).round() as usize];
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let peak_rss_kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+    let peak_rss_kib = rig::peak_rss_kib(&pid)?;
     Ok((
         cold,
         Some(Invocations {

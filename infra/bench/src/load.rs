@@ -73,9 +73,7 @@ impl Server {
 
     /// Peak resident set size so far (`VmHWM`), in KiB.
     pub fn peak_rss_kib(&self) -> Result<u64, Error> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?))?;
-        let line = status.lines().find(|l| l.starts_with("VmHWM:")).ok_or("no VmHWM in /proc/PID/status")?;
-        Ok(line.split_whitespace().nth(1).ok_or("bad VmHWM line")?.parse()?)
+        rig::peak_rss_kib(&self.pid()?.to_string())
     }
 }
 
