@@ -9,30 +9,40 @@ SUB ?= developer
 SCOPES ?= notes:read notes:write
 CARGO ?= cargo
 
-.PHONY: run run-lambda build sam-build deploy logs token test unit lint fmt validate conformance clients browser bench bench-smoke bench-durable release-size clean
+.PHONY: new-app starter run run-lambda build sam-build deploy logs token test unit lint fmt validate conformance clients browser bench bench-smoke bench-durable release-size clean
 
 ## run: the server on http://127.0.0.1:$(PORT)/mcp (APP=shop|conformance, ROUTING=per-method|single, AUTH=dev|required|off)
+GATEWAY_PACKAGE = $(if $(filter conformance,$(APP)),-p relevo-conformance --bin relevo-conformance-gateway,-p relevo-gateway --bin relevo-gateway)
 run:
 	@echo "Approval page (inventory changes a person must decide):"
 	@echo "  agent token:    make token SUB=agent SCOPES='inventory:read inventory:write'"
 	@echo "  approver token: make token SUB=manager SCOPES='inventory:read inventory:approve'"
 	@echo "  open http://127.0.0.1:$(PORT)/approvals/login, paste the approver token, then open the"
 	@echo "  approvalUrl that inventory_propose returns (http://127.0.0.1:$(PORT)/approvals/<operationId>)"
-	RELEVO_APP=$(APP) RELEVO_AUTH=$(AUTH) $(CARGO) run --quiet -p relevo-gateway --bin relevo-gateway -- --port $(PORT) --routing $(ROUTING)
+	RELEVO_AUTH=$(AUTH) $(CARGO) run --quiet $(GATEWAY_PACKAGE) -- --port $(PORT) --routing $(ROUTING)
 
 ## run-lambda: the stack of template.yaml on one machine (FRONT_DOOR=a: custom domain, routing rules, REST APIs;
 ## b: the HTTP API): the real function binaries under a local Lambda Runtime API, DynamoDB/SQS/Secrets Manager on moto
 FRONT_DOOR ?= a
 run-lambda:
 	$(CARGO) build --quiet --workspace --bins
-	infra/scripts/with-moto.sh bash -c 'source infra/scripts/lib.sh && AWS_ENDPOINT_URL=$$RELEVO_TEST_AWS_ENDPOINT RELEVO_APP=$(APP) RELEVO_DEV_ISSUER_FILE=.relevo/dev-issuer.json target/debug/relevo-lambda-local --template "$$(translated)" --front-door $(FRONT_DOOR) --port $(PORT)'
+	infra/scripts/with-moto.sh bash -c 'source infra/scripts/lib.sh && AWS_ENDPOINT_URL=$$RELEVO_TEST_AWS_ENDPOINT RELEVO_DEV_ISSUER_FILE=.relevo/dev-issuer.json target/debug/relevo-lambda-local --template "$$(translated)" --front-door $(FRONT_DOOR) --port $(PORT)'
 
 ## token: a bearer token from the dev issuer of a running `make run` (TENANT=, SUB=, SCOPES=)
 token:
 	@$(CARGO) run --quiet -p relevo-gateway --bin relevo-token -- --tenant "$(TENANT)" --sub "$(SUB)" --scopes "$(SCOPES)"
 
 ## test: lint, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python and TypeScript SDK clients, the approval page in Chromium, the benchmark harness in its short mode
-test: lint validate unit conformance clients browser iam-report bench-smoke
+test: lint validate unit conformance clients browser iam-report starter bench-smoke
+
+## new-app: a new Relevo project with its own app in DIR (README "Your first tool")
+new-app:
+	@test -n "$(DIR)" || { echo "usage: make new-app DIR=../my-tools [NAME=my-tools]"; exit 2; }
+	infra/scripts/new-app.sh "$(DIR)" $(NAME)
+
+## starter: `make new-app` into a temporary folder, then that project's `make test`
+starter:
+	infra/scripts/starter.sh
 
 ## iam-report: what every function called in the local Lambda mode runs of `make test`, against its policy in
 ## template.yaml: fails on any refused call, lists the granted actions no run used
@@ -88,10 +98,12 @@ validate:
 conformance:
 	infra/scripts/with-moto.sh infra/scripts/conformance.sh
 
-## clients: the official Python SDK client (mcp 2.3, auto and legacy mode) and the TypeScript SDK v1 client (1.32, 2025-11-25) against the shop
+## clients: the official Python SDK client (mcp 2.3, auto and legacy mode), the TypeScript SDK v1 client (1.32, 2025-11-25), the TypeScript SDK v2 client (2.4, pinned 2026-07-28: discover, MRTR checkout, listen) and the MCP Inspector CLI (2.12, modern, tools/list --strict fails on any warning) against the shop
 clients:
 	infra/scripts/with-moto.sh infra/scripts/python-client.sh
 	infra/scripts/ts-client.sh
+	infra/scripts/ts2-client.sh
+	infra/scripts/inspector.sh
 
 ## browser: the approval page in headless Chromium (Debian package), approve once, then the agent's apply succeeds once
 browser:

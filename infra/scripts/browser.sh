@@ -32,10 +32,10 @@ run_browser() {
   port=$(free_port)
   export RELEVO_DEV_ISSUER_FILE="$out/$mode/dev-issuer.json"
   if [[ "$mode" == lambda ]]; then
-    AWS_ENDPOINT_URL="$RELEVO_TEST_AWS_ENDPOINT" RELEVO_APP=shop RUST_LOG=warn \
+    AWS_ENDPOINT_URL="$RELEVO_TEST_AWS_ENDPOINT" RUST_LOG=warn \
       start_lambda_mode "$port" "$out/$mode/lambda-mode.log" --iam-log "$(iam_log browser-lambda)"
   else
-    RELEVO_APP=shop RELEVO_AUTH=dev RELEVO_STORE="sqlite:$out/$mode/store.db" RUST_LOG=warn \
+    RELEVO_AUTH=dev RELEVO_STORE="sqlite:$out/$mode/store.db" RUST_LOG=warn \
       start_gateway "$port" "$out/$mode/gateway.log"
   fi
   echo "browser: $mode"

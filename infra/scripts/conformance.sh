@@ -77,15 +77,17 @@ run_suite() {
     # API, payload 2.0, buffered); DynamoDB, SQS and the secret on the moto emulator.
     local door=a
     [[ "$routing" == lambda-b ]] && door=b
-    AWS_ENDPOINT_URL="$RELEVO_TEST_AWS_ENDPOINT" RELEVO_APP=conformance RUST_LOG=warn \
+    # Every function is played by the fixtures' own binary, so no real function links them.
+    AWS_ENDPOINT_URL="$RELEVO_TEST_AWS_ENDPOINT" RUST_LOG=warn \
       start_lambda_mode "$port" "$results/$routing-mode.log" --front-door "$door" --inject-dev-token conformance:harness \
+      --one-binary "$bin/relevo-conformance-function" \
       --iam-log "$(iam_log "conformance-$routing")"
   else
     # Auth stays on (dev issuer); the harness cannot send a token, so the gateway injects one into
     # requests that carry none, and the function verifies it like any other. Tasks live in the
     # same durable store the product uses (SQLite here), run by the gateway's worker loop.
     rm -f "$results/store-$routing.db"*
-    RELEVO_APP=conformance RELEVO_AUTH=dev RELEVO_STORE="sqlite:$results/store-$routing.db" \
+    GATEWAY_BIN=relevo-conformance-gateway RELEVO_AUTH=dev RELEVO_STORE="sqlite:$results/store-$routing.db" \
       RELEVO_DEV_ISSUER_FILE="$results/dev-issuer.json" RUST_LOG=warn \
       start_gateway "$port" "$results/gateway-$routing.log" --routing "$routing" --inject-dev-token conformance:harness
   fi

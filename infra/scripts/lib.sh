@@ -2,6 +2,8 @@
 # Source it; it defines: root, translated, free_port, start_gateway, start_lambda_mode, stop_gateway.
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# The binaries the servers run (cargo build output unless told otherwise).
+bin="${RELEVO_BIN_DIR:-$root/target/debug}"
 gateway_pid=""
 
 # ensure_venv DIR CHECK PACKAGE...: a virtualenv at DIR with PACKAGEs, installed once (when the
@@ -58,11 +60,12 @@ wait_listening() {
   return 1
 }
 
-# start_gateway PORT LOGFILE [gateway args...] — env vars (RELEVO_APP, ...) pass through.
+# start_gateway PORT LOGFILE [gateway args...] — env vars (RELEVO_AUTH, ...) pass through;
+# GATEWAY_BIN names another gateway binary (the conformance fixtures' one).
 start_gateway() {
   local port=$1 log=$2
   shift 2
-  "$root/target/debug/relevo-gateway" --port "$port" "$@" >"$log" 2>&1 &
+  "$bin/${GATEWAY_BIN:-relevo-gateway}" --port "$port" "$@" >"$log" 2>&1 &
   gateway_pid=$!
   wait_listening "$port" "$log" "the gateway"
 }
@@ -94,7 +97,7 @@ start_lambda_mode() {
   shift 2
   template=$(translated)
   # The reconciler every 5 s instead of the template's rate: a test run lasts minutes.
-  "$root/target/debug/relevo-lambda-local" --template "$template" --port "$port" --bin-dir "$root/target/debug" \
+  "$bin/relevo-lambda-local" --template "$template" --port "$port" --bin-dir "$bin" \
     --schedule-every 5 "$@" >"$log" 2>&1 &
   gateway_pid=$!
   wait_listening "$port" "$log" "local Lambda mode"
@@ -120,11 +123,11 @@ start_gateway_pair() {
   export RELEVO_DEV_ISSUER_FILE="$work/dev-issuer-$name.json"
   rm -f "$work/$name.db"* "$RELEVO_DEV_ISSUER_FILE"
   first=$(free_port)
-  RELEVO_APP=shop RELEVO_AUTH=dev RELEVO_STORE="sqlite:$work/$name.db" start_gateway "$first" "$work/gateway-$name-a.log"
+  RELEVO_AUTH=dev RELEVO_STORE="sqlite:$work/$name.db" start_gateway "$first" "$work/gateway-$name-a.log"
   first_pid=$gateway_pid
   gateway_pid=""
   second=$(free_port)
-  RELEVO_APP=shop RELEVO_AUTH=dev RELEVO_STORE="sqlite:$work/$name.db" start_gateway "$second" "$work/gateway-$name-b.log"
+  RELEVO_AUTH=dev RELEVO_STORE="sqlite:$work/$name.db" start_gateway "$second" "$work/gateway-$name-b.log"
   trap 'kill $first_pid 2>/dev/null || true; stop_gateway' EXIT
 }
 

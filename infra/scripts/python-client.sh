@@ -13,7 +13,7 @@ mkdir -p "$work"
 rm -f "$work/store.db"*
 port=$(free_port)
 export RELEVO_DEV_ISSUER_FILE="$work/dev-issuer.json"
-RELEVO_APP=shop RELEVO_AUTH=dev RELEVO_STORE="sqlite:$work/store.db" start_gateway "$port" "$work/gateway-python.log"
+RELEVO_AUTH=dev RELEVO_STORE="sqlite:$work/store.db" start_gateway "$port" "$work/gateway-python.log"
 token() { "$root/target/debug/relevo-token" --tenant "$1" --sub "$2" --scopes "notes:read notes:write"; }
 RELEVO_TOKEN=$(token acme alice) RELEVO_OTHER_TOKEN=$(token globex alice) \
   timeout 120 "$venv/bin/python" "$root/tests/clients/python_client.py" "http://127.0.0.1:$port/mcp"
@@ -37,7 +37,7 @@ if [[ -n "${RELEVO_TEST_AWS_ENDPOINT:-}" ]]; then
   token() { "$root/target/debug/relevo-token" --tenant "$1" --sub "$2" --scopes "$3"; }
   for door in a b; do
     lambda_port=$(free_port)
-    AWS_ENDPOINT_URL="$RELEVO_TEST_AWS_ENDPOINT" RELEVO_APP=shop \
+    AWS_ENDPOINT_URL="$RELEVO_TEST_AWS_ENDPOINT" \
       start_lambda_mode "$lambda_port" "$work/lambda-mode-$door.log" --front-door "$door" --iam-log "$(iam_log "clients-$door")"
     lambda_url="http://127.0.0.1:$lambda_port/mcp"
     echo "python clients against the stack of template.yaml, front door $door:"

@@ -11,55 +11,15 @@
 // must reach the other one. Accepting places one order; declining places none. Exits non-zero on
 // any failure.
 
-import http from "node:http";
 import { createRequire } from "node:module";
 import path from "node:path";
+
+import { assert, fillCart, served, startProxy, tool } from "./shop_common.mjs";
 
 const require = createRequire(path.join(process.env.NODE_PATH ?? ".", "noop.js"));
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
 const { ElicitRequestSchema } = require("@modelcontextprotocol/sdk/types.js");
-
-const backends = process.argv.slice(2, 4).map((u) => new URL(u));
-const served = []; // { backend, verb, method, name, session } in arrival order
-
-function describe(verb, headers, body) {
-  let message = {};
-  try {
-    message = body.length ? JSON.parse(body) : {};
-  } catch {}
-  const method = message.method ?? ("result" in message || "error" in message ? "(answer)" : "");
-  return { verb, method, name: message.params?.name ?? "", session: headers["mcp-session-id"] };
-}
-
-function startProxy() {
-  let turn = 0;
-  const server = http.createServer((req, res) => {
-    const chunks = [];
-    req.on("data", (c) => chunks.push(c));
-    req.on("end", () => {
-      const body = Buffer.concat(chunks);
-      const backend = backends[turn++ % backends.length];
-      served.push({ backend: backend.port, ...describe(req.method, req.headers, body.toString()) });
-      const headers = { ...req.headers, host: `127.0.0.1:${backend.port}` };
-      const upstream = http.request(
-        { host: "127.0.0.1", port: backend.port, path: backend.pathname, method: req.method, headers },
-        (up) => {
-          res.writeHead(up.statusCode, up.headers);
-          up.pipe(res); // SSE flows through frame by frame
-        },
-      );
-      upstream.on("error", (e) => res.destroy(e));
-      res.on("close", () => upstream.destroy());
-      upstream.end(body);
-    });
-  });
-  return new Promise((resolve) => server.listen(Number(process.argv[4]), "127.0.0.1", () => resolve(server)));
-}
-
-function assert(condition, message) {
-  if (!condition) throw new Error(message);
-}
 
 async function connect(url, answer, elicited) {
   const transport = new StreamableHTTPClientTransport(new URL(url), {
@@ -72,20 +32,6 @@ async function connect(url, answer, elicited) {
   });
   await client.connect(transport);
   return { client, transport };
-}
-
-async function tool(client, name, args) {
-  const result = await client.callTool({ name, arguments: args });
-  assert(!result.isError, `${name} failed: ${JSON.stringify(result)}`);
-  return result.structuredContent;
-}
-
-async function fillCart(client) {
-  const items = (await tool(client, "catalog_list", {})).items;
-  const cart = (await tool(client, "cart_create", {})).cartId;
-  await tool(client, "cart_add_item", { cartId: cart, sku: items[0].sku, quantity: 2 });
-  await tool(client, "cart_add_item", { cartId: cart, sku: items.at(-1).sku, quantity: 1 });
-  return cart;
 }
 
 async function acceptingPlacesOneOrderAcrossProcesses(url) {

@@ -38,7 +38,7 @@ pub fn test_config() -> ServerConfig {
 }
 
 pub fn conformance_router() -> Router {
-    router(McpServer::new(relevo_app::conformance::app(), test_config(), test_keys(), Arc::new(NoAuth)))
+    router(McpServer::new(relevo_conformance::app(), test_config(), test_keys(), Arc::new(NoAuth)))
 }
 
 /// The standard `_meta` envelope with these client capabilities.
@@ -178,7 +178,7 @@ pub fn shop_instances(
         .map(|_| {
             let keys = Arc::new(relevo_auth::StaticKeySource(issuer.jwks()));
             let auth = relevo_auth::BearerAuthenticator::new(settings.clone(), keys);
-            let ports = relevo_app::Ports::new(Some(store.clone()));
+            let ports = relevo_protocol::Ports::new(Some(store.clone()));
             let mut server = McpServer::new(relevo_app::demo::app(&ports), config.clone(), test_keys(), Arc::new(auth));
             if legacy_sessions {
                 server = server.with_store(store.clone());
@@ -188,6 +188,38 @@ pub fn shop_instances(
         })
         .collect();
     (routers, issuer)
+}
+
+/// The example app with durable jobs: its engine (what tools start jobs through) and its worker
+/// (what runs them), the export unpaced.
+pub struct ShopJobs {
+    pub app: Arc<App>,
+    pub engine: Arc<relevo_state::Engine>,
+    pub worker: relevo_state::Worker,
+}
+
+/// [`ShopJobs`] over `records` and `queue` (jobs live in `records`), with `limits` on admission.
+pub fn shop_jobs<S>(
+    records: Arc<S>,
+    queue: Arc<dyn relevo_state::Queue>,
+    limits: Option<relevo_state::InFlightLimits>,
+) -> ShopJobs
+where
+    S: relevo_state::RecordStore + relevo_state::JobStore + 'static,
+{
+    let clock = Arc::new(relevo_state::SystemClock);
+    let ids = Arc::new(relevo_state::RandomIds);
+    let mut engine =
+        relevo_state::Engine::new(records.clone(), queue, clock, ids, relevo_state::EngineConfig::default());
+    if let Some(limits) = limits {
+        engine = engine.with_admission(records.clone(), limits);
+    }
+    let engine = Arc::new(engine);
+    let ports = relevo_protocol::Ports::new(Some(records)).with_jobs(engine.clone());
+    let config = relevo_app::ShopConfig { export_window: std::time::Duration::ZERO };
+    let app = Arc::new(relevo_app::app_with(&ports, &config));
+    let worker = app.worker(engine.clone());
+    ShopJobs { app, engine, worker }
 }
 
 /// A token of the dev issuer, valid for five minutes.

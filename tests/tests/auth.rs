@@ -6,9 +6,9 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use relevo_app::Ports;
 use relevo_auth::DevIssuer;
 use relevo_embedded::SqliteStore;
+use relevo_protocol::Ports;
 use relevo_protocol::{McpServer, ServerConfig};
 use relevo_tests::*;
 use serde_json::{Value, json};

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 const T0: u64 = 1_800_000_000;
 
 fn clocked_router(clock: &ManualClock) -> axum::Router {
-    router(server(relevo_app::conformance::app(), ServerConfig::default(), Arc::new(clock.clone())))
+    router(server(relevo_conformance::app(), ServerConfig::default(), Arc::new(clock.clone())))
 }
 
 async fn call_tool(router: &axum::Router, name: &str, extra: Value) -> Reply {
@@ -138,7 +138,7 @@ async fn input_request_for_an_undeclared_capability_is_32021() {
 #[tokio::test]
 async fn pages_list_every_tool_once_in_name_order() {
     let config = ServerConfig { page_size: 4, ..ServerConfig::default() };
-    let router = router(server(relevo_app::conformance::app(), config, Arc::new(ManualClock::at(T0))));
+    let router = router(server(relevo_conformance::app(), config, Arc::new(ManualClock::at(T0))));
     let mut names = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..20 {
@@ -158,7 +158,7 @@ async fn pages_list_every_tool_once_in_name_order() {
     sorted.sort();
     sorted.dedup();
     assert_eq!(names, sorted, "deterministic order by unique name, no repeats");
-    assert_eq!(names.len(), relevo_app::conformance::app().tools().count());
+    assert_eq!(names.len(), relevo_conformance::app().tools().count());
 }
 
 #[tokio::test]
@@ -215,7 +215,7 @@ async fn logs_are_sent_only_when_the_client_asks() {
 
 #[tokio::test]
 async fn a_per_method_function_refuses_a_body_for_another_method() {
-    let server = server(relevo_app::conformance::app(), ServerConfig::default(), Arc::new(ManualClock::at(T0)));
+    let server = server(relevo_conformance::app(), ServerConfig::default(), Arc::new(ManualClock::at(T0)));
     let (parts, body) = rpc(1, "tools/list", json!({})).into_parts();
     let bytes = http_body_util::BodyExt::collect(body).await.unwrap().to_bytes();
     let reply = server.handle(Route::Only(Method::ToolsCall), http::Request::from_parts(parts, bytes)).await;
@@ -323,7 +323,7 @@ async fn a_panicking_handler_becomes_an_internal_error_not_a_crash() {
 
 #[tokio::test]
 async fn arguments_outside_the_declared_input_schema_are_a_tool_error_naming_the_field_before_the_handler() {
-    let ports = relevo_app::Ports::new(None);
+    let ports = relevo_protocol::Ports::new(None);
     let router = router(server(relevo_app::demo::app(&ports), ServerConfig::default(), Arc::new(ManualClock::at(T0))));
     let extra = call_tool(&router, "greet", json!({ "arguments": { "name": "Ada", "shoeSize": 44 } })).await;
     let result = &extra.json()["result"];
@@ -346,8 +346,8 @@ async fn arguments_outside_the_declared_input_schema_are_a_tool_error_naming_the
 #[test]
 fn every_tool_schema_of_every_app_compiles() {
     let store: Arc<dyn relevo_state::RecordStore> = Arc::new(relevo_embedded::SqliteStore::in_memory().unwrap());
-    let ports = relevo_app::Ports::new(Some(store));
-    for app in [relevo_app::demo::app(&ports), relevo_app::conformance::app()] {
+    let ports = relevo_protocol::Ports::new(Some(store));
+    for app in [relevo_app::demo::app(&ports), relevo_conformance::app()] {
         for tool in app.tools() {
             assert_eq!(tool.input_check.problem(&tool.input_schema), None, "{}", tool.name);
         }

@@ -5,10 +5,9 @@
 
 use std::sync::Arc;
 
-use relevo_app::Ports;
-use relevo_app::approvals::ApprovalPages;
 use relevo_embedded::SqliteStore;
-use relevo_protocol::{Authenticator, Clock, ManualClock, McpServer, ServerConfig};
+use relevo_protocol::Ports;
+use relevo_protocol::{Authenticator, ManualClock, McpServer, ServerConfig};
 use relevo_tests::*;
 use serde_json::{Value, json};
 
@@ -25,20 +24,14 @@ fn shop() -> Shop {
     let auth: Arc<dyn Authenticator> = Arc::new(auth);
     let clock = ManualClock::at(NOW);
     let mut ports = Ports::new(Some(Arc::new(SqliteStore::in_memory().unwrap())))
-        .with_approvals_url("http://127.0.0.1:8080/approvals");
+        .with_pages_url("http://127.0.0.1:8080/approvals")
+        .with_security(auth.clone(), test_keys(), relevo_protocol::OriginPolicy::localhost());
     ports.clock = Arc::new(clock.clone());
     let config = ServerConfig { listen_max_secs: 1, ..ServerConfig::default() };
-    let server = McpServer::new(relevo_app::demo::app(&ports), config, test_keys(), auth.clone())
-        .with_clock(Arc::new(clock.clone()));
-    let pages = ApprovalPages {
-        inventory: ports.inventory().unwrap(),
-        auth,
-        keys: test_keys(),
-        clock: Arc::new(clock.clone()) as Arc<dyn Clock>,
-        origins: relevo_protocol::OriginPolicy::localhost(),
-    };
-    let options =
-        relevo_gateway::GatewayOptions { auth: Some(settings), approvals: Some(Arc::new(pages)), ..gateway_options() };
+    let app = relevo_app::app(&ports);
+    let pages = app.find_pages().cloned();
+    let server = McpServer::new(app, config, test_keys(), auth).with_clock(Arc::new(clock.clone()));
+    let options = relevo_gateway::GatewayOptions { auth: Some(settings), pages, ..gateway_options() };
     Shop { router: relevo_gateway::router(server, options), issuer, clock }
 }
 

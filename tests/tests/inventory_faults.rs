@@ -503,20 +503,18 @@ async fn an_executor_that_dies_after_its_commit_is_settled_by_the_reconciler_wit
     let sqlite = SqliteStore::in_memory().unwrap();
     let mut w = world(Arc::new(sqlite.clone()), Fault::DieAfterWrite(4));
     let queue = relevo_embedded::SqliteQueue::new(sqlite.clone(), 5);
-    let settle = Arc::new(relevo_app::inventory::SettleRunner::default());
     let config =
         relevo_state::EngineConfig { lease_secs: 60, max_attempts: 5, queued_deadline_secs: 60, retention_secs: 3600 };
-    let engine = relevo_state::Engine::new(
+    let engine = Arc::new(relevo_state::Engine::new(
         Arc::new(sqlite),
         Arc::new(queue.clone()),
         Arc::new(w.clock.clone()),
         Arc::new(RandomIds),
         config,
-    )
-    .runner(relevo_app::inventory::SETTLE_KIND, settle.clone());
-    let engine = Arc::new(engine);
+    ));
     w.inventory.settler = Some(engine.clone());
-    settle.bind(w.inventory.clone());
+    let settle = Arc::new(relevo_app::inventory::SettleRunner::new(w.inventory.clone()));
+    let engine = relevo_state::Worker::new(engine).runner(relevo_app::inventory::SETTLE_KIND, settle);
 
     let tenant = "acme";
     w.raw.create(&stock_key(tenant, "main", "MUG"), &json!({ "quantity": 10 }), None, T0).await.unwrap();

@@ -20,6 +20,7 @@ use relevo_state::jobs::{Created, Job, JobRef, JobStatus, JobStore};
 use relevo_state::work::BoxFuture;
 use relevo_state::{
     Engine, EngineConfig, JobContext, JobFailure, JobRunner, ManualClock, Queue, RandomIds, StartError, StoreFuture,
+    Worker,
 };
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -137,7 +138,7 @@ impl JobRunner for WindowRunner {
 }
 
 struct Harness {
-    engine: Arc<Engine>,
+    engine: Arc<Worker>,
     store: Arc<CrashingStore>,
     queue: SqliteQueue,
     clock: ManualClock,
@@ -174,9 +175,14 @@ async fn harness(kill: Kill, backend: Backend) -> Harness {
     let clock = ManualClock::at(T0);
     let sink = Arc::new(Sink::default());
     let config = EngineConfig { lease_secs: 30, max_attempts: 5, queued_deadline_secs: 60, retention_secs: 3600 };
-    let engine =
-        Engine::new(store.clone(), Arc::new(queue.clone()), Arc::new(clock.clone()), Arc::new(RandomIds), config)
-            .runner("windows", Arc::new(WindowRunner { sink: sink.clone(), crash: crash.clone() }));
+    let engine = Worker::new(Arc::new(Engine::new(
+        store.clone(),
+        Arc::new(queue.clone()),
+        Arc::new(clock.clone()),
+        Arc::new(RandomIds),
+        config,
+    )))
+    .runner("windows", Arc::new(WindowRunner { sink: sink.clone(), crash: crash.clone() }));
     Harness { engine: Arc::new(engine), store, queue, clock, sink, crash }
 }
 

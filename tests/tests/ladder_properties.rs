@@ -71,7 +71,7 @@ fn method_name() -> impl Strategy<Value = String> {
 fn legacy_router() -> (axum::Router, String) {
     let store = std::sync::Arc::new(relevo_embedded::SqliteStore::in_memory().unwrap());
     let server = relevo_protocol::McpServer::new(
-        relevo_app::conformance::app(),
+        relevo_conformance::app(),
         test_config(),
         test_keys(),
         std::sync::Arc::new(relevo_protocol::NoAuth),

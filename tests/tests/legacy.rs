@@ -32,7 +32,7 @@ fn legacy_shop_with(count: usize, config: ServerConfig) -> (Vec<axum::Router>, r
 
 fn conformance_instance(config: ServerConfig) -> axum::Router {
     let store = Arc::new(SqliteStore::in_memory().unwrap());
-    router(McpServer::new(relevo_app::conformance::app(), config, test_keys(), Arc::new(NoAuth)).with_store(store))
+    router(McpServer::new(relevo_conformance::app(), config, test_keys(), Arc::new(NoAuth)).with_store(store))
 }
 
 /// A handshake-era POST: no `_meta` envelope, no `Mcp-Method`; the session and version headers
@@ -146,7 +146,7 @@ async fn a_session_expires_with_its_lifetime() {
     let clock = relevo_protocol::ManualClock::at(1_900_000_000);
     let config = ServerConfig { legacy_session_secs: 60, ..test_config() };
     let router = router(
-        McpServer::new(relevo_app::conformance::app(), config, test_keys(), Arc::new(NoAuth))
+        McpServer::new(relevo_conformance::app(), config, test_keys(), Arc::new(NoAuth))
             .with_store(store)
             .with_clock(Arc::new(clock.clone())),
     );

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use relevo_protocol::ServerConfig;
-use relevo_state::{EngineConfig, InFlightLimits, Owner, RecordKey, RecordStore, StartError};
+use relevo_state::{InFlightLimits, Owner, RecordKey, RecordStore, StartError};
 use relevo_tests::race::{Backend, Both, backend};
 use relevo_tests::*;
 use serde_json::{Value, json};
@@ -154,7 +154,7 @@ async fn a_session_has_a_bounded_number_of_requests_waiting_for_its_answers(kind
 
 async fn jobs_in_flight_are_bounded_per_principal_and_per_tenant(kind: Backend) {
     let (jobs, queue) = admitted_jobs(kind, InFlightLimits { per_principal: 2, per_tenant: 3 }).await;
-    let engine = &jobs.engine;
+    let engine = &jobs.worker;
     let start = |subject: &'static str, key: Option<&'static str>| {
         let input = json!({ "dataset": "orders", "purpose": "limits" });
         engine.start("acme", subject, relevo_app::export::KIND, key, input)
@@ -178,17 +178,13 @@ async fn jobs_in_flight_are_bounded_per_principal_and_per_tenant(kind: Backend) 
 }
 
 /// The shop's jobs on `kind`'s store with `limits` on admission, and the embedded queue they use.
-async fn admitted_jobs(kind: Backend, limits: InFlightLimits) -> (relevo_app::Jobs, relevo_embedded::SqliteQueue) {
+async fn admitted_jobs(
+    kind: Backend,
+    limits: InFlightLimits,
+) -> (relevo_tests::ShopJobs, relevo_embedded::SqliteQueue) {
     let records = store(kind).await;
     let queue = relevo_embedded::SqliteQueue::new(relevo_embedded::SqliteStore::in_memory().unwrap(), 5);
-    let jobs = relevo_app::jobs_with(
-        records.clone(),
-        Arc::new(queue.clone()),
-        EngineConfig::default(),
-        Duration::ZERO,
-        Some((records, limits)),
-    );
-    (jobs, queue)
+    (relevo_tests::shop_jobs(records, Arc::new(queue.clone()), Some(limits)), queue)
 }
 
 async fn start_other_tenant(engine: &relevo_state::Engine) -> Result<relevo_state::Job, StartError> {
@@ -196,7 +192,7 @@ async fn start_other_tenant(engine: &relevo_state::Engine) -> Result<relevo_stat
 }
 
 /// Runs every queued job to its end, as the worker would; how many ran.
-async fn drain(engine: &relevo_state::Engine, queue: &relevo_embedded::SqliteQueue) -> Vec<relevo_state::JobRef> {
+async fn drain(engine: &relevo_state::Worker, queue: &relevo_embedded::SqliteQueue) -> Vec<relevo_state::JobRef> {
     use relevo_state::Queue;
     let mut ran = Vec::new();
     loop {
@@ -214,7 +210,7 @@ async fn drain(engine: &relevo_state::Engine, queue: &relevo_embedded::SqliteQue
 async fn a_noisy_tenant_delays_another_by_a_bounded_amount(kind: Backend) {
     let limits = InFlightLimits { per_principal: 8, per_tenant: 8 };
     let (jobs, queue) = admitted_jobs(kind, limits).await;
-    let engine = &jobs.engine;
+    let engine = &jobs.worker;
     let (mut admitted, mut refused) = (0, 0);
     for n in 0..60 {
         let subject = if n % 2 == 0 { "noisy-a" } else { "noisy-b" };

@@ -17,8 +17,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use relevo_app::Ports;
 use relevo_protocol::McpServer;
+use relevo_protocol::Ports;
 use relevo_state::RecordStore;
 use relevo_tests::race::{Backend, Both, RaceStore, Rng, Seed, backend, is_retryable};
 use relevo_tests::*;
@@ -497,18 +497,18 @@ async fn engines(
     seed: Seed,
     runner: Arc<Slow>,
     lease_secs: u64,
-) -> (Arc<RaceStore<Both>>, Vec<Arc<relevo_state::Engine>>) {
+) -> (Arc<RaceStore<Both>>, Vec<Arc<relevo_state::Worker>>) {
     let store = Arc::new(RaceStore::new(Arc::new(Both(backend(kind).await)), seed, Duration::from_millis(2)));
     let config = relevo_state::EngineConfig { lease_secs, ..Default::default() };
     let engines = (0..2)
         .map(|_| {
-            let engine = relevo_state::Engine::new(
+            let engine = relevo_state::Worker::new(Arc::new(relevo_state::Engine::new(
                 store.clone(),
                 Arc::new(NoQueue),
                 Arc::new(relevo_state::SystemClock),
                 Arc::new(relevo_state::RandomIds),
                 config.clone(),
-            )
+            )))
             .runner("slow", runner.clone());
             Arc::new(engine)
         })
@@ -579,7 +579,7 @@ async fn cancel_racing_completion_ends_in_one_terminal_state(kind: Backend) {
     seed.check(runs <= 6, format!("{runs} runs for 6 jobs"));
 }
 
-async fn read_statuses(engines: &[Arc<relevo_state::Engine>], job: &relevo_state::JobRef) -> BTreeSet<String> {
+async fn read_statuses(engines: &[Arc<relevo_state::Worker>], job: &relevo_state::JobRef) -> BTreeSet<String> {
     let mut statuses = BTreeSet::new();
     for engine in engines {
         if let Some(found) = engine.store.get_job(job).await.unwrap() {

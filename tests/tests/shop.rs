@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use relevo_app::Ports;
 use relevo_embedded::SqliteStore;
+use relevo_protocol::Ports;
 use relevo_protocol::{ManualClock, McpServer, ServerConfig};
 use relevo_tests::*;
 use serde_json::{Value, json};

@@ -12,12 +12,9 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Duration;
 
-use relevo_app::Ports;
 use relevo_embedded::{SqliteQueue, SqliteStore};
 use relevo_protocol::{App, McpServer, ServerConfig};
-use relevo_state::EngineConfig;
 use relevo_tests::*;
 use serde_json::{Value, json};
 
@@ -28,6 +25,7 @@ const PUBLIC: &[(&str, &str)] = &[
     ("tool count", "a demo without data"),
     ("tool catalog_list", "the public catalog"),
     ("resource relevo://about", "a fixed description of the server"),
+    ("resource relevo://manifest", "lists only what its reader may reach (tests/manifest.rs)"),
     ("prompt explain", "a fixed prompt text"),
 ];
 
@@ -35,7 +33,7 @@ struct Shop {
     app: App,
     router: axum::Router,
     issuer: relevo_auth::DevIssuer,
-    jobs: relevo_app::Jobs,
+    jobs: relevo_tests::ShopJobs,
     queue: SqliteQueue,
 }
 
@@ -43,13 +41,11 @@ fn shop() -> Shop {
     let (settings, issuer, auth) = dev_auth();
     let sqlite = SqliteStore::in_memory().unwrap();
     let queue = SqliteQueue::new(sqlite.clone(), 5);
-    let jobs =
-        relevo_app::jobs(Arc::new(sqlite.clone()), Arc::new(queue.clone()), EngineConfig::default(), Duration::ZERO);
-    let ports = Ports::new(Some(Arc::new(sqlite.clone()))).with_jobs(jobs.engine.clone());
-    let app = relevo_app::demo::app(&ports);
+    let jobs = relevo_tests::shop_jobs(Arc::new(sqlite.clone()), Arc::new(queue.clone()), None);
+    let app = (*jobs.app).clone();
     let config = ServerConfig { listen_max_secs: 0, ..ServerConfig::default() };
-    let server = McpServer::new(app.clone(), config, test_keys(), Arc::new(auth))
-        .with_tasks(jobs.engine.clone(), &jobs.tool_runner)
+    let server = McpServer::new(jobs.app.clone(), config, test_keys(), Arc::new(auth))
+        .with_tasks(jobs.engine.clone())
         .with_store(Arc::new(sqlite));
     let options = relevo_gateway::GatewayOptions { auth: Some(settings), ..gateway_options() };
     Shop { app, router: relevo_gateway::router(server, options), issuer, jobs, queue }
@@ -107,7 +103,7 @@ impl Shop {
                 return;
             }
             for message in messages {
-                self.jobs.engine.process_message(&message.body).await.unwrap();
+                self.jobs.worker.process_message(&message.body).await.unwrap();
                 self.queue.delete(&message.receipt).await.unwrap();
             }
         }
@@ -280,4 +276,47 @@ async fn a_token_without_scopes_reads_nothing_through_resources_tasks_or_a_legac
         json!({ "jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": { "uri": data[0].1 } });
     let refused = send(&shop.router, legacy_post(&bare, Some(&session), &subscribe)).await;
     assert_eq!(refused.status, 403, "{}", refused.text);
+}
+
+/// The manifest lists exactly the surfaces its reader may reach, each with its declared schema,
+/// scopes and policies: derived from the app, filtered per read.
+#[tokio::test]
+async fn the_manifest_describes_only_what_its_reader_may_reach() {
+    let shop = shop();
+    let read = |token: String| {
+        let shop = &shop;
+        async move {
+            let reply = shop.rpc(&token, "resources/read", json!({ "uri": "relevo://manifest" })).await.json();
+            let text = reply["result"]["contents"][0]["text"].as_str().unwrap_or_else(|| panic!("{reply}")).to_string();
+            serde_json::from_str::<Value>(&text).unwrap()
+        }
+    };
+    let names = |manifest: &Value, section: &str, key: &str| -> BTreeSet<String> {
+        manifest[section].as_array().unwrap().iter().map(|e| e[key].as_str().unwrap().to_string()).collect()
+    };
+    let full = read(shop.full_token()).await;
+    assert_eq!(names(&full, "tools", "name"), shop.app.tools().map(|t| t.name.clone()).collect());
+    for tool in shop.app.tools() {
+        let entry = full["tools"].as_array().unwrap().iter().find(|e| e["name"] == tool.name.as_str()).unwrap();
+        assert_eq!(entry["inputSchema"], Value::Object(tool.input_schema.clone()), "{}", tool.name);
+        assert_eq!(entry["scopes"], json!(tool.scopes), "{}", tool.name);
+        assert_eq!(entry["invalidates"], json!(tool.invalidates), "{}", tool.name);
+    }
+    let checkout = full["tools"].as_array().unwrap().iter().find(|e| e["name"] == "cart_checkout").unwrap();
+    assert_eq!((checkout["cache"].as_str(), checkout["destructive"].as_bool()), (Some("no-store"), Some(false)));
+    assert_eq!(names(&full, "taskKinds", "kind"), BTreeSet::from(["export".to_string()]));
+
+    let shopper = read(dev_token(&shop.issuer, "acme", "sam", &["shop"])).await;
+    let expected: BTreeSet<String> =
+        shop.app.tools().filter(|t| t.scopes.iter().all(|s| s == "shop")).map(|t| t.name.clone()).collect();
+    assert_eq!(names(&shopper, "tools", "name"), expected);
+    assert!(names(&shopper, "tools", "name").contains("cart_checkout"));
+    assert!(!names(&shopper, "tools", "name").contains("note_read"), "notes need notes:read");
+    assert!(names(&shopper, "taskKinds", "kind").is_empty(), "exports need exports:read");
+    assert!(!names(&shopper, "resourceTemplates", "uriTemplate").contains("notes://{noteId}"));
+
+    let writer = read(dev_token(&shop.issuer, "acme", "wes", &["notes:read", "notes:write"])).await;
+    assert!(names(&writer, "tools", "name").contains("note_read"));
+    assert!(!names(&writer, "tools", "name").contains("cart_checkout"), "carts need shop");
+    assert_ne!(shopper, writer, "two principals read the manifest that is theirs");
 }

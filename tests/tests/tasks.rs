@@ -4,12 +4,9 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use relevo_app::Ports;
 use relevo_embedded::{SqliteQueue, SqliteStore};
 use relevo_protocol::{McpServer, ServerConfig};
-use relevo_state::EngineConfig;
 use relevo_tests::*;
 use serde_json::{Value, json};
 
@@ -18,7 +15,7 @@ const SCOPES: &[&str] = &["exports:read", "exports:write"];
 struct Fixture {
     router: axum::Router,
     issuer: relevo_auth::DevIssuer,
-    jobs: relevo_app::Jobs,
+    jobs: relevo_tests::ShopJobs,
     queue: SqliteQueue,
 }
 
@@ -26,11 +23,9 @@ fn fixture() -> Fixture {
     let (settings, issuer, auth) = dev_auth();
     let sqlite = SqliteStore::in_memory().unwrap();
     let queue = SqliteQueue::new(sqlite.clone(), 5);
-    let jobs =
-        relevo_app::jobs(Arc::new(sqlite.clone()), Arc::new(queue.clone()), EngineConfig::default(), Duration::ZERO);
-    let ports = Ports::new(Some(Arc::new(sqlite))).with_jobs(jobs.engine.clone());
-    let server = McpServer::new(relevo_app::demo::app(&ports), ServerConfig::default(), test_keys(), Arc::new(auth))
-        .with_tasks(jobs.engine.clone(), &jobs.tool_runner);
+    let jobs = relevo_tests::shop_jobs(Arc::new(sqlite), Arc::new(queue.clone()), None);
+    let server = McpServer::new(jobs.app.clone(), ServerConfig::default(), test_keys(), Arc::new(auth))
+        .with_tasks(jobs.engine.clone());
     let options = relevo_gateway::GatewayOptions { auth: Some(settings), ..gateway_options() };
     Fixture { router: relevo_gateway::router(server, options), issuer, jobs, queue }
 }
@@ -55,7 +50,7 @@ impl Fixture {
                 return;
             }
             for message in messages {
-                self.jobs.engine.process_message(&message.body).await.unwrap();
+                self.jobs.worker.process_message(&message.body).await.unwrap();
                 self.queue.delete(&message.receipt).await.unwrap();
             }
         }

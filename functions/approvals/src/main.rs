@@ -3,5 +3,5 @@
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
-    relevo_lambda::run_approvals().await
+    relevo_lambda::run_pages(app::app).await
 }

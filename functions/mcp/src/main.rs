@@ -4,5 +4,5 @@ use relevo_protocol::Route;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
-    relevo_lambda::run(Route::All).await
+    relevo_lambda::run(Route::All, app::app).await
 }

@@ -3,5 +3,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    relevo_lambda::run_reconciler().await
+    relevo_lambda::run_reconciler(app::app).await
 }

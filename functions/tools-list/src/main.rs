@@ -4,5 +4,5 @@ use relevo_protocol::{Method, Route};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
-    relevo_lambda::run(Route::Only(Method::ToolsList)).await
+    relevo_lambda::run(Route::Only(Method::ToolsList), app::app).await
 }

@@ -3,5 +3,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    relevo_lambda::run_worker().await
+    relevo_lambda::run_worker(app::app).await
 }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use relevo_app::Ports;
+use relevo_protocol::Ports;
 use relevo_protocol::{KeyRing, McpServer, Method, NoAuth, Route, ServerConfig, cursor};
 use serde_json::json;
 
@@ -46,7 +46,7 @@ fn request(method: Method, name: Option<&str>, params: serde_json::Value) -> htt
 }
 
 fn handle(c: &mut Criterion) {
-    let app = relevo_app::build("shop", &Ports::new(None)).expect("the shop app exists");
+    let app = relevo_app::app(&Ports::new(None));
     let server = McpServer::new(app, ServerConfig::default(), keys(), Arc::new(NoAuth));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
     let mut group = c.benchmark_group("inprocess");

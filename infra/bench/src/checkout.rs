@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
-use relevo_app::Ports;
 use relevo_embedded::SqliteStore;
+use relevo_protocol::Ports;
 use relevo_protocol::{KeyRing, McpServer, Method, NoAuth, Route, ServerConfig};
 use relevo_state::{Record, RecordKey, RecordStore, StoreFuture, TransactFuture, Write};
 use serde_json::{Value, json};
@@ -110,7 +110,7 @@ async fn call(server: &McpServer, tool: &str, params: Value) -> Result<Value, St
 pub async fn run() -> Result<Checkout, String> {
     let calls = Arc::new(Calls::default());
     let store = Counted { inner: SqliteStore::in_memory().map_err(|e| e.to_string())?, calls: calls.clone() };
-    let app = relevo_app::build("shop", &Ports::new(Some(Arc::new(store)))).map_err(|e| e.to_string())?;
+    let app = relevo_app::app(&Ports::new(Some(Arc::new(store))));
     let keys = KeyRing::new(vec![("bench".into(), vec![7u8; 32])]).map_err(|e| e.to_string())?;
     let server = McpServer::new(app, ServerConfig::default(), keys, Arc::new(NoAuth));
     let mut last = Step::default();

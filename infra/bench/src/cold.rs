@@ -132,7 +132,6 @@ pub(crate) fn environment(endpoint: &str) -> Vec<(String, String)> {
         ("AWS_REGION", "us-east-1".into()),
         ("AWS_ACCESS_KEY_ID", "bench".into()),
         ("AWS_SECRET_ACCESS_KEY", "bench".into()),
-        ("RELEVO_APP", "shop".into()),
         ("RELEVO_TABLE", "relevo-bench".into()),
         ("RELEVO_QUEUE_URL", format!("{endpoint}/000000000000/relevo-bench")),
         ("RELEVO_STATE_KEYS", format!("bench:{key}")),

@@ -14,6 +14,7 @@ use relevo_state::jobs::{Created, Job, JobRef, JobStore};
 use relevo_state::work::BoxFuture;
 use relevo_state::{
     Engine, EngineConfig, JobContext, JobFailure, JobRunner, Queue, QueueMessage, RandomIds, StoreFuture, SystemClock,
+    Worker,
 };
 use serde_json::{Value, json};
 
@@ -120,8 +121,14 @@ pub async fn run(jobs: u64) -> Result<Durable, Box<dyn std::error::Error>> {
     let calls = Arc::new(Calls::default());
     let store = Arc::new(Counted { inner: sqlite.clone(), calls: calls.clone() });
     let queue = Arc::new(Counted { inner: SqliteQueue::new(sqlite, 5), calls: calls.clone() });
-    let engine = Engine::new(store, queue.clone(), Arc::new(SystemClock), Arc::new(RandomIds), EngineConfig::default())
-        .runner("windows", Arc::new(Windows));
+    let engine = Worker::new(Arc::new(Engine::new(
+        store,
+        queue.clone(),
+        Arc::new(SystemClock),
+        Arc::new(RandomIds),
+        EngineConfig::default(),
+    )))
+    .runner("windows", Arc::new(Windows));
 
     let ticks = crate::load::ticks_per_sec().map_err(|e| e.to_string())?;
     let cpu_before = crate::rig::process_cpu_secs("self", ticks).map_err(|e| e.to_string())?;

@@ -56,7 +56,6 @@ pub async fn run(options: &Options) -> Result<String, Error> {
     let gateway = options.bin_dir.join("relevo-gateway");
     let base_env = |auth: &str, store: &Path| -> Vec<(String, String)> {
         vec![
-            ("RELEVO_APP".into(), "shop".into()),
             ("RELEVO_AUTH".into(), auth.into()),
             ("RELEVO_STORE".into(), format!("sqlite:{}", store.display())),
             ("RELEVO_DEV_ISSUER_FILE".into(), work.join("issuer.json").display().to_string()),

@@ -15,7 +15,10 @@
 pub mod body;
 pub mod dev_oauth;
 pub mod lambda_local;
+mod local;
 pub mod serve;
+
+pub use local::run_local;
 
 use std::sync::Arc;
 
@@ -85,8 +88,8 @@ pub struct GatewayOptions {
     /// The dev issuer whose JWKS the gateway publishes.
     pub dev_issuer: Option<DevIssuer>,
     pub inject_token: Option<InjectedToken>,
-    /// The approval pages (`/approvals/...`), when the app has an inventory.
-    pub approvals: Option<Arc<relevo_app::approvals::ApprovalPages>>,
+    /// The app's pages beside `/mcp` (the shop's approval pages), under their own prefix.
+    pub pages: Option<Arc<dyn relevo_protocol::Pages>>,
 }
 
 /// The function a request would reach in production, decided on the `Mcp-Method` header only.
@@ -112,8 +115,10 @@ pub fn router(server: McpServer, options: GatewayOptions) -> Router {
         router = router.route(path, axum::routing::any(serve_metadata));
     }
     router = router.route("/.well-known/jwks.json", axum::routing::get(serve_jwks));
-    router = router.route("/approvals", axum::routing::any(serve_approvals));
-    router = router.route("/approvals/{*rest}", axum::routing::any(serve_approvals));
+    if let Some(prefix) = options.pages.as_ref().map(|pages| pages.prefix().to_string()) {
+        router = router.route(&prefix, axum::routing::any(serve_pages));
+        router = router.route(&format!("{prefix}/{{*rest}}"), axum::routing::any(serve_pages));
+    }
     let gateway = Gateway { server: Arc::new(server), options: Arc::new(options) };
     router.layer(axum::middleware::from_fn_with_state(gateway.clone(), allowed_host)).with_state(gateway)
 }
@@ -145,9 +150,9 @@ async fn serve_metadata(State(gateway): State<Gateway>, request: Request) -> Res
     }
 }
 
-/// The `approvals` function's pages, served in-process.
-async fn serve_approvals(State(gateway): State<Gateway>, request: Request) -> Response {
-    let Some(pages) = gateway.options.approvals.clone() else { return http::StatusCode::NOT_FOUND.into_response() };
+/// The app's pages (the `approvals` function), served in-process.
+async fn serve_pages(State(gateway): State<Gateway>, request: Request) -> Response {
+    let Some(pages) = gateway.options.pages.clone() else { return http::StatusCode::NOT_FOUND.into_response() };
     let (parts, body) = request.into_parts();
     let bytes = match body::read_limited(body, 64 * 1024).await {
         Ok(bytes) => bytes,

@@ -163,6 +163,22 @@ fn same_origin(headers: &HeaderMap) -> bool {
     !host.is_empty() && (origin == format!("http://{host}") || origin == format!("https://{host}"))
 }
 
+impl relevo_protocol::Pages for ApprovalPages {
+    fn prefix(&self) -> &str {
+        PREFIX
+    }
+
+    fn handle<'a>(
+        &'a self,
+        method: &'a Method,
+        path: &'a str,
+        headers: &'a HeaderMap,
+        body: &'a [u8],
+    ) -> relevo_protocol::PageFuture<'a> {
+        Box::pin(ApprovalPages::handle(self, method, path, headers, body))
+    }
+}
+
 impl ApprovalPages {
     /// Serves one request to a path under [`PREFIX`].
     pub async fn handle(&self, method: &Method, path: &str, headers: &HeaderMap, body: &[u8]) -> Response<String> {

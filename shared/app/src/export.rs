@@ -9,11 +9,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use relevo_protocol::wire::{CallToolResult, ResourceContents, ToolAnnotations};
-use relevo_protocol::{Call, McpError, Outcome, ResourceTemplate, Tool, handler};
+use relevo_protocol::author::{Required, ToolContext, ToolError};
+use relevo_protocol::wire::{ResourceContents, ToolAnnotations};
+use relevo_protocol::{McpError, ResourceTemplate, Tool};
 use relevo_state::work::BoxFuture;
-use relevo_state::{Engine, Job, JobContext, JobFailure, JobRef, JobRunner, JobStatus, StartError, StoreError};
-use serde::Deserialize;
+use relevo_state::{Engine, Job, JobContext, JobFailure, JobRef, JobRunner, JobStatus};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -82,231 +84,197 @@ impl JobRunner for ExportRunner {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Dataset {
+    Customers,
+    Orders,
+}
+
+#[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct StartArgs {
-    dataset: String,
+    dataset: Dataset,
+    #[schemars(length(min = 1, max = MAX_PURPOSE_CHARS))]
     purpose: String,
+    /// Idempotency key: the same key and arguments give the same job
     #[serde(default)]
+    #[schemars(length(min = 1, max = 128))]
     operation_key: Option<String>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// What an export job is given.
+#[derive(Serialize)]
+struct ExportInput<'a> {
+    dataset: Dataset,
+    purpose: &'a str,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct JobArgs {
+    #[schemars(length(min = 1, max = 64))]
     job_id: String,
 }
 
-fn job_ref(call: &Call, id: &str) -> JobRef {
-    JobRef { tenant: call.principal.tenant.clone(), subject: call.principal.subject.clone(), id: id.to_string() }
+fn job_ref(cx: &ToolContext, id: &str) -> JobRef {
+    let principal = cx.principal();
+    JobRef { tenant: principal.tenant.clone(), subject: principal.subject.clone(), id: id.to_string() }
+}
+
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Status {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+    #[serde(rename = "input_required")]
+    InputRequired,
 }
 
 /// The status view shared by `export_status`, `export_start` and the tasks extension.
-pub fn status_view(job: &Job) -> Value {
-    let done = job.checkpoint.as_ref().and_then(|c| c["cursor"].as_u64()).unwrap_or(0);
-    let mut view = json!({
-        "jobId": job.job.id,
-        "status": job.status.as_str(),
-        "rowsExported": if job.status == JobStatus::Succeeded { ROWS } else { done },
-        "rowsTotal": ROWS,
-        "resourceUri": format!("exports://{}", job.job.id),
-    });
-    if let Some(error) = &job.error
-        && job.status == JobStatus::Failed
-    {
-        view["error"] = json!(error);
-    }
-    view
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct StatusView {
+    job_id: String,
+    status: Status,
+    rows_exported: u64,
+    rows_total: u64,
+    resource_uri: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
 }
 
-/// The caller's export `id`, or `None` (absent, another principal's, or another kind of job).
-async fn find_export(engine: &Engine, call: &Call, id: &str) -> Result<Option<Job>, McpError> {
-    Ok(engine.store.get_job(&job_ref(call, id)).await.map_err(store_failure)?.filter(|job| job.kind == KIND))
-}
-
-fn store_failure(error: StoreError) -> McpError {
-    relevo_protocol::store_failure("export")(error)
-}
-
-fn job_id_schema() -> Value {
-    json!({ "type": "object", "properties": { "jobId": { "type": "string", "minLength": 1, "maxLength": 64 } }, "required": ["jobId"], "additionalProperties": false })
-}
-
-fn status_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "jobId": { "type": "string" },
-            "status": { "type": "string", "enum": ["queued", "running", "succeeded", "failed", "cancelled"] },
-            "rowsExported": { "type": "integer" },
-            "rowsTotal": { "type": "integer" },
-            "resourceUri": { "type": "string" },
-            "error": { "type": "string" }
-        },
-        "required": ["jobId", "status", "rowsExported", "rowsTotal", "resourceUri"]
-    })
-}
-
-/// Validates the start arguments; `Err` is a tool error the model can read.
-pub fn start_input(arguments: &serde_json::Map<String, Value>) -> Result<(Value, Option<String>), Outcome> {
-    let args: StartArgs = serde_json::from_value(Value::Object(arguments.clone()))
-        .map_err(|e| Outcome::tool_error(format!("Invalid arguments: {e}")))?;
-    if !DATASETS.contains(&args.dataset.as_str()) {
-        return Err(Outcome::tool_error(format!("dataset must be one of {DATASETS:?}")));
-    }
-    if args.purpose.trim().is_empty() || args.purpose.chars().count() > MAX_PURPOSE_CHARS {
-        return Err(Outcome::tool_error(format!("purpose must be 1 to {MAX_PURPOSE_CHARS} characters")));
-    }
-    Ok((json!({ "dataset": args.dataset, "purpose": args.purpose }), args.operation_key))
-}
-
-/// Starts (or finds, for a repeated operation key) the export job of `call`'s principal.
-pub async fn start(engine: &Engine, call: &Call) -> Result<Result<Job, Outcome>, McpError> {
-    let (input, key) = match start_input(&call.arguments) {
-        Ok(parsed) => parsed,
-        Err(tool_error) => return Ok(Err(tool_error)),
-    };
-    match engine.start(&call.principal.tenant, &call.principal.subject, KIND, key.as_deref(), input).await {
-        Ok(job) => Ok(Ok(job)),
-        Err(error @ StartError::KeyConflict { .. }) => Ok(Err(Outcome::tool_error(error.to_string()))),
-        Err(StartError::Store(error)) => Err(store_failure(error)),
-        Err(StartError::LimitReached { what, max }) => Err(McpError::LimitReached { what, max }),
-        Err(error @ StartError::UnknownKind(_)) => {
-            tracing::error!(%error, "the export runner is not registered");
-            Err(McpError::Internal)
+impl StatusView {
+    fn of(job: &Job) -> Self {
+        let done = job.checkpoint.as_ref().and_then(|c| c["cursor"].as_u64()).unwrap_or(0);
+        let status = match job.status {
+            JobStatus::Queued => Status::Queued,
+            JobStatus::Running => Status::Running,
+            JobStatus::Succeeded => Status::Succeeded,
+            JobStatus::Failed => Status::Failed,
+            JobStatus::Cancelled => Status::Cancelled,
+            JobStatus::InputRequired => Status::InputRequired,
+        };
+        StatusView {
+            job_id: job.job.id.clone(),
+            status,
+            rows_exported: if job.status == JobStatus::Succeeded { ROWS } else { done },
+            rows_total: ROWS,
+            resource_uri: format!("exports://{}", job.job.id),
+            error: job.error.clone().filter(|_| job.status == JobStatus::Failed),
         }
     }
 }
 
+/// A finished export.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+struct ExportResult {
+    dataset: String,
+    purpose: String,
+    rows: u64,
+    sha256: String,
+    csv: String,
+}
+
+/// The caller's export `id`, or `None` (absent, another principal's, or another kind of job).
+async fn find_export(engine: &Engine, cx: &ToolContext, id: &str) -> Result<Option<Job>, ToolError> {
+    Ok(engine.store.get_job(&job_ref(cx, id)).await?.filter(|job| job.kind == KIND))
+}
+
 pub fn export_start(engine: Arc<Engine>) -> Tool {
-    Tool::new(
+    Tool::typed(
         "export_start",
         "Starts exporting a dataset (customers or orders) for a stated purpose; returns a job id to poll with export_status. Repeating a call with the same operationKey returns the same job. Finished exports are kept 7 days.",
-        json!({
-            "type": "object",
-            "properties": {
-                "dataset": { "type": "string", "enum": DATASETS },
-                "purpose": { "type": "string", "minLength": 1, "maxLength": MAX_PURPOSE_CHARS },
-                "operationKey": { "type": "string", "minLength": 1, "maxLength": 128, "description": "Idempotency key: the same key and arguments give the same job" }
-            },
-            "required": ["dataset", "purpose"],
-            "additionalProperties": false
-        }),
-        handler(move |call: Call| {
+        move |args: StartArgs, cx: ToolContext| {
             let engine = engine.clone();
             async move {
-                Ok(match start(&engine, &call).await? {
-                    // A client that declared the Tasks extension follows the same job as a task.
-                    Ok(job) if call.client.declares_tasks() => Outcome::TaskCreated(Box::new(job)),
-                    Ok(job) => Outcome::tool(CallToolResult::structured(status_view(&job))),
-                    Err(tool_error) => tool_error,
-                })
+                if args.purpose.trim().is_empty() {
+                    return Err(ToolError::caller(format!("purpose must be 1 to {MAX_PURPOSE_CHARS} characters")));
+                }
+                let input = ExportInput { dataset: args.dataset, purpose: &args.purpose };
+                // A client that declared the Tasks extension follows the same job as a task.
+                let job = cx.start_task(&engine, KIND, args.operation_key.as_deref(), &input).await?;
+                Ok(StatusView::of(&job))
             }
-        }),
+        },
     )
     .title("Start an export")
-    .output_schema(status_schema())
     .annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(true).open_world(false))
     .scopes(&["exports:write"])
 }
 
 pub fn export_status(engine: Arc<Engine>) -> Tool {
-    Tool::new(
-        "export_status",
-        "Reports an export's status and progress.",
-        job_id_schema(),
-        handler(move |call: Call| {
-            let engine = engine.clone();
-            async move {
-                let args: JobArgs = match call.args() {
-                    Ok(args) => args,
-                    Err(error) => return Ok(error),
-                };
-                Ok(match find_export(&engine, &call, &args.job_id).await? {
-                    Some(job) => Outcome::tool(CallToolResult::structured(status_view(&job))),
-                    None => Outcome::tool_error(format!("No export with id {}", args.job_id)),
-                })
-            }
-        }),
-    )
+    Tool::typed("export_status", "Reports an export's status and progress.", move |args: JobArgs, cx: ToolContext| {
+        let engine = engine.clone();
+        async move {
+            let job = find_export(&engine, &cx, &args.job_id).await?;
+            Ok(StatusView::of(&job.or_caller(format!("No export with id {}", args.job_id))?))
+        }
+    })
     .title("Export status")
-    .output_schema(status_schema())
     .annotations(ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false))
     .scopes(&["exports:read"])
 }
 
 pub fn export_result(engine: Arc<Engine>) -> Tool {
-    Tool::new(
+    Tool::typed(
         "export_result",
         "Returns a finished export: row count, SHA-256 and the CSV (also readable as the resource exports://{jobId}).",
-        job_id_schema(),
-        handler(move |call: Call| {
+        move |args: JobArgs, cx: ToolContext| {
             let engine = engine.clone();
             async move {
-                let args: JobArgs = match call.args() {
-                    Ok(args) => args,
-                    Err(error) => return Ok(error),
-                };
-                Ok(match find_export(&engine, &call, &args.job_id).await? {
-                    Some(job) => match (&job.status, &job.result) {
-                        (JobStatus::Succeeded, Some(result)) => {
-                            Outcome::tool(CallToolResult::structured(result.clone()))
-                        }
-                        _ => Outcome::tool_error(format!(
-                            "Export {} is {}, not finished",
-                            job.job.id,
-                            job.status.as_str()
-                        )),
-                    },
-                    None => Outcome::tool_error(format!("No export with id {}", args.job_id)),
-                })
+                let job = find_export(&engine, &cx, &args.job_id).await?;
+                let job = job.or_caller(format!("No export with id {}", args.job_id))?;
+                match (&job.status, &job.result) {
+                    (JobStatus::Succeeded, Some(result)) => {
+                        serde_json::from_value::<ExportResult>(result.clone()).map_err(ToolError::internal)
+                    }
+                    _ => Err(ToolError::caller(format!(
+                        "Export {} is {}, not finished",
+                        job.job.id,
+                        job.status.as_str()
+                    ))),
+                }
             }
-        }),
+        },
     )
     .title("Export result")
-    .output_schema(json!({
-        "type": "object",
-        "properties": {
-            "dataset": { "type": "string" }, "purpose": { "type": "string" }, "rows": { "type": "integer" },
-            "sha256": { "type": "string" }, "csv": { "type": "string" }
-        },
-        "required": ["dataset", "purpose", "rows", "sha256", "csv"]
-    }))
     .annotations(ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false))
     .scopes(&["exports:read"])
 }
 
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExportUri {
+    job_id: String,
+}
+
 /// `exports://{jobId}`: the CSV of a finished export, for its owner only.
 pub fn export_resource(engine: Arc<Engine>) -> ResourceTemplate {
-    ResourceTemplate::new(
-        "exports://{jobId}",
-        "export",
-        "text/csv",
-        handler(move |call: Call| {
-            let engine = engine.clone();
-            async move {
-                let uri = call.uri.clone().unwrap_or_default();
-                let id = call.arguments.get("jobId").and_then(Value::as_str).unwrap_or_default().to_string();
-                match find_export(&engine, &call, &id).await? {
-                    Some(job) => match (&job.status, job.result.as_ref().and_then(|r| r["csv"].as_str())) {
-                        (JobStatus::Succeeded, Some(csv)) => {
-                            Ok(Outcome::contents(vec![ResourceContents::TextResourceContents {
-                                uri,
-                                mime_type: Some("text/csv".into()),
-                                text: csv.to_string(),
-                                meta: None,
-                            }]))
-                        }
-                        _ => Err(McpError::invalid_params_with(
-                            "Export not finished",
-                            json!({ "uri": uri, "status": job.status.as_str() }),
-                        )),
-                    },
-                    None => Err(McpError::resource_not_found(uri)),
-                }
+    ResourceTemplate::typed("exports://{jobId}", "export", "text/csv", move |uri: ExportUri, cx: ToolContext| {
+        let engine = engine.clone();
+        async move {
+            let address = cx.call().uri.clone().unwrap_or_default();
+            let job = find_export(&engine, &cx, &uri.job_id).await?;
+            let job = job.ok_or_else(|| McpError::resource_not_found(&address))?;
+            match (&job.status, job.result.as_ref().and_then(|r| r["csv"].as_str())) {
+                (JobStatus::Succeeded, Some(csv)) => Ok(vec![ResourceContents::TextResourceContents {
+                    uri: address,
+                    mime_type: Some("text/csv".into()),
+                    text: csv.to_string(),
+                    meta: None,
+                }]),
+                _ => Err(McpError::invalid_params_with(
+                    "Export not finished",
+                    json!({ "uri": address, "status": job.status.as_str() }),
+                )
+                .into()),
             }
-        }),
-    )
+        }
+    })
     .description("A finished export's CSV")
     .private()
     .scopes(&["exports:read"])

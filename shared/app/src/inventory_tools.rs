@@ -1,25 +1,27 @@
 //! The inventory tools: the MCP face of [`crate::inventory::Inventory`].
 
-use relevo_protocol::wire::{CallToolResult, ToolAnnotations};
-use relevo_protocol::{Call, McpError, Outcome, Tool, handler};
+use relevo_protocol::author::{Structured, ToolContext, ToolError};
+use relevo_protocol::wire::ToolAnnotations;
+use relevo_protocol::{McpError, Tool};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::inventory::{Inventory, InventoryError, PlanLine, ProposeRequest, policy, report};
+use crate::inventory::{Inventory, InventoryError, MAX_PLAN_ITEMS, PlanLine, ProposeRequest, policy, report};
 
-fn outcome(result: Result<Value, InventoryError>) -> Result<Outcome, McpError> {
-    match result {
-        Ok(value) => Ok(Outcome::tool(CallToolResult::structured(value))),
-        Err(InventoryError::Store(error)) => Err(relevo_protocol::store_failure("inventory")(error)),
-        Err(InventoryError::Contention(what)) => {
-            tracing::warn!(what, cause = "contention", "inventory write kept losing: answered retryable");
-            Err(McpError::Retryable(relevo_protocol::Retry::Contention))
+/// Whose fault an inventory error is: the store's and contention are retryable, a bug internal,
+/// the rest (refusals, conflicts, unknown operations) the caller's.
+impl From<InventoryError> for ToolError {
+    fn from(error: InventoryError) -> Self {
+        match error {
+            InventoryError::Store(error) => error.into(),
+            InventoryError::Contention(what) => {
+                tracing::warn!(what, cause = "contention", "inventory write kept losing: answered retryable");
+                McpError::Retryable(relevo_protocol::Retry::Contention).into()
+            }
+            InventoryError::Internal(why) => ToolError::internal(format!("inventory: {why}")),
+            other => ToolError::caller(other),
         }
-        Err(InventoryError::Internal(why)) => {
-            tracing::error!(%why, "inventory internal error");
-            Err(McpError::Internal)
-        }
-        Err(error) => Ok(Outcome::tool_error(error.to_string())),
     }
 }
 
@@ -27,38 +29,28 @@ fn writes() -> ToolAnnotations {
     ToolAnnotations::new().read_only(false).destructive(true).idempotent(true).open_world(true)
 }
 
-fn name_schema(what: &str) -> Value {
-    json!({ "type": "string", "minLength": 1, "maxLength": 32, "pattern": "^[A-Za-z0-9-]+$", "description": what })
-}
-
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ReadArgs {
+    /// Warehouse, e.g. main
+    #[schemars(length(min = 1, max = 32), pattern("^[A-Za-z0-9-]+$"))]
     warehouse: String,
+    /// Item SKU
+    #[schemars(length(min = 1, max = 32), pattern("^[A-Za-z0-9-]+$"))]
     sku: String,
 }
 
 pub fn inventory_read(inventory: Inventory) -> Tool {
-    Tool::new(
+    Tool::typed(
         "inventory_read",
         "Reads a stock level and its version (pass the version as expectedVersion when you propose a change). Items never stocked read as quantity 0, version 0.",
-        json!({
-            "type": "object",
-            "properties": { "warehouse": name_schema("Warehouse, e.g. main"), "sku": name_schema("Item SKU") },
-            "required": ["warehouse", "sku"],
-            "additionalProperties": false
-        }),
-        handler(move |call: Call| {
+        move |args: ReadArgs, cx: ToolContext| {
             let inventory = inventory.clone();
             async move {
-                let args: ReadArgs = match call.args() {
-                    Ok(args) => args,
-                    Err(error) => return Ok(error),
-                };
-                let stock = inventory.read(&call.principal.tenant, &args.warehouse, &args.sku).await;
-                outcome(stock.map(|s| serde_json::to_value(s).unwrap_or(Value::Null)))
+                let stock = inventory.read(&cx.principal().tenant, &args.warehouse, &args.sku).await?;
+                Ok(Structured(serde_json::to_value(stock).map_err(ToolError::internal)?))
             }
-        }),
+        },
     )
     .title("Read a stock level")
     .annotations(ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false))
@@ -67,33 +59,16 @@ pub fn inventory_read(inventory: Inventory) -> Tool {
 }
 
 pub fn inventory_propose(inventory: Inventory) -> Tool {
-    Tool::new(
+    Tool::typed(
         "inventory_propose",
         "Proposes setting a stock level (nothing changes yet). Returns the operation id, its digest and status: `authorized` when policy allows it, or `proposed` with an approvalUrl a person must open. Then call inventory_apply.",
-        json!({
-            "type": "object",
-            "properties": {
-                "warehouse": name_schema("Warehouse, e.g. main"),
-                "sku": name_schema("Item SKU"),
-                "to": { "type": "integer", "minimum": 0, "maximum": crate::inventory::MAX_QUANTITY, "description": "The quantity wanted" },
-                "expectedVersion": { "type": "integer", "minimum": 0, "description": "The version inventory_read returned" },
-                "requestKey": { "type": "string", "minLength": 1, "maxLength": 64, "description": "Optional: repeating a proposal with this key returns the first one" },
-                "taskScopes": { "type": "array", "items": { "type": "string" }, "description": "Optional: the scopes of your task, when narrower than yours" }
-            },
-            "required": ["warehouse", "sku", "to", "expectedVersion"],
-            "additionalProperties": false
-        }),
-        handler(move |call: Call| {
+        move |request: ProposeRequest, cx: ToolContext| {
             let inventory = inventory.clone();
             async move {
-                let request: ProposeRequest = match call.args() {
-                    Ok(args) => args,
-                    Err(error) => return Ok(error),
-                };
-                let proposed = inventory.propose(&call.principal, &request).await;
-                outcome(proposed.map(|op| report(&op, &inventory.config.approvals_url)))
+                let op = inventory.propose(cx.principal(), &request).await?;
+                Ok(Structured(report(&op, &inventory.config.approvals_url)))
             }
-        }),
+        },
     )
     .title("Propose a stock change")
     .annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false))
@@ -101,33 +76,26 @@ pub fn inventory_propose(inventory: Inventory) -> Tool {
     .cache_no_store()
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ApplyArgs {
+    /// Optional: only these operations
     #[serde(default)]
+    #[schemars(length(max = 100), inner(length(max = 64)))]
     operation_ids: Option<Vec<String>>,
 }
 
 pub fn inventory_apply(inventory: Inventory) -> Tool {
-    Tool::new(
+    Tool::typed(
         "inventory_apply",
         "Executes your authorized proposals in the order you made them and stops at the first one still waiting for a person. Safe to repeat: an operation already done returns its first receipt. A version conflict is reported, never rebased: read again and propose again.",
-        json!({
-            "type": "object",
-            "properties": { "operationIds": { "type": "array", "items": { "type": "string", "maxLength": 64 }, "maxItems": 100, "description": "Optional: only these operations" } },
-            "additionalProperties": false
-        }),
-        handler(move |call: Call| {
+        move |args: ApplyArgs, cx: ToolContext| {
             let inventory = inventory.clone();
             async move {
-                let args: ApplyArgs = match call.args() {
-                    Ok(args) => args,
-                    Err(error) => return Ok(error),
-                };
-                let applied = inventory.apply(&call.principal, args.operation_ids.as_deref()).await;
-                outcome(applied.map(|operations| json!({ "operations": operations })))
+                let operations = inventory.apply(cx.principal(), args.operation_ids.as_deref()).await?;
+                Ok(Structured(json!({ "operations": operations })))
             }
-        }),
+        },
     )
     .title("Apply approved stock changes")
     .annotations(writes())
@@ -136,43 +104,33 @@ pub fn inventory_apply(inventory: Inventory) -> Tool {
     .invalidates(&["inventory.*"])
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct OperationArgs {
+    #[schemars(length(min = 1, max = 64))]
     operation_id: String,
 }
 
 pub fn inventory_operation(inventory: Inventory) -> Tool {
-    Tool::new(
+    Tool::typed(
         "inventory_operation",
         "Shows one operation's record: the proposal, its digest, who authorized it under which policy version, every transition, how many times it was tried and the receipt that confirms the effect. Visible to its proposer and to approvers.",
-        json!({
-            "type": "object",
-            "properties": { "operationId": { "type": "string", "minLength": 1, "maxLength": 64 } },
-            "required": ["operationId"],
-            "additionalProperties": false
-        }),
-        handler(move |call: Call| {
+        move |args: OperationArgs, cx: ToolContext| {
             let inventory = inventory.clone();
             async move {
-                let args: OperationArgs = match call.args() {
-                    Ok(args) => args,
-                    Err(error) => return Ok(error),
-                };
-                let principal = &call.principal;
-                let found = inventory.operation(&principal.tenant, &args.operation_id).await;
-                outcome(found.and_then(|found| match found {
+                let principal = cx.principal();
+                match inventory.operation(&principal.tenant, &args.operation_id).await? {
                     Some((op, _))
                         if op.proposal.proposer == principal.subject
                             || principal.unrestricted
                             || principal.scopes.contains(policy::APPROVE) =>
                     {
-                        Ok(op.to_value())
+                        Ok(Structured(op.to_value()))
                     }
-                    _ => Err(InventoryError::NotFound),
-                }))
+                    _ => Err(InventoryError::NotFound.into()),
+                }
             }
-        }),
+        },
     )
     .title("Show an operation")
     .annotations(ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false))
@@ -180,39 +138,24 @@ pub fn inventory_operation(inventory: Inventory) -> Tool {
     .cache_no_store()
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct PlanArgs {
+    /// Warehouse, e.g. main
+    #[schemars(length(min = 1, max = 32), pattern("^[A-Za-z0-9-]+$"))]
     warehouse: String,
+    #[schemars(length(min = 1, max = MAX_PLAN_ITEMS))]
     items: Vec<PlanLine>,
 }
 
 pub fn inventory_plan(inventory: Inventory) -> Tool {
-    Tool::new(
+    Tool::typed(
         "inventory_plan",
         "A dry run: for each item, whether setting it to the wanted quantity (null: delete) is an insert, update, delete or unchanged against its current version. Writes no stock; the plan is kept one hour for inventory_apply_plan.",
-        json!({
-            "type": "object",
-            "properties": {
-                "warehouse": name_schema("Warehouse, e.g. main"),
-                "items": { "type": "array", "minItems": 1, "maxItems": crate::inventory::MAX_PLAN_ITEMS, "items": {
-                    "type": "object",
-                    "properties": { "sku": name_schema("Item SKU"), "quantity": { "type": ["integer", "null"], "minimum": 0 } },
-                    "required": ["sku", "quantity"], "additionalProperties": false } }
-            },
-            "required": ["warehouse", "items"],
-            "additionalProperties": false
-        }),
-        handler(move |call: Call| {
+        move |args: PlanArgs, cx: ToolContext| {
             let inventory = inventory.clone();
-            async move {
-                let args: PlanArgs = match call.args() {
-                    Ok(args) => args,
-                    Err(error) => return Ok(error),
-                };
-                outcome(inventory.plan(&call.principal, &args.warehouse, &args.items).await)
-            }
-        }),
+            async move { Ok(Structured(inventory.plan(cx.principal(), &args.warehouse, &args.items).await?)) }
+        },
     )
     .title("Plan stock changes (dry run)")
     .annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false))
@@ -220,38 +163,27 @@ pub fn inventory_plan(inventory: Inventory) -> Tool {
     .cache_no_store()
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ApplyPlanArgs {
+    #[schemars(length(min = 1, max = 64))]
     plan_id: String,
     #[serde(default)]
+    #[schemars(range(max = 100))]
     tolerated_percent: Option<u64>,
 }
 
 pub fn inventory_apply_plan(inventory: Inventory) -> Tool {
-    Tool::new(
+    Tool::typed(
         "inventory_apply_plan",
         "Applies a plan from inventory_plan once, all items or none. Refuses if any item's version moved since the plan, if more than the tolerated share of items (default 50%) would change, or if a change needs a person. Repeating returns the first result.",
-        json!({
-            "type": "object",
-            "properties": {
-                "planId": { "type": "string", "minLength": 1, "maxLength": 64 },
-                "toleratedPercent": { "type": "integer", "minimum": 0, "maximum": 100 }
-            },
-            "required": ["planId"],
-            "additionalProperties": false
-        }),
-        handler(move |call: Call| {
+        move |args: ApplyPlanArgs, cx: ToolContext| {
             let inventory = inventory.clone();
             async move {
-                let args: ApplyPlanArgs = match call.args() {
-                    Ok(args) => args,
-                    Err(error) => return Ok(error),
-                };
                 let tolerated = args.tolerated_percent.unwrap_or(policy::DEFAULT_TOLERATED_PERCENT);
-                outcome(inventory.apply_plan(&call.principal, &args.plan_id, tolerated).await)
+                Ok(Structured(inventory.apply_plan(cx.principal(), &args.plan_id, tolerated).await?))
             }
-        }),
+        },
     )
     .title("Apply a stock plan")
     .annotations(writes())

@@ -6,11 +6,13 @@
 
 use std::sync::Arc;
 
-use relevo_protocol::wire::{CallToolResult, ResourceContents, ToolAnnotations};
-use relevo_protocol::{Call, Clock, McpError, Outcome, ResourceTemplate, Tool, handler};
-use relevo_state::{Ids, Owner, RecordKey, RecordStore, StoreError};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use relevo_protocol::author::{Required, ToolContext, ToolError};
+use relevo_protocol::wire::{ResourceContents, ToolAnnotations};
+use relevo_protocol::{Clock, McpError, ResourceTemplate, Tool};
+use relevo_state::{Ids, Owner, RecordKey, RecordStore};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 use crate::create_once::{self, NewRecord};
 
@@ -27,129 +29,98 @@ pub struct NotesPorts {
     pub clock: Arc<dyn Clock>,
 }
 
-fn key(call: &Call, id: &str) -> RecordKey {
-    RecordKey::new(Owner::personal(&call.principal.tenant, &call.principal.subject), KIND, id)
+fn key(cx: &ToolContext, id: &str) -> RecordKey {
+    RecordKey::new(Owner::personal(&cx.principal().tenant, &cx.principal().subject), KIND, id)
 }
 
-fn store_failure(error: StoreError) -> McpError {
-    relevo_protocol::store_failure("notes")(error)
-}
-
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct CreateArgs {
+    #[schemars(length(min = 1, max = MAX_NOTE_CHARS))]
     text: String,
+    /// Pass the same key when you retry a call whose answer you did not get: one note is made.
+    #[schemars(length(min = 1, max = 64))]
+    #[allow(dead_code)]
+    idempotency_key: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+struct Created {
+    note_id: String,
+    uri: String,
+    expires_at: u64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ReadArgs {
+    #[schemars(length(min = 1, max = 64))]
     note_id: String,
 }
 
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct Note {
+    note_id: String,
+    text: String,
+}
+
 pub fn note_create(ports: NotesPorts) -> Tool {
-    Tool::new(
+    Tool::typed(
         "note_create",
         "Saves a private note and returns its id (a handle only you can use). Notes expire 7 days after creation. Pass an idempotencyKey to make a retried call save one note.",
-        json!({
-            "type": "object",
-            "properties": {
-                "text": { "type": "string", "minLength": 1, "maxLength": MAX_NOTE_CHARS },
-                "idempotencyKey": create_once::key_schema("note")
-            },
-            "required": ["text"],
-            "additionalProperties": false
-        }),
-        handler(move |call: Call| {
+        move |args: CreateArgs, cx| {
             let ports = ports.clone();
             async move {
-                let args: CreateArgs = match call.args() {
-                    Ok(args) => args,
-                    Err(error) => return Ok(error),
-                };
-                if args.text.is_empty() || args.text.chars().count() > MAX_NOTE_CHARS {
-                    return Ok(Outcome::tool_error(format!("text must be 1 to {MAX_NOTE_CHARS} characters")));
+                if args.text.chars().count() > MAX_NOTE_CHARS {
+                    return Err(ToolError::caller(format!("text must be 1 to {MAX_NOTE_CHARS} characters")));
                 }
                 let now = ports.clock.now_unix();
                 let body = json!({ "text": args.text });
                 let new = NewRecord { kind: KIND, body: &body, expires_at: Some(now + NOTE_LIFETIME_SECS), now };
-                let (id, record) = match create_once::create(&call, &*ports.records, &*ports.ids, new, "notes").await? {
-                    Ok(created) => created,
-                    Err(refused) => return Ok(refused),
-                };
+                let (id, record) = create_once::create(&cx, &*ports.records, &*ports.ids, new).await?;
                 let expires_at = record.expires_at.unwrap_or(now + NOTE_LIFETIME_SECS);
-                Ok(Outcome::tool(CallToolResult::structured(json!({ "noteId": id, "uri": format!("notes://{id}"), "expiresAt": expires_at }))))
+                Ok(Created { uri: format!("notes://{id}"), note_id: id, expires_at })
             }
-        }),
+        },
     )
     .title("Create a note")
-    .output_schema(json!({
-        "type": "object",
-        "properties": { "noteId": { "type": "string" }, "uri": { "type": "string" }, "expiresAt": { "type": "integer" } },
-        "required": ["noteId", "uri", "expiresAt"]
-    }))
     .annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false))
     .scopes(&["notes:write"])
 }
 
 pub fn note_read(ports: NotesPorts) -> Tool {
-    Tool::new(
-        "note_read",
-        "Reads one of your notes by id.",
-        json!({
-            "type": "object",
-            "properties": { "noteId": { "type": "string", "minLength": 1, "maxLength": 64 } },
-            "required": ["noteId"],
-            "additionalProperties": false
-        }),
-        handler(move |call: Call| {
-            let ports = ports.clone();
-            async move {
-                let args: ReadArgs = match call.args() {
-                    Ok(args) => args,
-                    Err(error) => return Ok(error),
-                };
-                let now = ports.clock.now_unix();
-                Ok(match ports.records.get(&key(&call, &args.note_id), now).await.map_err(store_failure)? {
-                    Some(record) => Outcome::tool(CallToolResult::structured(
-                        json!({ "noteId": args.note_id, "text": record.body["text"] }),
-                    )),
-                    None => Outcome::tool_error(format!("No note with id {}", args.note_id)),
-                })
-            }
-        }),
-    )
+    Tool::typed("note_read", "Reads one of your notes by id.", move |args: ReadArgs, cx| {
+        let ports = ports.clone();
+        async move {
+            let record = ports.records.get(&key(&cx, &args.note_id), ports.clock.now_unix()).await?;
+            let record = record.or_caller(format!("No note with id {}", args.note_id))?;
+            Ok(Note { text: record.body["text"].as_str().unwrap_or_default().into(), note_id: args.note_id })
+        }
+    })
     .title("Read a note")
-    .output_schema(json!({
-        "type": "object",
-        "properties": { "noteId": { "type": "string" }, "text": { "type": "string" } },
-        "required": ["noteId", "text"]
-    }))
     .annotations(ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false))
     .scopes(&["notes:read"])
 }
 
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NoteUri {
+    note_id: String,
+}
+
 /// `notes://{noteId}`: the same notes as resources; another principal's URI is "Resource not found".
 pub fn note_resource(ports: NotesPorts) -> ResourceTemplate {
-    ResourceTemplate::new(
-        "notes://{noteId}",
-        "note",
-        "text/plain",
-        handler(move |call: Call| {
-            let ports = ports.clone();
-            async move {
-                let uri = call.uri.clone().unwrap_or_default();
-                let id = call.arguments.get("noteId").and_then(Value::as_str).unwrap_or_default().to_string();
-                let now = ports.clock.now_unix();
-                match ports.records.get(&key(&call, &id), now).await.map_err(store_failure)? {
-                    Some(record) => Ok(Outcome::contents(vec![ResourceContents::text(
-                        record.body["text"].as_str().unwrap_or_default(),
-                        uri,
-                    )])),
-                    None => Err(McpError::resource_not_found(uri)),
-                }
-            }
-        }),
-    )
+    ResourceTemplate::typed("notes://{noteId}", "note", "text/plain", move |uri: NoteUri, cx| {
+        let ports = ports.clone();
+        async move {
+            let address = cx.call().uri.clone().unwrap_or_default();
+            let record = ports.records.get(&key(&cx, &uri.note_id), ports.clock.now_unix()).await?;
+            let record = record.ok_or_else(|| McpError::resource_not_found(&address))?;
+            Ok(vec![ResourceContents::text(record.body["text"].as_str().unwrap_or_default(), address)])
+        }
+    })
     .description("One of your notes")
     .private()
     .scopes(&["notes:read"])

@@ -20,10 +20,12 @@
 
 use std::sync::Arc;
 
-use relevo_protocol::wire::{CallToolResult, ToolAnnotations};
-use relevo_protocol::{Call, ElicitAction, InputRequest, McpError, Outcome, Retry, Tool, handler};
+use relevo_protocol::author::{Elicited, NoArgs, Required, ToolContext, ToolError};
+use relevo_protocol::wire::{ResourceContents, ToolAnnotations};
+use relevo_protocol::{McpError, ResourceTemplate, Retry, Tool};
 use relevo_state::{Clock, Ids, Owner, Record, RecordKey, RecordStore, StoreError, TransactError, Write, contention};
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::create_once::{self, NewRecord};
 use serde_json::{Value, json};
@@ -61,8 +63,19 @@ pub fn dollars(cents: u64) -> String {
     format!("${}.{:02}", cents / 100, cents % 100)
 }
 
+/// One priced line of a cart.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PricedLine {
+    pub sku: String,
+    pub name: String,
+    pub quantity: u64,
+    pub unit_price_cents: u64,
+    pub subtotal_cents: u64,
+}
+
 /// The cart's lines with prices, and its total.
-pub fn priced(cart: &Value) -> (Vec<Value>, u64) {
+pub fn priced(cart: &Value) -> (Vec<PricedLine>, u64) {
     let mut total = 0;
     let lines = cart["lines"]
         .as_array()
@@ -73,7 +86,13 @@ pub fn priced(cart: &Value) -> (Vec<Value>, u64) {
             let quantity = line["quantity"].as_u64()?;
             let subtotal = item.price_cents * quantity;
             total += subtotal;
-            Some(json!({ "sku": item.sku, "name": item.name, "quantity": quantity, "unitPriceCents": item.price_cents, "subtotalCents": subtotal }))
+            Some(PricedLine {
+                sku: item.sku.into(),
+                name: item.name.into(),
+                quantity,
+                unit_price_cents: item.price_cents,
+                subtotal_cents: subtotal,
+            })
         })
         .collect();
     (lines, total)
@@ -87,141 +106,193 @@ pub struct ShopPorts {
     pub clock: Arc<dyn Clock>,
 }
 
-fn owner(call: &Call) -> Owner {
-    Owner::personal(&call.principal.tenant, &call.principal.subject)
+fn owner(cx: &ToolContext) -> Owner {
+    Owner::personal(&cx.principal().tenant, &cx.principal().subject)
 }
 
-fn cart_key(call: &Call, id: &str) -> RecordKey {
-    RecordKey::new(owner(call), "cart", id)
+fn cart_key(cx: &ToolContext, id: &str) -> RecordKey {
+    RecordKey::new(owner(cx), "cart", id)
 }
 
 /// The order of a cart: one per cart, by construction.
-fn order_key(call: &Call, cart_id: &str) -> RecordKey {
-    RecordKey::new(owner(call), "order", cart_id)
+fn order_key(cx: &ToolContext, cart_id: &str) -> RecordKey {
+    RecordKey::new(owner(cx), "order", cart_id)
 }
 
-fn store_failure(error: StoreError) -> McpError {
-    relevo_protocol::store_failure("shop")(error)
+fn no_cart(id: &str) -> ToolError {
+    ToolError::caller(format!("No cart with id {id} (carts expire 24 hours after creation)"))
 }
 
-fn no_cart(id: &str) -> Outcome {
-    Outcome::tool_error(format!("No cart with id {id} (carts expire 24 hours after creation)"))
-}
-
-fn cart_view(id: &str, record: &Record) -> Value {
-    let (lines, total) = priced(&record.body);
-    json!({
-        "cartId": id,
-        "lines": lines,
-        "totalCents": total,
-        "total": dollars(total),
-        "checkedOut": record.body["orderId"].is_string(),
-        "expiresAt": record.expires_at,
-    })
-}
-
-fn cart_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "cartId": { "type": "string" },
-            "lines": { "type": "array", "items": { "type": "object", "properties": {
-                "sku": { "type": "string" }, "name": { "type": "string" }, "quantity": { "type": "integer" },
-                "unitPriceCents": { "type": "integer" }, "subtotalCents": { "type": "integer" } } } },
-            "totalCents": { "type": "integer" },
-            "total": { "type": "string" },
-            "checkedOut": { "type": "boolean" },
-            "expiresAt": { "type": ["integer", "null"] }
-        },
-        "required": ["cartId", "lines", "totalCents", "total", "checkedOut"]
-    })
-}
-
-fn order_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "status": { "type": "string", "enum": ["ordered", "cancelled"] },
-            "orderId": { "type": "string" },
-            "cartId": { "type": "string" },
-            "totalCents": { "type": "integer" },
-            "total": { "type": "string" }
-        },
-        "required": ["status", "cartId"]
-    })
-}
-
-fn cart_id_schema() -> Value {
-    json!({ "type": "object", "properties": { "cartId": { "type": "string", "minLength": 1, "maxLength": 64 } }, "required": ["cartId"], "additionalProperties": false })
-}
-
-#[derive(Deserialize)]
+/// A cart as every cart tool answers it.
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+pub struct CartView {
+    pub cart_id: String,
+    pub lines: Vec<PricedLine>,
+    pub total_cents: u64,
+    pub total: String,
+    pub checked_out: bool,
+    pub expires_at: Option<u64>,
+}
+
+impl CartView {
+    fn of(id: &str, record: &Record) -> Self {
+        let (lines, total) = priced(&record.body);
+        CartView {
+            cart_id: id.into(),
+            lines,
+            total_cents: total,
+            total: dollars(total),
+            checked_out: record.body["orderId"].is_string(),
+            expires_at: record.expires_at,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OrderStatus {
+    Ordered,
+    Cancelled,
+}
+
+/// A checkout's answer: the cart's one order, or a cancelled checkout.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderView {
+    pub status: OrderStatus,
+    pub cart_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order_id: Option<String>,
+    pub total_cents: u64,
+    pub total: String,
+}
+
+impl OrderView {
+    fn new(status: OrderStatus, cart_id: &str, order_id: Option<&str>, total: u64) -> Self {
+        OrderView {
+            status,
+            cart_id: cart_id.into(),
+            order_id: order_id.map(String::from),
+            total_cents: total,
+            total: dollars(total),
+        }
+    }
+
+    /// The cart's order, as an answer: every confirmation after the first names it.
+    fn placed(cart_id: &str, order: &Record) -> Self {
+        let order_id = order.body["orderId"].as_str().unwrap_or(&order.key.id);
+        OrderView::new(OrderStatus::Ordered, cart_id, Some(order_id), order.body["totalCents"].as_u64().unwrap_or(0))
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct CartArgs {
+    #[schemars(length(min = 1, max = 64))]
     cart_id: String,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct AddArgs {
-    cart_id: String,
-    sku: String,
-    quantity: u64,
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CreateArgs {
+    /// Pass the same key when you retry a call whose answer you did not get: one cart is made.
+    #[schemars(length(min = 1, max = 128))]
+    #[allow(dead_code)]
     idempotency_key: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct AddArgs {
+    #[schemars(length(min = 1, max = 64))]
+    cart_id: String,
+    #[schemars(length(min = 1, max = 32))]
+    sku: String,
+    #[schemars(range(min = 1, max = MAX_QUANTITY))]
+    quantity: u64,
+    /// Pass the same key when you retry an add whose answer you did not get: it is added once.
+    #[schemars(length(min = 1, max = 64))]
+    idempotency_key: Option<String>,
+}
+
+/// What a checkout quotes in round one and gets back, verified, in round two.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Quote {
+    nonce: String,
+    total_cents: u64,
+    cart_revision: u64,
+}
+
+impl Quote {
+    fn of(record: &Record, nonce: String) -> Self {
+        Quote { nonce, total_cents: priced(&record.body).1, cart_revision: record.revision }
+    }
+
+    fn question(&self, cart_id: &str) -> String {
+        format!("The total for cart {cart_id} is {} — confirm the order?", dollars(self.total_cents))
+    }
+}
+
+/// The form a checkout asks the user to fill.
+#[derive(Deserialize, JsonSchema)]
+struct Confirm {
+    /// Place the order
+    confirm: bool,
 }
 
 /// How many add keys a cart remembers (a retry comes soon after its first try).
 const REMEMBERED_ADD_KEYS: usize = 32;
 
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct CatalogItem {
+    sku: &'static str,
+    name: &'static str,
+    price_cents: u64,
+    price: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Catalog {
+    items: Vec<CatalogItem>,
+}
+
 pub fn catalog_list() -> Tool {
-    Tool::new(
-        "catalog_list",
-        "Lists the catalog (SKU, name, price), ordered by SKU.",
-        json!({ "type": "object", "additionalProperties": false }),
-        handler(|_| async {
-            let items: Vec<Value> = CATALOG
-                .iter()
-                .map(|i| json!({ "sku": i.sku, "name": i.name, "priceCents": i.price_cents, "price": dollars(i.price_cents) }))
-                .collect();
-            Ok(Outcome::tool(CallToolResult::structured(json!({ "items": items }))))
-        }),
-    )
+    Tool::typed("catalog_list", "Lists the catalog (SKU, name, price), ordered by SKU.", |_: NoArgs, _| async {
+        let items = CATALOG
+            .iter()
+            .map(|i| CatalogItem {
+                sku: i.sku,
+                name: i.name,
+                price_cents: i.price_cents,
+                price: dollars(i.price_cents),
+            })
+            .collect();
+        Ok(Catalog { items })
+    })
     .title("Catalog")
-    .output_schema(json!({
-        "type": "object",
-        "properties": { "items": { "type": "array", "items": { "type": "object", "properties": {
-            "sku": { "type": "string" }, "name": { "type": "string" }, "priceCents": { "type": "integer" }, "price": { "type": "string" } },
-            "required": ["sku", "name", "priceCents", "price"] } } },
-        "required": ["items"]
-    }))
     .annotations(ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false))
     .cache_immutable()
 }
 
 pub fn cart_create(ports: ShopPorts) -> Tool {
-    Tool::new(
+    Tool::typed(
         "cart_create",
         "Creates an empty cart and returns its id: a handle only you can use. Carts expire 24 hours after creation. Pass an idempotencyKey to make a retried call create one cart.",
-        json!({
-            "type": "object",
-            "properties": { "idempotencyKey": create_once::key_schema("cart") },
-            "additionalProperties": false
-        }),
-        handler(move |call: Call| {
+        move |_: CreateArgs, cx| {
             let ports = ports.clone();
             async move {
                 let now = ports.clock.now_unix();
                 let body = json!({ "lines": [] });
                 let new = NewRecord { kind: "cart", body: &body, expires_at: Some(now + CART_LIFETIME_SECS), now };
-                Ok(match create_once::create(&call, &*ports.records, &*ports.ids, new, "shop").await? {
-                    Ok((id, record)) => Outcome::tool(CallToolResult::structured(cart_view(&id, &record))),
-                    Err(refused) => refused,
-                })
+                let (id, record) = create_once::create(&cx, &*ports.records, &*ports.ids, new).await?;
+                Ok(CartView::of(&id, &record))
             }
-        }),
+        },
     )
     .title("Create a cart")
-    .output_schema(cart_schema())
     .annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false))
     .scopes(&["shop"])
     .cache_no_store()
@@ -229,274 +300,191 @@ pub fn cart_create(ports: ShopPorts) -> Tool {
 }
 
 pub fn cart_add_item(ports: ShopPorts) -> Tool {
-    Tool::new(
+    Tool::typed(
         "cart_add_item",
         "Adds a quantity of a catalog item (by SKU) to your cart. Pass the same idempotencyKey when you retry an add whose answer you did not get: it is added once.",
-        json!({
-            "type": "object",
-            "properties": {
-                "cartId": { "type": "string", "minLength": 1, "maxLength": 64 },
-                "sku": { "type": "string", "minLength": 1, "maxLength": 32 },
-                "quantity": { "type": "integer", "minimum": 1, "maximum": MAX_QUANTITY },
-                "idempotencyKey": { "type": "string", "minLength": 1, "maxLength": 64 }
-            },
-            "required": ["cartId", "sku", "quantity"],
-            "additionalProperties": false
-        }),
-        handler(move |call: Call| {
+        move |args: AddArgs, cx| {
             let ports = ports.clone();
-            async move {
-                let args: AddArgs = match call.args() {
-                    Ok(args) => args,
-                    Err(error) => return Ok(error),
-                };
-                if find_item(&args.sku).is_none() {
-                    return Ok(Outcome::tool_error(format!("No catalog item with SKU {}", args.sku)));
-                }
-                if !(1..=MAX_QUANTITY).contains(&args.quantity) {
-                    return Ok(Outcome::tool_error(format!("quantity must be 1 to {MAX_QUANTITY}")));
-                }
-                let key = cart_key(&call, &args.cart_id);
-                for attempt in 0..contention::ATTEMPTS {
-                    contention::pause(attempt).await;
-                    let now = ports.clock.now_unix();
-                    let Some(current) = ports.records.get(&key, now).await.map_err(store_failure)? else {
-                        return Ok(no_cart(&args.cart_id));
-                    };
-                    let seen = args.idempotency_key.as_deref().is_some_and(|k| {
-                        current.body["addKeys"].as_array().is_some_and(|keys| keys.iter().any(|s| s == k))
-                    });
-                    if seen {
-                        return Ok(Outcome::tool(CallToolResult::structured(cart_view(&args.cart_id, &current))));
-                    }
-                    if current.body["orderId"].is_string() {
-                        return Ok(Outcome::tool_error("This cart is already checked out"));
-                    }
-                    let mut body = current.body.clone();
-                    if let Some(add_key) = &args.idempotency_key {
-                        let keys = body["addKeys"].as_array().cloned().unwrap_or_default();
-                        let mut keys: Vec<Value> = keys.into_iter().rev().take(REMEMBERED_ADD_KEYS - 1).rev().collect();
-                        keys.push(json!(add_key));
-                        body["addKeys"] = json!(keys);
-                    }
-                    let lines = body["lines"].as_array_mut().ok_or(McpError::Internal)?;
-                    let line_count = lines.len();
-                    match lines.iter_mut().find(|l| l["sku"] == args.sku.as_str()) {
-                        Some(line) => {
-                            let quantity = line["quantity"].as_u64().unwrap_or(0) + args.quantity;
-                            if quantity > MAX_QUANTITY {
-                                return Ok(Outcome::tool_error(format!("at most {MAX_QUANTITY} of one item")));
-                            }
-                            line["quantity"] = json!(quantity);
-                        }
-                        None if line_count >= MAX_LINES => {
-                            return Ok(Outcome::tool_error("a cart holds at most 50 lines"));
-                        }
-                        None => lines.push(json!({ "sku": args.sku, "quantity": args.quantity })),
-                    }
-                    match ports.records.update(&key, current.revision, &body, now).await {
-                        Ok(updated) => {
-                            call.notifier.resource_updated(&format!("carts://{}", args.cart_id));
-                            return Ok(Outcome::tool(CallToolResult::structured(cart_view(&args.cart_id, &updated))));
-                        }
-                        Err(StoreError::Conflict { .. }) => continue,
-                        Err(StoreError::NotFound) => return Ok(no_cart(&args.cart_id)),
-                        Err(other) => return Err(store_failure(other)),
-                    }
-                }
-                tracing::warn!(cart = %args.cart_id, cause = "contention", "cart_add_item kept losing to concurrent adds");
-                Err(McpError::Retryable(Retry::Contention))
-            }
-        }),
+            async move { add_item(&ports, &cx, &args).await }
+        },
     )
     .title("Add to cart")
-    .output_schema(cart_schema())
     .annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false))
     .scopes(&["shop"])
     .cache_no_store()
     .invalidates(&["cart.*"])
 }
 
-pub fn cart_view_tool(ports: ShopPorts) -> Tool {
-    Tool::new(
-        "cart_view",
-        "Shows your cart: lines, prices and the total.",
-        cart_id_schema(),
-        handler(move |call: Call| {
-            let ports = ports.clone();
-            async move {
-                let args: CartArgs = match call.args() {
-                    Ok(args) => args,
-                    Err(error) => return Ok(error),
-                };
-                let now = ports.clock.now_unix();
-                Ok(match ports.records.get(&cart_key(&call, &args.cart_id), now).await.map_err(store_failure)? {
-                    Some(record) => Outcome::tool(CallToolResult::structured(cart_view(&args.cart_id, &record))),
-                    None => no_cart(&args.cart_id),
-                })
+async fn add_item(ports: &ShopPorts, cx: &ToolContext, args: &AddArgs) -> Result<CartView, ToolError> {
+    find_item(&args.sku).or_caller(format!("No catalog item with SKU {}", args.sku))?;
+    let key = cart_key(cx, &args.cart_id);
+    for attempt in 0..contention::ATTEMPTS {
+        contention::pause(attempt).await;
+        let now = ports.clock.now_unix();
+        let current = ports.records.get(&key, now).await?.ok_or_else(|| no_cart(&args.cart_id))?;
+        let seen = args
+            .idempotency_key
+            .as_deref()
+            .is_some_and(|k| current.body["addKeys"].as_array().is_some_and(|keys| keys.iter().any(|s| s == k)));
+        if seen {
+            return Ok(CartView::of(&args.cart_id, &current));
+        }
+        if current.body["orderId"].is_string() {
+            return Err(ToolError::caller("This cart is already checked out"));
+        }
+        let mut body = current.body.clone();
+        if let Some(add_key) = &args.idempotency_key {
+            let keys = body["addKeys"].as_array().cloned().unwrap_or_default();
+            let mut keys: Vec<Value> = keys.into_iter().rev().take(REMEMBERED_ADD_KEYS - 1).rev().collect();
+            keys.push(json!(add_key));
+            body["addKeys"] = json!(keys);
+        }
+        let lines = body["lines"].as_array_mut().ok_or_else(|| ToolError::internal("a cart without lines"))?;
+        let line_count = lines.len();
+        match lines.iter_mut().find(|l| l["sku"] == args.sku.as_str()) {
+            Some(line) => {
+                let quantity = line["quantity"].as_u64().unwrap_or(0) + args.quantity;
+                if quantity > MAX_QUANTITY {
+                    return Err(ToolError::caller(format!("at most {MAX_QUANTITY} of one item")));
+                }
+                line["quantity"] = json!(quantity);
             }
-        }),
-    )
+            None if line_count >= MAX_LINES => return Err(ToolError::caller("a cart holds at most 50 lines")),
+            None => lines.push(json!({ "sku": args.sku, "quantity": args.quantity })),
+        }
+        match ports.records.update(&key, current.revision, &body, now).await {
+            Ok(updated) => {
+                cx.notifier().resource_updated(&format!("carts://{}", args.cart_id));
+                return Ok(CartView::of(&args.cart_id, &updated));
+            }
+            Err(StoreError::Conflict { .. }) => continue,
+            Err(StoreError::NotFound) => return Err(no_cart(&args.cart_id)),
+            Err(other) => return Err(other.into()),
+        }
+    }
+    tracing::warn!(cart = %args.cart_id, cause = "contention", "cart_add_item kept losing to concurrent adds");
+    Err(McpError::Retryable(Retry::Contention).into())
+}
+
+pub fn cart_view_tool(ports: ShopPorts) -> Tool {
+    Tool::typed("cart_view", "Shows your cart: lines, prices and the total.", move |args: CartArgs, cx| {
+        let ports = ports.clone();
+        async move {
+            let record = ports.records.get(&cart_key(&cx, &args.cart_id), ports.clock.now_unix()).await?;
+            Ok(CartView::of(&args.cart_id, &record.ok_or_else(|| no_cart(&args.cart_id))?))
+        }
+    })
     .title("View a cart")
-    .output_schema(cart_schema())
     .annotations(ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false))
     .scopes(&["shop"])
     .cache_no_store()
 }
 
-fn order_result(status: &str, cart_id: &str, order_id: Option<&str>, total: u64) -> Outcome {
-    let mut view = json!({ "status": status, "cartId": cart_id, "totalCents": total, "total": dollars(total) });
-    if let Some(order_id) = order_id {
-        view["orderId"] = json!(order_id);
-    }
-    Outcome::tool(CallToolResult::structured(view))
-}
-
 pub fn cart_checkout(ports: ShopPorts) -> Tool {
-    Tool::new(
+    Tool::typed(
         "cart_checkout",
         "Checks out your cart: asks you to confirm the exact total, then places exactly one order. Declining places none.",
-        cart_id_schema(),
-        handler(move |call: Call| {
+        move |args: CartArgs, cx| {
             let ports = ports.clone();
-            async move {
-                let args: CartArgs = match call.args() {
-                    Ok(args) => args,
-                    Err(error) => return Ok(error),
-                };
-                checkout(&ports, &call, &args.cart_id).await
-            }
-        }),
+            async move { checkout(&ports, &cx, &args.cart_id).await }
+        },
     )
     .title("Check out")
-    .output_schema(order_schema())
     .annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(true).open_world(false))
     .scopes(&["shop"])
     .cache_no_store()
     .invalidates(&["cart.*", "orders.*"])
 }
 
-fn quote(cart_id: &str, record: &Record, nonce: String) -> Outcome {
-    let (_, total) = priced(&record.body);
-    let message = format!("The total for cart {cart_id} is {} — confirm the order?", dollars(total));
-    Outcome::ask(
-        "confirm",
-        InputRequest::form(
-            &message,
-            json!({ "type": "object", "properties": { "confirm": { "type": "boolean", "title": "Place the order" } }, "required": ["confirm"] }),
-        ),
-        Some(json!({ "nonce": nonce, "totalCents": total, "cartRevision": record.revision })),
-    )
-}
-
-/// The order of the cart, as an answer: every confirmation after the first names it.
-fn placed(cart_id: &str, order: &Record) -> Outcome {
-    let order_id = order.body["orderId"].as_str().unwrap_or(&order.key.id);
-    order_result("ordered", cart_id, Some(order_id), order.body["totalCents"].as_u64().unwrap_or(0))
-}
-
-async fn checkout(ports: &ShopPorts, call: &Call, cart_id: &str) -> Result<Outcome, McpError> {
+async fn checkout(ports: &ShopPorts, cx: &ToolContext, cart_id: &str) -> Result<OrderView, ToolError> {
     let now = ports.clock.now_unix();
-    let quoted = call
-        .state
-        .as_ref()
-        .and_then(|s| Some((s["nonce"].as_str()?.to_string(), s["totalCents"].as_u64()?, s["cartRevision"].as_u64()?)));
+    let quoted = cx.state::<Quote>();
 
     // The cart's order, if one was placed: a confirmation gets it back, whichever quote it came
     // from; a new checkout is told the cart is done.
-    if let Some(order) = ports.records.get(&order_key(call, cart_id), now).await.map_err(store_failure)? {
+    if let Some(order) = ports.records.get(&order_key(cx, cart_id), now).await? {
         if quoted.is_some() {
-            return Ok(placed(cart_id, &order));
+            return Ok(OrderView::placed(cart_id, &order));
         }
-        return Ok(Outcome::tool_error(format!(
+        return Err(ToolError::caller(format!(
             "Cart {cart_id} is already checked out as order {}",
             order.body["orderId"]
         )));
     }
-    let Some(cart) = ports.records.get(&cart_key(call, cart_id), now).await.map_err(store_failure)? else {
-        return Ok(no_cart(cart_id));
-    };
+    let cart = ports.records.get(&cart_key(cx, cart_id), now).await?.ok_or_else(|| no_cart(cart_id))?;
     if priced(&cart.body).0.is_empty() {
-        return Ok(Outcome::tool_error("The cart is empty"));
+        return Err(ToolError::caller("The cart is empty"));
     }
-    let Some((nonce, total, revision)) = quoted else { return Ok(quote(cart_id, &cart, ports.ids.new_id())) };
-    let answer = call.elicitation("confirm");
-    match answer.as_ref().map(|a| a.action) {
-        Some(ElicitAction::Decline | ElicitAction::Cancel) => {
-            return Ok(order_result("cancelled", cart_id, None, total));
+    let quote = quoted.unwrap_or_else(|| Quote::of(&cart, ports.ids.new_id()));
+    match cx.elicit_with::<Confirm, _>("confirm", &quote.question(cart_id), &quote)? {
+        Elicited::Accept(Confirm { confirm: true }) => {}
+        Elicited::Accept(_) | Elicited::Decline | Elicited::Cancel => {
+            return Ok(OrderView::new(OrderStatus::Cancelled, cart_id, None, quote.total_cents));
         }
-        Some(ElicitAction::Accept)
-            if answer.as_ref().and_then(|a| a.content.as_ref()?.get("confirm")?.as_bool()) == Some(false) =>
-        {
-            return Ok(order_result("cancelled", cart_id, None, total));
-        }
-        Some(ElicitAction::Accept) => {}
-        None => return Ok(quote(cart_id, &cart, nonce)),
     }
-    if cart.revision != revision {
+    if cart.revision != quote.cart_revision {
         // The cart changed after the quote: the confirmed total is stale, so quote again.
-        return Ok(quote(cart_id, &cart, ports.ids.new_id()));
+        let fresh = Quote::of(&cart, ports.ids.new_id());
+        return Err(cx.ask::<Confirm, _>("confirm", &fresh.question(cart_id), &fresh));
     }
+    let Quote { nonce, total_cents: total, cart_revision: revision } = quote;
     let order = json!({ "orderId": nonce, "cartId": cart_id, "lines": cart.body["lines"], "totalCents": total, "placedAt": now });
     let mut checked_out = cart.body.clone();
     checked_out["orderId"] = json!(nonce);
     let writes = [
-        Write::Create { key: order_key(call, cart_id), body: order, expires_at: Some(now + ORDER_RETENTION_SECS) },
-        Write::Update { key: cart_key(call, cart_id), expected_revision: revision, body: checked_out },
+        Write::Create { key: order_key(cx, cart_id), body: order, expires_at: Some(now + ORDER_RETENTION_SECS) },
+        Write::Update { key: cart_key(cx, cart_id), expected_revision: revision, body: checked_out },
     ];
     match ports.records.transact(&writes, now).await {
         Ok(_) => {
-            call.notifier.resource_updated(&format!("carts://{cart_id}"));
-            Ok(order_result("ordered", cart_id, Some(&nonce), total))
+            cx.notifier().resource_updated(&format!("carts://{cart_id}"));
+            Ok(OrderView::new(OrderStatus::Ordered, cart_id, Some(&nonce), total))
         }
         // Another confirmation placed the cart's order first: that one is the order.
         Err(TransactError::Refused { index: 0, cause: StoreError::AlreadyExists(first) }) => {
-            Ok(placed(cart_id, &first))
+            Ok(OrderView::placed(cart_id, &first))
         }
         // The cart moved since the quote: if that was the winning order, name it; else quote again.
-        Err(TransactError::Refused { index: 1, cause }) => {
-            match ports.records.get(&order_key(call, cart_id), now).await.map_err(store_failure)? {
-                Some(order) => Ok(placed(cart_id, &order)),
-                None if cause == StoreError::NotFound => Ok(no_cart(cart_id)),
-                None => match ports.records.get(&cart_key(call, cart_id), now).await.map_err(store_failure)? {
-                    Some(fresh) => Ok(quote(cart_id, &fresh, ports.ids.new_id())),
-                    None => Ok(no_cart(cart_id)),
-                },
+        Err(TransactError::Refused { index: 1, cause }) => match ports.records.get(&order_key(cx, cart_id), now).await?
+        {
+            Some(order) => Ok(OrderView::placed(cart_id, &order)),
+            None if cause == StoreError::NotFound => Err(no_cart(cart_id)),
+            None => {
+                let fresh = ports.records.get(&cart_key(cx, cart_id), now).await?.ok_or_else(|| no_cart(cart_id))?;
+                let fresh = Quote::of(&fresh, ports.ids.new_id());
+                Err(cx.ask::<Confirm, _>("confirm", &fresh.question(cart_id), &fresh))
             }
-        }
-        Err(TransactError::Refused { cause, .. } | TransactError::Store(cause)) => Err(store_failure(cause)),
+        },
+        Err(TransactError::Refused { cause, .. } | TransactError::Store(cause)) => Err(cause.into()),
         Err(TransactError::Invalid(why)) => {
-            tracing::error!(%why, "the checkout transaction is malformed");
-            Err(McpError::Internal)
+            Err(ToolError::internal(format!("the checkout transaction is malformed: {why}")))
         }
     }
 }
 
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CartUri {
+    cart_id: String,
+}
+
 /// `carts://{cartId}`: your cart as JSON; listeners subscribed to it hear of every change.
-pub fn cart_resource(ports: ShopPorts) -> relevo_protocol::ResourceTemplate {
-    relevo_protocol::ResourceTemplate::new(
-        "carts://{cartId}",
-        "cart",
-        "application/json",
-        handler(move |call: Call| {
-            let ports = ports.clone();
-            async move {
-                let uri = call.uri.clone().unwrap_or_default();
-                let id = call.arguments.get("cartId").and_then(Value::as_str).unwrap_or_default().to_string();
-                match ports.records.get(&cart_key(&call, &id), ports.clock.now_unix()).await.map_err(store_failure)? {
-                    Some(record) => {
-                        Ok(Outcome::contents(vec![relevo_protocol::wire::ResourceContents::TextResourceContents {
-                            uri,
-                            mime_type: Some("application/json".into()),
-                            text: cart_view(&id, &record).to_string(),
-                            meta: None,
-                        }]))
-                    }
-                    None => Err(McpError::resource_not_found(uri)),
-                }
-            }
-        }),
-    )
+pub fn cart_resource(ports: ShopPorts) -> ResourceTemplate {
+    ResourceTemplate::typed("carts://{cartId}", "cart", "application/json", move |uri: CartUri, cx| {
+        let ports = ports.clone();
+        async move {
+            let address = cx.call().uri.clone().unwrap_or_default();
+            let record = ports.records.get(&cart_key(&cx, &uri.cart_id), ports.clock.now_unix()).await?;
+            let record = record.ok_or_else(|| McpError::resource_not_found(&address))?;
+            let text = serde_json::to_string(&CartView::of(&uri.cart_id, &record)).map_err(ToolError::internal)?;
+            Ok(vec![ResourceContents::TextResourceContents {
+                uri: address,
+                mime_type: Some("application/json".into()),
+                text,
+                meta: None,
+            }])
+        }
+    })
     .description("One of your carts")
     .private()
     .scopes(&["shop"])

@@ -3,9 +3,10 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::error::{BuildError, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::error::TransactionCanceledException;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, GlobalSecondaryIndex, KeySchemaElement,
     KeyType, Projection, ProjectionType, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
@@ -45,8 +46,14 @@ impl DynamoStore {
     }
 }
 
-fn unavailable(error: impl std::fmt::Display) -> StoreError {
-    StoreError::Unavailable(error.to_string())
+/// A failure this adapter tells itself (no underlying error).
+fn unavailable(message: &'static str) -> StoreError {
+    StoreError::Unavailable(message.into())
+}
+
+/// A request the SDK would not build (a required field missing).
+fn unbuilt(error: BuildError) -> StoreError {
+    StoreError::unavailable("cannot build the request", error)
 }
 
 fn s(value: impl Into<String>) -> AttributeValue {
@@ -66,7 +73,7 @@ fn get_s<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
 }
 
 fn body_of(item: &Item) -> Result<Value, StoreError> {
-    serde_json::from_str(get_s(item, "body").unwrap_or("null")).map_err(|e| unavailable(format!("corrupt item: {e}")))
+    serde_json::from_str(get_s(item, "body").unwrap_or("null")).map_err(|e| StoreError::unavailable("corrupt item", e))
 }
 
 fn live(item: &Item, now: u64) -> bool {
@@ -96,7 +103,7 @@ fn record_item(key: &RecordKey, revision: u64, body: &Value, expires_at: Option<
 }
 
 fn job_item(job: &Job) -> Result<Item, StoreError> {
-    let body = serde_json::to_value(job).map_err(unavailable)?;
+    let body = serde_json::to_value(job).map_err(|e| StoreError::unavailable("cannot encode the job", e))?;
     let mut item = record_item(&job.job.record_key(), job.revision, &body, Some(job.expires_at));
     item.insert("status".into(), s(job.status.as_str()));
     item.insert("updated_at".into(), n(job.updated_at));
@@ -106,8 +113,15 @@ fn job_item(job: &Job) -> Result<Item, StoreError> {
     Ok(item)
 }
 
+/// A transaction cancelled for a reason other than a refused condition (a conflict with another
+/// transaction, throttling): nothing was written. The exception is kept whole as the source.
+fn cancelled_transaction(cancelled: TransactionCanceledException) -> StoreError {
+    let codes: Vec<&str> = cancelled.cancellation_reasons().iter().map(|r| r.code().unwrap_or("None")).collect();
+    StoreError::unavailable(format!("transaction cancelled ({})", codes.join(", ")), cancelled)
+}
+
 fn job_of(item: &Item) -> Result<Job, StoreError> {
-    serde_json::from_value(body_of(item)?).map_err(|e| unavailable(format!("corrupt job: {e}")))
+    serde_json::from_value(body_of(item)?).map_err(|e| StoreError::unavailable("corrupt job", e))
 }
 
 impl DynamoStore {
@@ -141,7 +155,7 @@ impl DynamoStore {
             Err(SdkError::ServiceError(service)) if service.err().is_conditional_check_failed_exception() => {
                 match service.into_err() {
                     PutItemError::ConditionalCheckFailedException(failed) => Ok(Err(failed.item)),
-                    other => Err(StoreError::Unavailable(other.to_string())),
+                    other => Err(StoreError::unavailable("PutItem", other)),
                 }
             }
             Err(other) => Err(sdk_failure(other)),
@@ -224,15 +238,13 @@ impl RecordStore for DynamoStore {
                         let failed = reasons.iter().position(|r| r.code() == Some("ConditionalCheckFailed"));
                         let Some(index) = failed else {
                             // TransactionConflict, throttling: nothing was written; the caller may retry.
-                            return Err(TransactError::Store(unavailable(format!(
-                                "transaction cancelled: {reasons:?}"
-                            ))));
+                            return Err(TransactError::Store(cancelled_transaction(cancelled)));
                         };
                         let returned = reasons[index].item().cloned();
                         let cause = self.refusal(&writes[index], returned, now).await?;
                         Err(TransactError::Refused { index, cause })
                     }
-                    other => Err(TransactError::Store(unavailable(other))),
+                    other => Err(TransactError::Store(StoreError::unavailable("TransactWriteItems", other))),
                 },
                 Err(other) => Err(TransactError::Store(sdk_failure(other))),
             }
@@ -252,7 +264,7 @@ impl DynamoStore {
                     .expression_attribute_values(":now", n(now))
                     .return_values_on_condition_check_failure(old)
                     .build()
-                    .map_err(unavailable)?;
+                    .map_err(unbuilt)?;
                 TransactWriteItem::builder().put(put).build()
             }
             Write::Update { key, expected_revision, body } => {
@@ -267,7 +279,7 @@ impl DynamoStore {
                     .expression_attribute_values(":now", n(now))
                     .return_values_on_condition_check_failure(old)
                     .build()
-                    .map_err(unavailable)?;
+                    .map_err(unbuilt)?;
                 TransactWriteItem::builder().update(update).build()
             }
             Write::Delete { key, expected_revision } => {
@@ -279,7 +291,7 @@ impl DynamoStore {
                     .expression_attribute_values(":now", n(now))
                     .return_values_on_condition_check_failure(old)
                     .build()
-                    .map_err(unavailable)?;
+                    .map_err(unbuilt)?;
                 TransactWriteItem::builder().delete(delete).build()
             }
             Write::Check { key, expected_revision } => {
@@ -294,7 +306,7 @@ impl DynamoStore {
                     .expression_attribute_values(":now", n(now))
                     .return_values_on_condition_check_failure(old)
                     .build()
-                    .map_err(unavailable)?;
+                    .map_err(unbuilt)?;
                 TransactWriteItem::builder().condition_check(check).build()
             }
         })
@@ -320,7 +332,7 @@ impl DynamoStore {
                 StoreError::Conflict { expected: *expected_revision, current: Box::new(record_of(key, &item)?) }
             }
             (Write::Update { .. } | Write::Check { .. } | Write::Delete { .. }, None) => StoreError::NotFound,
-            (Write::Create { .. }, None) => StoreError::Unavailable("create refused without a live item".into()),
+            (Write::Create { .. }, None) => unavailable("create refused without a live item"),
         })
     }
 }
@@ -360,7 +372,7 @@ impl JobStore for DynamoStore {
                     .condition_expression("attribute_not_exists(pk)")
                     .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
                     .build()
-                    .map_err(unavailable)?;
+                    .map_err(unbuilt)?;
                 Ok(TransactWriteItem::builder().put(put).build())
             };
             let result = self
@@ -376,10 +388,7 @@ impl JobStore for DynamoStore {
                     TransactWriteItemsError::TransactionCanceledException(cancelled) => {
                         let first = cancelled.cancellation_reasons().first();
                         if first.and_then(|r| r.code()) != Some("ConditionalCheckFailed") {
-                            return Err(unavailable(format!(
-                                "transaction cancelled: {:?}",
-                                cancelled.cancellation_reasons()
-                            )));
+                            return Err(cancelled_transaction(cancelled));
                         }
                         let existing_id = match first.and_then(|r| r.item()) {
                             Some(old) => get_s(old, "job_id").map(String::from),
@@ -395,7 +404,7 @@ impl JobStore for DynamoStore {
                             .ok_or_else(|| unavailable("operation key names a missing job"))?;
                         Ok(Created::Existing(job_of(&existing)?))
                     }
-                    other => Err(unavailable(other)),
+                    other => Err(StoreError::unavailable("TransactWriteItems", other)),
                 },
                 Err(other) => Err(sdk_failure(other)),
             }
@@ -419,7 +428,8 @@ impl JobStore for DynamoStore {
                     let record = Record {
                         key: current.job.record_key(),
                         revision: current.revision,
-                        body: serde_json::to_value(&current).map_err(unavailable)?,
+                        body: serde_json::to_value(&current)
+                            .map_err(|e| StoreError::unavailable("cannot encode the job", e))?,
                         expires_at: Some(current.expires_at),
                     };
                     Err(StoreError::Conflict { expected: expected_revision, current: Box::new(record) })
@@ -462,10 +472,10 @@ impl JobStore for DynamoStore {
 /// creates it in AWS).
 pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError> {
     let attribute = |name: &str, kind: ScalarAttributeType| {
-        AttributeDefinition::builder().attribute_name(name).attribute_type(kind).build().map_err(unavailable)
+        AttributeDefinition::builder().attribute_name(name).attribute_type(kind).build().map_err(unbuilt)
     };
     let key = |name: &str, kind: KeyType| {
-        KeySchemaElement::builder().attribute_name(name).key_type(kind).build().map_err(unavailable)
+        KeySchemaElement::builder().attribute_name(name).key_type(kind).build().map_err(unbuilt)
     };
     let index = GlobalSecondaryIndex::builder()
         .index_name(ACTIVE_INDEX)
@@ -473,7 +483,7 @@ pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError
         .key_schema(key("updated_at", KeyType::Range)?)
         .projection(Projection::builder().projection_type(ProjectionType::All).build())
         .build()
-        .map_err(unavailable)?;
+        .map_err(unbuilt)?;
     client
         .create_table()
         .table_name(table)
@@ -490,11 +500,7 @@ pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError
         .update_time_to_live()
         .table_name(table)
         .time_to_live_specification(
-            TimeToLiveSpecification::builder()
-                .attribute_name("expires_at")
-                .enabled(true)
-                .build()
-                .map_err(unavailable)?,
+            TimeToLiveSpecification::builder().attribute_name("expires_at").enabled(true).build().map_err(unbuilt)?,
         )
         .send()
         .await

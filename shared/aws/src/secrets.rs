@@ -6,13 +6,15 @@
 //! text's UTF-8 bytes are the key material; the ring refuses keys shorter than 32 bytes.
 
 use aws_sdk_secretsmanager::Client;
+use relevo_state::Cause;
 use relevo_state::seal::{KeyError, KeyRing};
 use serde_json::Value;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SecretKeysError {
+    /// The SDK's error is kept whole as the source.
     #[error("cannot read the keys secret: {0}")]
-    Unavailable(String),
+    Unavailable(#[source] Cause),
     #[error("the keys secret is not {{\"kid\", \"key\", \"previous\"?}} JSON")]
     Malformed,
     #[error(transparent)]
@@ -41,7 +43,7 @@ pub async fn load_key_ring(client: &Client, secret_id: &str) -> Result<KeyRing, 
         .secret_id(secret_id)
         .send()
         .await
-        .map_err(|e| SecretKeysError::Unavailable(e.into_service_error().to_string()))?;
+        .map_err(|e| SecretKeysError::Unavailable(Cause::with_source("", e)))?;
     key_ring_from_secret(output.secret_string().ok_or(SecretKeysError::Malformed)?)
 }
 

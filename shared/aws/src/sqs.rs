@@ -18,8 +18,9 @@ impl SqsQueue {
     }
 }
 
-fn unavailable(error: impl std::fmt::Display) -> StoreError {
-    StoreError::Unavailable(error.to_string())
+/// A failure this adapter tells itself (no underlying error).
+fn unavailable(message: &'static str) -> StoreError {
+    StoreError::Unavailable(message.into())
 }
 
 fn seconds(secs: u64) -> i32 {

@@ -47,7 +47,7 @@ fn read_job(connection: &Connection, pk: &str) -> Result<Option<Job>, StoreError
         .query_row("SELECT body FROM jobs WHERE pk = ?1", params![pk], |row| row.get(0))
         .optional()
         .map_err(unavailable)?;
-    body.map(|b| serde_json::from_str(&b).map_err(|e| StoreError::Unavailable(format!("corrupt job: {e}")))).transpose()
+    body.map(|b| serde_json::from_str(&b).map_err(|e| StoreError::unavailable("corrupt job", e))).transpose()
 }
 
 fn as_record(job: &Job) -> Record {
@@ -60,7 +60,7 @@ fn as_record(job: &Job) -> Record {
 }
 
 fn encode(job: &Job) -> Result<String, StoreError> {
-    serde_json::to_string(job).map_err(|e| StoreError::Unavailable(e.to_string()))
+    serde_json::to_string(job).map_err(|e| StoreError::unavailable("cannot encode the job", e))
 }
 
 impl JobStore for SqliteStore {
@@ -152,7 +152,7 @@ impl JobStore for SqliteStore {
             bodies
                 .map(|body| {
                     let body = body.map_err(unavailable)?;
-                    serde_json::from_str(&body).map_err(|e| StoreError::Unavailable(format!("corrupt job: {e}")))
+                    serde_json::from_str(&body).map_err(|e| StoreError::unavailable("corrupt job", e))
                 })
                 .collect()
         }))

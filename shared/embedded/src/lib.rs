@@ -46,7 +46,7 @@ impl SqliteStore {
     /// (and a directory made for it) is the owner's only (0600 / 0700), whatever the umask.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-        let io = |e: std::io::Error| StoreError::Unavailable(format!("{}: {e}", path.display()));
+        let io = |e: std::io::Error| StoreError::unavailable(path.display().to_string(), e);
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
             std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent).map_err(io)?;
         }
@@ -97,12 +97,13 @@ impl SqliteStore {
             work(&connection)
         })
         .await
-        .map_err(|e| StoreError::Unavailable(e.to_string()))?
+        .map_err(|e| StoreError::unavailable("the SQLite call did not finish", e))?
     }
 }
 
+/// A SQLite failure, kept whole as the source of the store error.
 pub(crate) fn unavailable(error: rusqlite::Error) -> StoreError {
-    StoreError::Unavailable(error.to_string())
+    StoreError::unavailable("SQLite", error)
 }
 
 fn read(connection: &Connection, key: &RecordKey, now: u64) -> Result<Option<Record>, StoreError> {
@@ -115,8 +116,7 @@ fn read(connection: &Connection, key: &RecordKey, now: u64) -> Result<Option<Rec
         .optional()
         .map_err(unavailable)?
         .map(|(revision, body, expires_at)| {
-            let body: Value =
-                serde_json::from_str(&body).map_err(|e| StoreError::Unavailable(format!("corrupt record: {e}")))?;
+            let body: Value = serde_json::from_str(&body).map_err(|e| StoreError::unavailable("corrupt record", e))?;
             Ok(Record { key: key.clone(), revision: revision as u64, body, expires_at: expires_at.map(|e| e as u64) })
         })
         .transpose()
@@ -237,5 +237,27 @@ fn apply(connection: &Connection, write: &Write, now: u64) -> Result<Result<Reco
                 None => Ok(Err(StoreError::NotFound)),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sqlite_failure_keeps_the_rusqlite_error_as_its_source() {
+        let dir = std::env::temp_dir().join(format!("relevo-cause-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        let path = dir.join("store.db");
+        std::fs::write(&path, vec![b'x'; 4096]).expect("a file that is not a database");
+        let error = SqliteStore::open(&path).expect_err("not a database");
+        std::fs::remove_dir_all(&dir).expect("cleaned up");
+        assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
+        let chain = std::iter::successors(Some(&error as &(dyn std::error::Error + 'static)), |e| (*e).source());
+        let sqlite =
+            chain.filter_map(|e| e.downcast_ref::<rusqlite::Error>()).next().expect("rusqlite::Error in the chain");
+        assert_eq!(sqlite.sqlite_error_code(), Some(rusqlite::ErrorCode::NotADatabase), "{sqlite:?}");
+        assert!(error.to_string().contains("not a database"), "Display tells the cause: {error}");
     }
 }

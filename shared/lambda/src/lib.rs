@@ -21,17 +21,16 @@ use futures_util::stream::BoxStream;
 use http_body::Frame;
 use http_body_util::StreamBody;
 use lambda_http::LambdaEvent;
-use relevo_app::{Jobs, Ports};
 use relevo_auth::AuthSettings;
 use relevo_aws::{DynamoStore, SqsQueue};
-use relevo_protocol::{Deadline, McpServer, Reply, ReplyBody, Route, Settings};
-use relevo_state::{Engine, EngineConfig};
+use relevo_protocol::{AppBuilder, Deadline, McpServer, Method, Ports, Reply, ReplyBody, Route, Settings};
+use relevo_state::{Engine, EngineConfig, InFlightLimits, RandomIds, SystemClock, Worker};
 use std::convert::Infallible;
 use tracing_subscriber::filter::LevelFilter;
 
-/// Builds the server from the environment. Lambdas never use ephemeral keys: the instance that
-/// verifies a `requestState` is rarely the one that sealed it.
-pub async fn server_from_env(streaming: bool) -> Result<McpServer, Error> {
+/// Builds the server of `app` from the environment. Lambdas never use ephemeral keys: the
+/// instance that verifies a `requestState` is rarely the one that sealed it.
+pub async fn server_from_env(streaming: bool, app: &impl AppBuilder) -> Result<McpServer, Error> {
     let mut settings = settings_from_env().await?;
     if !streaming && std::env::var("RELEVO_LISTEN_MAX_SECS").is_err() {
         // Buffered responses: a listen stream is acknowledged and ended at once.
@@ -42,14 +41,17 @@ pub async fn server_from_env(streaming: bool) -> Result<McpServer, Error> {
     settings.config.streams_responses = streaming;
     settings.config.pushes_updates = false;
     let auth = relevo_auth::lambda_authenticator(&AuthSettings::from_env("")?)?;
-    let (ports, jobs) = backend_from_env().await;
-    let app = relevo_app::build(&settings.app, &ports)?;
-    let mut server = McpServer::new(app, settings.config, settings.keys, auth);
+    let ports = backend_from_env().await.with_security(
+        auth.clone(),
+        settings.keys.clone(),
+        settings.config.origin_policy.clone(),
+    );
+    let mut server = McpServer::new(app(&ports), settings.config, settings.keys, auth);
     if let Some(records) = ports.records.clone() {
         server = server.with_store(records);
     }
-    Ok(match jobs {
-        Some(jobs) => server.with_tasks(jobs.engine.clone(), &jobs.tool_runner),
+    Ok(match ports.jobs {
+        Some(engine) => server.with_tasks(engine),
         None => server,
     })
 }
@@ -60,27 +62,25 @@ fn env_number(name: &str, default: u64) -> u64 {
 
 /// DynamoDB (`RELEVO_TABLE`) and SQS (`RELEVO_QUEUE_URL`) when configured; features whose port is
 /// missing are left out of the app.
-pub async fn backend_from_env() -> (Ports, Option<Jobs>) {
+pub async fn backend_from_env() -> Ports {
     let table = std::env::var("RELEVO_TABLE").ok().filter(|t| !t.is_empty());
-    let Some(table) = table else { return (Ports::new(None), None) };
+    let Some(table) = table else { return Ports::new(None) };
     let config = relevo_aws::sdk_config();
     let store = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(&config), &table));
-    let approvals = std::env::var("RELEVO_APPROVALS_URL")
+    let pages_url = std::env::var("RELEVO_APPROVALS_URL")
         .ok()
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| Ports::approvals_beside(&std::env::var("RELEVO_AUTH_AUDIENCE").unwrap_or_default()));
-    let ports = Ports::new(Some(store.clone())).with_approvals_url(&approvals);
+    let ports = Ports::new(Some(store.clone())).with_pages_url(&pages_url);
     match std::env::var("RELEVO_QUEUE_URL").ok().filter(|u| !u.is_empty()) {
         Some(url) => {
             let queue = Arc::new(SqsQueue::new(aws_sdk_sqs::Client::new(&config), &url));
             let config = EngineConfig { lease_secs: env_number("RELEVO_LEASE_SECS", 60), ..EngineConfig::default() };
-            let window = Duration::from_millis(env_number("RELEVO_EXPORT_WINDOW_MS", 250));
-            let admission =
-                Some((store.clone() as Arc<dyn relevo_state::RecordStore>, relevo_app::in_flight_limits_from_env()));
-            let jobs = relevo_app::jobs_with(store, queue, config, window, admission);
-            (ports.with_jobs(jobs.engine.clone()), Some(jobs))
+            let engine = Engine::new(store.clone(), queue, Arc::new(SystemClock), Arc::new(RandomIds), config)
+                .with_admission(store, InFlightLimits::from_env());
+            ports.with_jobs(Arc::new(engine))
         }
-        None => (ports, None),
+        None => ports,
     }
 }
 
@@ -100,37 +100,34 @@ pub async fn settings_from_env() -> Result<Settings, Error> {
     }
 }
 
-/// The engine of a worker or reconciler, able to run tool tasks of the configured app.
-async fn engine_from_env() -> Result<Arc<Engine>, Error> {
+/// The worker of `app`: its job runners and its tools' tasks, over the configured table and queue.
+async fn worker_from_env(app: &impl AppBuilder) -> Result<Arc<Worker>, Error> {
     let settings = settings_from_env().await?;
-    let (ports, jobs) = backend_from_env().await;
-    let jobs = jobs.ok_or_else(|| Error::from("RELEVO_TABLE and RELEVO_QUEUE_URL are required"))?;
-    jobs.tool_runner.bind(Arc::new(relevo_app::build(&settings.app, &ports)?));
-    if let Some(inventory) = ports.inventory() {
-        jobs.settle_runner.bind(inventory);
-    }
-    Ok(jobs.engine)
+    let auth = relevo_auth::lambda_authenticator(&AuthSettings::from_env("")?)?;
+    let ports = backend_from_env().await.with_security(auth, settings.keys, settings.config.origin_policy);
+    let engine = ports.jobs.clone().ok_or_else(|| Error::from("RELEVO_TABLE and RELEVO_QUEUE_URL are required"))?;
+    Ok(Arc::new(Arc::new(app(&ports)).worker(engine)))
 }
 
 /// The `worker` function: an SQS batch in, `batchItemFailures` out (only the failed messages;
 /// a panic in one message fails that message only). Needs `ReportBatchItemFailures` on the
 /// event source mapping, or failed messages are deleted with the batch.
-pub async fn run_worker() -> Result<(), Error> {
+pub async fn run_worker(app: impl AppBuilder) -> Result<(), Error> {
     init_logging();
-    let engine = engine_from_env().await?;
+    let worker = worker_from_env(&app).await?;
     lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
-        let engine = engine.clone();
-        async move { Ok::<_, Error>(handle_sqs_batch(&engine, event.payload).await) }
+        let worker = worker.clone();
+        async move { Ok::<_, Error>(handle_sqs_batch(&worker, event.payload).await) }
     }))
     .await
 }
 
 /// One SQS event: every record processed, the failed ones reported by message id.
-pub async fn handle_sqs_batch(engine: &Engine, event: SqsEvent) -> SqsBatchResponse {
+pub async fn handle_sqs_batch(worker: &Worker, event: SqsEvent) -> SqsBatchResponse {
     let batch =
         event.records.into_iter().map(|m| (m.message_id.unwrap_or_default(), m.body.unwrap_or_default())).collect();
     let mut response = SqsBatchResponse::default();
-    response.batch_item_failures = engine
+    response.batch_item_failures = worker
         .process_batch(batch)
         .await
         .into_iter()
@@ -143,14 +140,16 @@ pub async fn handle_sqs_batch(engine: &Engine, event: SqsEvent) -> SqsBatchRespo
     response
 }
 
-/// The `reconciler` function (scheduled): one reconcile pass; returns its report.
-pub async fn run_reconciler() -> Result<(), Error> {
+/// The `reconciler` function (scheduled): one reconcile pass over the jobs of `app`; returns
+/// its report. It re-enqueues by job id and runs nothing itself, but it is built like the worker
+/// so that both fail to start on the same missing configuration.
+pub async fn run_reconciler(app: impl AppBuilder) -> Result<(), Error> {
     init_logging();
-    let engine = engine_from_env().await?;
+    let worker = worker_from_env(&app).await?;
     lambda_http::lambda_runtime::run(service_fn(move |_: LambdaEvent<serde_json::Value>| {
-        let engine = engine.clone();
+        let worker = worker.clone();
         async move {
-            let report = engine.reconcile(500).await?;
+            let report = worker.reconcile(500).await?;
             tracing::info!(?report, "reconciled");
             Ok::<_, Error>(serde_json::json!({
                 "requeued": report.requeued, "failed": report.failed, "cancelled": report.cancelled, "skipped": report.skipped
@@ -274,29 +273,31 @@ fn forbidden(refused: &relevo_protocol::McpError) -> Response<Body> {
     response
 }
 
-/// The `approvals` function: the approval pages over the table, with the server's signing keys
-/// (for the CSRF tokens) and its bearer-token verification.
-pub async fn run_approvals() -> Result<(), Error> {
+/// The `approvals` function: the pages `app` serves beside `/mcp` (the shop's approval pages),
+/// behind the server's Host/Origin allow-list. An app without pages answers 404.
+pub async fn run_pages(app: impl AppBuilder) -> Result<(), Error> {
     init_logging();
     let settings = settings_from_env().await?;
     let auth = relevo_auth::lambda_authenticator(&AuthSettings::from_env("")?)?;
-    let (ports, _) = backend_from_env().await;
-    let inventory = ports.inventory().ok_or_else(|| Error::from("RELEVO_TABLE is required"))?;
-    let pages = Arc::new(relevo_app::approvals::ApprovalPages {
-        inventory,
-        auth,
-        keys: settings.keys,
-        clock: ports.clock.clone(),
-        origins: settings.config.origin_policy.clone(),
-    });
+    let origins = settings.config.origin_policy.clone();
+    let ports = backend_from_env().await.with_security(auth, settings.keys, origins.clone());
+    let pages = app(&ports).find_pages().cloned();
     lambda_http::run(service_fn(move |event: Request| {
-        let pages = pages.clone();
+        let (pages, origins) = (pages.clone(), origins.clone());
         async move {
+            if let Err(refused) = origins.check(event.headers()) {
+                return Ok::<_, Error>(forbidden(&refused));
+            }
+            let Some(pages) = pages else {
+                let mut response = Response::new(Body::Empty);
+                *response.status_mut() = lambda_http::http::StatusCode::NOT_FOUND;
+                return Ok(response);
+            };
             let (parts, body) = event.into_parts();
             let bytes = http_request(parts.clone(), body).into_body();
-            // Behind a stage or a base path the page is still addressed from `/approvals`.
+            // Behind a stage or a base path the pages are still addressed from their prefix.
             let path = parts.uri.path();
-            let path = path.find(relevo_app::approvals::PREFIX).map_or(path, |at| &path[at..]);
+            let path = path.find(pages.prefix()).map_or(path, |at| &path[at..]);
             let (out, html) = pages.handle(&parts.method, path, &parts.headers, &bytes).await.into_parts();
             Ok::<_, Error>(Response::from_parts(out, Body::Text(html)))
         }
@@ -316,10 +317,10 @@ fn streaming_from_env() -> bool {
 /// switch to every Runtime API round trip (measured: `make bench`, README "Performance").
 /// The worker keeps the multi-thread runtime, so that a lease's heartbeat runs beside a
 /// handler that computes without yielding.
-pub async fn run(route: Route) -> Result<(), Error> {
+pub async fn run(route: Route, app: impl AppBuilder) -> Result<(), Error> {
     init_logging();
     let streaming = streaming_from_env();
-    let server = Arc::new(server_from_env(streaming).await?);
+    let server = Arc::new(server_from_env(streaming, &app).await?);
     // Behind a custom domain the catch-all also receives the metadata paths (no routing rule
     // claims them), so the all-methods function answers them as the `well-known` function does.
     let metadata = Arc::new(AuthSettings::from_env("").ok().filter(|_| route == Route::All));
@@ -341,4 +342,24 @@ pub async fn run(route: Route) -> Result<(), Error> {
         }))
         .await
     }
+}
+
+/// The function a deployment names `name` (a `functions/` directory and the template's binary):
+/// for a binary that serves every function of a stack, told which by `RELEVO_FUNCTION` (the
+/// conformance fixtures' binary does this, so they are never linked into a real function).
+pub async fn run_function(name: &str, app: impl AppBuilder) -> Result<(), Error> {
+    let method = match name {
+        "mcp" => return run(Route::All, app).await,
+        "worker" => return run_worker(app).await,
+        "reconciler" => return run_reconciler(app).await,
+        "approvals" => return run_pages(app).await,
+        "well-known" => return run_well_known().await,
+        "discover" => Method::Discover,
+        "completion" => Method::Complete,
+        "subscriptions-listen" => Method::SubscriptionsListen,
+        other => {
+            Method::from_wire(&other.replace('-', "/")).ok_or_else(|| Error::from(format!("no function {other:?}")))?
+        }
+    };
+    run(Route::Only(method), app).await
 }

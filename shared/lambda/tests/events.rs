@@ -9,7 +9,7 @@ use serde_json::Value;
 fn server(hosts: Vec<String>) -> McpServer {
     let config = ServerConfig { origin_policy: OriginPolicy { hosts, origins: vec![] }, ..ServerConfig::default() };
     let keys = KeyRing::new(vec![("k".into(), vec![1; 32])]).unwrap();
-    McpServer::new(relevo_app::demo::app(&relevo_app::Ports::new(None)), config, keys, std::sync::Arc::new(NoAuth))
+    McpServer::new(relevo_app::demo::app(&relevo_protocol::Ports::new(None)), config, keys, std::sync::Arc::new(NoAuth))
 }
 
 fn json_body(body: &Body) -> Value {

@@ -10,6 +10,7 @@ use relevo_embedded::{SqliteQueue, SqliteStore};
 use relevo_state::work::BoxFuture;
 use relevo_state::{
     Engine, EngineConfig, JobContext, JobFailure, JobRunner, JobStatus, JobStore, RandomIds, SystemClock, WorkMessage,
+    Worker,
 };
 use serde_json::{Value, json};
 
@@ -30,13 +31,13 @@ impl JobRunner for Panics {
 #[tokio::test]
 async fn only_failed_messages_are_reported_and_a_panic_fails_only_its_own() {
     let sqlite = SqliteStore::in_memory().unwrap();
-    let engine = Engine::new(
+    let engine = Worker::new(Arc::new(Engine::new(
         Arc::new(sqlite.clone()),
         Arc::new(SqliteQueue::new(sqlite.clone(), 5)),
         Arc::new(SystemClock),
         Arc::new(RandomIds),
         EngineConfig::default(),
-    )
+    )))
     .runner("fine", Arc::new(Fine))
     .runner("panics", Arc::new(Panics));
     let ok = engine.start("acme", "alice", "fine", None, json!({})).await.unwrap();

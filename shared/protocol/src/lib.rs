@@ -11,14 +11,18 @@
 //!   `http::Request<Bytes>` and call [`McpServer::handle`].
 
 pub mod auth;
+pub mod author;
 pub mod clock;
 pub mod cursor;
 pub mod error;
 pub mod headers;
 pub mod ladder;
 pub mod legacy;
+pub mod manifest;
 pub mod method;
 pub mod notify;
+pub mod pages;
+pub mod ports;
 pub mod registry;
 pub mod schema;
 pub mod seal;
@@ -33,9 +37,11 @@ pub use error::{McpError, Retry, store_failure};
 pub use ladder::OriginPolicy;
 pub use method::{Method, Route};
 pub use notify::Notifier;
+pub use pages::{PageFuture, Pages};
+pub use ports::{AppBuilder, Ports};
 pub use registry::{
     App, CachePolicy, Call, ClientContext, ElicitAction, ElicitAnswer, Handler, InputRequest, Outcome, Prompt,
-    PromptArgument, Resource, ResourceTemplate, Tool, handler,
+    PromptArgument, Resource, ResourceTemplate, TaskAccess, Tool, handler,
 };
 pub use seal::{KeyError, KeyRing};
 pub use server::{Deadline, MAX_WATCHED, McpServer, Reply, ReplyBody, ServerConfig};

@@ -2,7 +2,6 @@
 //!
 //! | variable | meaning | default |
 //! |---|---|---|
-//! | `RELEVO_APP` | which app to serve (`shop`, `conformance`) | `shop` |
 //! | `RELEVO_STATE_KEYS` | `kid:base64key[,kid:base64key…]`, first active, rest accepted (rotation); each ≥ 32 bytes | required unless ephemeral keys are allowed |
 //! | `RELEVO_ALLOWED_HOSTS` | comma list of Host names; `*` for any | loopback names and the host of `RELEVO_AUTH_AUDIENCE` |
 //! | `RELEVO_ALLOWED_ORIGINS` | comma list of browser origins accepted in `Origin` | none |
@@ -31,7 +30,6 @@ pub enum SettingsError {
 
 #[derive(Debug, Clone)]
 pub struct Settings {
-    pub app: String,
     pub config: ServerConfig,
     pub keys: KeyRing,
     /// True when no key was configured and a random one was made for this process only.
@@ -82,8 +80,7 @@ impl Settings {
             },
             ..defaults
         };
-        let app = lookup("RELEVO_APP").filter(|a| !a.is_empty()).unwrap_or_else(|| "shop".into());
-        Ok(Settings { app, config, keys, ephemeral_keys })
+        Ok(Settings { config, keys, ephemeral_keys })
     }
 
     pub fn from_env(allow_ephemeral_keys: bool) -> Result<Self, SettingsError> {

@@ -11,7 +11,7 @@
 //! errors only, with `error`), cancelled → `cancelled`.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -131,16 +131,14 @@ fn tool_result_of(job: &Job) -> Value {
     tool_result
 }
 
-/// Runs a tool call as a task, in a worker. The app is bound after it is built (it may itself
-/// start jobs, so it needs the engine that holds this runner).
-#[derive(Default)]
+/// Runs a tool call as a task, in a worker ([`App::worker`] registers it).
 pub struct ToolTaskRunner {
-    app: OnceLock<Arc<App>>,
+    app: Arc<App>,
 }
 
 impl ToolTaskRunner {
-    pub fn bind(&self, app: Arc<App>) {
-        let _ = self.app.set(app);
+    pub fn new(app: Arc<App>) -> Self {
+        ToolTaskRunner { app }
     }
 }
 
@@ -159,7 +157,7 @@ impl JobRunner for ToolTaskRunner {
     fn run<'a>(&'a self, ctx: &'a JobContext) -> BoxFuture<'a, Result<Value, JobFailure>> {
         Box::pin(async move {
             let job = ctx.job();
-            let app = self.app.get().ok_or_else(|| JobFailure::Retry("the app is not bound yet".into()))?;
+            let app = &self.app;
             let name = job.input["tool"].as_str().unwrap_or_default();
             let tool = app.find_tool(name).ok_or_else(|| {
                 JobFailure::Protocol(json!({ "code": -32602, "message": format!("Unknown tool: {name}") }))

@@ -206,8 +206,7 @@ impl Operation {
     }
 
     pub fn from_record(record: &Record) -> Result<Operation, StoreError> {
-        serde_json::from_value(record.body.clone())
-            .map_err(|e| StoreError::Unavailable(format!("corrupt operation record: {e}")))
+        serde_json::from_value(record.body.clone()).map_err(|e| StoreError::unavailable("corrupt operation record", e))
     }
 
     pub fn to_value(&self) -> Value {

@@ -27,9 +27,9 @@ pub use ids::{Ids, RandomIds};
 pub use jobs::{Created, Job, JobRef, JobStatus, JobStore, Lease};
 pub use queue::{Queue, QueueMessage, WorkMessage};
 pub use records::{
-    Owner, Record, RecordKey, RecordStore, StoreError, StoreFuture, TransactError, TransactFuture, Write,
+    Cause, Owner, Record, RecordKey, RecordStore, StoreError, StoreFuture, TransactError, TransactFuture, Write,
 };
 pub use work::{
     Engine, EngineConfig, InFlightLimits, JobContext, JobFailure, JobRunner, Processed, ReconcileReport, StartError,
-    WorkError,
+    WorkError, Worker,
 };

@@ -1,7 +1,11 @@
 //! Revisioned records with conditional writes: the port every business store implements.
 
+use std::borrow::Cow;
+use std::error::Error;
+use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -62,6 +66,92 @@ pub struct Record {
     pub expires_at: Option<u64>,
 }
 
+/// Why a store call failed: what the adapter was doing (its context) and, where there is one,
+/// the underlying error (the AWS SDK's, SQLite's, serde's) kept whole as [`Error::source`], so a
+/// caller can walk the chain and downcast to it.
+///
+/// `Display` tells the context and the whole source chain (`context: error: its source…`,
+/// skipping a link whose text the previous one already ends with), because logs print only
+/// `Display`; a reporter that also walks [`Error::source`] sees the same text again.
+///
+/// Equality compares that text only (two causes are equal when they read the same): the source
+/// errors themselves need not be comparable, and tests compare store errors.
+#[derive(Debug, Clone)]
+pub struct Cause {
+    context: Cow<'static, str>,
+    source: Option<Arc<dyn Error + Send + Sync + 'static>>,
+}
+
+impl Cause {
+    /// A failure we describe ourselves (no underlying error).
+    pub fn new(context: impl Into<Cow<'static, str>>) -> Self {
+        Cause { context: context.into(), source: None }
+    }
+
+    /// `error`, kept as the source, with what the adapter was doing (may be empty when the
+    /// error says it all).
+    pub fn with_source(context: impl Into<Cow<'static, str>>, error: impl Error + Send + Sync + 'static) -> Self {
+        Cause { context: context.into(), source: Some(Arc::new(error)) }
+    }
+
+    /// What the adapter was doing.
+    pub fn context(&self) -> &str {
+        &self.context
+    }
+
+    /// The underlying error, if any (downcast it to the adapter's error type).
+    pub fn error(&self) -> Option<&(dyn Error + Send + Sync + 'static)> {
+        self.source.as_deref()
+    }
+}
+
+impl From<&'static str> for Cause {
+    fn from(context: &'static str) -> Self {
+        Cause::new(context)
+    }
+}
+
+impl From<String> for Cause {
+    fn from(context: String) -> Self {
+        Cause::new(context)
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.context)?;
+        let mut last = self.context.to_string();
+        let mut next = self.source.as_deref().map(|e| e as &(dyn Error + 'static));
+        while let Some(error) = next {
+            let text = error.to_string();
+            if !text.is_empty() && !last.ends_with(&text) {
+                if !last.is_empty() {
+                    f.write_str(": ")?;
+                }
+                f.write_str(&text)?;
+                last = text;
+            }
+            next = error.source();
+        }
+        Ok(())
+    }
+}
+
+impl Error for Cause {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        self.source.as_deref().map(|e| e as &(dyn Error + 'static))
+    }
+}
+
+/// Compares what the causes say (see [`Cause`]).
+impl PartialEq for Cause {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+/// Equality: `Unavailable` and `TimedOut` compare by variant and by what their [`Cause`] says,
+/// not by the identity of the underlying error.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StoreError {
     #[error("a record with this key already exists")]
@@ -70,12 +160,26 @@ pub enum StoreError {
     NotFound,
     #[error("the record changed: expected revision {expected}, found {}", current.revision)]
     Conflict { expected: u64, current: Box<Record> },
+    /// The store failed (unreachable, throttled, refused the request, returned what cannot be
+    /// read): nothing is known to have been written.
     #[error("the store is unavailable: {0}")]
-    Unavailable(String),
+    Unavailable(#[source] Cause),
     /// The store did not answer within the operation timeout: the write may or may not have
     /// been applied (a conditional retry finds out).
     #[error("the store did not answer in time: {0}")]
-    TimedOut(String),
+    TimedOut(#[source] Cause),
+}
+
+impl StoreError {
+    /// [`StoreError::Unavailable`] caused by `error` (kept as the source), while doing `context`.
+    pub fn unavailable(context: impl Into<Cow<'static, str>>, error: impl Error + Send + Sync + 'static) -> Self {
+        StoreError::Unavailable(Cause::with_source(context, error))
+    }
+
+    /// [`StoreError::TimedOut`] caused by `error` (kept as the source), while doing `context`.
+    pub fn timed_out(context: impl Into<Cow<'static, str>>, error: impl Error + Send + Sync + 'static) -> Self {
+        StoreError::TimedOut(Cause::with_source(context, error))
+    }
 }
 
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
@@ -115,7 +219,11 @@ pub enum TransactError {
     /// The condition of write `index` failed (`AlreadyExists`, `Conflict` or `NotFound`, with the
     /// current record where there is one); no write of the transaction happened.
     #[error("write {index} of the transaction was refused: {cause}")]
-    Refused { index: usize, cause: StoreError },
+    Refused {
+        index: usize,
+        #[source]
+        cause: StoreError,
+    },
     /// Empty, too large, or two writes to one key: refused before touching the store.
     #[error("invalid transaction: {0}")]
     Invalid(String),
@@ -187,5 +295,36 @@ mod tests {
         assert!(a.storage_key().starts_with("t4:acme|"));
         let shared = RecordKey::new(Owner::tenant("acme"), "note", "x");
         assert_ne!(shared.storage_key(), RecordKey::new(Owner::personal("acme", "-"), "note", "x").storage_key());
+    }
+
+    #[test]
+    fn a_store_error_keeps_the_original_error_as_its_source() {
+        let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
+        let error = StoreError::unavailable("reading the record", refused);
+        assert_eq!(error.to_string(), "the store is unavailable: reading the record: connection refused");
+        fn io_source<'a>(error: &'a (dyn Error + 'static)) -> Option<&'a std::io::Error> {
+            std::iter::successors(Some(error), |e| (*e).source()).find_map(|e| e.downcast_ref::<std::io::Error>())
+        }
+        let original = io_source(&error).expect("the io::Error is in the source chain");
+        assert_eq!(original.kind(), std::io::ErrorKind::ConnectionRefused);
+        let refused = TransactError::Refused { index: 0, cause: error.clone() };
+        assert!(io_source(&refused).is_some() && io_source(&TransactError::Store(error.clone())).is_some());
+        assert_eq!(error.clone(), error, "a clone shares the cause");
+        assert_ne!(error, StoreError::timed_out("reading the record", std::io::Error::other("connection refused")));
+        assert_eq!(
+            StoreError::Unavailable("switched off".into()).to_string(),
+            "the store is unavailable: switched off"
+        );
+    }
+
+    #[test]
+    fn a_cause_does_not_repeat_a_source_its_error_already_tells() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("outer: {0}")]
+        struct Outer(#[source] std::io::Error);
+        let cause = Cause::with_source("", Outer(std::io::Error::other("disk full")));
+        assert_eq!(cause.to_string(), "outer: disk full");
+        assert_eq!(cause.context(), "");
+        assert!(cause.error().is_some_and(|e| e.is::<Outer>()));
     }
 }

@@ -1,5 +1,5 @@
 //! `relevo-lambda-local [--template TRANSLATED.json] [--front-door a|b] [--parameter KEY=VALUE]...
-//!  [--port N|0] [--issuer-port N|0] [--bin-dir DIR] [--inject-dev-token TENANT:SUB[:SCOPES]]
+//!  [--port N|0] [--issuer-port N|0] [--bin-dir DIR] [--one-binary FILE] [--inject-dev-token TENANT:SUB[:SCOPES]]
 //!  [--iam-log FILE] [--schedule-every SECS] [--stream-idle-secs SECS] [--environments N]
 //!  [--oauth-identity TENANT:SUB]`
 //!
@@ -31,6 +31,7 @@ struct Args {
     port: u16,
     issuer_port: u16,
     bin_dir: PathBuf,
+    one_binary: Option<PathBuf>,
     inject: Option<String>,
     iam_log: Option<PathBuf>,
     schedule_every: Option<Duration>,
@@ -47,6 +48,7 @@ fn parse_args() -> Result<Args, String> {
         port: 8080,
         issuer_port: 0,
         bin_dir: PathBuf::from("target/debug"),
+        one_binary: None,
         inject: None,
         iam_log: None,
         schedule_every: None,
@@ -72,6 +74,7 @@ fn parse_args() -> Result<Args, String> {
                 args.issuer_port = argv.next().and_then(|p| p.parse().ok()).ok_or("--issuer-port needs a number")?
             }
             "--bin-dir" => args.bin_dir = PathBuf::from(argv.next().ok_or("--bin-dir needs a path")?),
+            "--one-binary" => args.one_binary = Some(PathBuf::from(argv.next().ok_or("--one-binary needs a path")?)),
             "--inject-dev-token" => {
                 args.inject = Some(argv.next().ok_or("--inject-dev-token needs TENANT:SUB[:SCOPES]")?)
             }
@@ -121,6 +124,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         topology: args.topology,
         parameters: args.parameters,
         bin_dir: args.bin_dir,
+        one_binary: args.one_binary,
         endpoint,
         origin: origin.clone(),
         issuer: issuer_origin,

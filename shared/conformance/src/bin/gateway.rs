@@ -1,0 +1,6 @@
+//! The local gateway serving the conformance fixtures (`make conformance`, `APP=conformance make run`).
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    relevo_gateway::run_local(relevo_conformance::build).await
+}

@@ -1,0 +1,154 @@
+//! What a typed handler gets beside its arguments: the verified caller, the client, the
+//! notifier, the state of an earlier round, and typed elicitation.
+//!
+//! Elicitation is MRTR: [`ToolContext::elicit`] returns the answer when this round carries one,
+//! and otherwise `Err(ToolError::Answer)`, so `?` ends the round with an
+//! `input_required` result. The question's state (the handler's own, plus the keys it asked)
+//! is sealed into `requestState` by the server: bound to tenant, principal, tool and arguments,
+//! expiring, single use. An answer counts only if the verified state says this server asked that
+//! question, so a client cannot skip the question by sending an answer on the first round.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use relevo_state::{Engine, Job};
+
+use super::error::ToolError;
+use super::schema::form_schema;
+use crate::auth::Principal;
+use crate::notify::Notifier;
+use crate::registry::{Call, ClientContext, ElicitAction, InputRequest, Outcome};
+
+/// Where the handler's own state and the keys it asked travel in `requestState`.
+const ASKED: &str = "relevo.asked";
+const DATA: &str = "data";
+
+/// A user's answer to a typed elicitation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Elicited<T> {
+    Accept(T),
+    Decline,
+    Cancel,
+}
+
+pub struct ToolContext {
+    call: Call,
+}
+
+impl ToolContext {
+    pub(crate) fn new(call: Call) -> Self {
+        ToolContext { call }
+    }
+
+    /// The verified caller: key every record by its tenant (and subject, if personal).
+    pub fn principal(&self) -> &Principal {
+        &self.call.principal
+    }
+
+    pub fn client(&self) -> &ClientContext {
+        &self.call.client
+    }
+
+    /// Progress and log notifications, and whether the client cancelled.
+    pub fn notifier(&self) -> &Notifier {
+        &self.call.notifier
+    }
+
+    /// The untyped call, for what the typed API does not cover.
+    pub fn call(&self) -> &Call {
+        &self.call
+    }
+
+    /// The state this handler sealed in an earlier round, verified, if any.
+    pub fn state<S: DeserializeOwned>(&self) -> Option<S> {
+        let data = self.call.state.as_ref()?.get(DATA)?;
+        serde_json::from_value(data.clone()).ok()
+    }
+
+    /// Asks the user for a `T` (a form derived from `T`) under `key`, or returns the answer this
+    /// round carries.
+    pub fn elicit<T: DeserializeOwned + JsonSchema>(&self, key: &str, message: &str) -> Result<Elicited<T>, ToolError> {
+        self.elicit_with(key, message, &self.state::<Value>())
+    }
+
+    /// [`ToolContext::elicit`], carrying `state` to the round that has the answer
+    /// ([`ToolContext::state`] reads it there).
+    pub fn elicit_with<T: DeserializeOwned + JsonSchema, S: Serialize>(
+        &self,
+        key: &str,
+        message: &str,
+        state: &S,
+    ) -> Result<Elicited<T>, ToolError> {
+        if let Some(answer) = self.asked(key).then(|| self.call.elicitation(key)).flatten() {
+            return match answer.action {
+                ElicitAction::Accept => {
+                    let content = Value::Object(answer.content.unwrap_or_default());
+                    serde_json::from_value(content).map(Elicited::Accept).map_err(|error| {
+                        ToolError::caller(format!("the answer to {key:?} does not fit its form: {error}"))
+                    })
+                }
+                ElicitAction::Decline => Ok(Elicited::Decline),
+                ElicitAction::Cancel => Ok(Elicited::Cancel),
+            };
+        }
+        Err(self.ask::<T, S>(key, message, state))
+    }
+
+    /// The `input_required` that asks the user for a `T` under `key`, whatever this round
+    /// carries (the question changed: a quote went stale). Return it as the handler's error.
+    pub fn ask<T: JsonSchema, S: Serialize>(&self, key: &str, message: &str, state: &S) -> ToolError {
+        let data = match serde_json::to_value(state) {
+            Ok(data) => data,
+            Err(error) => return ToolError::internal(error),
+        };
+        let mut asked = self.asked_keys();
+        if !asked.iter().any(|k| k == key) {
+            asked.push(key.to_string());
+        }
+        let state = json!({ ASKED: asked, DATA: data });
+        let request = InputRequest::form(message, Value::Object(form_schema::<T>()));
+        ToolError::Answer(Box::new(Outcome::ask(key, request, Some(state))))
+    }
+
+    /// Starts a durable job of `kind` for the caller (one per `operation_key`, if given): the
+    /// job is written before this returns, and a worker runs it.
+    pub async fn start_job(
+        &self,
+        engine: &Engine,
+        kind: &str,
+        operation_key: Option<&str>,
+        input: &impl Serialize,
+    ) -> Result<Job, ToolError> {
+        let input = serde_json::to_value(input).map_err(ToolError::internal)?;
+        let principal = &self.call.principal;
+        Ok(engine.start(&principal.tenant, &principal.subject, kind, operation_key, input).await?)
+    }
+
+    /// Starts a durable job of `kind` as [`ToolContext::start_job`] does; a client that declared
+    /// the Tasks extension follows it as a task (`?` answers with the created task), any other
+    /// client gets the job back to answer with.
+    pub async fn start_task(
+        &self,
+        engine: &Engine,
+        kind: &str,
+        operation_key: Option<&str>,
+        input: &impl Serialize,
+    ) -> Result<Job, ToolError> {
+        let job = self.start_job(engine, kind, operation_key, input).await?;
+        if self.call.client.declares_tasks() {
+            return Err(ToolError::Answer(Box::new(Outcome::TaskCreated(Box::new(job)))));
+        }
+        Ok(job)
+    }
+
+    fn asked_keys(&self) -> Vec<String> {
+        let asked = self.call.state.as_ref().and_then(|state| state.get(ASKED)).cloned();
+        asked.and_then(|keys| serde_json::from_value(keys).ok()).unwrap_or_default()
+    }
+
+    fn asked(&self, key: &str) -> bool {
+        self.asked_keys().iter().any(|asked| asked == key)
+    }
+}

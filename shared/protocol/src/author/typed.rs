@@ -1,0 +1,196 @@
+//! Typed constructors: a tool, prompt, resource or template whose handler is an async function
+//! over Rust types, with its schemas derived from them.
+//!
+//! Invariants: the schema a client sees is the one the arguments are validated against (before
+//! the handler runs, by the server) and deserialized by, since both come from the same type; a
+//! tool's `outputSchema` is its result type's, and its `structuredContent` that type serialized.
+
+use std::future::Future;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::context::ToolContext;
+use super::error::ToolError;
+use super::schema::tool_schema;
+use crate::registry::{Call, Outcome, Prompt, PromptArgument, Resource, ResourceTemplate, Tool, handler};
+use crate::wire::{CallToolResult, ContentBlock, GetPromptResult, JsonObject, ResourceContents};
+
+/// Arguments of a tool that takes none: `{"type": "object", "additionalProperties": false}`.
+#[derive(Debug, Clone, Copy, Default, serde::Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+impl Tool {
+    /// A tool whose handler takes typed arguments `A` and returns a typed result `R`. An object
+    /// result is the tool's `structuredContent` (and its schema the `outputSchema`); any other
+    /// result is its text.
+    pub fn typed<A, R, F, Fut>(name: &str, description: &str, run: F) -> Tool
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        R: Serialize + JsonSchema + 'static,
+        F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
+    {
+        let output = tool_schema::<R>();
+        let structured = output.get("type").is_some_and(|t| t == "object");
+        let tool_name = name.to_string();
+        let run = std::sync::Arc::new(run);
+        let tool = Tool::new(
+            name,
+            description,
+            Value::Object(tool_schema::<A>()),
+            handler(move |call: Call| {
+                let (run, tool_name) = (run.clone(), tool_name.clone());
+                async move {
+                    let args = match parse::<A>(&call.arguments) {
+                        Ok(args) => args,
+                        Err(error) => return Ok(Outcome::tool_error(format!("Invalid arguments: {error}"))),
+                    };
+                    match run(args, ToolContext::new(call)).await {
+                        Ok(result) => tool_result(&result, structured),
+                        Err(error) => error.into_tool_outcome(&tool_name),
+                    }
+                }
+            }),
+        );
+        if structured { tool.output_schema(Value::Object(output)) } else { tool }
+    }
+}
+
+impl Prompt {
+    /// A prompt whose arguments are the string fields of `A` (their doc comments describe them,
+    /// `Option` fields are optional), returning its messages.
+    pub fn typed<A, F, Fut>(name: &str, description: &str, run: F) -> Prompt
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<GetPromptResult, ToolError>> + Send + 'static,
+    {
+        let schema = tool_schema::<A>();
+        let required: Vec<&str> =
+            schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        let arguments = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .map(|(name, property)| {
+                let description = property.get("description").and_then(Value::as_str).unwrap_or_default();
+                if required.contains(&name.as_str()) {
+                    PromptArgument::required(name, description)
+                } else {
+                    PromptArgument::optional(name, description)
+                }
+            })
+            .collect();
+        let target = name.to_string();
+        let run = std::sync::Arc::new(run);
+        Prompt::new(
+            name,
+            description,
+            arguments,
+            handler(move |call: Call| {
+                let (run, target) = (run.clone(), target.clone());
+                async move {
+                    let args = parse::<A>(&call.arguments)
+                        .map_err(|error| ToolError::caller(format!("Invalid arguments: {error}")));
+                    let result = match args {
+                        Ok(args) => run(args, ToolContext::new(call)).await,
+                        Err(error) => Err(error),
+                    };
+                    result.map(Outcome::prompt).or_else(|error| error.into_outcome(&target))
+                }
+            }),
+        )
+    }
+}
+
+impl Resource {
+    /// A resource whose handler returns its contents.
+    pub fn typed<F, Fut>(uri: &str, name: &str, mime_type: &str, read: F) -> Resource
+    where
+        F: Fn(ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<ResourceContents>, ToolError>> + Send + 'static,
+    {
+        let (target, read) = (uri.to_string(), std::sync::Arc::new(read));
+        Resource::new(
+            uri,
+            name,
+            mime_type,
+            handler(move |call: Call| {
+                let (read, target) = (read.clone(), target.clone());
+                async move { read(ToolContext::new(call)).await.map(Outcome::contents).or_else(|e| e.into_outcome(&target)) }
+            }),
+        )
+    }
+}
+
+impl ResourceTemplate {
+    /// A template whose handler takes the URI's variables as a typed `V`.
+    pub fn typed<V, F, Fut>(uri_template: &str, name: &str, mime_type: &str, read: F) -> ResourceTemplate
+    where
+        V: DeserializeOwned + Send + 'static,
+        F: Fn(V, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<ResourceContents>, ToolError>> + Send + 'static,
+    {
+        let (target, read) = (uri_template.to_string(), std::sync::Arc::new(read));
+        ResourceTemplate::new(
+            uri_template,
+            name,
+            mime_type,
+            handler(move |call: Call| {
+                let (read, target) = (read.clone(), target.clone());
+                async move {
+                    let uri = call.uri.clone().unwrap_or_default();
+                    let variables = match parse::<V>(&call.arguments) {
+                        Ok(variables) => variables,
+                        Err(_) => return Err(crate::error::McpError::resource_not_found(&uri)),
+                    };
+                    read(variables, ToolContext::new(call))
+                        .await
+                        .map(Outcome::contents)
+                        .or_else(|e| e.into_outcome(&target))
+                }
+            }),
+        )
+    }
+}
+
+fn parse<A: DeserializeOwned>(arguments: &JsonObject) -> Result<A, serde_json::Error> {
+    serde_json::from_value(Value::Object(arguments.clone()))
+}
+
+fn tool_result<R: Serialize>(result: &R, structured: bool) -> Result<Outcome, crate::error::McpError> {
+    let value = serde_json::to_value(result).map_err(|error| {
+        tracing::error!(%error, "a tool result does not serialize");
+        crate::error::McpError::Internal
+    })?;
+    Ok(Outcome::tool(match value {
+        value if structured => CallToolResult::structured(value),
+        Value::String(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+        other => CallToolResult::success(vec![ContentBlock::text(other.to_string())]),
+    }))
+}
+
+/// A tool result built as JSON rather than as a Rust type: `structuredContent` under the
+/// schema `{"type": "object"}`. Prefer a typed result, whose schema says more.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Structured(pub Value);
+
+impl JsonSchema for Structured {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Structured".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "object" })
+    }
+}

@@ -1,0 +1,96 @@
+//! The manifest: an opt-in resource (`relevo://manifest`) that describes every tool, resource,
+//! template, prompt and task kind of the app — schemas, annotations, scopes, cache policy,
+//! invalidation domains, destructive and read-only flags — for agents and operators.
+//!
+//! It is derived from the same declarations the server serves, never written by hand, and it is
+//! filtered on every read by the caller's scopes: an entry is listed only to a principal that may
+//! reach it, so two principals read the manifest that is theirs (and a surface's existence does
+//! not leak to a caller who may not use it). The manifest itself needs no scope.
+
+use serde_json::{Value, json};
+
+use crate::auth::Principal;
+use crate::registry::{App, CachePolicy, Outcome, Resource, handler};
+use crate::wire::ResourceContents;
+
+pub const MANIFEST_URI: &str = "relevo://manifest";
+
+/// One described surface and the scopes that reach it.
+struct Entry {
+    section: &'static str,
+    scopes: Vec<String>,
+    description: Value,
+}
+
+/// `app` with its manifest resource added (the app as it stands: add it last).
+pub fn with_manifest(app: App) -> App {
+    let entries = describe(&app);
+    let (name, version) = (app.name.clone(), app.version.clone());
+    let resource = Resource::new(
+        MANIFEST_URI,
+        "manifest",
+        "application/json",
+        handler(move |call| {
+            let manifest = manifest_for(&call.principal, &name, &version, &entries);
+            async move { Ok(Outcome::contents(vec![ResourceContents::text(manifest.to_string(), MANIFEST_URI)])) }
+        }),
+    )
+    .description("Every tool, resource, template, prompt and task kind you may use, with schemas, scopes and policies")
+    .private();
+    app.resource(resource)
+}
+
+fn manifest_for(principal: &Principal, name: &str, version: &str, entries: &[Entry]) -> Value {
+    let mut manifest = json!({
+        "server": { "name": name, "version": version },
+        "tools": [], "resources": [], "resourceTemplates": [], "prompts": [], "taskKinds": []
+    });
+    for entry in entries.iter().filter(|entry| principal.holds(&entry.scopes)) {
+        if let Some(section) = manifest[entry.section].as_array_mut() {
+            section.push(entry.description.clone());
+        }
+    }
+    manifest
+}
+
+fn describe(app: &App) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    for tool in app.tools() {
+        let annotations = tool.annotations.as_ref();
+        let flag = |read: fn(&crate::wire::ToolAnnotations) -> Option<bool>| annotations.and_then(read);
+        let mut description = tool.to_wire();
+        description["scopes"] = json!(tool.scopes);
+        description["cache"] = json!(match tool.cache {
+            CachePolicy::Unstated => "unstated",
+            CachePolicy::Immutable => "immutable",
+            CachePolicy::NoStore => "no-store",
+        });
+        description["invalidates"] = json!(tool.invalidates);
+        description["readOnly"] = json!(flag(|a| a.read_only_hint));
+        description["destructive"] = json!(flag(|a| a.destructive_hint));
+        description["tasks"] = json!(format!("{:?}", tool.task_support).to_lowercase());
+        entries.push(Entry { section: "tools", scopes: tool.scopes.clone(), description });
+    }
+    for resource in app.resources() {
+        let mut description = resource.to_wire();
+        description["scopes"] = json!(resource.scopes);
+        description["private"] = json!(resource.private);
+        entries.push(Entry { section: "resources", scopes: resource.scopes.clone(), description });
+    }
+    for template in app.templates() {
+        let mut description = template.to_wire();
+        description["scopes"] = json!(template.scopes);
+        description["private"] = json!(template.private);
+        entries.push(Entry { section: "resourceTemplates", scopes: template.scopes.clone(), description });
+    }
+    for prompt in app.prompts() {
+        let mut description = prompt.to_wire();
+        description["scopes"] = json!(prompt.scopes);
+        entries.push(Entry { section: "prompts", scopes: prompt.scopes.clone(), description });
+    }
+    for (kind, access) in app.task_kinds() {
+        let description = json!({ "kind": kind, "readScopes": access.read, "writeScopes": access.write });
+        entries.push(Entry { section: "taskKinds", scopes: access.read.clone(), description });
+    }
+    entries
+}

@@ -1,0 +1,167 @@
+//! An app: its identity and its registries of tools, resources, templates, prompts and job kinds.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use relevo_state::{Engine, JobRunner, Worker};
+
+use crate::pages::Pages;
+use crate::tasks::{TOOL_TASK_KIND, ToolTaskRunner};
+
+use serde_json::{Value, json};
+
+use super::{Prompt, Resource, ResourceTemplate, Tool, owned};
+
+/// Who may reach the jobs of one kind through `tasks/get` (`read`) and `tasks/update` /
+/// `tasks/cancel` (`write`). A kind the app does not declare is not reachable through them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskAccess {
+    pub read: Vec<String>,
+    pub write: Vec<String>,
+}
+
+/// An app: its identity and its registries, each kept sorted by its unique key so every list
+/// and every page is deterministic.
+#[derive(Clone)]
+pub struct App {
+    pub name: String,
+    pub version: String,
+    pub instructions: Option<String>,
+    tools: BTreeMap<String, Tool>,
+    resources: BTreeMap<String, Resource>,
+    templates: BTreeMap<String, ResourceTemplate>,
+    prompts: BTreeMap<String, Prompt>,
+    task_kinds: BTreeMap<String, TaskAccess>,
+    job_runners: BTreeMap<String, Arc<dyn JobRunner>>,
+    pages: Option<Arc<dyn Pages>>,
+}
+
+impl App {
+    pub fn new(name: &str, version: &str) -> Self {
+        App {
+            name: name.into(),
+            version: version.into(),
+            instructions: None,
+            tools: BTreeMap::new(),
+            resources: BTreeMap::new(),
+            templates: BTreeMap::new(),
+            prompts: BTreeMap::new(),
+            task_kinds: BTreeMap::new(),
+            job_runners: BTreeMap::new(),
+            pages: None,
+        }
+    }
+
+    pub fn instructions(mut self, text: &str) -> Self {
+        self.instructions = Some(text.into());
+        self
+    }
+
+    pub fn tool(mut self, tool: Tool) -> Self {
+        self.tools.insert(tool.name.clone(), tool);
+        self
+    }
+
+    pub fn resource(mut self, resource: Resource) -> Self {
+        self.resources.insert(resource.uri.clone(), resource);
+        self
+    }
+
+    pub fn template(mut self, template: ResourceTemplate) -> Self {
+        self.templates.insert(template.uri_template.clone(), template);
+        self
+    }
+
+    pub fn prompt(mut self, prompt: Prompt) -> Self {
+        self.prompts.insert(prompt.name.clone(), prompt);
+        self
+    }
+
+    pub fn tools(&self) -> impl Iterator<Item = &Tool> {
+        self.tools.values()
+    }
+
+    pub fn find_tool(&self, name: &str) -> Option<&Tool> {
+        self.tools.get(name)
+    }
+
+    pub fn resources(&self) -> impl Iterator<Item = &Resource> {
+        self.resources.values()
+    }
+
+    pub fn find_resource(&self, uri: &str) -> Option<&Resource> {
+        self.resources.get(uri)
+    }
+
+    pub fn templates(&self) -> impl Iterator<Item = &ResourceTemplate> {
+        self.templates.values()
+    }
+
+    /// Makes jobs of `kind` (started by the app's own tools) reachable as tasks, for callers
+    /// holding `read` (get) or `write` (update, cancel). Tool tasks are declared by their tool.
+    pub fn task_kind(mut self, kind: &str, read: &[&str], write: &[&str]) -> Self {
+        self.task_kinds.insert(kind.into(), TaskAccess { read: owned(read), write: owned(write) });
+        self
+    }
+
+    /// Runs the app's jobs of `kind` (started by its tools through `Ports::jobs`) in the worker.
+    pub fn job(mut self, kind: &str, runner: Arc<dyn JobRunner>) -> Self {
+        self.job_runners.insert(kind.into(), runner);
+        self
+    }
+
+    /// The app's pages beside `/mcp`, served by the local gateway and the `approvals` function.
+    pub fn pages(mut self, pages: Arc<dyn Pages>) -> Self {
+        self.pages = Some(pages);
+        self
+    }
+
+    pub fn find_pages(&self) -> Option<&Arc<dyn Pages>> {
+        self.pages.as_ref()
+    }
+
+    /// Adds the manifest resource (`relevo://manifest`, [`crate::manifest`]) describing the app
+    /// as it stands, filtered by each reader's scopes: call it last.
+    pub fn with_manifest(self) -> App {
+        crate::manifest::with_manifest(self)
+    }
+
+    /// The worker of this app: the runner of each job kind it declared, and the runner of its
+    /// tools' tasks. Built after the app, so nothing is bound later.
+    pub fn worker(self: &Arc<Self>, engine: Arc<Engine>) -> Worker {
+        let worker = Worker::new(engine).runner(TOOL_TASK_KIND, Arc::new(ToolTaskRunner::new(self.clone())));
+        self.job_runners.iter().fold(worker, |worker, (kind, runner)| worker.runner(kind, runner.clone()))
+    }
+
+    /// The declared task kinds and who may reach them.
+    pub fn task_kinds(&self) -> impl Iterator<Item = (&String, &TaskAccess)> {
+        self.task_kinds.iter()
+    }
+
+    pub fn prompts(&self) -> impl Iterator<Item = &Prompt> {
+        self.prompts.values()
+    }
+
+    pub fn find_prompt(&self, name: &str) -> Option<&Prompt> {
+        self.prompts.get(name)
+    }
+
+    /// The server capabilities this app can honour, as `server/discover` advertises them.
+    pub fn capabilities(&self) -> Value {
+        let mut capabilities = json!({});
+        if !self.tools.is_empty() {
+            capabilities["tools"] = json!({});
+        }
+        if !self.resources.is_empty() || !self.templates.is_empty() {
+            capabilities["resources"] = json!({});
+        }
+        if !self.prompts.is_empty() {
+            capabilities["prompts"] = json!({});
+        }
+        if self.tools.values().any(|t| t.streams) {
+            capabilities["logging"] = json!({});
+        }
+        capabilities["completions"] = json!({});
+        capabilities
+    }
+}

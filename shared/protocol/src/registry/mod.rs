@@ -1,0 +1,55 @@
+//! What an app author writes: tools, resources, resource templates and prompts, each a spec
+//! plus a handler. Listing needs only the specs; calling runs the handler with a [`Call`].
+//!
+//! Handlers know nothing of HTTP or AWS. They return an [`Outcome`]: a complete result, or an
+//! `input_required` asking the client for input (MRTR) with optional state that the server seals
+//! before it leaves the process. Everything a handler needs across rounds comes back in
+//! [`Call::state`], verified; nothing is kept in memory between requests.
+
+mod app;
+mod call;
+mod input;
+mod outcome;
+mod prompt;
+mod resource;
+mod template;
+mod tool;
+
+pub use app::{App, TaskAccess};
+pub use call::{Call, ClientContext};
+pub use input::{ElicitAction, ElicitAnswer, InputRequest};
+pub use outcome::Outcome;
+pub use prompt::{Prompt, PromptArgument};
+pub use resource::Resource;
+pub use template::ResourceTemplate;
+pub use tool::{CachePolicy, Tool};
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::error::McpError;
+
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+pub type Handler = Arc<dyn Fn(Call) -> BoxFuture<Result<Outcome, McpError>> + Send + Sync>;
+
+/// Wraps an async closure as a [`Handler`].
+pub fn handler<F, Fut>(f: F) -> Handler
+where
+    F: Fn(Call) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Outcome, McpError>> + Send + 'static,
+{
+    Arc::new(move |call| Box::pin(f(call)))
+}
+
+pub(crate) fn owned(scopes: &[&str]) -> Vec<String> {
+    scopes.iter().map(|s| s.to_string()).collect()
+}
+
+pub(crate) fn insert_some(target: &mut Value, key: &str, value: &Option<String>) {
+    if let Some(value) = value {
+        target[key] = json!(value);
+    }
+}

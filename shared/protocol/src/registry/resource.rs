@@ -1,0 +1,59 @@
+//! A concrete resource with a fixed URI.
+
+use serde_json::{Value, json};
+
+use super::{Handler, insert_some, owned};
+
+/// A concrete resource with a fixed URI.
+#[derive(Clone)]
+pub struct Resource {
+    pub uri: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub mime_type: Option<String>,
+    /// Per-caller content: reads carry `cacheScope: private`.
+    pub private: bool,
+    /// OAuth scopes a caller must hold to read it, list it, or subscribe to it.
+    pub scopes: Vec<String>,
+    pub handler: Handler,
+}
+
+impl Resource {
+    pub fn new(uri: &str, name: &str, mime_type: &str, handler: Handler) -> Self {
+        Resource {
+            uri: uri.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: Some(mime_type.into()),
+            private: false,
+            scopes: Vec::new(),
+            handler,
+        }
+    }
+
+    pub fn description(mut self, text: &str) -> Self {
+        self.description = Some(text.into());
+        self
+    }
+
+    /// Marks the content as per-caller: reads carry `cacheScope: private`.
+    pub fn private(mut self) -> Self {
+        self.private = true;
+        self
+    }
+
+    pub fn scopes(mut self, scopes: &[&str]) -> Self {
+        self.scopes = owned(scopes);
+        self
+    }
+
+    pub fn to_wire(&self) -> Value {
+        let mut resource = json!({ "uri": self.uri, "name": self.name });
+        insert_some(&mut resource, "title", &self.title);
+        insert_some(&mut resource, "description", &self.description);
+        insert_some(&mut resource, "mimeType", &self.mime_type);
+        resource
+    }
+}

@@ -1,0 +1,118 @@
+//! A resource template (RFC 6570 level 1) and its URI matching.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::{Handler, insert_some, owned};
+use crate::wire::JsonObject;
+
+/// A family of resources named by an RFC 6570 level-1 template such as `test://template/{id}/data`.
+#[derive(Clone)]
+pub struct ResourceTemplate {
+    pub uri_template: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub mime_type: Option<String>,
+    /// Completion candidates per template variable.
+    pub completions: BTreeMap<String, Vec<String>>,
+    /// Per-caller content: reads carry `cacheScope: private`.
+    pub private: bool,
+    /// OAuth scopes a caller must hold to read, list, complete or subscribe to its resources.
+    pub scopes: Vec<String>,
+    pub handler: Handler,
+}
+
+impl ResourceTemplate {
+    pub fn new(uri_template: &str, name: &str, mime_type: &str, handler: Handler) -> Self {
+        ResourceTemplate {
+            uri_template: uri_template.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: Some(mime_type.into()),
+            completions: BTreeMap::new(),
+            private: false,
+            scopes: Vec::new(),
+            handler,
+        }
+    }
+
+    pub fn scopes(mut self, scopes: &[&str]) -> Self {
+        self.scopes = owned(scopes);
+        self
+    }
+
+    pub fn description(mut self, text: &str) -> Self {
+        self.description = Some(text.into());
+        self
+    }
+
+    /// Marks the content as per-caller: reads carry `cacheScope: private`.
+    pub fn private(mut self) -> Self {
+        self.private = true;
+        self
+    }
+
+    /// Variables bound by matching `uri` against the template, or `None` if it does not match.
+    /// A variable matches one or more characters other than `/`.
+    pub fn match_uri(&self, uri: &str) -> Option<JsonObject> {
+        let mut variables = JsonObject::new();
+        let mut rest = uri;
+        let mut template = self.uri_template.as_str();
+        while !template.is_empty() {
+            if let Some(after_brace) = template.strip_prefix('{') {
+                let (name, after) = after_brace.split_once('}')?;
+                let literal_end = after.find('{').unwrap_or(after.len());
+                let next_literal = &after[..literal_end];
+                let end = if next_literal.is_empty() { rest.len() } else { rest.find(next_literal)? };
+                let value = &rest[..end];
+                if value.is_empty() || value.contains('/') {
+                    return None;
+                }
+                variables.insert(name.to_string(), json!(value));
+                rest = &rest[end..];
+                template = after;
+            } else {
+                let literal_end = template.find('{').unwrap_or(template.len());
+                rest = rest.strip_prefix(&template[..literal_end])?;
+                template = &template[literal_end..];
+            }
+        }
+        rest.is_empty().then_some(variables)
+    }
+
+    pub fn to_wire(&self) -> Value {
+        let mut template = json!({ "uriTemplate": self.uri_template, "name": self.name });
+        insert_some(&mut template, "title", &self.title);
+        insert_some(&mut template, "description", &self.description);
+        insert_some(&mut template, "mimeType", &self.mime_type);
+        template
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{Outcome, handler};
+    use serde_json::json;
+
+    fn noop() -> Handler {
+        handler(|_| async { Ok(Outcome::Complete(JsonObject::new())) })
+    }
+
+    #[test]
+    fn template_binds_variables_and_rejects_other_uris() {
+        let template = ResourceTemplate::new("test://template/{id}/data", "t", "application/json", noop());
+        assert_eq!(
+            template.match_uri("test://template/42/data"),
+            Some(json!({"id": "42"}).as_object().cloned().unwrap())
+        );
+        assert_eq!(template.match_uri("test://template//data"), None);
+        assert_eq!(template.match_uri("test://template/4/2/data"), None);
+        assert_eq!(template.match_uri("test://template/42/datum"), None);
+        let trailing = ResourceTemplate::new("file:///{path}", "t", "text/plain", noop());
+        assert_eq!(trailing.match_uri("file:///a.txt"), Some(json!({"path": "a.txt"}).as_object().cloned().unwrap()));
+    }
+}

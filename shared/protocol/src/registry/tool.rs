@@ -1,0 +1,189 @@
+//! A tool: the spec `tools/list` shows verbatim, its declared policy, and its handler.
+
+use serde_json::{Value, json};
+
+use super::{Handler, owned};
+use crate::wire::{JsonObject, ToolAnnotations};
+
+/// A tool: its spec is listed verbatim; its handler runs on `tools/call`.
+#[derive(Clone)]
+pub struct Tool {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: String,
+    /// Kept verbatim: every JSON Schema 2020-12 keyword survives listing.
+    pub input_schema: JsonObject,
+    pub output_schema: Option<JsonObject>,
+    pub annotations: Option<ToolAnnotations>,
+    /// Client capabilities the tool cannot run without (`-32021` when missing).
+    pub required_capabilities: Option<Value>,
+    /// OAuth scopes a caller must hold to call the tool (403 `insufficient_scope` otherwise);
+    /// callers without them do not see it in `tools/list`.
+    pub scopes: Vec<String>,
+    /// The tool sends progress or log notifications, so the response may be an SSE stream.
+    pub streams: bool,
+    /// How clients may cache this tool's results (stated in the description `tools/list` shows).
+    pub cache: CachePolicy,
+    /// Read domains (dot-glob patterns) a successful call invalidates; announced in a
+    /// `<cache_invalidation …/>` tag as the first content block of the result.
+    pub invalidates: Vec<String>,
+    /// Whether calls run as tasks (Tasks extension).
+    pub task_support: crate::tasks::TaskSupport,
+    /// For task tools: runs synchronously before the task is created, so any input the task needs
+    /// is gathered by MRTR first; its `Complete` outcome lets the task start.
+    pub gather: Option<Handler>,
+    /// The compiled `input_schema` every call's arguments are checked against.
+    pub input_check: crate::schema::InputSchema,
+    pub handler: Handler,
+}
+
+impl Tool {
+    pub fn new(name: &str, description: &str, input_schema: Value, handler: Handler) -> Self {
+        Tool {
+            name: name.into(),
+            title: None,
+            description: description.into(),
+            input_schema: input_schema.as_object().cloned().unwrap_or_default(),
+            output_schema: None,
+            annotations: None,
+            required_capabilities: None,
+            scopes: Vec::new(),
+            streams: false,
+            cache: CachePolicy::Unstated,
+            invalidates: Vec::new(),
+            task_support: crate::tasks::TaskSupport::Forbidden,
+            gather: None,
+            input_check: crate::schema::InputSchema::default(),
+            handler,
+        }
+    }
+
+    pub fn title(mut self, title: &str) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = schema.as_object().cloned();
+        self
+    }
+
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = Some(annotations);
+        self
+    }
+
+    pub fn requires(mut self, capabilities: Value) -> Self {
+        self.required_capabilities = Some(capabilities);
+        self
+    }
+
+    pub fn scopes(mut self, scopes: &[&str]) -> Self {
+        self.scopes = owned(scopes);
+        self
+    }
+
+    /// Results never change (a catalog): `[Cache-Control: immutable]`.
+    pub fn cache_immutable(mut self) -> Self {
+        self.cache = CachePolicy::Immutable;
+        self
+    }
+
+    /// Results are per-call and must not be reused: `[Cache-Control: no-store]`.
+    pub fn cache_no_store(mut self) -> Self {
+        self.cache = CachePolicy::NoStore;
+        self
+    }
+
+    pub fn invalidates(mut self, domains: &[&str]) -> Self {
+        self.invalidates = domains.iter().map(|d| d.to_string()).collect();
+        self
+    }
+
+    pub fn tasks(mut self, support: crate::tasks::TaskSupport) -> Self {
+        self.task_support = support;
+        self
+    }
+
+    pub fn gather_before_task(mut self, gather: Handler) -> Self {
+        self.gather = Some(gather);
+        self
+    }
+
+    pub fn streaming(mut self) -> Self {
+        self.streams = true;
+        self
+    }
+
+    /// `x-mcp-header` names declared on top-level properties: (header name, argument name, type).
+    pub fn header_params(&self) -> Vec<(String, String, String)> {
+        let Some(properties) = self.input_schema.get("properties").and_then(Value::as_object) else {
+            return Vec::new();
+        };
+        properties
+            .iter()
+            .filter_map(|(arg, schema)| {
+                let header = schema.get("x-mcp-header")?.as_str()?;
+                let kind = schema.get("type").and_then(Value::as_str).unwrap_or("string");
+                Some((header.to_string(), arg.clone(), kind.to_string()))
+            })
+            .collect()
+    }
+
+    pub fn to_wire(&self) -> Value {
+        let description = match self.cache {
+            CachePolicy::Unstated => self.description.clone(),
+            CachePolicy::Immutable => format!("{} [Cache-Control: immutable]", self.description),
+            CachePolicy::NoStore => format!("{} [Cache-Control: no-store]", self.description),
+        };
+        let mut tool = json!({
+            "name": self.name,
+            "description": description,
+            "inputSchema": self.input_schema,
+        });
+        if let Some(title) = &self.title {
+            tool["title"] = json!(title);
+        }
+        if let Some(schema) = &self.output_schema {
+            tool["outputSchema"] = json!(schema);
+        }
+        if let Some(annotations) = &self.annotations {
+            tool["annotations"] = serde_json::to_value(annotations).unwrap_or(Value::Null);
+        }
+        tool
+    }
+}
+
+/// A tool's declared cache policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CachePolicy {
+    #[default]
+    Unstated,
+    Immutable,
+    NoStore,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{Outcome, handler};
+    use serde_json::json;
+
+    fn noop() -> Handler {
+        handler(|_| async { Ok(Outcome::Complete(JsonObject::new())) })
+    }
+
+    #[test]
+    fn header_params_come_from_top_level_properties_only() {
+        let tool = Tool::new(
+            "t",
+            "d",
+            json!({"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+                "nested": {"type": "object", "properties": {"x": {"type": "string", "x-mcp-header": "X"}}}
+            }}),
+            noop(),
+        );
+        assert_eq!(tool.header_params(), vec![("Region".into(), "region".into(), "string".into())]);
+    }
+}

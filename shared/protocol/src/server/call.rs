@@ -1,0 +1,388 @@
+//! The methods that run app handlers — `tools/call`, `prompts/get`, `resources/read` — from the
+//! validated request to the reply: argument checks, the multi-round `input_required` exchange
+//! with its sealed `requestState`, task creation for task-capable tools, and one SSE stream for a
+//! handler that notifies.
+//!
+//! Invariants:
+//! - A `requestState` is sealed ([`crate::seal`]) and bound to the caller (tenant and subject),
+//!   the method, its target and a digest of the arguments; state sealed for anything else, or
+//!   tampered with, is refused — before an invalid-arguments answer, so a bad state never hides.
+//! - A handler runs with its panics caught and stopped at the request's [`super::Deadline`]
+//!   (a retryable error, never a late answer).
+//! - `input_required` only for methods that allow it, and only with requests the client declared
+//!   it can answer; a `resources/read` reached through it depended on this client's input and is
+//!   never shared (`ttlMs` 0, `cacheScope: private`).
+//! - A task is created only by `tools/call`, only with the Tasks extension offered and declared.
+//! - A 2026-07-28 call runs its handler once per request; a 2025-11-25 call may re-run it with
+//!   its client's answers on the same stream (`legacy_sessions`).
+
+use std::panic::AssertUnwindSafe;
+
+use bytes::Bytes;
+use futures_util::FutureExt;
+use http::HeaderValue;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::dispatch::string_param;
+use super::reply::{cacheable, sse_frame, sse_reply};
+use super::{McpServer, RESULT_TYPE_HEADER, Reply};
+use crate::auth::Principal;
+use crate::error::McpError;
+use crate::ladder::ValidRequest;
+use crate::method::Method;
+use crate::notify::Notifier;
+use crate::registry::{Call, Handler, Outcome};
+use crate::tasks::{self, TaskSupport};
+use crate::wire::{self, JsonObject};
+use relevo_state::canonical_object_digest;
+
+const REQUEST_STATE_DOMAIN: &str = "request-state";
+
+/// What one round of a handler call is bound to, and how its result may be cached.
+struct Round {
+    /// Method, target and arguments digest a `requestState` is bound to.
+    binding: Value,
+    now: u64,
+    /// The request carried `inputResponses` or `requestState`.
+    retry: bool,
+    /// The content is per-caller.
+    private: bool,
+}
+
+impl McpServer {
+    /// `tools/call`, `prompts/get`, `resources/read`: the methods that run app handlers and may
+    /// answer `input_required`.
+    pub(super) async fn call(&self, request: ValidRequest, principal: Principal, now: u64) -> Result<Reply, McpError> {
+        let params = &request.params;
+        let mut task_tool = None;
+        let mut invalidation: Option<(String, String)> = None;
+        let mut invalid = None;
+        let (handler, arguments, uri, streams, private) = match request.method {
+            Method::ToolsCall => {
+                // A caller without the tool's scopes gets 403 insufficient_scope, so a client can
+                // step up; scope names are public (protected-resource metadata lists them).
+                let tool = self.callable_tool(&principal, string_param(params, "name")?)?;
+                let arguments = match params.get("arguments") {
+                    None | Some(Value::Null) => JsonObject::new(),
+                    Some(Value::Object(a)) => a.clone(),
+                    Some(_) => return Err(McpError::invalid_params("params.arguments must be an object")),
+                };
+                let checked =
+                    tool.input_check.check(&tool.name, &tool.input_schema, &arguments, self.config.max_argument_bytes);
+                match checked {
+                    Ok(()) => {}
+                    Err(crate::schema::Refusal::Bound(error)) => return Err(error),
+                    // Answered after the requestState is checked: a tampered state is refused first.
+                    Err(crate::schema::Refusal::Invalid { message, .. }) => invalid = Some(message),
+                }
+                if let Some(required) = &tool.required_capabilities {
+                    let missing = missing_capabilities(required, &request.client.capabilities);
+                    if !missing.is_empty() {
+                        return Err(McpError::missing_capability(Value::Object(missing)));
+                    }
+                }
+                invalidation = (!tool.invalidates.is_empty()).then(|| (tool.name.clone(), tool.invalidates.join(" ")));
+                if tool.task_support != TaskSupport::Forbidden {
+                    task_tool = Some((tool.name.clone(), tool.task_support, tool.gather.clone()));
+                }
+                (tool.handler.clone(), arguments, None, tool.streams, false)
+            }
+            Method::PromptsGet => {
+                let prompt = self.gettable_prompt(&principal, string_param(params, "name")?)?;
+                let arguments = match params.get("arguments") {
+                    None | Some(Value::Null) => JsonObject::new(),
+                    Some(Value::Object(a)) if a.values().all(Value::is_string) => a.clone(),
+                    Some(_) => return Err(McpError::invalid_params("prompt arguments must be an object of strings")),
+                };
+                if let Some(missing) = prompt.arguments.iter().find(|a| a.required && !arguments.contains_key(&a.name))
+                {
+                    return Err(McpError::invalid_params(format!("Missing required argument: {}", missing.name)));
+                }
+                (prompt.handler.clone(), arguments, None, false, false)
+            }
+            _ => {
+                let uri = string_param(params, "uri")?;
+                let readable = self.readable(&principal, uri)?;
+                (readable.handler, readable.arguments, Some(uri.to_string()), false, readable.private)
+            }
+        };
+
+        let input_responses = match params.get("inputResponses") {
+            None | Some(Value::Null) => JsonObject::new(),
+            Some(Value::Object(responses)) if responses.values().all(Value::is_object) => responses.clone(),
+            Some(_) => return Err(McpError::invalid_params("inputResponses must map each key to a result object")),
+        };
+        let binding = self.state_binding(&request, &principal, &arguments);
+        let state = match params.get("requestState") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(token)) => Some(self.open_state(token, &binding, now)?),
+            Some(_) => return Err(invalid_state("requestState must be a string")),
+        };
+        if let Some(message) = invalid {
+            // No structuredContent: it would have to conform to the tool's outputSchema.
+            let result = wire::CallToolResult::error(vec![wire::ContentBlock::text(message)]);
+            return Ok(self.result_reply(&request, wire::to_object(&result), "complete"));
+        }
+        let round = Round { binding, now, retry: state.is_some() || !input_responses.is_empty(), private };
+
+        let notifier = Notifier::silent().with_events(self.events.clone(), &principal.tenant, &principal.subject);
+        let call = Call { arguments, uri, input_responses, state, client: request.client.clone(), principal, notifier };
+
+        if let Some((name, support, gather)) = task_tool {
+            match (&self.tasks, request.client.declares_tasks()) {
+                (Some(engine), true) => {
+                    if let Some(gather) = gather {
+                        match run_handler(&gather, call.clone(), request.deadline).await? {
+                            Outcome::Complete(_) => {}
+                            asking => {
+                                let (result, result_type) = self.finish(&request, asking, &round)?;
+                                return Ok(self.result_reply(&request, result, result_type));
+                            }
+                        }
+                    }
+                    let input = tasks::tool_task_input(&name, &call);
+                    let job = engine
+                        .start(&call.principal.tenant, &call.principal.subject, tasks::TOOL_TASK_KIND, None, input)
+                        .await
+                        .map_err(|error| match error {
+                            relevo_state::StartError::Store(error) => crate::error::store_failure("task")(error),
+                            relevo_state::StartError::LimitReached { what, max } => {
+                                McpError::LimitReached { what, max }
+                            }
+                            other => {
+                                tracing::error!(error = %other, "could not create the task");
+                                McpError::Internal
+                            }
+                        })?;
+                    let (result, result_type) = self.finish(&request, Outcome::TaskCreated(Box::new(job)), &round)?;
+                    return Ok(self.result_reply(&request, result, result_type));
+                }
+                _ if support == TaskSupport::Required => return Err(tasks::tasks_required()),
+                _ => {}
+            }
+        }
+
+        let wants_stream = request.progress_token.is_some() || request.log_level.is_some();
+        if streams && wants_stream {
+            return Ok(self.stream_call(request, handler, call, round, None, invalidation));
+        }
+        // A legacy call may be re-run with the client's answers; a modern one runs once.
+        let legacy_call = request.is_legacy().then(|| call.clone());
+        let outcome = run_handler(&handler, call, request.deadline).await?;
+        if let Outcome::InputRequired { requests, .. } = &outcome
+            && let Some(call) = legacy_call
+        {
+            // A legacy client is asked on this request's stream, unless it cannot be.
+            if let Some(refusal) = self.legacy_input_refusal(&request, requests) {
+                let (result, result_type) = self.finish(&request, refusal?, &round)?;
+                return Ok(self.result_reply(&request, result, result_type));
+            }
+            return Ok(self.stream_call(request, handler, call, round, Some(outcome), invalidation));
+        }
+        let outcome = with_invalidation(outcome, invalidation.as_ref());
+        let (result, result_type) = self.finish(&request, outcome, &round)?;
+        Ok(self.result_reply(&request, result, result_type))
+    }
+
+    /// What a requestState is bound to: the caller (tenant and subject), the method, its target
+    /// and a digest of the arguments. State sealed for anything else is refused.
+    fn state_binding(&self, request: &ValidRequest, principal: &Principal, arguments: &JsonObject) -> Value {
+        json!({
+            "tn": principal.tenant,
+            "sb": principal.subject,
+            "m": request.method.as_str(),
+            "t": request.target().unwrap_or_default(),
+            "a": canonical_object_digest(arguments),
+        })
+    }
+
+    fn open_state(&self, token: &str, binding: &Value, now: u64) -> Result<Value, McpError> {
+        let payload = self.keys.open(REQUEST_STATE_DOMAIN, token, now).map_err(|e| invalid_state(&e.to_string()))?;
+        if payload.get("b") != Some(binding) {
+            return Err(invalid_state("requestState belongs to another request"));
+        }
+        Ok(payload.get("s").cloned().unwrap_or(Value::Null))
+    }
+
+    /// Turns an outcome into the result object and its `resultType`.
+    fn finish(
+        &self,
+        request: &ValidRequest,
+        outcome: Outcome,
+        round: &Round,
+    ) -> Result<(JsonObject, &'static str), McpError> {
+        match outcome {
+            Outcome::Complete(result) => {
+                let result = if request.method == Method::ResourcesRead {
+                    // A read reached through MRTR depended on this client's input: never shared.
+                    let ttl = if round.retry { 0 } else { self.config.read_ttl_ms };
+                    let mut result = cacheable(result, ttl);
+                    if round.retry || round.private {
+                        result.insert("cacheScope".into(), json!("private"));
+                    }
+                    result
+                } else {
+                    result
+                };
+                Ok((result, "complete"))
+            }
+            Outcome::TaskCreated(job) => {
+                if request.method != Method::ToolsCall || self.tasks.is_none() {
+                    tracing::error!("a task was created outside tools/call or without the Tasks extension");
+                    return Err(McpError::Internal);
+                }
+                Ok((tasks::task_fields(&job), "task"))
+            }
+            Outcome::InputRequired { requests, state } => {
+                if !request.method.allows_input_required() {
+                    return Err(McpError::Internal);
+                }
+                if requests.is_empty() && state.is_none() {
+                    tracing::error!("handler returned input_required with neither requests nor state");
+                    return Err(McpError::Internal);
+                }
+                let mut input_requests = JsonObject::new();
+                for (key, input) in &requests {
+                    if !request.client.can_answer(input) {
+                        return Err(McpError::missing_capability(input.required_capability()));
+                    }
+                    input_requests.insert(key.clone(), input.to_wire());
+                }
+                let mut result = JsonObject::new();
+                if !input_requests.is_empty() {
+                    result.insert("inputRequests".into(), Value::Object(input_requests));
+                }
+                if let Some(state) = state {
+                    let sealed = self.keys.seal(
+                        REQUEST_STATE_DOMAIN,
+                        &json!({ "b": round.binding, "s": state }),
+                        round.now + self.config.request_state_ttl_secs,
+                    );
+                    result.insert("requestState".into(), json!(sealed));
+                }
+                Ok((result, "input_required"))
+            }
+        }
+    }
+
+    /// Runs a notifying handler with its notifications and final response on one SSE stream.
+    /// `first` is an outcome the handler already returned (a legacy call that asks for input);
+    /// legacy calls carry their server-to-client requests on the same stream.
+    fn stream_call(
+        &self,
+        request: ValidRequest,
+        handler: Handler,
+        mut call: Call,
+        round: Round,
+        first: Option<Outcome>,
+        invalidation: Option<(String, String)>,
+    ) -> Reply {
+        let (frames_tx, frames_rx) = mpsc::unbounded_channel::<Bytes>();
+        let (notes_tx, mut notes_rx) = mpsc::unbounded_channel::<Value>();
+        call.notifier = Notifier::streaming(notes_tx, request.progress_token.clone(), request.log_level.as_deref())
+            .with_events(self.events.clone(), &call.principal.tenant, &call.principal.subject);
+        let server = self.clone();
+        let requests_tx = frames_tx.clone();
+        tokio::spawn(async move {
+            let work = async {
+                let outcome = match first {
+                    Some(outcome) => outcome,
+                    None => run_handler(&handler, call.clone(), request.deadline).await?,
+                };
+                let outcome = server.legacy_rounds(&request, &handler, call, outcome, &requests_tx).await?;
+                Ok::<_, McpError>(with_invalidation(outcome, invalidation.as_ref()))
+            };
+            tokio::pin!(work);
+            let outcome = loop {
+                tokio::select! {
+                    biased;
+                    Some(note) = notes_rx.recv() => {
+                        if frames_tx.send(sse_frame(&note)).is_err() {
+                            return; // the client closed the stream: cancelled
+                        }
+                    }
+                    outcome = &mut work => break outcome,
+                }
+            };
+            while let Ok(note) = notes_rx.try_recv() {
+                let _ = frames_tx.send(sse_frame(&note));
+            }
+            let message = match outcome.and_then(|o| server.finish(&request, o, &round)) {
+                Ok((result, result_type)) => server.decorate(&request, result, result_type),
+                Err(error) if request.is_legacy() => error.to_legacy_response(Some(&request.id)),
+                Err(error) => error.to_response(Some(&request.id)),
+            };
+            let _ = frames_tx.send(sse_frame(&message));
+        });
+        let mut reply = sse_reply(frames_rx, self.keepalive());
+        reply.headers_mut().insert(RESULT_TYPE_HEADER, HeaderValue::from_static("stream"));
+        reply
+    }
+}
+
+/// Runs a handler, catching a panic, stopped at `deadline` (its in-flight store calls dropped).
+pub(super) async fn run_handler(
+    handler: &Handler,
+    call: Call,
+    deadline: Option<tokio::time::Instant>,
+) -> Result<Outcome, McpError> {
+    let run = AssertUnwindSafe(handler(call)).catch_unwind();
+    let outcome = match deadline {
+        Some(at) => match tokio::time::timeout_at(at, run).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                tracing::warn!(cause = "deadline", "the handler ran out of time: answered retryable");
+                return Err(McpError::Retryable(crate::Retry::Deadline));
+            }
+        },
+        None => run.await,
+    };
+    match outcome {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            tracing::error!("handler panicked");
+            Err(McpError::Internal)
+        }
+    }
+}
+
+fn with_invalidation(outcome: Outcome, invalidation: Option<&(String, String)>) -> Outcome {
+    match (outcome, invalidation) {
+        (Outcome::Complete(result), Some((cause, domains))) => {
+            Outcome::Complete(announce_invalidation(result, cause, domains))
+        }
+        (outcome, _) => outcome,
+    }
+}
+
+/// Prepends `<cache_invalidation cause="…" domains="…"/>` to a successful result's content.
+fn announce_invalidation(mut result: JsonObject, cause: &str, domains: &str) -> JsonObject {
+    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        return result;
+    }
+    let tag =
+        json!({ "type": "text", "text": format!("<cache_invalidation cause=\"{cause}\" domains=\"{domains}\"/>") });
+    match result.get_mut("content") {
+        Some(Value::Array(content)) => content.insert(0, tag),
+        _ => {
+            result.insert("content".into(), json!([tag]));
+        }
+    }
+    result
+}
+
+fn invalid_state(reason: &str) -> McpError {
+    McpError::invalid_params_with(
+        "Invalid or expired requestState",
+        json!({ "reason": "invalid_request_state", "detail": reason }),
+    )
+}
+
+/// Capabilities in `required` (top-level keys) that the client did not declare.
+fn missing_capabilities(required: &Value, declared: &JsonObject) -> JsonObject {
+    required
+        .as_object()
+        .map(|r| r.iter().filter(|(k, _)| !declared.contains_key(*k)).map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default()
+}

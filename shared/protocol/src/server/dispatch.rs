@@ -1,0 +1,167 @@
+//! One validated request to its method: the match that picks what serves each method, and the
+//! methods answered here (`server/discover`, the lists, `completion/complete`, `tasks/*`).
+//! Handler-running methods go on to `call`, `subscriptions/listen` to `listen`.
+//!
+//! Both wires come through here: a 2026-07-28 request from [`McpServer::handle`], and a
+//! 2025-11-25 session's request of a shared method from `legacy_sessions`, so a method
+//! behaves the same whichever revision asked.
+//!
+//! Invariants:
+//! - Every surface is reached through `guard`: lists leave out what the caller may not
+//!   reach, and a list that depends on the caller's scopes is never shared across tokens
+//!   (`cacheScope: private` unless the deployment is open).
+//! - List positions leave sealed in cursors ([`crate::cursor`]); nothing is kept between pages.
+//! - `tasks/*` reach the caller's own tasks only: another principal's task id, or a job kind not
+//!   reachable as a task, answers "Unknown task". Without the Tasks extension they are not found.
+
+use serde_json::{Value, json};
+
+use super::guard::{self, TaskUse};
+use super::reply::cacheable;
+use super::{McpServer, Reply};
+use crate::auth::Principal;
+use crate::cursor;
+use crate::error::McpError;
+use crate::ladder::ValidRequest;
+use crate::method::Method;
+use crate::tasks;
+use crate::wire::JsonObject;
+use relevo_state::JobRef;
+
+impl McpServer {
+    pub(super) async fn dispatch(&self, request: ValidRequest, principal: Principal) -> Result<Reply, McpError> {
+        let now = self.clock.now_unix();
+        let cursor = || -> Result<Option<String>, McpError> {
+            match request.params.get("cursor") {
+                None => Ok(None),
+                Some(Value::String(c)) => Ok(Some(c.clone())),
+                Some(_) => Err(McpError::invalid_params("Invalid cursor")),
+            }
+        };
+        let list = |key: &str, items: Vec<Value>| -> Result<JsonObject, McpError> {
+            let (page, next) = cursor::page(&self.keys, key, items, cursor()?.as_deref(), self.config.page_size, now)?;
+            let mut result = JsonObject::new();
+            result.insert(key.into(), Value::Array(page));
+            if let Some(next) = next {
+                result.insert("nextCursor".into(), json!(next));
+            }
+            Ok(result)
+        };
+        let app = &self.app;
+        let result = match request.method {
+            Method::Discover => {
+                let mut result = JsonObject::new();
+                result.insert("supportedVersions".into(), json!(self.supported_versions()));
+                let mut capabilities = app.capabilities();
+                if self.tasks.is_some() {
+                    capabilities["extensions"] = json!({ tasks::EXTENSION: {} });
+                }
+                result.insert("capabilities".into(), capabilities);
+                if let Some(instructions) = &app.instructions {
+                    result.insert("instructions".into(), json!(instructions));
+                }
+                cacheable(result, self.config.list_ttl_ms)
+            }
+            Method::ToolsList => {
+                let items = app.tools().filter(|t| guard::visible(&principal, &t.scopes)).map(|t| t.to_wire());
+                self.per_caller(list("tools", items.collect())?)
+            }
+            Method::ResourcesList => {
+                let items = app.resources().filter(|r| guard::visible(&principal, &r.scopes)).map(|r| r.to_wire());
+                self.per_caller(list("resources", items.collect())?)
+            }
+            Method::ResourcesTemplatesList => {
+                let items = app.templates().filter(|t| guard::visible(&principal, &t.scopes)).map(|t| t.to_wire());
+                self.per_caller(list("resourceTemplates", items.collect())?)
+            }
+            Method::PromptsList => {
+                let items = app.prompts().filter(|p| guard::visible(&principal, &p.scopes)).map(|p| p.to_wire());
+                self.per_caller(list("prompts", items.collect())?)
+            }
+            Method::Complete => self.complete(&request.params, &principal)?,
+            Method::SubscriptionsListen => return self.listen(&request, &principal).await,
+            Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead => {
+                return self.call(request, principal, now).await;
+            }
+            Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => {
+                return self.task_method(&request, &principal).await;
+            }
+        };
+        Ok(self.result_reply(&request, result, "complete"))
+    }
+
+    /// A list result for this caller: cacheable, but never shared across tokens when the list
+    /// depends on the caller's scopes.
+    fn per_caller(&self, result: JsonObject) -> JsonObject {
+        let mut result = cacheable(result, self.config.list_ttl_ms);
+        if !self.auth.is_open() {
+            result.insert("cacheScope".into(), json!("private"));
+        }
+        result
+    }
+
+    /// `tasks/get`, `tasks/update`, `tasks/cancel`: the caller's own tasks only; another
+    /// principal's task id is an unknown task.
+    async fn task_method(&self, request: &ValidRequest, principal: &Principal) -> Result<Reply, McpError> {
+        let Some(engine) = &self.tasks else {
+            return Err(McpError::MethodNotFound(request.method.as_str().into()));
+        };
+        if !request.client.declares_tasks() {
+            return Err(tasks::tasks_required());
+        }
+        let task_id = string_param(&request.params, "taskId")?;
+        let job = JobRef { tenant: principal.tenant.clone(), subject: principal.subject.clone(), id: task_id.into() };
+        let unknown = || McpError::invalid_params_with("Unknown task", json!({ "taskId": task_id }));
+        let store_failure = crate::error::store_failure("task");
+        let usage = if request.method == Method::TasksGet { TaskUse::Read } else { TaskUse::Write };
+        let found = engine.store.get_job(&job).await.map_err(&store_failure)?.ok_or_else(unknown)?;
+        if !self.reachable_task(principal, &found, usage)? {
+            return Err(unknown());
+        }
+        let result = match request.method {
+            Method::TasksGet => tasks::detailed_task(&found),
+            Method::TasksUpdate => {
+                let Some(Value::Object(responses)) = request.params.get("inputResponses") else {
+                    return Err(McpError::invalid_params("params.inputResponses must be an object"));
+                };
+                engine.provide_input(&job, responses).await.map_err(&store_failure)?.ok_or_else(unknown)?;
+                JsonObject::new()
+            }
+            _ => {
+                engine.cancel(&job).await.map_err(&store_failure)?.ok_or_else(unknown)?;
+                JsonObject::new()
+            }
+        };
+        Ok(self.result_reply(request, result, "complete"))
+    }
+
+    fn complete(&self, params: &JsonObject, principal: &Principal) -> Result<JsonObject, McpError> {
+        let reference = params
+            .get("ref")
+            .and_then(Value::as_object)
+            .ok_or_else(|| McpError::invalid_params("params.ref is required"))?;
+        let argument = params
+            .get("argument")
+            .and_then(Value::as_object)
+            .ok_or_else(|| McpError::invalid_params("params.argument is required"))?;
+        let (Some(arg_name), Some(prefix)) =
+            (argument.get("name").and_then(Value::as_str), argument.get("value").and_then(Value::as_str))
+        else {
+            return Err(McpError::invalid_params("argument.name and argument.value must be strings"));
+        };
+        let candidates = self.completable(principal, reference, arg_name)?;
+        let matching: Vec<String> = candidates.into_iter().filter(|c| c.starts_with(prefix)).collect();
+        let total = matching.len();
+        let values: Vec<String> = matching.into_iter().take(100).collect();
+        let mut result = JsonObject::new();
+        result.insert("completion".into(), json!({ "values": values, "total": total, "hasMore": total > 100 }));
+        Ok(result)
+    }
+}
+
+pub(super) fn string_param<'a>(params: &'a JsonObject, key: &str) -> Result<&'a str, McpError> {
+    params
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| McpError::invalid_params(format!("params.{key} must be a string")))
+}
