@@ -349,7 +349,7 @@ fn every_tool_schema_of_every_app_compiles() {
     let ports = relevo_protocol::Ports::new(Some(store));
     for app in [relevo_app::demo::app(&ports), relevo_conformance::app()] {
         for tool in app.tools() {
-            assert_eq!(tool.input_check.problem(&tool.input_schema), None, "{}", tool.name);
+            assert_eq!(tool.input_check.problem(tool.input_schema()), None, "{}", tool.name);
         }
     }
 }

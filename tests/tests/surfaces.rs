@@ -298,7 +298,7 @@ async fn the_manifest_describes_only_what_its_reader_may_reach() {
     assert_eq!(names(&full, "tools", "name"), shop.app.tools().map(|t| t.name.clone()).collect());
     for tool in shop.app.tools() {
         let entry = full["tools"].as_array().unwrap().iter().find(|e| e["name"] == tool.name.as_str()).unwrap();
-        assert_eq!(entry["inputSchema"], Value::Object(tool.input_schema.clone()), "{}", tool.name);
+        assert_eq!(entry["inputSchema"], Value::Object(tool.input_schema().clone()), "{}", tool.name);
         assert_eq!(entry["scopes"], json!(tool.scopes), "{}", tool.name);
         assert_eq!(entry["invalidates"], json!(tool.invalidates), "{}", tool.name);
     }

@@ -110,5 +110,28 @@ fn state_binding(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, handle, seal, state_binding);
+/// What a function's cold start spends on the app: the example app built over a store and jobs,
+/// as the per-method functions build it (19 tools whose schemas are derived from their types,
+/// their resources and prompts, the manifest).
+fn build_app(c: &mut Criterion) {
+    let sqlite = relevo_embedded::SqliteStore::in_memory().expect("an in-memory store");
+    let queue = relevo_embedded::SqliteQueue::new(sqlite.clone(), 5);
+    let engine = relevo_state::Engine::new(
+        Arc::new(sqlite.clone()),
+        Arc::new(queue),
+        Arc::new(relevo_state::SystemClock),
+        Arc::new(relevo_state::RandomIds),
+        relevo_state::EngineConfig::default(),
+    );
+    let ports = Ports::new(Some(Arc::new(sqlite))).with_jobs(Arc::new(engine));
+    assert_eq!(relevo_app::app(&ports).tools().count(), 19, "every tool of the shop");
+    let mut group = c.benchmark_group("inprocess");
+    group.bench_function("build_shop_app", |b| b.iter(|| relevo_app::app(&ports)));
+    group.bench_function("derive_cart_view_schema", |b| {
+        b.iter(relevo_protocol::author::schema::tool_schema::<relevo_app::shop::CartView>)
+    });
+    group.finish();
+}
+
+criterion_group!(benches, handle, seal, state_binding, build_app);
 criterion_main!(benches);

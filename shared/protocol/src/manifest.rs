@@ -7,6 +7,8 @@
 //! reach it, so two principals read the manifest that is theirs (and a surface's existence does
 //! not leak to a caller who may not use it). The manifest itself needs no scope.
 
+use std::sync::{Arc, OnceLock};
+
 use serde_json::{Value, json};
 
 use crate::auth::Principal;
@@ -22,16 +24,18 @@ struct Entry {
     description: Value,
 }
 
-/// `app` with its manifest resource added (the app as it stands: add it last).
+/// `app` with its manifest resource added (the app as it stands: add it last). The description
+/// is made on the first read, not at start: a cold start derives no schema it does not serve.
 pub fn with_manifest(app: App) -> App {
-    let entries = describe(&app);
-    let (name, version) = (app.name.clone(), app.version.clone());
+    let described = Arc::new(app.clone());
+    let entries: Arc<OnceLock<Vec<Entry>>> = Arc::new(OnceLock::new());
     let resource = Resource::new(
         MANIFEST_URI,
         "manifest",
         "application/json",
         handler(move |call| {
-            let manifest = manifest_for(&call.principal, &name, &version, &entries);
+            let entries = entries.get_or_init(|| describe(&described));
+            let manifest = manifest_for(&call.principal, &described.name, &described.version, entries);
             async move { Ok(Outcome::contents(vec![ResourceContents::text(manifest.to_string(), MANIFEST_URI)])) }
         }),
     )

@@ -34,8 +34,8 @@
 //!
 //! let app = App::new("hello", "1.0.0").tool(Tool::typed("greet", "Greets a person by name.", greet));
 //! let tool = app.find_tool("greet").unwrap();
-//! assert_eq!(tool.input_schema["required"], serde_json::json!(["name"]));
-//! assert_eq!(tool.output_schema.as_ref().unwrap()["properties"]["greeting"]["type"], "string");
+//! assert_eq!(tool.input_schema()["required"], serde_json::json!(["name"]));
+//! assert_eq!(tool.output_schema().unwrap()["properties"]["greeting"]["type"], "string");
 //! ```
 
 mod context;

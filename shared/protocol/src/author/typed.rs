@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::context::ToolContext;
 use super::error::ToolError;
 use super::schema::tool_schema;
-use crate::registry::{Call, Outcome, Prompt, PromptArgument, Resource, ResourceTemplate, Tool, handler};
+use crate::registry::{Call, Outcome, Prompt, PromptArgument, Resource, ResourceTemplate, Schema, Tool, handler};
 use crate::wire::{CallToolResult, ContentBlock, GetPromptResult, JsonObject, ResourceContents};
 
 /// Arguments of a tool that takes none: `{"type": "object", "additionalProperties": false}`.
@@ -34,29 +34,34 @@ impl Tool {
         F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
     {
-        let output = tool_schema::<R>();
-        let structured = output.get("type").is_some_and(|t| t == "object");
         let tool_name = name.to_string();
         let run = std::sync::Arc::new(run);
-        let tool = Tool::new(
+        // Derived on first use: a cold start pays only for the schemas its request needs.
+        let output = Schema::derived(|| {
+            Some(tool_schema::<R>()).filter(|schema| schema.get("type").is_some_and(|t| t == "object"))
+        });
+        let structured = output.clone();
+        let mut tool = Tool::new(
             name,
             description,
-            Value::Object(tool_schema::<A>()),
+            Value::Null,
             handler(move |call: Call| {
-                let (run, tool_name) = (run.clone(), tool_name.clone());
+                let (run, tool_name, structured) = (run.clone(), tool_name.clone(), structured.clone());
                 async move {
                     let args = match parse::<A>(&call.arguments) {
                         Ok(args) => args,
                         Err(error) => return Ok(Outcome::tool_error(format!("Invalid arguments: {error}"))),
                     };
                     match run(args, ToolContext::new(call)).await {
-                        Ok(result) => tool_result(&result, structured),
+                        Ok(result) => tool_result(&result, structured.get().is_some()),
                         Err(error) => error.into_tool_outcome(&tool_name),
                     }
                 }
             }),
         );
-        if structured { tool.output_schema(Value::Object(output)) } else { tool }
+        tool.input = Schema::derived(|| Some(tool_schema::<A>()));
+        tool.output = output;
+        tool
     }
 }
 

@@ -22,7 +22,7 @@ pub use outcome::Outcome;
 pub use prompt::{Prompt, PromptArgument};
 pub use resource::Resource;
 pub use template::ResourceTemplate;
-pub use tool::{CachePolicy, Tool};
+pub use tool::{CachePolicy, Schema, Tool};
 
 use std::future::Future;
 use std::pin::Pin;

@@ -1,9 +1,38 @@
 //! A tool: the spec `tools/list` shows verbatim, its declared policy, and its handler.
 
+use std::sync::{Arc, LazyLock, OnceLock};
+
 use serde_json::{Value, json};
 
 use super::{Handler, owned};
 use crate::wire::{JsonObject, ToolAnnotations};
+
+type Derive = Arc<dyn Fn() -> Option<JsonObject> + Send + Sync>;
+
+/// A tool's schema: given as JSON, or derived from a Rust type the first time it is needed, so a
+/// cold start derives only the schemas its request uses (one for a `tools/call`, none for a
+/// `resources/read`). Clones share the derived schema.
+#[derive(Clone)]
+pub struct Schema {
+    cell: Arc<OnceLock<Option<JsonObject>>>,
+    derive: Option<Derive>,
+}
+
+impl Schema {
+    pub fn given(schema: Option<JsonObject>) -> Self {
+        Schema { cell: Arc::new(OnceLock::from(schema)), derive: None }
+    }
+
+    pub fn derived(derive: impl Fn() -> Option<JsonObject> + Send + Sync + 'static) -> Self {
+        Schema { cell: Arc::new(OnceLock::new()), derive: Some(Arc::new(derive)) }
+    }
+
+    pub fn get(&self) -> Option<&JsonObject> {
+        self.cell.get_or_init(|| self.derive.as_ref().and_then(|derive| derive())).as_ref()
+    }
+}
+
+static NO_SCHEMA: LazyLock<JsonObject> = LazyLock::new(JsonObject::new);
 
 /// A tool: its spec is listed verbatim; its handler runs on `tools/call`.
 #[derive(Clone)]
@@ -12,8 +41,8 @@ pub struct Tool {
     pub title: Option<String>,
     pub description: String,
     /// Kept verbatim: every JSON Schema 2020-12 keyword survives listing.
-    pub input_schema: JsonObject,
-    pub output_schema: Option<JsonObject>,
+    pub input: Schema,
+    pub output: Schema,
     pub annotations: Option<ToolAnnotations>,
     /// Client capabilities the tool cannot run without (`-32021` when missing).
     pub required_capabilities: Option<Value>,
@@ -43,8 +72,8 @@ impl Tool {
             name: name.into(),
             title: None,
             description: description.into(),
-            input_schema: input_schema.as_object().cloned().unwrap_or_default(),
-            output_schema: None,
+            input: Schema::given(Some(input_schema.as_object().cloned().unwrap_or_default())),
+            output: Schema::given(None),
             annotations: None,
             required_capabilities: None,
             scopes: Vec::new(),
@@ -63,9 +92,18 @@ impl Tool {
         self
     }
 
-    pub fn output_schema(mut self, schema: Value) -> Self {
-        self.output_schema = schema.as_object().cloned();
+    /// The declared `outputSchema`: a successful result's `structuredContent` conforms to it.
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        self.output = Schema::given(schema.as_object().cloned());
         self
+    }
+
+    pub fn input_schema(&self) -> &JsonObject {
+        self.input.get().unwrap_or(&NO_SCHEMA)
+    }
+
+    pub fn output_schema(&self) -> Option<&JsonObject> {
+        self.output.get()
     }
 
     pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
@@ -117,7 +155,7 @@ impl Tool {
 
     /// `x-mcp-header` names declared on top-level properties: (header name, argument name, type).
     pub fn header_params(&self) -> Vec<(String, String, String)> {
-        let Some(properties) = self.input_schema.get("properties").and_then(Value::as_object) else {
+        let Some(properties) = self.input_schema().get("properties").and_then(Value::as_object) else {
             return Vec::new();
         };
         properties
@@ -139,12 +177,12 @@ impl Tool {
         let mut tool = json!({
             "name": self.name,
             "description": description,
-            "inputSchema": self.input_schema,
+            "inputSchema": self.input_schema(),
         });
         if let Some(title) = &self.title {
             tool["title"] = json!(title);
         }
-        if let Some(schema) = &self.output_schema {
+        if let Some(schema) = self.output_schema() {
             tool["outputSchema"] = json!(schema);
         }
         if let Some(annotations) = &self.annotations {

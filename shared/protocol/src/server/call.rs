@@ -69,7 +69,7 @@ impl McpServer {
                     Some(_) => return Err(McpError::invalid_params("params.arguments must be an object")),
                 };
                 let checked =
-                    tool.input_check.check(&tool.name, &tool.input_schema, &arguments, self.config.max_argument_bytes);
+                    tool.input_check.check(&tool.name, tool.input_schema(), &arguments, self.config.max_argument_bytes);
                 match checked {
                     Ok(()) => {}
                     Err(crate::schema::Refusal::Bound(error)) => return Err(error),
