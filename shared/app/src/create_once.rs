@@ -15,17 +15,19 @@ pub struct NewRecord<'a> {
     pub now: u64,
 }
 
-/// Creates the caller's record: its id and the record (the first one when the key was used
-/// before with the same arguments). A key reused with other arguments is the caller's error.
+/// Creates the caller's record: its id and the record (the first one when `client_key`, the
+/// call's `idempotencyKey`, was used before with the same arguments). A key reused with other
+/// arguments is the caller's error.
 pub async fn create(
     cx: &ToolContext,
+    client_key: Option<&str>,
     records: &dyn RecordStore,
     ids: &dyn Ids,
     new: NewRecord<'_>,
 ) -> Result<(String, Record), ToolError> {
     let call = cx.call();
     let owner = Owner::personal(&call.principal.tenant, &call.principal.subject);
-    let Some(client_key) = call.arguments.get("idempotencyKey").and_then(Value::as_str) else {
+    let Some(client_key) = client_key else {
         let id = ids.new_id();
         let record = records.create(&RecordKey::new(owner, new.kind, &id), new.body, new.expires_at, new.now).await?;
         return Ok((id, record));

@@ -39,8 +39,7 @@ struct CreateArgs {
     #[schemars(length(min = 1, max = MAX_NOTE_CHARS))]
     text: String,
     /// Pass the same key when you retry a call whose answer you did not get: one note is made.
-    #[schemars(length(min = 1, max = 64))]
-    #[allow(dead_code)]
+    #[schemars(length(min = 1, max = relevo_state::intent::MAX_KEY_CHARS))]
     idempotency_key: Option<String>,
 }
 
@@ -79,7 +78,7 @@ pub fn note_create(ports: NotesPorts) -> Tool {
                 let now = ports.clock.now_unix();
                 let body = json!({ "text": args.text });
                 let new = NewRecord { kind: KIND, body: &body, expires_at: Some(now + NOTE_LIFETIME_SECS), now };
-                let (id, record) = create_once::create(&cx, &*ports.records, &*ports.ids, new).await?;
+                let (id, record) = create_once::create(&cx, args.idempotency_key.as_deref(), &*ports.records, &*ports.ids, new).await?;
                 let expires_at = record.expires_at.unwrap_or(now + NOTE_LIFETIME_SECS);
                 Ok(Created { uri: format!("notes://{id}"), note_id: id, expires_at })
             }

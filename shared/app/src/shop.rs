@@ -197,8 +197,7 @@ struct CartArgs {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct CreateArgs {
     /// Pass the same key when you retry a call whose answer you did not get: one cart is made.
-    #[schemars(length(min = 1, max = 128))]
-    #[allow(dead_code)]
+    #[schemars(length(min = 1, max = relevo_state::intent::MAX_KEY_CHARS))]
     idempotency_key: Option<String>,
 }
 
@@ -281,13 +280,13 @@ pub fn cart_create(ports: ShopPorts) -> Tool {
     Tool::typed(
         "cart_create",
         "Creates an empty cart and returns its id: a handle only you can use. Carts expire 24 hours after creation. Pass an idempotencyKey to make a retried call create one cart.",
-        move |_: CreateArgs, cx| {
+        move |args: CreateArgs, cx| {
             let ports = ports.clone();
             async move {
                 let now = ports.clock.now_unix();
                 let body = json!({ "lines": [] });
                 let new = NewRecord { kind: "cart", body: &body, expires_at: Some(now + CART_LIFETIME_SECS), now };
-                let (id, record) = create_once::create(&cx, &*ports.records, &*ports.ids, new).await?;
+                let (id, record) = create_once::create(&cx, args.idempotency_key.as_deref(), &*ports.records, &*ports.ids, new).await?;
                 Ok(CartView::of(&id, &record))
             }
         },

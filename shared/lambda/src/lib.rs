@@ -40,13 +40,8 @@ pub async fn server_from_env(streaming: bool, app: &impl AppBuilder) -> Result<M
     // in other environments, so no GET stream or subscription for 2025-11-25 clients.
     settings.config.streams_responses = streaming;
     settings.config.pushes_updates = false;
-    let auth = relevo_auth::lambda_authenticator(&AuthSettings::from_env("")?)?;
-    let ports = backend_from_env().await.with_security(
-        auth.clone(),
-        settings.keys.clone(),
-        settings.config.origin_policy.clone(),
-    );
-    let mut server = McpServer::new(app(&ports), settings.config, settings.keys, auth);
+    let ports = ports_from_env(&settings).await?;
+    let mut server = McpServer::new(app(&ports), settings.config, settings.keys, ports.auth.clone());
     if let Some(records) = ports.records.clone() {
         server = server.with_store(records);
     }
@@ -100,11 +95,17 @@ pub async fn settings_from_env() -> Result<Settings, Error> {
     }
 }
 
+/// What a function's app is built from: the configured backend, and the server's bearer-token
+/// verification, signing keys and Host/Origin allow-list from `settings`.
+async fn ports_from_env(settings: &Settings) -> Result<Ports, Error> {
+    let auth = relevo_auth::lambda_authenticator(&AuthSettings::from_env("")?)?;
+    let origins = settings.config.origin_policy.clone();
+    Ok(backend_from_env().await.with_security(auth, settings.keys.clone(), origins))
+}
+
 /// The worker of `app`: its job runners and its tools' tasks, over the configured table and queue.
 async fn worker_from_env(app: &impl AppBuilder) -> Result<Arc<Worker>, Error> {
-    let settings = settings_from_env().await?;
-    let auth = relevo_auth::lambda_authenticator(&AuthSettings::from_env("")?)?;
-    let ports = backend_from_env().await.with_security(auth, settings.keys, settings.config.origin_policy);
+    let ports = ports_from_env(&settings_from_env().await?).await?;
     let engine = ports.jobs.clone().ok_or_else(|| Error::from("RELEVO_TABLE and RELEVO_QUEUE_URL are required"))?;
     Ok(Arc::new(Arc::new(app(&ports)).worker(engine)))
 }
@@ -277,10 +278,8 @@ fn forbidden(refused: &relevo_protocol::McpError) -> Response<Body> {
 /// behind the server's Host/Origin allow-list. An app without pages answers 404.
 pub async fn run_pages(app: impl AppBuilder) -> Result<(), Error> {
     init_logging();
-    let settings = settings_from_env().await?;
-    let auth = relevo_auth::lambda_authenticator(&AuthSettings::from_env("")?)?;
-    let origins = settings.config.origin_policy.clone();
-    let ports = backend_from_env().await.with_security(auth, settings.keys, origins.clone());
+    let ports = ports_from_env(&settings_from_env().await?).await?;
+    let origins = ports.origins.clone();
     let pages = app(&ports).find_pages().cloned();
     lambda_http::run(service_fn(move |event: Request| {
         let (pages, origins) = (pages.clone(), origins.clone());
