@@ -47,6 +47,7 @@ else
 fi
 
 bin="$target/$profile"
-"$bin/relevo-bench" report --profile "$profile" --bin-dir "$bin" --peer-dir "$target/peers/$profile" --functions "$(IFS=,; echo "${functions[*]}")" \
+# The functions' output (their EMF lines) goes to files, as to CloudWatch, not to this terminal.
+RELEVO_LAMBDA_LOG_DIR="$target/bench/logs" "$bin/relevo-bench" report --profile "$profile" --bin-dir "$bin" --peer-dir "$target/peers/$profile" --functions "$(IFS=,; echo "${functions[*]}")" \
   --criterion-dir "$target/criterion" --zip-dir "$target/lambda" --out "$target/bench/report.md" "${report_args[@]}"
 test -s "$target/bench/report.md"

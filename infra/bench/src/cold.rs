@@ -137,6 +137,9 @@ pub(crate) fn environment(endpoint: &str) -> Vec<(String, String)> {
         ("RELEVO_STATE_KEYS", format!("bench:{key}")),
         ("RELEVO_AUTH", "off".into()),
         ("RUST_LOG", "warn".into()),
+        // As the template deploys them: an EMF line per request (the harness collects the
+        // functions' output into target/bench/logs, as CloudWatch would).
+        ("RELEVO_METRICS", "emf".into()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))

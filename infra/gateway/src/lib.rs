@@ -37,8 +37,10 @@ pub fn init_logging() {
     tracing_subscriber::fmt()
         .json()
         .with_target(false)
+        .with_span_list(false)
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
+    relevo_state::emf::enable_from_env();
 }
 
 /// How the gateway picks a function, mirroring the two production front doors.

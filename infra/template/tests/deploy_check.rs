@@ -415,3 +415,31 @@ fn wildcards_and_broad_managed_policies_are_refused() {
     });
     assert!(rules.contains("least-privilege"), "{rules:?}");
 }
+
+#[test]
+fn an_alarm_or_dashboard_on_a_metric_nobody_publishes_is_refused() {
+    assert!(refused(|t| properties(t, "ServerErrorsAlarm")["MetricName"] = json!("ServerError")).contains("metrics"));
+    assert!(refused(|t| properties(t, "LatencyAlarm")["Namespace"] = json!("Relevo")).contains("metrics"));
+    let unpublished = refused(|t| {
+        let variables = properties(t, "ToolsCallFunction")["Environment"]["Variables"].as_object_mut().unwrap();
+        variables.remove("RELEVO_METRICS");
+    });
+    assert!(unpublished.contains("metrics"), "a function that publishes nothing: {unpublished:?}");
+    let body = |t: &mut Value| -> String {
+        serde_json::to_string(&properties(t, "OperationsDashboard")["DashboardBody"]).unwrap()
+    };
+    assert!(
+        refused(|t| properties(t, "OperationsDashboard")["DashboardBody"] = json!("{\"widgets\": ["))
+            .contains("metrics")
+    );
+    let renamed = refused(|t| {
+        let broken = body(t).replace("OperationsEnteredUnknown", "OperationsUnknown");
+        properties(t, "OperationsDashboard")["DashboardBody"] = serde_json::from_str(&broken).unwrap();
+    });
+    assert!(renamed.contains("metrics"), "a dashboard metric the code never writes: {renamed:?}");
+    let searched = refused(|t| {
+        let broken = body(t).replace("{Relevo/", "{Other/");
+        properties(t, "OperationsDashboard")["DashboardBody"] = serde_json::from_str(&broken).unwrap();
+    });
+    assert!(searched.contains("metrics"), "a SEARCH of a namespace nobody publishes to: {searched:?}");
+}

@@ -6,8 +6,10 @@
 //!   `kid` that the issuer's JWKS holds for that same algorithm family;
 //! - its signature verifies with that key (jsonwebtoken, verified by ring: [`ring_crypto`] — no
 //!   cryptography here);
-//! - `iss` is the configured issuer and `aud` contains this server's canonical resource URI, so a
-//!   token minted for another resource is refused (no token passthrough);
+//! - `iss` is the configured issuer and `aud` contains this server's canonical resource URI (or
+//!   another configured accepted audience), so a token minted for another resource is refused (no
+//!   token passthrough); Cognito access tokens, which carry no `aud`, must instead be access tokens
+//!   (`token_use`) of a listed app client (`client_id`) — see [`IdentityProvider`];
 //! - `exp` is present and in the future and `nbf` (if present) is past, within a small skew;
 //! - it names a subject and a tenant (the tenant claim's name is configuration).
 //!
@@ -22,7 +24,7 @@ pub mod metadata;
 pub mod ring_crypto;
 pub mod verifier;
 
-pub use config::{AuthMode, AuthSettings, ConfigError};
+pub use config::{AuthMode, AuthSettings, ConfigError, IdentityProvider};
 pub use dev::DevIssuer;
 pub use jwks::{HttpKeySource, KeySource, StaticKeySource};
 pub use metadata::{METADATA_PATHS, metadata_response, protected_resource_metadata};

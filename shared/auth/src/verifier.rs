@@ -7,6 +7,13 @@
 //! included, is verified in full. Expiry is still enforced on every hit, against the injected
 //! clock. A key removed from the issuer's JWKS stops admitting remembered tokens within
 //! [`REMEMBER_VERIFIED_SECS`]; keys themselves are cached for the process (see [`crate::jwks`]).
+//!
+//! What a token must carry besides a good signature, `iss` and `exp` depends on the configured
+//! [`IdentityProvider`] (its table says which claim means what). Invariant: with
+//! [`IdentityProvider::Generic`] and the default settings, `aud` must name this server, `sub`
+//! and the tenant claim must be present, and scopes come from `scope` and `scp` — the behaviour
+//! before providers existed. Every other provider only adds checks, except Cognito, whose access
+//! tokens carry no `aud` and are bound to this server by `token_use` and `client_id` instead.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -18,7 +25,7 @@ use relevo_protocol::{AuthChallenge, Authenticator, Clock, Principal, SystemCloc
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::config::AuthSettings;
+use crate::config::{AuthSettings, IdentityProvider};
 use crate::jwks::{KeyCache, KeySource};
 
 /// Why a token was refused. Each maps to a 401 `invalid_token` challenge, except a missing token
@@ -49,6 +56,10 @@ pub enum AuthError {
     WrongIssuer,
     #[error("the token lacks the {0} claim")]
     MissingClaim(String),
+    #[error("the token is not an access token (its token_use is not access)")]
+    NotAnAccessToken,
+    #[error("the token was issued to a client that is not allowed here")]
+    WrongClient,
     #[error("the token does not grant the required scope")]
     InsufficientScope(Vec<String>),
     #[error("the issuer's keys are unavailable")]
@@ -116,8 +127,14 @@ impl BearerAuthenticator {
         let mut validation = Validation::new(header.alg);
         validation.algorithms = vec![header.alg];
         validation.set_issuer(&[&self.settings.issuer]);
-        validation.set_audience(&[&self.settings.audience]);
-        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        validation.set_audience(&self.settings.accepted_audiences);
+        if self.settings.provider == IdentityProvider::Cognito {
+            // No `aud` in a Cognito access token; `aud` (if any) is checked after `token_use`.
+            validation.validate_aud = false;
+            validation.set_required_spec_claims(&["exp", "iss", "sub"]);
+        } else {
+            validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        }
         // Time is checked below against our clock, not jsonwebtoken's.
         validation.validate_exp = false;
         validation.validate_nbf = false;
@@ -130,6 +147,7 @@ impl BearerAuthenticator {
             _ => AuthError::MalformedToken,
         })?;
         let valid_until = self.check_time(&claims.claims, now)?;
+        self.check_provider_claims(&claims.claims)?;
         let principal = self.principal(&claims.claims)?;
         if !principal.holds(&self.settings.required_scopes) {
             return Err(AuthError::InsufficientScope(self.settings.required_scopes.clone()));
@@ -161,12 +179,52 @@ impl BearerAuthenticator {
         Ok(valid_until)
     }
 
+    /// What the provider's tokens must carry beyond the registered claims jsonwebtoken checked.
+    fn check_provider_claims(&self, claims: &Value) -> Result<(), AuthError> {
+        let provider = self.settings.provider;
+        if provider == IdentityProvider::Cognito {
+            // https://docs.aws.amazon.com/cognito/latest/developerguide/amazon-cognito-user-pools-using-tokens-verifying-a-jwt.html
+            match claims.get("token_use") {
+                None => return Err(AuthError::MissingClaim("token_use".into())),
+                Some(token_use) if token_use.as_str() == Some("access") => {}
+                Some(_) => return Err(AuthError::NotAnAccessToken),
+            }
+        }
+        if !self.settings.client_ids.is_empty() {
+            let names = provider.client_claims();
+            let client = names
+                .iter()
+                .find_map(|name| claims.get(*name))
+                .ok_or_else(|| AuthError::MissingClaim(names[0].into()))?;
+            if !client.as_str().is_some_and(|id| self.settings.client_ids.iter().any(|allowed| allowed == id)) {
+                return Err(AuthError::WrongClient);
+            }
+        }
+        if provider == IdentityProvider::Cognito
+            && let Some(audience) = claims.get("aud")
+            && !names_one_of(audience, &self.settings.accepted_audiences)
+        {
+            return Err(AuthError::WrongAudience);
+        }
+        if provider == IdentityProvider::Entra {
+            // `iss` is `https://login.microsoftonline.com/<tid>/v2.0`: its tenant must be `tid`'s.
+            // https://learn.microsoft.com/entra/identity-platform/access-token-claims-reference
+            let tid = claims.get("tid").and_then(Value::as_str).ok_or_else(|| AuthError::MissingClaim("tid".into()))?;
+            let issuer_tenant = self.settings.issuer.split_once("://").and_then(|(_, rest)| rest.split('/').nth(1));
+            if issuer_tenant != Some(tid) {
+                return Err(AuthError::WrongIssuer);
+            }
+        }
+        Ok(())
+    }
+
     fn principal(&self, claims: &Value) -> Result<Principal, AuthError> {
         let text = |name: &str| claims.get(name).and_then(Value::as_str).filter(|v| !v.is_empty());
-        let subject = text("sub").ok_or_else(|| AuthError::MissingClaim("sub".into()))?;
+        let subject_claim = self.settings.provider.subject_claim();
+        let subject = text(subject_claim).ok_or_else(|| AuthError::MissingClaim(subject_claim.into()))?;
         let tenant_claim = &self.settings.tenant_claim;
         let tenant = text(tenant_claim).ok_or_else(|| AuthError::MissingClaim(tenant_claim.clone()))?;
-        Ok(Principal::new(tenant, subject, scopes(claims)))
+        Ok(Principal::new(tenant, subject, scopes(claims, self.settings.provider.scope_claims())))
     }
 
     /// The challenge for a refusal.
@@ -249,11 +307,21 @@ fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
     Ok(token.trim())
 }
 
-/// Scopes from `scope` (space-separated string, RFC 8693/9068) or `scp` (array or string).
-fn scopes(claims: &Value) -> BTreeSet<String> {
+/// True if `audience` (a string or an array of strings) names one of `accepted`.
+fn names_one_of(audience: &Value, accepted: &[String]) -> bool {
+    let accepts = |value: &Value| value.as_str().is_some_and(|aud| accepted.iter().any(|a| a == aud));
+    match audience {
+        Value::Array(items) => items.iter().any(accepts),
+        other => accepts(other),
+    }
+}
+
+/// Scopes from the provider's scope claims, each a space-separated string (`scope`, RFC 8693/9068)
+/// or an array of strings (Okta's `scp`, Auth0's `permissions`, Entra's `roles`).
+fn scopes(claims: &Value, names: &[&str]) -> BTreeSet<String> {
     let mut scopes = BTreeSet::new();
-    for name in ["scope", "scp"] {
-        match claims.get(name) {
+    for name in names {
+        match claims.get(*name) {
             Some(Value::String(s)) => scopes.extend(s.split_whitespace().map(String::from)),
             Some(Value::Array(items)) => scopes.extend(items.iter().filter_map(Value::as_str).map(String::from)),
             _ => {}

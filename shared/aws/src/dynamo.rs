@@ -19,7 +19,7 @@ use relevo_state::{Record, RecordKey, RecordStore, StoreError, StoreFuture};
 use crate::failure::sdk_failure;
 use serde_json::Value;
 
-type Item = HashMap<String, AttributeValue>;
+pub(crate) type Item = HashMap<String, AttributeValue>;
 
 const ACTIVE_INDEX: &str = "active";
 /// Jobs in flight are spread over this many values of the `active` index's partition key, so
@@ -36,8 +36,8 @@ fn active_shard(storage_key: &str) -> String {
 
 #[derive(Clone, Debug)]
 pub struct DynamoStore {
-    client: Client,
-    table: String,
+    pub(crate) client: Client,
+    pub(crate) table: String,
 }
 
 impl DynamoStore {
@@ -56,23 +56,23 @@ fn unbuilt(error: BuildError) -> StoreError {
     StoreError::unavailable("cannot build the request", error)
 }
 
-fn s(value: impl Into<String>) -> AttributeValue {
+pub(crate) fn s(value: impl Into<String>) -> AttributeValue {
     AttributeValue::S(value.into())
 }
 
-fn n(value: u64) -> AttributeValue {
+pub(crate) fn n(value: u64) -> AttributeValue {
     AttributeValue::N(value.to_string())
 }
 
-fn get_n(item: &Item, name: &str) -> Option<u64> {
+pub(crate) fn get_n(item: &Item, name: &str) -> Option<u64> {
     item.get(name).and_then(|v| v.as_n().ok()).and_then(|v| v.parse().ok())
 }
 
-fn get_s<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
+pub(crate) fn get_s<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
     item.get(name).and_then(|v| v.as_s().ok()).map(String::as_str)
 }
 
-fn body_of(item: &Item) -> Result<Value, StoreError> {
+pub(crate) fn body_of(item: &Item) -> Result<Value, StoreError> {
     serde_json::from_str(get_s(item, "body").unwrap_or("null")).map_err(|e| StoreError::unavailable("corrupt item", e))
 }
 
@@ -120,7 +120,7 @@ fn cancelled_transaction(cancelled: TransactionCanceledException) -> StoreError 
     StoreError::unavailable(format!("transaction cancelled ({})", codes.join(", ")), cancelled)
 }
 
-fn job_of(item: &Item) -> Result<Job, StoreError> {
+pub(crate) fn job_of(item: &Item) -> Result<Job, StoreError> {
     serde_json::from_value(body_of(item)?).map_err(|e| StoreError::unavailable("corrupt job", e))
 }
 

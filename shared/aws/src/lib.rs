@@ -11,11 +11,14 @@
 //! The SDK runs on rustls with ring and the hyper 1 client; the endpoint comes from the standard
 //! `AWS_ENDPOINT_URL` setting, so tests point it at a local emulator.
 
+mod dead_letters;
 mod dynamo;
 mod failure;
+mod operator;
 mod secrets;
 mod sqs;
 
+pub use dead_letters::SqsDeadLetters;
 pub use dynamo::{DynamoStore, create_table};
 pub use secrets::{SecretKeysError, key_ring_from_secret, load_key_ring};
 pub use sqs::{SqsQueue, create_queue_with_dead_letters};

@@ -1,8 +1,10 @@
 //! `Queue` on SQS. Dead-lettering is the queue's redrive policy (`maxReceiveCount`).
 
 use aws_sdk_sqs::Client;
-use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
-use relevo_state::{Queue, QueueMessage, StoreError, StoreFuture};
+use aws_sdk_sqs::types::{
+    MessageSystemAttributeName, MessageSystemAttributeNameForSends, MessageSystemAttributeValue, QueueAttributeName,
+};
+use relevo_state::{Queue, QueueMessage, StoreError, StoreFuture, TraceContext};
 
 use crate::failure::sdk_failure;
 
@@ -31,6 +33,25 @@ impl Queue for SqsQueue {
     fn send<'a>(&'a self, body: &'a str) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             self.client.send_message().queue_url(&self.url).message_body(body).send().await.map_err(sdk_failure)?;
+            Ok(())
+        })
+    }
+
+    /// The trace rides as the `AWSTraceHeader` system attribute, in X-Ray form: the one SQS
+    /// itself carries to the event source mapping and X-Ray reads (SendMessage,
+    /// `MessageSystemAttributes`).
+    fn send_traced<'a>(&'a self, body: &'a str, trace: Option<&'a TraceContext>) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let mut send = self.client.send_message().queue_url(&self.url).message_body(body);
+            if let Some(trace) = trace {
+                let header = MessageSystemAttributeValue::builder()
+                    .data_type("String")
+                    .string_value(trace.xray())
+                    .build()
+                    .map_err(|e| StoreError::unavailable("cannot build the trace header", e))?;
+                send = send.message_system_attributes(MessageSystemAttributeNameForSends::AwsTraceHeader, header);
+            }
+            send.send().await.map_err(sdk_failure)?;
             Ok(())
         })
     }

@@ -171,6 +171,11 @@ impl SqliteQueue {
         SqliteQueue { store, max_receives }
     }
 
+    /// The database the queue's tables live in.
+    pub(crate) fn store(&self) -> &SqliteStore {
+        &self.store
+    }
+
     /// Messages moved to the dead-letter table (body, receive count).
     pub async fn dead_letters(&self) -> Result<Vec<(String, u32)>, StoreError> {
         self.store

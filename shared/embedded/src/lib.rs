@@ -6,6 +6,7 @@
 //! behind one connection, which serializes writers as SQLite would anyway.
 
 mod jobs;
+mod operator;
 
 pub use jobs::SqliteQueue;
 

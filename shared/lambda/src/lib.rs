@@ -10,6 +10,9 @@
 //!   (front door A). A streamed answer to a buffered invoke would not be a proxy response, so the
 //!   template sets the variable only where the integration streams.
 
+pub mod keys;
+pub mod otlp;
+
 use bytes::Bytes;
 use lambda_http::{Body, Error, Request, Response, service_fn};
 use std::sync::Arc;
@@ -23,9 +26,12 @@ use http_body_util::StreamBody;
 use lambda_http::LambdaEvent;
 use relevo_auth::AuthSettings;
 use relevo_aws::{DynamoStore, SqsQueue};
-use relevo_protocol::{AppBuilder, Deadline, McpServer, Method, Ports, Reply, ReplyBody, Route, Settings};
+use relevo_protocol::{AppBuilder, Deadline, McpServer, Method, Ports, Reply, ReplyBody, RequestIds, Route, Settings};
+use relevo_state::TraceContext;
+use relevo_state::emf::{Metrics, Unit};
 use relevo_state::{Engine, EngineConfig, InFlightLimits, RandomIds, SystemClock, Worker};
 use std::convert::Infallible;
+use tracing::Instrument;
 use tracing_subscriber::filter::LevelFilter;
 
 /// Builds the server of `app` from the environment. Lambdas never use ephemeral keys: the
@@ -89,6 +95,7 @@ pub async fn settings_from_env() -> Result<Settings, Error> {
             let client = aws_sdk_secretsmanager::Client::new(&relevo_aws::sdk_config());
             settings.keys = relevo_aws::load_key_ring(&client, &secret).await?;
             settings.ephemeral_keys = false;
+            keys::install(keys::KeyRefresh::new(client, &secret, settings.keys.clone(), keys::refresh_interval()));
             Ok(settings)
         }
         None => Ok(Settings::from_env(false)?),
@@ -118,18 +125,31 @@ pub async fn run_worker(app: impl AppBuilder) -> Result<(), Error> {
     let worker = worker_from_env(&app).await?;
     lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let worker = worker.clone();
-        async move { Ok::<_, Error>(handle_sqs_batch(&worker, event.payload).await) }
+        let span = tracing::info_span!("invocation", lambda_request_id = %event.context.request_id);
+        async move {
+            keys::refresh_if_due().await;
+            let response = handle_sqs_batch(&worker, event.payload).instrument(span).await;
+            otlp::flush().await;
+            Ok::<_, Error>(response)
+        }
     }))
     .await
 }
 
 /// One SQS event: every record processed, the failed ones reported by message id.
+/// Each message is processed in the trace its `AWSTraceHeader` attribute carries.
 pub async fn handle_sqs_batch(worker: &Worker, event: SqsEvent) -> SqsBatchResponse {
-    let batch =
-        event.records.into_iter().map(|m| (m.message_id.unwrap_or_default(), m.body.unwrap_or_default())).collect();
+    let batch = event
+        .records
+        .into_iter()
+        .map(|m| {
+            let trace = m.attributes.get("AWSTraceHeader").and_then(|h| TraceContext::from_xray(h));
+            (m.message_id.unwrap_or_default(), m.body.unwrap_or_default(), trace)
+        })
+        .collect();
     let mut response = SqsBatchResponse::default();
     response.batch_item_failures = worker
-        .process_batch(batch)
+        .process_traced_batch(batch)
         .await
         .into_iter()
         .map(|id| {
@@ -152,6 +172,12 @@ pub async fn run_reconciler(app: impl AppBuilder) -> Result<(), Error> {
         async move {
             let report = worker.reconcile(500).await?;
             tracing::info!(?report, "reconciled");
+            Metrics::new()
+                .by(&[])
+                .metric("ReconcileRequeued", report.requeued as f64, Unit::Count)
+                .metric("ReconcileFailed", report.failed as f64, Unit::Count)
+                .metric("ReconcileCancelled", report.cancelled as f64, Unit::Count)
+                .emit();
             Ok::<_, Error>(serde_json::json!({
                 "requeued": report.requeued, "failed": report.failed, "cancelled": report.cancelled, "skipped": report.skipped
             }))
@@ -182,12 +208,33 @@ async fn serve(server: &McpServer, route: Route, metadata: Option<&AuthSettings>
         return Response::from_parts(parts, ReplyBody::Full(Bytes::from(body)));
     }
     let deadline = invocation_deadline(&event);
+    let (ids, xray) = invocation_ids(&event);
     let (parts, body) = event.into_parts();
     let mut request = http_request(parts, body);
     if let Some(deadline) = deadline {
         request.extensions_mut().insert(deadline);
     }
+    request.extensions_mut().insert(ids);
+    if let Some(xray) = xray {
+        request.extensions_mut().insert(xray);
+    }
     server.handle(route, request).await
+}
+
+/// API Gateway's and Lambda's ids for this event, and the invocation's X-Ray trace
+/// (`Lambda-Runtime-Trace-Id`), which the server continues when the caller sent no trace.
+fn invocation_ids(event: &Request) -> (RequestIds, Option<TraceContext>) {
+    use lambda_http::RequestExt;
+    use lambda_http::request::RequestContext;
+    let apigw = match event.request_context_ref() {
+        Some(RequestContext::ApiGatewayV1(context)) => context.request_id.clone(),
+        Some(RequestContext::ApiGatewayV2(context)) => context.request_id.clone(),
+        _ => None,
+    };
+    let context = event.lambda_context_ref();
+    let lambda = context.map(|c| c.request_id.clone()).filter(|id| !id.is_empty());
+    let xray = context.and_then(|c| c.xray_trace_id.as_deref()).and_then(TraceContext::from_xray);
+    (RequestIds { apigw, lambda }, xray)
 }
 
 /// The invocation's deadline less a margin (`RELEVO_DEADLINE_MARGIN_MS`, 1.5 s): a handler still
@@ -231,7 +278,8 @@ fn http_request(parts: lambda_http::http::request::Parts, body: Body) -> lambda_
     lambda_http::http::Request::from_parts(parts, bytes)
 }
 
-/// JSON lines for CloudWatch (which stamps the time), at the level Lambda's log configuration
+/// JSON lines for CloudWatch (which stamps the time), each with the fields of the span it is
+/// logged in (`span`: the request's or job's trace id, ids, method, tool, tenant), at the level Lambda's log configuration
 /// sets (`AWS_LAMBDA_LOG_LEVEL`) or `RUST_LOG` holds as a plain level; `info` otherwise. A
 /// level, not a filter expression: the filter's regex engine would be in every binary for this.
 fn init_logging() {
@@ -239,8 +287,16 @@ fn init_logging() {
         .iter()
         .find_map(|name| std::env::var(name).ok()?.parse::<LevelFilter>().ok())
         .unwrap_or(LevelFilter::INFO);
-    let subscriber = tracing_subscriber::fmt().json().with_target(false).without_time().with_max_level(level).finish();
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .with_target(false)
+        .without_time()
+        .with_span_list(false)
+        .with_max_level(level)
+        .finish();
     let _ = tracing::subscriber::set_global_default(subscriber);
+    relevo_state::emf::enable_from_env();
+    otlp::init_from_env();
 }
 
 /// The `well-known` function: protected-resource metadata (RFC 9728) on GET.
@@ -284,6 +340,7 @@ pub async fn run_pages(app: impl AppBuilder) -> Result<(), Error> {
     lambda_http::run(service_fn(move |event: Request| {
         let (pages, origins) = (pages.clone(), origins.clone());
         async move {
+            keys::refresh_if_due().await;
             if let Err(refused) = origins.check(event.headers()) {
                 return Ok::<_, Error>(forbidden(&refused));
             }
@@ -325,7 +382,13 @@ pub async fn run(route: Route, app: impl AppBuilder) -> Result<(), Error> {
     let metadata = Arc::new(AuthSettings::from_env("").ok().filter(|_| route == Route::All));
     let reply = move |event: Request| {
         let (server, metadata) = (server.clone(), metadata.clone());
-        async move { serve(&server, route, metadata.as_ref().as_ref(), event).await }
+        async move {
+            keys::refresh_if_due().await;
+            let reply = serve(&server, route, metadata.as_ref().as_ref(), event).await;
+            // The request's span has ended; send it before the environment may be frozen.
+            otlp::flush().await;
+            reply
+        }
     };
     if streaming {
         let reply = reply.clone();

@@ -11,6 +11,10 @@
 //! `Retry-After`, code `-31000`, and `data` saying it is retryable and why — never `-32603`,
 //! which tells a client nothing it can act on.
 //!
+//! A caller over what it may hold ([`McpError::LimitReached`], `-31001`) or over a request-rate
+//! quota ([`McpError::RateLimited`], `-31002`) gets HTTP 429 with `Retry-After`, and `data` with
+//! `retryable: true`, a `reason` and `retryAfterSecs`: the same request may be sent again then.
+//!
 //! Handshake-era (2025-11-25) clients get the codes of their revision where they differ
 //! ([`McpError::legacy_code`]), and every JSON-RPC error in-band on 200: to them a 404 means
 //! "your session is gone, initialize again", so only [`McpError::SessionNotFound`] may use it.
@@ -61,6 +65,19 @@ pub enum McpError {
     /// The caller holds the most it may of `what` (listen streams, sessions, jobs in flight…).
     #[error("Limit reached: at most {max} {what}")]
     LimitReached { what: &'static str, max: usize },
+    /// A request-rate quota of the deployment ([`crate::quota`]) is spent for this window.
+    #[error("Rate limit reached: at most {limit} requests per {window_secs} s {}; retry in {retry_after_secs} s", match .tool {
+        Some(tool) => format!("of tool {tool} for this tenant"),
+        None => "for this tenant".to_string(),
+    })]
+    RateLimited {
+        scope: crate::quota::QuotaScope,
+        /// The tool whose quota is spent (scope `tool`).
+        tool: Option<String>,
+        limit: u32,
+        window_secs: u64,
+        retry_after_secs: u64,
+    },
     #[error("Internal error")]
     Internal,
 }
@@ -77,6 +94,10 @@ pub enum Retry {
     /// The request ran out of time before its function's.
     Deadline,
 }
+
+/// When a caller at a limit of what it holds may look again (a stream, a session or a job may
+/// have ended): `Retry-After` and `data.retryAfterSecs` of [`McpError::LimitReached`].
+pub const LIMIT_RETRY_AFTER_SECS: u64 = 5;
 
 impl Retry {
     pub fn as_str(self) -> &'static str {
@@ -169,6 +190,7 @@ impl McpError {
             McpError::MissingCapability { .. } => code::MISSING_REQUIRED_CLIENT_CAPABILITY,
             McpError::Retryable(_) => code::TEMPORARILY_UNAVAILABLE,
             McpError::LimitReached { .. } => code::LIMIT_REACHED,
+            McpError::RateLimited { .. } => code::RATE_LIMITED,
             McpError::Internal => code::INTERNAL_ERROR,
         }
     }
@@ -190,7 +212,7 @@ impl McpError {
             McpError::MethodNotFound(_) | McpError::SessionNotFound => StatusCode::NOT_FOUND,
             McpError::InvalidParams { .. } | McpError::ResourceNotFound { .. } | McpError::Internal => StatusCode::OK,
             McpError::Retryable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            McpError::LimitReached { .. } => StatusCode::TOO_MANY_REQUESTS,
+            McpError::LimitReached { .. } | McpError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
@@ -209,7 +231,20 @@ impl McpError {
             McpError::Retryable(retry) => {
                 Some(json!({ "retryable": true, "reason": retry.as_str(), "retryAfterMs": retry.retry_after_ms() }))
             }
-            McpError::LimitReached { what, max } => Some(json!({ "limit": what, "max": max, "retryable": true })),
+            McpError::LimitReached { what, max } => Some(json!({
+                "limit": what, "max": max, "retryable": true, "reason": "limit_reached",
+                "retryAfterSecs": LIMIT_RETRY_AFTER_SECS,
+            })),
+            McpError::RateLimited { scope, tool, limit, window_secs, retry_after_secs } => {
+                let mut data = json!({
+                    "retryable": true, "reason": "rate_limited", "scope": scope.as_str(), "limit": limit,
+                    "windowSecs": window_secs, "retryAfterSecs": retry_after_secs,
+                });
+                if let Some(tool) = tool {
+                    data["tool"] = json!(tool);
+                }
+                Some(data)
+            }
             _ => None,
         }
     }
@@ -222,6 +257,17 @@ impl McpError {
             McpError::HeaderMismatch(_) | McpError::MissingCapability { .. } => code::INVALID_REQUEST,
             McpError::UnsupportedVersion { .. } => code::INVALID_PARAMS,
             other => other.code(),
+        }
+    }
+
+    /// Whole seconds a client should wait before sending the request again (`Retry-After`), for
+    /// the errors that say so: a retryable failure, a reached limit, a spent rate.
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            McpError::Retryable(retry) => Some(retry.retry_after_ms().div_ceil(1000).max(1)),
+            McpError::LimitReached { .. } => Some(LIMIT_RETRY_AFTER_SECS),
+            McpError::RateLimited { retry_after_secs, .. } => Some((*retry_after_secs).max(1)),
+            _ => None,
         }
     }
 
@@ -313,6 +359,35 @@ mod tests {
         let failure = store_failure("test");
         assert_eq!(failure(relevo_state::StoreError::TimedOut("x".into())), McpError::Retryable(Retry::StoreTimeout));
         assert_eq!(failure(relevo_state::StoreError::NotFound), McpError::Internal);
+    }
+
+    #[test]
+    fn a_spent_rate_is_a_429_that_says_which_quota_and_when_to_retry() {
+        let error = McpError::RateLimited {
+            scope: crate::quota::QuotaScope::Tool,
+            tool: Some("cart_checkout".into()),
+            limit: 30,
+            window_secs: 60,
+            retry_after_secs: 12,
+        };
+        assert_eq!(
+            (error.status(), error.code(), error.legacy_code()),
+            (StatusCode::TOO_MANY_REQUESTS, -31002, -31002)
+        );
+        assert_eq!(error.retry_after_secs(), Some(12));
+        let object = error.to_error_object();
+        assert_eq!(
+            object["data"],
+            json!({ "retryable": true, "reason": "rate_limited", "scope": "tool", "tool": "cart_checkout",
+                "limit": 30, "windowSecs": 60, "retryAfterSecs": 12 })
+        );
+        assert_eq!(
+            object["message"],
+            "Rate limit reached: at most 30 requests per 60 s of tool cart_checkout for this tenant; retry in 12 s"
+        );
+        let held = McpError::LimitReached { what: "jobs in flight", max: 2 };
+        assert_eq!((held.status(), held.retry_after_secs()), (StatusCode::TOO_MANY_REQUESTS, Some(5)));
+        assert_eq!(held.to_error_object()["data"]["reason"], "limit_reached");
     }
 
     #[test]

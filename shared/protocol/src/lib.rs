@@ -21,8 +21,10 @@ pub mod legacy;
 pub mod manifest;
 pub mod method;
 pub mod notify;
+pub mod observe;
 pub mod pages;
 pub mod ports;
+pub mod quota;
 pub mod registry;
 pub mod schema;
 pub mod seal;
@@ -37,6 +39,7 @@ pub use error::{McpError, Retry, store_failure};
 pub use ladder::OriginPolicy;
 pub use method::{Method, Route};
 pub use notify::Notifier;
+pub use observe::RequestIds;
 pub use pages::{PageFuture, Pages};
 pub use ports::{AppBuilder, Ports};
 pub use registry::{

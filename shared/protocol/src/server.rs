@@ -35,10 +35,13 @@ use crate::ladder::{Ladder, LegacyMessage, OriginPolicy, Rejection, Validated};
 use crate::legacy::Legacy;
 use crate::method::Route;
 use crate::notify::ResourceEvent;
+use crate::observe::{self, RequestIds};
 use crate::registry::App;
 use crate::seal::KeyRing;
 use crate::wire;
+use relevo_state::trace::{self, FinishedSpan, SpanKind, TraceContext};
 use relevo_state::{Engine, Ids, RandomIds, RecordStore};
+use tracing::Instrument;
 
 mod call;
 mod dispatch;
@@ -94,6 +97,8 @@ pub struct ServerConfig {
     /// person or a listen filter never looks idle to a front door (API Gateway cuts a streamed
     /// response after 5 minutes without a byte).
     pub sse_keepalive_secs: u64,
+    /// Request-rate quotas per tenant and per tool, counted in the store (off by default).
+    pub quotas: crate::quota::Quotas,
 }
 
 impl Default for ServerConfig {
@@ -115,6 +120,7 @@ impl Default for ServerConfig {
             max_legacy_sessions: 16,
             legacy_input_wait_secs: 300,
             sse_keepalive_secs: 25,
+            quotas: crate::quota::Quotas::default(),
         }
     }
 }
@@ -265,9 +271,68 @@ impl McpServer {
     }
 
     /// Serves one HTTP request for a function that owns `route`. A [`Deadline`] among the
-    /// request's extensions bounds the handler's work.
+    /// request's extensions bounds the handler's work; a [`TraceContext`] and [`RequestIds`]
+    /// there name the trace and the platform's ids (module [`crate::observe`]).
     pub async fn handle(&self, route: Route, request: Request<Bytes>) -> Reply {
         let started = Instant::now();
+        let cold_start = observe::first_request();
+        let upstream = observe::upstream_trace(request.headers(), request.extensions().get::<TraceContext>());
+        let ids = request.extensions().get::<RequestIds>().cloned().unwrap_or_default();
+        let trace = upstream.as_ref().map_or_else(TraceContext::root, TraceContext::child);
+        let function = match route {
+            Route::All => "mcp",
+            Route::Only(own) => own.function_name(),
+        };
+        let parent = upstream.map(|u| u.span_id);
+        let started_unix = trace::unix_nanos();
+        let mut seen = Seen { trace, parent, method: None, target: None, tenant: None, token_ms: None };
+        let mut reply = trace::scope(seen.trace.clone(), self.respond(route, request, function, &ids, &mut seen)).await;
+        let result_type = reply.headers_mut().remove(RESULT_TYPE_HEADER);
+        let result_type = result_type.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("-");
+        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let method = bounded(seen.method.as_deref().unwrap_or("-"));
+        let target = seen.target.as_deref().map(bounded);
+        tracing::info!(
+            trace_id = %seen.trace.trace_id,
+            apigw_request_id = ids.apigw.as_deref().unwrap_or("-"),
+            lambda_request_id = ids.lambda.as_deref().unwrap_or("-"),
+            function,
+            method,
+            name = target.unwrap_or("-"),
+            tenant = seen.tenant.as_deref().map(bounded).unwrap_or("-"),
+            status = reply.status().as_u16(),
+            result_type,
+            latency_ms,
+            "mcp request"
+        );
+        observe::RequestMetrics {
+            function,
+            method,
+            tool: target.filter(|_| method == "tools/call"),
+            status: reply.status().as_u16(),
+            result_type,
+            latency_ms,
+            token_ms: seen.token_ms,
+            cold_start,
+            trace_id: &seen.trace.trace_id,
+            tenant: seen.tenant.as_deref().map(bounded),
+        }
+        .emit();
+        if trace::exporting() {
+            trace::record(seen.finished(started_unix, reply.status().as_u16(), &ids));
+        }
+        reply
+    }
+
+    /// The ladder, then the method: what [`McpServer::handle`] logs is filled into `seen`.
+    async fn respond(
+        &self,
+        route: Route,
+        request: Request<Bytes>,
+        function: &str,
+        ids: &RequestIds,
+        seen: &mut Seen,
+    ) -> Reply {
         let deadline = request.extensions().get::<Deadline>().map(|d| d.0);
         let ladder = Ladder {
             policy: &self.config.origin_policy,
@@ -278,62 +343,118 @@ impl McpServer {
         };
         let principal = match ladder.check_front(&request) {
             Err(Rejection { id, error }) => Err(error_reply(id.as_ref(), &error)),
-            Ok(()) => self.auth.authenticate(request.headers()).await.map_err(|c| challenge_reply(&c)),
-        };
-        let is_post = request.method() == http::Method::POST;
-        let (reply, method, target) = match principal {
-            Err(reply) => (reply, None, None),
-            Ok(principal) if !is_post => {
-                (self.session_verb(&request, &principal).await, Some(request.method().to_string()), None)
+            Ok(()) => {
+                let verifying = Instant::now();
+                let principal = self.auth.authenticate(request.headers()).await.map_err(|c| challenge_reply(&c));
+                seen.token_ms = Some(verifying.elapsed().as_secs_f64() * 1000.0);
+                principal
             }
-            Ok(principal) => match ladder.validate(&request) {
-                Ok(Validated::Notification) => (empty(StatusCode::ACCEPTED), None, None),
-                Err(Rejection { id, error }) => (error_reply(id.as_ref(), &error), None, None),
-                Ok(Validated::Legacy(message)) => {
-                    let method = match &message {
-                        LegacyMessage::Request { method, params, .. } => {
-                            let target = ["name", "uri"].iter().find_map(|k| params.get(*k)?.as_str());
-                            (Some(method.clone()), target.map(String::from))
-                        }
-                        LegacyMessage::Response { .. } => (Some("(response)".into()), None),
-                    };
-                    (
-                        self.serve_legacy(route, request.headers(), message, principal, deadline).await,
-                        method.0,
-                        method.1,
-                    )
-                }
-                Ok(Validated::Request(mut valid)) => {
-                    valid.deadline = deadline;
-                    let method = valid.method.as_str().to_string();
-                    let target = valid.target().map(String::from);
-                    let id = valid.id.clone();
-                    let reply = match self.dispatch(valid, principal).await {
-                        Ok(reply) => reply,
-                        Err(McpError::InsufficientScope(needed)) => {
-                            challenge_reply(&self.auth.insufficient_scope(&needed))
-                        }
-                        Err(error) => error_reply(Some(&id), &error),
-                    };
-                    (reply, Some(method), target)
-                }
-            },
         };
-        let mut reply = reply;
-        let result_type = reply.headers_mut().remove(RESULT_TYPE_HEADER);
-        tracing::info!(
-            function = match route {
-                Route::All => "mcp",
-                Route::Only(own) => own.function_name(),
-            },
-            method = bounded(method.as_deref().unwrap_or("-")),
-            name = bounded(target.as_deref().unwrap_or("-")),
-            status = reply.status().as_u16(),
-            result_type = result_type.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("-"),
-            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
-            "mcp request"
-        );
-        reply
+        let principal = match principal {
+            Err(reply) => return reply,
+            Ok(principal) => principal,
+        };
+        seen.tenant = Some(principal.tenant.clone());
+        if request.method() != http::Method::POST {
+            seen.method = Some(request.method().to_string());
+            return self.session_verb(&request, &principal).await;
+        }
+        match ladder.validate(&request) {
+            Ok(Validated::Notification) => empty(StatusCode::ACCEPTED),
+            Err(Rejection { id, error }) => error_reply(id.as_ref(), &error),
+            Ok(Validated::Legacy(message)) => {
+                match &message {
+                    LegacyMessage::Request { method, params, .. } => {
+                        seen.method = Some(method.clone());
+                        seen.target = ["name", "uri"].iter().find_map(|k| params.get(*k)?.as_str()).map(String::from);
+                        if let Some(meta) = observe::meta_trace(params) {
+                            seen.refine_trace(&meta);
+                        }
+                    }
+                    LegacyMessage::Response { .. } => seen.method = Some("(response)".into()),
+                };
+                let span = seen.span(function, ids);
+                self.serve_legacy(route, request.headers(), message, principal, deadline).instrument(span).await
+            }
+            Ok(Validated::Request(mut valid)) => {
+                valid.deadline = deadline;
+                seen.method = Some(valid.method.as_str().to_string());
+                seen.target = valid.target().map(String::from);
+                if let Some(meta) = observe::meta_trace(&valid.params) {
+                    seen.refine_trace(&meta);
+                }
+                let id = valid.id.clone();
+                let span = seen.span(function, ids);
+                match self.dispatch(valid, principal).instrument(span).await {
+                    Ok(reply) => reply,
+                    Err(McpError::InsufficientScope(needed)) => challenge_reply(&self.auth.insufficient_scope(&needed)),
+                    Err(error) => error_reply(Some(&id), &error),
+                }
+            }
+        }
+    }
+}
+
+/// What one request turned out to be, as its access line reports it.
+struct Seen {
+    trace: TraceContext,
+    /// The caller's span, the parent of this request's.
+    parent: Option<String>,
+    method: Option<String>,
+    target: Option<String>,
+    tenant: Option<String>,
+    token_ms: Option<f64>,
+}
+
+impl Seen {
+    /// The request's own context in `_meta` is more specific than the HTTP one: the server's span
+    /// becomes its child, for the rest of the request and for the jobs it starts.
+    fn refine_trace(&mut self, meta: &TraceContext) {
+        self.trace = meta.child();
+        self.parent = Some(meta.span_id.clone());
+        trace::replace(self.trace.clone());
+    }
+
+    /// The request as a span for an exporter, named and attributed as OpenTelemetry's MCP
+    /// conventions name them (`{mcp.method.name} {target}`, `gen_ai.tool.name`).
+    fn finished(&self, started_unix: u128, status: u16, ids: &RequestIds) -> FinishedSpan {
+        let method = bounded(self.method.as_deref().unwrap_or("-")).to_string();
+        let target = self.target.as_deref().map(bounded);
+        let mut attributes =
+            vec![("mcp.method.name", method.clone()), ("http.response.status_code", status.to_string())];
+        match (method.as_str(), target) {
+            ("tools/call", Some(tool)) => attributes.push(("gen_ai.tool.name", tool.to_string())),
+            ("resources/read", Some(uri)) => attributes.push(("mcp.resource.uri", uri.to_string())),
+            _ => {}
+        }
+        attributes.extend(self.tenant.as_deref().map(|t| ("relevo.tenant", bounded(t).to_string())));
+        attributes.extend(ids.lambda.clone().map(|id| ("faas.invocation_id", id)));
+        attributes.extend(ids.apigw.clone().map(|id| ("aws.apigateway.request_id", id)));
+        FinishedSpan {
+            trace_id: self.trace.trace_id.clone(),
+            span_id: self.trace.span_id.clone(),
+            parent_span_id: self.parent.clone(),
+            name: target.map_or_else(|| method.clone(), |t| format!("{method} {t}")),
+            kind: SpanKind::Server,
+            start_unix_nanos: started_unix,
+            end_unix_nanos: trace::unix_nanos(),
+            attributes,
+            failed: status >= 500,
+        }
+    }
+
+    /// The span the handler runs in: every line it logs carries these fields.
+    fn span(&self, function: &str, ids: &RequestIds) -> tracing::Span {
+        tracing::info_span!(
+            "request",
+            trace_id = %self.trace.trace_id,
+            apigw_request_id = ids.apigw.as_deref().unwrap_or("-"),
+            lambda_request_id = ids.lambda.as_deref().unwrap_or("-"),
+            function,
+            method = bounded(self.method.as_deref().unwrap_or("-")),
+            name = bounded(self.target.as_deref().unwrap_or("-")),
+            tenant = bounded(self.tenant.as_deref().unwrap_or("-")),
+        )
     }
 }
 

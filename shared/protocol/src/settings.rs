@@ -11,6 +11,11 @@
 //! | `RELEVO_LEGACY_SESSION_SECS` | lifetime of a 2025-11-25 session | 28800 (8 h) |
 //! | `RELEVO_LEGACY_INPUT_WAIT_SECS` | how long a 2025-11-25 call waits for the client's answer to one request | 300 |
 //! | `RELEVO_SSE_KEEPALIVE_SECS` | an SSE comment after this long without a frame (a front door cuts idle streams) | 25 |
+//! | `RELEVO_RATE_PER_TENANT` | `LIMIT/SECS`: requests one tenant may make per window of SECS seconds, any method, across every instance ([`crate::quota`]) | off |
+//! | `RELEVO_RATE_PER_TOOL` | `NAME:LIMIT/SECS[,…]`: `tools/call` of one tool by one tenant per window; `*` for every tool not named (e.g. `cart_checkout:30/60,*:120/60`) | off |
+//!
+//! Quotas need the store (`RELEVO_TABLE`, or the embedded store locally); a refused request is
+//! HTTP 429 with `Retry-After` and JSON-RPC `-31002` ([`crate::error::McpError::RateLimited`]).
 //!
 //! Secrets never reach logs: [`KeyRing`]'s `Debug` prints key ids only.
 
@@ -26,6 +31,8 @@ pub enum SettingsError {
     BadKeys(#[from] KeyError),
     #[error("{name} must be a positive integer, got {value:?}")]
     BadNumber { name: &'static str, value: String },
+    #[error("invalid request-rate quota: {0}")]
+    BadQuota(#[from] crate::quota::BadRate),
 }
 
 #[derive(Debug, Clone)]
@@ -78,6 +85,10 @@ impl Settings {
                     .map_err(|_| SettingsError::BadNumber { name: "RELEVO_LISTEN_MAX_SECS", value })?,
                 None => defaults.listen_max_secs,
             },
+            quotas: crate::quota::Quotas::parse(
+                lookup("RELEVO_RATE_PER_TENANT").as_deref(),
+                lookup("RELEVO_RATE_PER_TOOL").as_deref(),
+            )?,
             ..defaults
         };
         Ok(Settings { config, keys, ephemeral_keys })
@@ -146,6 +157,18 @@ mod tests {
         assert!(settings.config.origin_policy.hosts.is_empty());
         assert_eq!(settings.config.page_size, 5);
         assert!(matches!(load(&[("RELEVO_PAGE_SIZE", "0")], true), Err(SettingsError::BadNumber { .. })));
+    }
+
+    #[test]
+    fn quotas_are_off_unless_configured_and_refused_when_malformed() {
+        assert!(load(&[], true).unwrap().config.quotas.is_off());
+        let vars = [("RELEVO_RATE_PER_TENANT", "600/60"), ("RELEVO_RATE_PER_TOOL", "cart_checkout:30/60,*:120/60")];
+        let quotas = load(&vars, true).unwrap().config.quotas;
+        assert_eq!(quotas.per_tenant, Some(crate::quota::Rate { limit: 600, window_secs: 60 }));
+        assert_eq!(quotas.for_tool("cart_checkout").map(|r| r.limit), Some(30));
+        assert_eq!(quotas.for_tool("anything").map(|r| r.limit), Some(120));
+        let bad = load(&[("RELEVO_RATE_PER_TOOL", "cart_checkout=30/60")], true);
+        assert!(matches!(bad, Err(SettingsError::BadQuota(_))));
     }
 
     #[test]

@@ -66,6 +66,10 @@ pub mod code {
     /// The caller holds as many of something as it may (`data.limit`, `data.max`); it may retry
     /// once it has given one back or one expired. With HTTP 429.
     pub const LIMIT_REACHED: i32 = -31001;
+    /// The caller's tenant (or its calls of one tool) spent the request rate a quota allows in
+    /// this window (`data.scope`, `data.limit`, `data.windowSecs`, `data.retryAfterSecs`); the
+    /// same request may be sent again after `Retry-After` seconds. With HTTP 429.
+    pub const RATE_LIMITED: i32 = -31002;
 }
 
 /// Logging levels in increasing severity (RFC 5424 order, as the spec lists them).

@@ -107,6 +107,7 @@ pub async fn job_store_contract(store: Arc<dyn crate::JobStore>) {
         input_responses: None,
         resume_state: None,
         protocol_error: None,
+        trace: None,
         created_at: NOW,
         updated_at,
         expires_at: NOW + 3600,

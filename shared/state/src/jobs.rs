@@ -112,6 +112,9 @@ pub struct Job {
     /// A JSON-RPC error object when the job failed by a protocol error (tasks: `failed`).
     #[serde(default)]
     pub protocol_error: Option<Value>,
+    /// The W3C `traceparent` of the request that started the job: its worker logs the same trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
     pub created_at: u64,
     pub updated_at: u64,
     /// When the record may be deleted (store TTL).
@@ -119,6 +122,11 @@ pub struct Job {
 }
 
 impl Job {
+    /// The trace id of the request that started the job.
+    pub fn trace_id(&self) -> Option<&str> {
+        self.trace.as_deref().and_then(|t| t.split('-').nth(1))
+    }
+
     /// A copy with `revision + 1` and `updated_at = now`, ready for a conditional write.
     pub fn next(&self, now: u64) -> Job {
         Job { revision: self.revision + 1, updated_at: now, ..self.clone() }

@@ -22,6 +22,8 @@
 //! record past `proposed` and is refused by the conditional write, never applied twice.
 
 use serde::{Deserialize, Serialize};
+
+use crate::emf::{Metrics, Unit};
 use serde_json::Value;
 
 use crate::canonical::canonical_digest;
@@ -229,6 +231,31 @@ impl Operation {
             advanced.lease = None;
         }
         Ok(advanced)
+    }
+
+    /// Reports the step this operation's last transition took, once it is written: entering
+    /// `unknown` (an effect whose outcome nobody knows yet) and leaving it (with how long the
+    /// reconciliation took) are a log line and EMF metrics, what the operations alarm reads.
+    pub fn report_written(&self) {
+        let [.., before, last] = self.history.as_slice() else { return };
+        let p = &self.proposal;
+        let metrics = match (before.status, last.status) {
+            (_, OpStatus::Unknown) => {
+                tracing::warn!(operation = %p.operation_id, tenant = %p.tenant, reason = last.note.as_deref().unwrap_or("-"), "operation outcome unknown");
+                Metrics::new().by(&[]).metric("OperationsEnteredUnknown", 1.0, Unit::Count)
+            }
+            (OpStatus::Unknown, status) => {
+                let took = last.at.saturating_sub(before.at);
+                tracing::info!(operation = %p.operation_id, tenant = %p.tenant, status = status.as_str(), reconcile_secs = took, "operation reconciled");
+                Metrics::new().by(&[]).metric("OperationsResolved", 1.0, Unit::Count).metric(
+                    "ReconcileTime",
+                    took as f64,
+                    Unit::Seconds,
+                )
+            }
+            _ => return,
+        };
+        metrics.property("operationId", p.operation_id.as_str()).property("tenant", p.tenant.as_str()).emit();
     }
 
     /// Checks that the stored authorization still holds: same digest, same policy version, not

@@ -11,14 +11,19 @@ pub mod clock;
 pub mod contention;
 #[cfg(feature = "contract")]
 pub mod contract;
+pub mod dead_letters;
+pub mod emf;
 pub mod ids;
 pub mod intent;
 pub mod jobs;
 pub mod ledger;
+pub mod operator;
 pub mod queue;
+pub mod rate;
 pub mod records;
 pub mod seal;
 pub mod slots;
+pub mod trace;
 pub mod work;
 
 pub use canonical::{canonical_digest, canonical_json, canonical_object_digest, sha256_hex};
@@ -29,6 +34,7 @@ pub use queue::{Queue, QueueMessage, WorkMessage};
 pub use records::{
     Cause, Owner, Record, RecordKey, RecordStore, StoreError, StoreFuture, TransactError, TransactFuture, Write,
 };
+pub use trace::TraceContext;
 pub use work::{
     Engine, EngineConfig, InFlightLimits, JobContext, JobFailure, JobRunner, Processed, ReconcileReport, StartError,
     WorkError, Worker,

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::jobs::JobRef;
 use crate::records::StoreFuture;
+use crate::trace::TraceContext;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueMessage {
@@ -19,6 +20,13 @@ pub struct QueueMessage {
 
 pub trait Queue: Send + Sync {
     fn send<'a>(&'a self, body: &'a str) -> StoreFuture<'a, ()>;
+
+    /// Sends `body` with the trace that caused it, where the queue carries one (SQS: the
+    /// `AWSTraceHeader` system attribute). A queue without trace headers just sends.
+    fn send_traced<'a>(&'a self, body: &'a str, trace: Option<&'a TraceContext>) -> StoreFuture<'a, ()> {
+        let _ = trace;
+        self.send(body)
+    }
 
     /// Up to `max` visible messages, each hidden for `visibility_secs` from `now`. A message
     /// delivered more than the queue's limit goes to the dead-letter queue instead.

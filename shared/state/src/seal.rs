@@ -22,6 +22,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
+use std::sync::{Arc, RwLock};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -70,16 +71,17 @@ impl Key {
 }
 
 /// The active signing key and the previous keys still accepted during rotation. Cloning a ring
-/// shares its keys (every request's server handle holds one).
+/// shares its keys (every request's server handle holds one), and [`KeyRing::replace_with`]
+/// changes them for every clone at once: a long-lived environment picks up a rotation without
+/// a restart.
 #[derive(Clone)]
 pub struct KeyRing {
-    keys: std::sync::Arc<[Key]>,
+    keys: Arc<RwLock<Arc<[Key]>>>,
 }
 
 impl std::fmt::Debug for KeyRing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let ids: Vec<&str> = self.keys.iter().map(|k| k.id.as_str()).collect();
-        f.debug_struct("KeyRing").field("key_ids", &ids).finish()
+        f.debug_struct("KeyRing").field("key_ids", &self.key_ids()).finish()
     }
 }
 
@@ -102,7 +104,7 @@ impl KeyRing {
             }
             ring.push(Key::new(id, &secret));
         }
-        Ok(KeyRing { keys: ring.into() })
+        Ok(KeyRing::holding(ring.into()))
     }
 
     /// Parses `kid:base64secret[,kid:base64secret...]` (standard or URL-safe base64), first active.
@@ -123,11 +125,28 @@ impl KeyRing {
     pub fn ephemeral() -> Self {
         let mut secret = vec![0u8; 32];
         getrandom::fill(&mut secret).expect("the operating system random source is available");
-        KeyRing { keys: vec![Key::new("ephemeral".into(), &secret)].into() }
+        KeyRing::holding(vec![Key::new("ephemeral".into(), &secret)].into())
     }
 
-    fn active(&self) -> &Key {
-        &self.keys[0]
+    fn holding(keys: Arc<[Key]>) -> Self {
+        KeyRing { keys: Arc::new(RwLock::new(keys)) }
+    }
+
+    /// The keys as they are now (a rotation swaps the whole list, never part of it).
+    fn current(&self) -> Arc<[Key]> {
+        self.keys.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+
+    /// Makes `newer`'s keys this ring's, for every clone of it: what sealing and opening use from
+    /// the next call on.
+    pub fn replace_with(&self, newer: &KeyRing) {
+        let keys = newer.current();
+        *self.keys.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = keys;
+    }
+
+    /// The key ids, the active one first (never the secrets).
+    pub fn key_ids(&self) -> Vec<String> {
+        self.current().iter().map(|k| k.id.clone()).collect()
     }
 
     fn mac(key: &Key, domain: &str, signed: &str) -> HmacSha256 {
@@ -141,7 +160,8 @@ impl KeyRing {
 
     /// Seals `payload` for `domain`, valid until `expires_at` (unix seconds).
     pub fn seal(&self, domain: &str, payload: &Value, expires_at: u64) -> String {
-        let key = self.active();
+        let keys = self.current();
+        let key = &keys[0];
         let body = json!({ "exp": expires_at, "p": payload });
         let signed = format!("{}.{}", key.id, B64.encode(body.to_string()));
         let tag = Self::mac(key, domain, &signed).finalize().into_bytes();
@@ -157,7 +177,8 @@ impl KeyRing {
         let (signed, tag) = rest.rsplit_once('.').ok_or(SealError::Malformed)?;
         let (kid, payload_b64) = signed.split_once('.').ok_or(SealError::Malformed)?;
         let tag = B64.decode(tag).map_err(|_| SealError::Malformed)?;
-        let key = self.keys.iter().find(|k| k.id == kid).ok_or(SealError::UnknownKey)?;
+        let keys = self.current();
+        let key = keys.iter().find(|k| k.id == kid).ok_or(SealError::UnknownKey)?;
         Self::mac(key, domain, signed).verify_slice(&tag).map_err(|_| SealError::BadSignature)?;
         let body: Value = B64
             .decode(payload_b64)
@@ -186,6 +207,26 @@ mod tests {
         let keys = ring("k1", 7);
         let token = keys.seal("state", &json!({"round": 2}), 100);
         assert_eq!(keys.open("state", &token, 99).unwrap(), json!({"round": 2}));
+    }
+
+    #[test]
+    fn a_replaced_ring_changes_every_clone_and_keeps_what_its_new_keys_open() {
+        let serving = ring("k1", 7);
+        let held_by_another_handle = serving.clone();
+        let before = serving.seal("state", &json!(1), 100);
+        let overlap = KeyRing::new(vec![("k2".into(), vec![9; 32]), ("k1".into(), vec![7; 32])]).unwrap();
+        serving.replace_with(&overlap);
+        assert_eq!(held_by_another_handle.key_ids(), ["k2", "k1"]);
+        assert_eq!(
+            held_by_another_handle.open("state", &before, 1).unwrap(),
+            json!(1),
+            "old state opens in the overlap"
+        );
+        let after = held_by_another_handle.seal("state", &json!(2), 100);
+        assert!(after.starts_with("v1.k2."), "the new key seals: {after}");
+        serving.replace_with(&ring("k2", 9));
+        assert_eq!(held_by_another_handle.open("state", &before, 1), Err(SealError::UnknownKey), "retired");
+        assert_eq!(held_by_another_handle.open("state", &after, 1).unwrap(), json!(2));
     }
 
     #[test]

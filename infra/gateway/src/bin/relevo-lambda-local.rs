@@ -22,7 +22,15 @@ use relevo_gateway::InjectedToken;
 use relevo_gateway::lambda_local::{LocalOptions, StreamLimits, Topology, start};
 
 /// Test knobs passed from this process's environment to every function (not in the template).
-const EXTRA_ENV: [&str; 4] = ["RELEVO_LEASE_SECS", "RELEVO_EXPORT_WINDOW_MS", "RELEVO_SSE_KEEPALIVE_SECS", "RUST_LOG"];
+const EXTRA_ENV: [&str; 7] = [
+    "RELEVO_LEASE_SECS",
+    "RELEVO_EXPORT_WINDOW_MS",
+    "RELEVO_SSE_KEEPALIVE_SECS",
+    "RUST_LOG",
+    "RELEVO_RATE_PER_TENANT",
+    "RELEVO_RATE_PER_TOOL",
+    "RELEVO_DEADLINE_MARGIN_MS",
+];
 
 struct Args {
     template: PathBuf,

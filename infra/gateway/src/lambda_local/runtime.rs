@@ -79,6 +79,8 @@ pub struct FunctionSpec {
 /// The Runtime API of one execution environment.
 struct Runtime {
     name: String,
+    /// Which of the function's execution environments this is (0-based).
+    environment: usize,
     timeout: Duration,
     pending: Arc<Mutex<mpsc::Receiver<Invocation>>>,
     /// Invocations whose answer has not begun.
@@ -124,6 +126,12 @@ impl Function {
     }
 }
 
+fn invocation_trace() -> String {
+    let mut trace = relevo_state::TraceContext::root();
+    trace.sampled = false;
+    trace.xray()
+}
+
 fn epoch_millis() -> u128 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0)
 }
@@ -131,6 +139,7 @@ fn epoch_millis() -> u128 {
 async fn next_invocation(State(runtime): State<Arc<Runtime>>) -> Response {
     let invocation = runtime.pending.lock().await.recv().await;
     let Some(invocation) = invocation else { return http::StatusCode::GONE.into_response() };
+    record_invocation(&runtime.name, runtime.environment, &invocation.id);
     runtime.running.lock().await.insert(invocation.id.clone());
     runtime.in_flight.lock().await.insert(invocation.id.clone(), invocation.answer);
     tokio::spawn(watchdog(runtime.clone(), invocation.id.clone()));
@@ -147,7 +156,8 @@ async fn next_invocation(State(runtime): State<Arc<Runtime>>) -> Response {
                 runtime.name
             ),
         )
-        .header("lambda-runtime-trace-id", "Root=1-00000000-000000000000000000000000;Sampled=0")
+        // Lambda gives every invocation an X-Ray trace header, traced or not (then `Sampled=0`).
+        .header("lambda-runtime-trace-id", invocation_trace())
         .header("content-type", "application/json")
         .body(Body::from(invocation.event.to_string()))
         .unwrap_or_else(|_| http::StatusCode::INTERNAL_SERVER_ERROR.into_response())
@@ -261,6 +271,7 @@ pub async fn start_function(spec: FunctionSpec) -> std::io::Result<Function> {
     for environment in 0..spec.environments.max(1) {
         let runtime = Arc::new(Runtime {
             name: spec.name.clone(),
+            environment,
             timeout: spec.timeout,
             pending: pending.clone(),
             in_flight: Mutex::new(HashMap::new()),
@@ -295,8 +306,15 @@ async fn supervise(spec: Arc<FunctionSpec>, environment: usize, address: std::ne
             .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{}", spec.name))
             .env("AWS_LAMBDA_LOG_STREAM_NAME", format!("local-{environment}"))
             .kill_on_drop(true);
+        let log = log_group(&spec.name);
+        if log.is_some() {
+            command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        }
         match command.spawn() {
             Ok(mut child) => {
+                if let Some(log) = log {
+                    collect_logs(&mut child, log, environment);
+                }
                 if let Some(pid) = child.id() {
                     tracing::info!(function = %spec.name, environment, pid, "function started");
                     write_pid(&spec.name, environment, pid);
@@ -318,6 +336,60 @@ async fn supervise(spec: Arc<FunctionSpec>, environment: usize, address: std::ne
         }
         runtime.running.lock().await.clear();
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Where a function's log lines go, as CloudWatch Logs keeps a log group per function:
+/// `$RELEVO_LAMBDA_LOG_DIR/<name>.log`, every environment's stdout and stderr, line by line.
+/// Unset: the lines go to this process's own output.
+fn log_group(name: &str) -> Option<PathBuf> {
+    let dir = std::env::var("RELEVO_LAMBDA_LOG_DIR").ok().filter(|d| !d.is_empty())?;
+    let _ = std::fs::create_dir_all(&dir);
+    Some(PathBuf::from(dir).join(format!("{name}.log")))
+}
+
+/// Appends the child's output to `log`, one whole line per write (so that two environments'
+/// lines never interleave mid-line). A line that is a JSON object gets the log stream's name
+/// (`logStream`), as CloudWatch records which stream an event came from.
+fn collect_logs(child: &mut tokio::process::Child, log: PathBuf, environment: usize) {
+    use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+    fn pump(output: impl AsyncRead + Unpin + Send + 'static, log: PathBuf, environment: usize) {
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(output).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let line = match serde_json::from_str::<Value>(&line) {
+                    Ok(Value::Object(mut object)) => {
+                        object.insert("logStream".into(), Value::String(format!("local-{environment}")));
+                        Value::Object(object).to_string()
+                    }
+                    _ => line,
+                };
+                let appended = std::fs::OpenOptions::new().create(true).append(true).open(&log);
+                if let Ok(mut file) = appended {
+                    let _ = std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes());
+                }
+            }
+        });
+    }
+    if let Some(stdout) = child.stdout.take() {
+        pump(stdout, log.clone(), environment);
+    }
+    if let Some(stderr) = child.stderr.take() {
+        pump(stderr, log, environment);
+    }
+}
+
+/// Appends `<name> <environment> <request id>` to `$RELEVO_LAMBDA_PID_DIR/invocations.log` when
+/// an environment takes an invocation, so tests can tell which environments served.
+fn record_invocation(name: &str, environment: usize, id: &str) {
+    use std::io::Write;
+    if let Ok(dir) = std::env::var("RELEVO_LAMBDA_PID_DIR") {
+        let _ = std::fs::create_dir_all(&dir);
+        let log =
+            std::fs::OpenOptions::new().create(true).append(true).open(PathBuf::from(dir).join("invocations.log"));
+        if let Ok(mut log) = log {
+            let _ = log.write_all(format!("{name} {environment} {id}\n").as_bytes());
+        }
     }
 }
 

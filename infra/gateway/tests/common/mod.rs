@@ -124,6 +124,7 @@ pub async fn start_lambda_mode(test: &str, template: &Path, args: &[&str], env: 
         .env("AWS_ENDPOINT_URL", &endpoint)
         .env("RELEVO_DEV_ISSUER_FILE", dir.join("issuer.json"))
         .env("RELEVO_LAMBDA_PID_DIR", dir.join("pids"))
+        .env("RELEVO_LAMBDA_LOG_DIR", dir.join("logs"))
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::null());
@@ -154,6 +155,13 @@ pub async fn start_lambda_mode(test: &str, template: &Path, args: &[&str], env: 
 /// A queue visibility of a few seconds, so that a redelivery takes seconds (the template's is
 /// 720), and the reconciler every 5 s.
 pub const QUICK_REDELIVERY: [&str; 4] = ["--parameter", "WorkQueueVisibility=6", "--schedule-every", "5"];
+
+/// The JSON lines `function` (its logical id) logged so far, from every environment: what
+/// CloudWatch Logs would hold in its log group.
+pub fn log_lines(lambda: &LambdaMode, function: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(lambda.dir.join("logs").join(format!("{function}.log"))).unwrap_or_default();
+    text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect()
+}
 
 /// What local Lambda mode wrote of its stack (`stack.json`): the AWS proxy, table and queue names.
 pub fn stack_of(lambda: &LambdaMode) -> Value {

@@ -12,6 +12,7 @@
 mod graph_rules;
 mod iam_rules;
 mod lambda_rules;
+mod metrics_rules;
 mod operations;
 mod queue_rules;
 mod routing_rules;
@@ -217,6 +218,11 @@ pub const RULES: &[Rule] = &[
         source: "https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html",
     },
     Rule {
+        id: "metrics",
+        refuses: "a function that publishes no EMF metrics, an alarm or dashboard metric in a custom namespace no function publishes to or that the code never writes, a dashboard body that is not a JSON object with widgets",
+        source: "https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutDashboard.html",
+    },
+    Rule {
         id: "tracing",
         refuses: "a function without active X-Ray tracing, a REST stage without TracingEnabled",
         source: "https://docs.aws.amazon.com/lambda/latest/dg/services-xray.html",
@@ -276,6 +282,7 @@ pub fn check(template: &Template, topologies: &[Topology]) -> Vec<Finding> {
         lambda_rules::run(&mut context);
         queue_rules::run(&mut context);
         operations::run(&mut context);
+        metrics_rules::run(&mut context);
         iam_rules::run(&mut context);
         findings.extend(context.findings);
     }

@@ -470,7 +470,10 @@ impl Inventory {
 
     async fn write(&self, operation: &Operation, revision: u64) -> Result<u64, InventoryError> {
         match self.records.transact(&[operation.update_at(revision)], self.now()).await {
-            Ok(revisions) => Ok(revisions[0]),
+            Ok(revisions) => {
+                operation.report_written();
+                Ok(revisions[0])
+            }
             Err(TransactError::Refused { .. }) => Err(LedgerError::Raced.into()),
             Err(other) => Err(other.into()),
         }

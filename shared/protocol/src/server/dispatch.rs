@@ -7,6 +7,8 @@
 //! behaves the same whichever revision asked.
 //!
 //! Invariants:
+//! - Every request is admitted by `guard` (the deployment's request-rate quotas) before its
+//!   method runs, on both wires.
 //! - Every surface is reached through `guard`: lists leave out what the caller may not
 //!   reach, and a list that depends on the caller's scopes is never shared across tokens
 //!   (`cacheScope: private` unless the deployment is open).
@@ -30,6 +32,7 @@ use relevo_state::JobRef;
 
 impl McpServer {
     pub(super) async fn dispatch(&self, request: ValidRequest, principal: Principal) -> Result<Reply, McpError> {
+        self.admit(&request, &principal).await?;
         let now = self.clock.now_unix();
         let cursor = || -> Result<Option<String>, McpError> {
             match request.params.get("cursor") {

@@ -17,16 +17,30 @@
 //!   reachable through `tasks/*` at all, and answers "Unknown task" like another principal's.
 //! - Refusals are `insufficient_scope` (403 with the scopes needed, so a client can step up);
 //!   lists leave out what the caller may not reach.
+//! - Admission ([`McpServer::admit`]): every request that reaches a method is counted against
+//!   the deployment's request-rate quotas ([`crate::quota`]) before its handler runs, tenant
+//!   from the verified principal; a spent quota is a 429 with `Retry-After`. With no quota
+//!   configured, admission touches nothing.
+
+use std::sync::Once;
 
 use serde_json::Value;
 
 use super::McpServer;
 use crate::auth::Principal;
-use crate::error::McpError;
+use crate::error::{McpError, Retry, store_failure};
+use crate::ladder::ValidRequest;
+use crate::method::Method;
+use crate::quota::{QuotaScope, Rate};
 use crate::registry::{Handler, Prompt, Tool};
 use crate::tasks::TOOL_TASK_KIND;
 use crate::wire::JsonObject;
 use relevo_state::Job;
+use relevo_state::RecordStore;
+use relevo_state::rate::{self, Admission, RateError};
+
+/// Quotas configured on a server without a store are off; said once per process.
+static QUOTAS_WITHOUT_STORE: Once = Once::new();
 
 /// What a caller wants to do with a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +64,35 @@ pub(crate) fn require(principal: &Principal, scopes: &[String]) -> Result<(), Mc
 }
 
 impl McpServer {
+    /// Counts `request` against the deployment's quotas: the quota of the tool it calls (a tool
+    /// that exists and that the caller may call), then its tenant's. A spent quota refuses it
+    /// with [`McpError::RateLimited`]; a store that fails or keeps losing races, with a
+    /// retryable error (the request is not served uncounted).
+    pub(crate) async fn admit(&self, request: &ValidRequest, principal: &Principal) -> Result<(), McpError> {
+        let quotas = &self.config.quotas;
+        if quotas.is_off() {
+            return Ok(());
+        }
+        let Some(store) = self.store.as_deref() else {
+            QUOTAS_WITHOUT_STORE.call_once(|| {
+                tracing::warn!("request-rate quotas are configured but this server has no store: they are off");
+            });
+            return Ok(());
+        };
+        let now = self.clock.now_unix();
+        let tenant = principal.tenant.as_str();
+        if request.method == Method::ToolsCall
+            && let Some(tool) = request.target().and_then(|name| self.callable_tool(principal, name).ok())
+            && let Some(quota) = quotas.for_tool(&tool.name)
+        {
+            spend(store, tenant, QuotaScope::Tool, Some(&tool.name), quota, now).await?;
+        }
+        if let Some(quota) = quotas.per_tenant {
+            spend(store, tenant, QuotaScope::Tenant, None, quota, now).await?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn callable_tool(&self, principal: &Principal, name: &str) -> Result<&Tool, McpError> {
         let tool = self.app.find_tool(name).ok_or_else(|| McpError::invalid_params(format!("Unknown tool: {name}")))?;
         require(principal, &tool.scopes)?;
@@ -136,4 +179,34 @@ impl McpServer {
 /// Whether a list shows an item with `scopes` to `principal`.
 pub(crate) fn visible(principal: &Principal, scopes: &[String]) -> bool {
     principal.holds(scopes)
+}
+
+/// One unit of `quota` for `tenant`, or the refusal that says when the next window starts.
+async fn spend(
+    store: &dyn RecordStore,
+    tenant: &str,
+    scope: QuotaScope,
+    tool: Option<&str>,
+    quota: Rate,
+    now: u64,
+) -> Result<(), McpError> {
+    let key = match tool {
+        Some(tool) => format!("tool:{tool}"),
+        None => scope.as_str().to_string(),
+    };
+    match rate::admit(store, tenant, &key, quota, now).await {
+        Ok(Admission::Allowed { .. }) => Ok(()),
+        Ok(Admission::Limited { retry_after_secs }) => Err(McpError::RateLimited {
+            scope,
+            tool: tool.map(String::from),
+            limit: quota.limit,
+            window_secs: quota.window_secs,
+            retry_after_secs,
+        }),
+        Err(RateError::Store { source, .. }) => Err(store_failure("rate quota")(source)),
+        Err(RateError::Contention(_)) => {
+            tracing::warn!(scope = scope.as_str(), cause = "contention", "rate quota: answered retryable");
+            Err(McpError::Retryable(Retry::Contention))
+        }
+    }
 }

@@ -5,7 +5,7 @@
 //! - A 2026-07-28 result carries `resultType` and the server's info in `_meta`; a 2025-11-25
 //!   result leaves in its own revision's shape (no `resultType`, `ttlMs` or `cacheScope`).
 //! - Every error is a JSON-RPC error with the status its wire fixes ([`crate::error`]), with
-//!   `Allow` on a 405 and `Retry-After` on a retryable failure or a reached limit.
+//!   `Allow` on a 405 and `Retry-After` on a retryable failure, a reached limit or a spent rate.
 //! - Building a reply never panics: a body that does not serialize is a 500 internal error.
 //! - An SSE reply is marked uncacheable and unbuffered for proxies.
 
@@ -132,22 +132,13 @@ pub(super) fn error_reply(id: Option<&Value>, error: &McpError) -> Reply {
     reply
 }
 
-/// When a caller at a limit may look again (a stream, a session or a job may have ended).
-const LIMIT_RETRY_AFTER_SECS: u64 = 5;
-
-/// `Allow` on a 405, `Retry-After` (whole seconds) on a retryable failure.
+/// `Allow` on a 405, `Retry-After` (whole seconds) on a retryable failure, a reached limit or a
+/// spent rate ([`McpError::retry_after_secs`]).
 fn retry_headers(reply: &mut Reply, error: &McpError) {
-    match error {
-        McpError::HttpMethodNotAllowed => {
-            reply.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
-        }
-        McpError::Retryable(retry) => {
-            let secs = retry.retry_after_ms().div_ceil(1000).max(1);
-            reply.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
-        }
-        McpError::LimitReached { .. } => {
-            reply.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(LIMIT_RETRY_AFTER_SECS));
-        }
-        _ => {}
+    if let McpError::HttpMethodNotAllowed = error {
+        reply.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+    }
+    if let Some(secs) = error.retry_after_secs() {
+        reply.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
     }
 }

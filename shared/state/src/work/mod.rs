@@ -25,6 +25,7 @@ use crate::jobs::{Created, Job, JobRef, JobStatus, JobStore, Lease, conflicting_
 use crate::queue::{Queue, WorkMessage};
 use crate::records::{Owner, RecordKey, RecordStore, StoreError};
 use crate::slots::{self, Acquired, SlotError};
+use crate::trace::TraceContext;
 
 mod worker;
 pub use worker::Worker;
@@ -335,6 +336,7 @@ impl Engine {
             input_responses: None,
             resume_state: None,
             protocol_error: None,
+            trace: crate::trace::current().map(|t| t.traceparent()),
             created_at: now,
             updated_at: now,
             expires_at: now + self.config.retention_secs,
@@ -369,7 +371,7 @@ impl Engine {
             Created::New(job) if !enqueue => Ok(job),
             Created::New(job) => {
                 // Job first, then message: if this send is lost, the reconciler re-enqueues.
-                if let Err(error) = self.queue.send(&WorkMessage::new(job.job.clone()).encode()).await {
+                if let Err(error) = self.enqueue(&job).await {
                     tracing::warn!(%error, job = %job.job.id, "enqueue failed; the reconciler will retry");
                 }
                 Ok(job)
@@ -380,6 +382,12 @@ impl Engine {
                 existing: existing.job.id,
             }),
         }
+    }
+
+    /// Sends the job's work message, carrying the trace of the request that started it.
+    async fn enqueue(&self, job: &Job) -> Result<(), StoreError> {
+        let trace = job.trace.as_deref().and_then(TraceContext::from_traceparent);
+        self.queue.send_traced(&WorkMessage::new(job.job.clone()).encode(), trace.as_ref()).await
     }
 
     /// Asks a job to stop. Idempotent; a queued job is cancelled at once, a running one when its
@@ -450,8 +458,7 @@ impl Engine {
             }
             match self.store.put_job(&next, current.revision).await {
                 Ok(written) => {
-                    if resume && let Err(error) = self.queue.send(&WorkMessage::new(written.job.clone()).encode()).await
-                    {
+                    if resume && let Err(error) = self.enqueue(&written).await {
                         tracing::warn!(%error, "enqueue after input failed; the reconciler will retry");
                     }
                     return Ok(Some(written));
@@ -518,7 +525,8 @@ impl Engine {
             match self.store.put_job(&next, job.revision).await {
                 Ok(written) => {
                     if enqueue {
-                        self.queue.send(&WorkMessage::new(written.job.clone()).encode()).await?;
+                        self.enqueue(&written).await?;
+                        tracing::info!(trace_id = written.trace_id().unwrap_or("-"), job = %written.job.id, kind = %written.kind, tenant = %written.job.tenant, "job requeued");
                         report.requeued += 1;
                     } else if written.status == JobStatus::Failed {
                         self.leave(&written.job).await;

@@ -9,11 +9,14 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 
 use futures_util::FutureExt;
+use tracing::Instrument;
 
 use super::{Engine, JobContext, JobFailure, JobRunner, Processed, WorkError};
-use crate::jobs::{JobRef, JobStatus, Lease};
+use crate::emf::{self, Metrics, Unit};
+use crate::jobs::{Job, JobRef, JobStatus, Lease};
 use crate::queue::WorkMessage;
 use crate::records::StoreError;
+use crate::trace::{self, FinishedSpan, SpanKind, TraceContext};
 
 /// Claims, runs and completes jobs: the engine plus a runner per job kind. A job whose kind has
 /// no runner here fails with that reason.
@@ -50,8 +53,86 @@ impl Worker {
     }
 
     pub async fn process(&self, job_ref: &JobRef) -> Result<Processed, WorkError> {
-        let now = self.clock.now_unix();
+        self.process_traced(job_ref, None).await
+    }
+
+    /// Processes the job in a span of the trace its message carried (`delivered`), or else of the
+    /// one its record keeps: its log lines, and the jobs it starts, carry that trace id. Writes
+    /// one `job processed` line and its EMF metrics (queue lag, attempts, run time) by kind.
+    pub async fn process_traced(
+        &self,
+        job_ref: &JobRef,
+        delivered: Option<TraceContext>,
+    ) -> Result<Processed, WorkError> {
         let Some(job) = self.store.get_job(job_ref).await? else { return Ok(Processed::NothingToDo) };
+        let recorded = job.trace.as_deref().and_then(TraceContext::from_traceparent);
+        let (parent, trace_from) = match (delivered, recorded) {
+            (Some(delivered), _) => (Some(delivered), "message"),
+            (None, Some(recorded)) => (Some(recorded), "record"),
+            (None, None) => (None, "new"),
+        };
+        let trace = parent.as_ref().map_or_else(TraceContext::root, TraceContext::child);
+        let span = tracing::info_span!(
+            "job",
+            trace_id = %trace.trace_id,
+            trace_from,
+            job = %job.job.id,
+            kind = %job.kind,
+            tenant = %job.job.tenant
+        );
+        let (kind, attempts) = (job.kind.clone(), job.attempts + 1);
+        let queue_lag_secs = self.clock.now_unix().saturating_sub(job.updated_at);
+        let started = std::time::Instant::now();
+        let started_unix = trace::unix_nanos();
+        let tenant = job.job.tenant.clone();
+        let outcome = trace::scope(trace.clone(), self.run(job).instrument(span.clone())).await;
+        let run_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let result = match &outcome {
+            Ok(Processed::Finished(status)) => status.as_str(),
+            Ok(Processed::NothingToDo) => "nothing_to_do",
+            Ok(Processed::Fenced) => "fenced",
+            Err(_) => "retry",
+        };
+        span.in_scope(|| tracing::info!(result, attempts, queue_lag_secs, run_ms, "job processed"));
+        if trace::exporting() {
+            trace::record(FinishedSpan {
+                trace_id: trace.trace_id.clone(),
+                span_id: trace.span_id.clone(),
+                parent_span_id: parent.map(|p| p.span_id),
+                name: format!("job {kind}"),
+                kind: SpanKind::Consumer,
+                start_unix_nanos: started_unix,
+                end_unix_nanos: trace::unix_nanos(),
+                attributes: vec![
+                    ("relevo.job.id", job_ref.id.clone()),
+                    ("relevo.job.kind", kind.clone()),
+                    ("relevo.job.result", result.to_string()),
+                    ("relevo.job.attempt", attempts.to_string()),
+                    ("relevo.tenant", tenant),
+                ],
+                failed: result == "failed" || result == "retry",
+            });
+        }
+        if emf::enabled() {
+            Metrics::new()
+                .dimension("Kind", &kind)
+                .by(&[])
+                .by(&["Kind"])
+                .metric("JobsProcessed", 1.0, Unit::Count)
+                .metric("JobQueueLag", queue_lag_secs as f64, Unit::Seconds)
+                .metric("JobAttempts", f64::from(attempts), Unit::Count)
+                .metric("JobRunTime", run_ms, Unit::Milliseconds)
+                .metric("JobRetries", if result == "retry" { 1.0 } else { 0.0 }, Unit::Count)
+                .property("result", result)
+                .property("traceId", trace.trace_id.as_str())
+                .emit();
+        }
+        outcome
+    }
+
+    async fn run(&self, job: Job) -> Result<Processed, WorkError> {
+        let now = self.clock.now_unix();
+        let job_ref = &job.job;
         if job.status.is_terminal() || job.status == JobStatus::InputRequired {
             return Ok(Processed::NothingToDo);
         }
@@ -173,8 +254,17 @@ impl Worker {
     /// message fails that message only. A body that is not a work message is reported as failed
     /// too, so the queue dead-letters it after its receive limit for someone to look at.
     pub async fn process_batch(&self, messages: Vec<(String, String)>) -> Vec<String> {
-        let runs = messages.into_iter().map(|(id, body)| async move {
-            let outcome = AssertUnwindSafe(self.process_message(&body)).catch_unwind().await;
+        self.process_traced_batch(messages.into_iter().map(|(id, body)| (id, body, None)).collect()).await
+    }
+
+    /// [`Worker::process_batch`] for deliveries that carry a trace (SQS's `AWSTraceHeader`).
+    pub async fn process_traced_batch(&self, messages: Vec<(String, String, Option<TraceContext>)>) -> Vec<String> {
+        let runs = messages.into_iter().map(|(id, body, trace)| async move {
+            let processed = async {
+                let message = WorkMessage::decode(&body).ok_or(WorkError::BadMessage)?;
+                self.process_traced(&message.job, trace).await
+            };
+            let outcome = AssertUnwindSafe(processed).catch_unwind().await;
             match outcome {
                 Ok(Ok(_)) => None,
                 Ok(Err(error)) => {

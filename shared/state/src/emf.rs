@@ -1,0 +1,225 @@
+//! Metrics without a metrics server: CloudWatch Embedded Metric Format (EMF) lines on stdout,
+//! which Lambda sends to CloudWatch Logs, where each line becomes metric data points.
+//!
+//! Specification: <https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html>.
+//! A line is one JSON object: `_aws` holds `Timestamp` (ms since the epoch) and
+//! `CloudWatchMetrics`, a list of directives (`Namespace`, `Dimensions` — sets of at most 30
+//! names — and `Metrics`, at most 100, each `Name` with an optional `Unit`); every name a
+//! directive uses is a member of the root object, a string for a dimension and a number for a
+//! metric. Other root members are properties: searchable in Logs Insights, not metrics.
+//!
+//! Off unless `RELEVO_METRICS=emf` ([`enable_from_env`]); the template turns it on in every
+//! function. Invariants: [`Metrics::line`] only writes lines that meet the specification (the
+//! builder cannot name a dimension or metric without its member, and bounds names and counts),
+//! and caller-supplied text in a dimension is cut to [`MAX_VALUE_CHARS`] so a caller cannot make
+//! a line large.
+
+use std::io::Write;
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value, json};
+
+/// Dimension names in one set, and metrics in one directive (the specification's limits).
+pub const MAX_DIMENSIONS: usize = 30;
+pub const MAX_METRICS: usize = 100;
+/// The longest dimension value written (names and tools are caller text).
+pub const MAX_VALUE_CHARS: usize = 128;
+
+/// Every metric name the code writes (requests, jobs, the reconciler, the ledger): what an
+/// alarm or a dashboard may read (the deploy check refuses any other name).
+pub const PUBLISHED: &[&str] = &[
+    "Requests",
+    "Latency",
+    "ClientErrors",
+    "ServerErrors",
+    "Throttled",
+    "InputRequired",
+    "ColdStart",
+    "TokenVerification",
+    "JobsProcessed",
+    "JobQueueLag",
+    "JobAttempts",
+    "JobRunTime",
+    "JobRetries",
+    "ReconcileRequeued",
+    "ReconcileFailed",
+    "ReconcileCancelled",
+    "OperationsEnteredUnknown",
+    "OperationsResolved",
+    "ReconcileTime",
+];
+
+/// The units EMF accepts (CloudWatch `StandardUnit`); the ones we use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Count,
+    Milliseconds,
+    Microseconds,
+    Seconds,
+    Bytes,
+}
+
+impl Unit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::Count => "Count",
+            Unit::Milliseconds => "Milliseconds",
+            Unit::Microseconds => "Microseconds",
+            Unit::Seconds => "Seconds",
+            Unit::Bytes => "Bytes",
+        }
+    }
+}
+
+/// One EMF document: dimensions, dimension sets, metrics and properties.
+#[derive(Debug, Clone, Default)]
+pub struct Metrics {
+    dimensions: Vec<(&'static str, String)>,
+    sets: Vec<Vec<&'static str>>,
+    metrics: Vec<(&'static str, f64, Unit)>,
+    properties: Map<String, Value>,
+}
+
+fn bounded(text: &str) -> String {
+    let text = if text.is_empty() { "-" } else { text };
+    text.chars().take(MAX_VALUE_CHARS).collect()
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        Metrics::default()
+    }
+
+    /// A dimension value (cut to [`MAX_VALUE_CHARS`]; empty becomes `-`, which CloudWatch
+    /// would otherwise refuse).
+    pub fn dimension(mut self, name: &'static str, value: &str) -> Self {
+        self.dimensions.retain(|(n, _)| *n != name);
+        self.dimensions.push((name, bounded(value)));
+        self
+    }
+
+    /// A set of dimensions the metrics are aggregated by; names without a value are left out,
+    /// and so is a set beyond [`MAX_DIMENSIONS`] names.
+    pub fn by(mut self, names: &[&'static str]) -> Self {
+        let set: Vec<&'static str> =
+            names.iter().copied().filter(|n| self.dimensions.iter().any(|(d, _)| d == n)).collect();
+        if set.len() <= MAX_DIMENSIONS && !self.sets.contains(&set) {
+            self.sets.push(set);
+        }
+        self
+    }
+
+    /// A metric value; beyond [`MAX_METRICS`] or not finite, it is left out. `name` is one of
+    /// [`PUBLISHED`] (checked in debug builds: a metric no alarm may name is a mistake).
+    pub fn metric(mut self, name: &'static str, value: f64, unit: Unit) -> Self {
+        debug_assert!(PUBLISHED.contains(&name), "metric {name} is not in emf::PUBLISHED");
+        if value.is_finite() && self.metrics.len() < MAX_METRICS && !self.metrics.iter().any(|(n, ..)| *n == name) {
+            self.metrics.push((name, value, unit));
+        }
+        self
+    }
+
+    /// A property: on the line, searchable, not a metric (a trace id, a status, a request id).
+    pub fn property(mut self, name: &str, value: impl Into<Value>) -> Self {
+        let taken = self.dimensions.iter().any(|(d, _)| *d == name) || self.metrics.iter().any(|(m, ..)| *m == name);
+        if !taken && name != "_aws" {
+            self.properties.insert(name.into(), value.into());
+        }
+        self
+    }
+
+    /// The EMF line for `namespace` at `timestamp_ms`.
+    pub fn line(&self, namespace: &str, timestamp_ms: u64) -> String {
+        let mut root = self.properties.clone();
+        for (name, value) in &self.dimensions {
+            root.insert((*name).into(), Value::String(value.clone()));
+        }
+        for (name, value, _) in &self.metrics {
+            root.insert((*name).into(), json!(value));
+        }
+        let metrics: Vec<Value> =
+            self.metrics.iter().map(|(name, _, unit)| json!({ "Name": name, "Unit": unit.as_str() })).collect();
+        let sets = if self.sets.is_empty() { vec![Vec::new()] } else { self.sets.clone() };
+        root.insert(
+            "_aws".into(),
+            json!({
+                "Timestamp": timestamp_ms,
+                "CloudWatchMetrics": [{ "Namespace": namespace, "Dimensions": sets, "Metrics": metrics }],
+            }),
+        );
+        Value::Object(root).to_string()
+    }
+
+    /// Writes the line to stdout if metrics are on ([`enable_from_env`]).
+    pub fn emit(&self) {
+        let Some(namespace) = NAMESPACE.get().and_then(Option::as_deref) else { return };
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        let mut line = self.line(namespace, now as u64);
+        line.push('\n');
+        let _ = std::io::stdout().lock().write_all(line.as_bytes());
+    }
+}
+
+/// `Some(namespace)` once metrics are on.
+static NAMESPACE: OnceLock<Option<String>> = OnceLock::new();
+
+/// The namespace metrics go to when they are on.
+pub const DEFAULT_NAMESPACE: &str = "Relevo";
+
+/// Turns EMF lines on when `RELEVO_METRICS=emf`, in `RELEVO_METRICS_NAMESPACE` (default
+/// [`DEFAULT_NAMESPACE`]). Once per process; later calls change nothing.
+pub fn enable_from_env() {
+    let on = std::env::var("RELEVO_METRICS").is_ok_and(|v| v == "emf");
+    let namespace = std::env::var("RELEVO_METRICS_NAMESPACE")
+        .ok()
+        .filter(|n| !n.trim().is_empty() && n.len() <= 255)
+        .unwrap_or_else(|| DEFAULT_NAMESPACE.into());
+    let _ = NAMESPACE.set(on.then_some(namespace));
+}
+
+/// Whether [`Metrics::emit`] writes anything (callers skip building a line when it does not).
+pub fn enabled() -> bool {
+    NAMESPACE.get().is_some_and(Option::is_some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_names_every_dimension_and_metric_as_a_root_member() {
+        let line = Metrics::new()
+            .dimension("Method", "tools/call")
+            .dimension("Tool", "")
+            .by(&["Method"])
+            .by(&["Method", "Tool", "Absent"])
+            .metric("Requests", 1.0, Unit::Count)
+            .metric("Latency", 2.5, Unit::Milliseconds)
+            .metric("Latency", 9.0, Unit::Milliseconds)
+            .metric("JobRetries", f64::NAN, Unit::Count)
+            .property("traceId", "abc")
+            .property("Method", "overwrite")
+            .line("Relevo", 1_700_000_000_000);
+        let line: Value = serde_json::from_str(&line).expect("JSON");
+        assert_eq!(line["Method"], "tools/call");
+        assert_eq!(line["Tool"], "-");
+        assert_eq!(line["Latency"], 2.5);
+        assert_eq!(line["traceId"], "abc");
+        assert!(line.get("JobRetries").is_none());
+        let directive = &line["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(directive["Dimensions"], json!([["Method"], ["Method", "Tool"]]));
+        assert_eq!(
+            directive["Metrics"],
+            json!([{"Name": "Requests", "Unit": "Count"}, {"Name": "Latency", "Unit": "Milliseconds"}])
+        );
+        assert_eq!(line["_aws"]["Timestamp"], 1_700_000_000_000u64);
+    }
+
+    #[test]
+    fn caller_text_in_a_dimension_is_bounded() {
+        let long = "x".repeat(10_000);
+        let line = Metrics::new().dimension("Tool", &long).by(&["Tool"]).line("Relevo", 0);
+        let line: Value = serde_json::from_str(&line).expect("JSON");
+        assert_eq!(line["Tool"].as_str().map(str::len), Some(MAX_VALUE_CHARS));
+    }
+}
