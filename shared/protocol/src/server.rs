@@ -286,16 +286,16 @@ impl McpServer {
         let parent = upstream.map(|u| u.span_id);
         let started_unix = trace::unix_nanos();
         let mut seen = Seen { trace, parent, method: None, target: None, tenant: None, token_ms: None };
-        let mut reply = trace::scope(seen.trace.clone(), self.respond(route, request, function, &ids, &mut seen)).await;
+        let mut reply = self.respond(route, request, function, &ids, &mut seen).await;
         let result_type = reply.headers_mut().remove(RESULT_TYPE_HEADER);
         let result_type = result_type.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("-");
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         let method = bounded(seen.method.as_deref().unwrap_or("-"));
         let target = seen.target.as_deref().map(bounded);
         tracing::info!(
-            trace_id = %seen.trace.trace_id,
-            apigw_request_id = ids.apigw.as_deref().unwrap_or("-"),
-            lambda_request_id = ids.lambda.as_deref().unwrap_or("-"),
+            trace_id = seen.trace.trace_id.as_str(),
+            apigw_request_id = ids.apigw.as_deref(),
+            lambda_request_id = ids.lambda.as_deref(),
             function,
             method,
             name = target.unwrap_or("-"),
@@ -373,8 +373,8 @@ impl McpServer {
                     }
                     LegacyMessage::Response { .. } => seen.method = Some("(response)".into()),
                 };
-                let span = seen.span(function, ids);
-                self.serve_legacy(route, request.headers(), message, principal, deadline).instrument(span).await
+                let serving = self.serve_legacy(route, request.headers(), message, principal, deadline);
+                seen.in_trace(function, ids, serving).await
             }
             Ok(Validated::Request(mut valid)) => {
                 valid.deadline = deadline;
@@ -384,8 +384,7 @@ impl McpServer {
                     seen.refine_trace(&meta);
                 }
                 let id = valid.id.clone();
-                let span = seen.span(function, ids);
-                match self.dispatch(valid, principal).instrument(span).await {
+                match seen.in_trace(function, ids, self.dispatch(valid, principal)).await {
                     Ok(reply) => reply,
                     Err(McpError::InsufficientScope(needed)) => challenge_reply(&self.auth.insufficient_scope(&needed)),
                     Err(error) => error_reply(Some(&id), &error),
@@ -412,7 +411,14 @@ impl Seen {
     fn refine_trace(&mut self, meta: &TraceContext) {
         self.trace = meta.child();
         self.parent = Some(meta.span_id.clone());
-        trace::replace(self.trace.clone());
+    }
+
+    /// Runs the method's work in the request's trace (what jobs it starts record) and in its
+    /// span (what every line it logs carries). The work is boxed: it is large, and wrapping it
+    /// by value would copy it at every layer.
+    async fn in_trace<T>(&self, function: &str, ids: &RequestIds, work: impl Future<Output = T>) -> T {
+        let span = self.span(function, ids);
+        trace::scope(self.trace.clone(), Box::pin(work)).instrument(span).await
     }
 
     /// The request as a span for an exporter, named and attributed as OpenTelemetry's MCP
@@ -446,10 +452,11 @@ impl Seen {
     /// The span the handler runs in: every line it logs carries these fields.
     fn span(&self, function: &str, ids: &RequestIds) -> tracing::Span {
         tracing::info_span!(
+            target: "relevo::request",
             "request",
-            trace_id = %self.trace.trace_id,
-            apigw_request_id = ids.apigw.as_deref().unwrap_or("-"),
-            lambda_request_id = ids.lambda.as_deref().unwrap_or("-"),
+            trace_id = self.trace.trace_id.as_str(),
+            apigw_request_id = ids.apigw.as_deref(),
+            lambda_request_id = ids.lambda.as_deref(),
             function,
             method = bounded(self.method.as_deref().unwrap_or("-")),
             name = bounded(self.target.as_deref().unwrap_or("-")),

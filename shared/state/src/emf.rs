@@ -17,7 +17,7 @@
 use std::io::Write;
 use std::sync::OnceLock;
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 /// Dimension names in one set, and metrics in one directive (the specification's limits).
 pub const MAX_DIMENSIONS: usize = 30;
@@ -77,7 +77,7 @@ pub struct Metrics {
     dimensions: Vec<(&'static str, String)>,
     sets: Vec<Vec<&'static str>>,
     metrics: Vec<(&'static str, f64, Unit)>,
-    properties: Map<String, Value>,
+    properties: Vec<(&'static str, Value)>,
 }
 
 fn bounded(text: &str) -> String {
@@ -120,34 +120,58 @@ impl Metrics {
     }
 
     /// A property: on the line, searchable, not a metric (a trace id, a status, a request id).
-    pub fn property(mut self, name: &str, value: impl Into<Value>) -> Self {
+    pub fn property(mut self, name: &'static str, value: impl Into<Value>) -> Self {
         let taken = self.dimensions.iter().any(|(d, _)| *d == name) || self.metrics.iter().any(|(m, ..)| *m == name);
         if !taken && name != "_aws" {
-            self.properties.insert(name.into(), value.into());
+            self.properties.retain(|(n, _)| *n != name);
+            self.properties.push((name, value.into()));
         }
         self
     }
 
-    /// The EMF line for `namespace` at `timestamp_ms`.
+    /// The EMF line for `namespace` at `timestamp_ms`, written straight into one buffer (it is
+    /// built on every request: no JSON tree is assembled first).
     pub fn line(&self, namespace: &str, timestamp_ms: u64) -> String {
-        let mut root = self.properties.clone();
+        let mut out = Vec::with_capacity(768);
+        out.push(b'{');
+        for (name, value) in &self.properties {
+            member(&mut out, name);
+            let _ = serde_json::to_writer(&mut out, value);
+            out.push(b',');
+        }
         for (name, value) in &self.dimensions {
-            root.insert((*name).into(), Value::String(value.clone()));
+            member(&mut out, name);
+            text(&mut out, value);
+            out.push(b',');
         }
         for (name, value, _) in &self.metrics {
-            root.insert((*name).into(), json!(value));
+            member(&mut out, name);
+            let _ = write!(out, "{value}");
+            out.push(b',');
         }
-        let metrics: Vec<Value> =
-            self.metrics.iter().map(|(name, _, unit)| json!({ "Name": name, "Unit": unit.as_str() })).collect();
-        let sets = if self.sets.is_empty() { vec![Vec::new()] } else { self.sets.clone() };
-        root.insert(
-            "_aws".into(),
-            json!({
-                "Timestamp": timestamp_ms,
-                "CloudWatchMetrics": [{ "Namespace": namespace, "Dimensions": sets, "Metrics": metrics }],
-            }),
-        );
-        Value::Object(root).to_string()
+        let _ = write!(out, "\"_aws\":{{\"Timestamp\":{timestamp_ms},\"CloudWatchMetrics\":[{{\"Namespace\":");
+        text(&mut out, namespace);
+        out.extend_from_slice(b",\"Dimensions\":[");
+        let no_sets = [Vec::new()];
+        let sets = if self.sets.is_empty() { &no_sets[..] } else { &self.sets[..] };
+        for (at, set) in sets.iter().enumerate() {
+            out.extend_from_slice(if at == 0 { b"[" } else { b",[" });
+            for (at, name) in set.iter().enumerate() {
+                if at > 0 {
+                    out.push(b',');
+                }
+                text(&mut out, name);
+            }
+            out.push(b']');
+        }
+        out.extend_from_slice(b"],\"Metrics\":[");
+        for (at, (name, _, unit)) in self.metrics.iter().enumerate() {
+            out.extend_from_slice(if at == 0 { b"{\"Name\":" } else { b",{\"Name\":" });
+            text(&mut out, name);
+            let _ = write!(out, ",\"Unit\":\"{}\"}}", unit.as_str());
+        }
+        out.extend_from_slice(b"]}]}}");
+        String::from_utf8(out).unwrap_or_default()
     }
 
     /// Writes the line to stdout if metrics are on ([`enable_from_env`]).
@@ -158,6 +182,17 @@ impl Metrics {
         line.push('\n');
         let _ = std::io::stdout().lock().write_all(line.as_bytes());
     }
+}
+
+/// `"name":` (names are ours: no escaping needed beyond what `text` does).
+fn member(out: &mut Vec<u8>, name: &str) {
+    text(out, name);
+    out.push(b':');
+}
+
+/// `text` as a JSON string.
+fn text(out: &mut Vec<u8>, text: &str) {
+    let _ = serde_json::to_writer(&mut *out, text);
 }
 
 /// `Some(namespace)` once metrics are on.
@@ -185,6 +220,7 @@ pub fn enabled() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_line_names_every_dimension_and_metric_as_a_root_member() {

@@ -13,7 +13,6 @@
 //! `tracestate` and `baggage` are carried only up to [`MAX_CARRIED`] bytes (a caller cannot make
 //! us hold or forward more).
 
-use std::cell::RefCell;
 use std::future::Future;
 
 /// The longest `tracestate` or `baggage` carried on (W3C allows 512 bytes of tracestate and
@@ -47,10 +46,36 @@ fn hex(raw: &[u8]) -> String {
     text
 }
 
-/// `BYTES` random bytes as hex, never all zero (an all-zero id is invalid).
+thread_local! {
+    /// Each thread's SplitMix64 stream, seeded once from the operating system.
+    static STREAM: std::cell::Cell<u64> = std::cell::Cell::new({
+        let mut seed = [0u8; 8];
+        let _ = getrandom::fill(&mut seed);
+        u64::from_le_bytes(seed) ^ unix_nanos() as u64
+    });
+}
+
+/// 64 bits of a per-thread stream seeded from the operating system: ids that do not repeat and
+/// cannot be guessed from outside, without a system call per request (ids are not secrets;
+/// nothing is authorized by one).
+fn next_u64() -> u64 {
+    STREAM.with(|stream| {
+        let mut z = stream.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
+        stream.set(z);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    })
+}
+
+/// `BYTES` (at most 16) random bytes as hex, never all zero (an all-zero id is invalid).
 fn random_hex<const BYTES: usize>() -> String {
+    let words = [next_u64().to_le_bytes(), next_u64().to_le_bytes()];
     let mut raw = [0u8; BYTES];
-    if getrandom::fill(&mut raw).is_err() || raw.iter().all(|b| *b == 0) {
+    for (at, byte) in raw.iter_mut().enumerate() {
+        *byte = words[at / 8][at % 8];
+    }
+    if raw.iter().all(|b| *b == 0) {
         raw[0] = 1;
     }
     hex(&raw)
@@ -200,23 +225,17 @@ pub fn unix_nanos() -> u128 {
 }
 
 tokio::task_local! {
-    static CURRENT: RefCell<Option<TraceContext>>;
+    static CURRENT: TraceContext;
 }
 
 /// Runs `work` with `context` as the current trace (what [`current`] returns inside it).
 pub async fn scope<F: Future>(context: TraceContext, work: F) -> F::Output {
-    CURRENT.scope(RefCell::new(Some(context)), work).await
+    CURRENT.scope(context, work).await
 }
 
 /// The current trace, inside [`scope`].
 pub fn current() -> Option<TraceContext> {
-    CURRENT.try_with(|current| current.borrow().clone()).ok().flatten()
-}
-
-/// Replaces the current trace (a more specific context was found mid-request, e.g. in `_meta`).
-/// Outside [`scope`] it does nothing.
-pub fn replace(context: TraceContext) {
-    let _ = CURRENT.try_with(|current| *current.borrow_mut() = Some(context));
+    CURRENT.try_with(TraceContext::clone).ok()
 }
 
 #[cfg(test)]
@@ -274,6 +293,16 @@ mod tests {
     }
 
     #[test]
+    fn new_traces_do_not_repeat_and_start_with_the_time() {
+        let traces: std::collections::HashSet<String> = (0..10_000).map(|_| TraceContext::root().trace_id).collect();
+        assert_eq!(traces.len(), 10_000);
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let first = traces.iter().next().expect("one");
+        let stamped = u64::from_str_radix(&first[..8], 16).expect("hex");
+        assert!(now.abs_diff(stamped) < 5, "X-Ray reads the first 8 hex digits as the time: {first}");
+    }
+
+    #[test]
     fn tracestate_and_baggage_are_carried_only_within_bounds() {
         let header = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00";
         let long = "k=".to_string() + &"v".repeat(MAX_CARRIED);
@@ -283,17 +312,11 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_current_trace_is_the_scoped_one_and_can_be_refined() {
+    async fn the_current_trace_is_the_scoped_one() {
         assert_eq!(current(), None);
         let first = TraceContext::root();
-        let second = TraceContext::root();
-        let seen = scope(first.clone(), async {
-            let before = current();
-            replace(second.clone());
-            (before, current())
-        })
-        .await;
-        assert_eq!(seen, (Some(first), Some(second)));
-        assert_eq!(current(), None);
+        let seen = scope(first.clone(), async { current() }).await;
+        assert_eq!(seen, Some(first));
+        assert_eq!(current(), None, "only inside the scope");
     }
 }

@@ -74,7 +74,7 @@ impl Worker {
         let trace = parent.as_ref().map_or_else(TraceContext::root, TraceContext::child);
         let span = tracing::info_span!(
             "job",
-            trace_id = %trace.trace_id,
+            trace_id = trace.trace_id.as_str(),
             trace_from,
             job = %job.job.id,
             kind = %job.kind,
