@@ -32,7 +32,8 @@ use relevo_state::emf::{Metrics, Unit};
 use relevo_state::{Engine, EngineConfig, InFlightLimits, RandomIds, SystemClock, Worker};
 use std::convert::Infallible;
 use tracing::Instrument;
-use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt;
 
 /// Builds the server of `app` from the environment. Lambdas never use ephemeral keys: the
 /// instance that verifies a `requestState` is rarely the one that sealed it.
@@ -279,21 +280,20 @@ fn http_request(parts: lambda_http::http::request::Parts, body: Body) -> lambda_
 }
 
 /// JSON lines for CloudWatch (which stamps the time), each with the fields of the span it is
-/// logged in (`span`: the request's or job's trace id, ids, method, tool, tenant), at the level Lambda's log configuration
-/// sets (`AWS_LAMBDA_LOG_LEVEL`) or `RUST_LOG` holds as a plain level; `info` otherwise. A
-/// level, not a filter expression: the filter's regex engine would be in every binary for this.
+/// logged in (`span`: the request's or job's trace id, ids, method, tool, tenant). The level is
+/// the one Lambda's log configuration sets (`AWS_LAMBDA_LOG_LEVEL`); else `RUST_LOG`, a level
+/// with optional per-target levels (`info,relevo::request=off`: no request span); `info`
+/// otherwise. Per-target levels, not a filter expression: `EnvFilter`'s regex engine would be
+/// in every binary for this.
 fn init_logging() {
-    let level = ["AWS_LAMBDA_LOG_LEVEL", "RUST_LOG"]
-        .iter()
-        .find_map(|name| std::env::var(name).ok()?.parse::<LevelFilter>().ok())
-        .unwrap_or(LevelFilter::INFO);
-    let subscriber = tracing_subscriber::fmt()
-        .json()
-        .with_target(false)
-        .without_time()
-        .with_span_list(false)
-        .with_max_level(level)
-        .finish();
+    let lambda_level = std::env::var("AWS_LAMBDA_LOG_LEVEL").ok().and_then(|l| l.parse::<LevelFilter>().ok());
+    let filter = match (lambda_level, std::env::var("RUST_LOG").ok().and_then(|v| v.parse::<Targets>().ok())) {
+        (Some(level), _) => Targets::new().with_default(level),
+        (None, Some(targets)) => targets,
+        (None, None) => Targets::new().with_default(LevelFilter::INFO),
+    };
+    let subscriber =
+        tracing_subscriber::fmt().json().with_target(false).without_time().with_span_list(false).finish().with(filter);
     let _ = tracing::subscriber::set_global_default(subscriber);
     relevo_state::emf::enable_from_env();
     otlp::init_from_env();
