@@ -69,7 +69,7 @@ pub struct BadRate {
 }
 
 const RATE_SYNTAX: &str = "LIMIT/SECONDS with both positive integers, e.g. 600/60";
-const TOOL_SYNTAX: &str = "NAME:LIMIT/SECONDS (NAME a tool or *), e.g. cart_checkout:30/60";
+const TOOL_SYNTAX: &str = "NAME:LIMIT/SECONDS (NAME a tool or *), e.g. search:30/60";
 
 impl Quotas {
     /// No quota at all: the request path does not touch the store.
@@ -162,7 +162,7 @@ mod tests {
         let error = Quotas::parse(None, Some("cart_checkout=30/60")).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "each RELEVO_RATE_PER_TOOL entry must be NAME:LIMIT/SECONDS (NAME a tool or *), e.g. cart_checkout:30/60: \
+            "each RELEVO_RATE_PER_TOOL entry must be NAME:LIMIT/SECONDS (NAME a tool or *), e.g. search:30/60: \
              got \"cart_checkout=30/60\""
         );
         let error = Quotas::parse(Some("600 per minute"), None).unwrap_err();
