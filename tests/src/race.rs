@@ -176,6 +176,25 @@ impl<S: RecordStore + 'static> RecordStore for RaceStore<S> {
             result
         })
     }
+
+    fn count_up<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        limit: u32,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> StoreFuture<'a, Option<u32>> {
+        Box::pin(async move {
+            self.pause().await;
+            let result = self.inner.count_up(key, limit, expires_at, now).await;
+            let (body, applied) = match &result {
+                Ok(Some(count)) => (serde_json::json!({ "count": count }), true),
+                _ => (Value::Null, false),
+            };
+            self.record("count_up", vec![(key.clone(), body)], applied);
+            result
+        })
+    }
 }
 
 impl<S: JobStore + 'static> JobStore for RaceStore<S> {
@@ -288,6 +307,15 @@ impl RecordStore for Both {
         now: u64,
     ) -> relevo_state::records::TransactFuture<'a> {
         self.0.transact(writes, now)
+    }
+    fn count_up<'a>(
+        &'a self,
+        key: &'a relevo_state::RecordKey,
+        limit: u32,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> relevo_state::StoreFuture<'a, Option<u32>> {
+        self.0.count_up(key, limit, expires_at, now)
     }
 }
 

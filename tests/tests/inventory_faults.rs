@@ -173,6 +173,20 @@ impl RecordStore for FaultyStore {
             Ok(written)
         })
     }
+
+    fn count_up<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        limit: u32,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> StoreFuture<'a, Option<u32>> {
+        Box::pin(async move {
+            let counted = self.inner.count_up(key, limit, expires_at, now).await?;
+            self.injector.after_write().await.map_err(|_| lost())?;
+            Ok(counted)
+        })
+    }
 }
 
 /// A downstream with its own idempotency (by key), counting effects, with injected faults.

@@ -60,6 +60,18 @@ impl RecordStore for Switchable {
             self.inner.transact(writes, now).await
         })
     }
+    fn count_up<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        limit: u32,
+        expires: Option<u64>,
+        now: u64,
+    ) -> StoreFuture<'a, Option<u32>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.count_up(key, limit, expires, now).await
+        })
+    }
 }
 
 struct Deployment {

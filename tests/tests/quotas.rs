@@ -16,7 +16,7 @@ use std::time::Duration;
 use relevo_protocol::quota::Quotas;
 use relevo_protocol::{ManualClock, McpServer};
 use relevo_state::rate::KIND;
-use relevo_tests::race::{Backend, Both, RaceStore, Seed, backend};
+use relevo_tests::race::{Backend, Both, RaceStore, Seed, Written, backend};
 use relevo_tests::*;
 use serde_json::{Value, json};
 
@@ -108,10 +108,15 @@ impl Deployment {
     /// Every request of `asks`, sent by [`CLIENTS`] concurrent clients, request `n` to instance
     /// `n % 4`; the answers in the order of `asks`.
     async fn burst(self: &Arc<Self>, asks: Vec<Ask>) -> Vec<(Ask, Answer)> {
+        self.burst_from(CLIENTS, asks).await
+    }
+
+    /// [`Deployment::burst`] with `clients` concurrent clients.
+    async fn burst_from(self: &Arc<Self>, clients_at_once: usize, asks: Vec<Ask>) -> Vec<(Ask, Answer)> {
         let asks = Arc::new(asks);
         let next = Arc::new(AtomicUsize::new(0));
         let mut clients = tokio::task::JoinSet::new();
-        for _ in 0..CLIENTS {
+        for _ in 0..clients_at_once {
             let (deployment, asks, next) = (self.clone(), asks.clone(), next.clone());
             clients.spawn(async move {
                 let mut answered = Vec::new();
@@ -252,16 +257,57 @@ async fn a_tool_quota_is_counted_apart_from_the_tenant_quota(kind: Backend) {
     );
 }
 
+/// Concurrent callers of the hot-burst test.
+const CALLERS: usize = 64;
+
+/// A burst of honest callers of one tenant on one hot window record: [`CALLERS`] concurrent
+/// clients over four instances, 128 `tools/call` at a tenant quota of 40 per 60 s. Exactly 40
+/// are admitted and every other answer is the full 429: the quota itself never answers
+/// contention (503). Each request is one store call on its window (no read-then-write, no
+/// retry), only admissions write, and the counts written are 1..=40, each once.
+async fn a_burst_of_callers_on_one_window_gets_only_admissions_and_429s(kind: Backend) {
+    let seed = Seed::from_env(&format!("burst of {CALLERS} callers on {kind:?}"));
+    let deployment = Arc::new(deployment(kind, seed, quotas("40/60", "")).await);
+    let tokens: Vec<String> = (0..8).map(|n| deployment.token("acme", &format!("caller{n}"))).collect();
+    let asks: Vec<Ask> = (0..128).map(|n| greet(&tokens[n % tokens.len()])).collect();
+    let requests = asks.len();
+    let answers = deployment.burst_from(CALLERS, asks).await;
+
+    let admitted = answers.iter().filter(|(_, a)| a.admitted()).count();
+    let unavailable: Vec<&Answer> = answers.iter().map(|(_, a)| a).filter(|a| a.status == 503).collect();
+    seed.check(
+        unavailable.is_empty(),
+        format!("{} answered 503 by the quota itself: {unavailable:?}", unavailable.len()),
+    );
+    seed.check(admitted == 40, format!("{admitted} admitted, not 40"));
+    for (_, answer) in answers.iter().filter(|(_, a)| !a.admitted()) {
+        assert_rate_limited(seed, answer, "tenant", None, 40);
+    }
+    let windows = deployment.windows_within(seed, |_| 40);
+    seed.check(windows.values().copied().eq([40]), format!("one window record counted 40: {windows:?}"));
+
+    let window_calls: Vec<Written> =
+        deployment.store.history().into_iter().filter(|w| w.writes.iter().any(|(key, _)| key.kind == KIND)).collect();
+    let applied = window_calls.iter().filter(|w| w.applied).count();
+    seed.check(
+        window_calls.len() == requests,
+        format!("{} store writes on the window for {requests} requests (one each, no retry)", window_calls.len()),
+    );
+    seed.check(applied == 40, format!("{applied} writes applied: only an admission writes"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn quotas_hold_across_instances_on_sqlite() {
     a_tenant_quota_admits_exactly_its_limit_across_instances(Backend::Sqlite).await;
     a_tool_quota_is_counted_apart_from_the_tenant_quota(Backend::Sqlite).await;
+    a_burst_of_callers_on_one_window_gets_only_admissions_and_429s(Backend::Sqlite).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn quotas_hold_across_instances_on_dynamodb() {
     a_tenant_quota_admits_exactly_its_limit_across_instances(Backend::Dynamo).await;
     a_tool_quota_is_counted_apart_from_the_tenant_quota(Backend::Dynamo).await;
+    a_burst_of_callers_on_one_window_gets_only_admissions_and_429s(Backend::Dynamo).await;
 }
 
 /// Without a quota configured, serving a request writes no window record (the bench pays

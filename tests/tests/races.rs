@@ -352,6 +352,22 @@ impl RecordStore for Dying {
             result
         })
     }
+    fn count_up<'a>(
+        &'a self,
+        key: &'a relevo_state::RecordKey,
+        limit: u32,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> relevo_state::StoreFuture<'a, Option<u32>> {
+        Box::pin(async move {
+            if self.dead() {
+                return Err(killed());
+            }
+            let result = self.inner.count_up(key, limit, expires_at, now).await;
+            self.wrote();
+            result
+        })
+    }
 }
 
 /// One shop instance over `store`.

@@ -115,7 +115,82 @@ async fn a_failing_store_is_an_error_that_names_the_scope() {
         fn transact<'a>(&'a self, _: &'a [Write], _: u64) -> TransactFuture<'a> {
             Box::pin(async { Err(TransactError::Invalid("unused".into())) })
         }
+        fn count_up<'a>(&'a self, _: &'a RecordKey, _: u32, _: Option<u64>, _: u64) -> StoreFuture<'a, Option<u32>> {
+            Box::pin(async { Err(StoreError::Unavailable("switched off".into())) })
+        }
     }
     let error = admit(&Down, "acme", "tool:x", PER_MINUTE, 1_800_000_000).await.unwrap_err();
     assert_eq!(error.to_string(), "counting the request rate of tool:x: the store is unavailable: switched off");
+}
+
+/// Every store call `admit` makes, by name, over the real SQLite store.
+#[derive(Default)]
+struct Calls(std::sync::Mutex<Vec<&'static str>>);
+
+struct Counting {
+    inner: SqliteStore,
+    calls: Arc<Calls>,
+}
+
+impl Counting {
+    fn called(&self, name: &'static str) {
+        self.calls.0.lock().unwrap().push(name);
+    }
+}
+
+impl RecordStore for Counting {
+    fn create<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        body: &'a Value,
+        exp: Option<u64>,
+        now: u64,
+    ) -> StoreFuture<'a, Record> {
+        self.called("create");
+        self.inner.create(key, body, exp, now)
+    }
+    fn get<'a>(&'a self, key: &'a RecordKey, now: u64) -> StoreFuture<'a, Option<Record>> {
+        self.called("get");
+        self.inner.get(key, now)
+    }
+    fn update<'a>(&'a self, key: &'a RecordKey, rev: u64, body: &'a Value, now: u64) -> StoreFuture<'a, Record> {
+        self.called("update");
+        self.inner.update(key, rev, body, now)
+    }
+    fn transact<'a>(&'a self, writes: &'a [Write], now: u64) -> TransactFuture<'a> {
+        self.called("transact");
+        self.inner.transact(writes, now)
+    }
+    fn count_up<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        limit: u32,
+        exp: Option<u64>,
+        now: u64,
+    ) -> StoreFuture<'a, Option<u32>> {
+        self.called("count_up");
+        self.inner.count_up(key, limit, exp, now)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_request_is_one_atomic_count_with_no_read_and_no_retry() {
+    let calls = Arc::new(Calls::default());
+    let store: Arc<dyn RecordStore> = Arc::new(Counting { inner: sqlite(), calls: calls.clone() });
+    let rate = Rate { limit: 10, window_secs: 60 };
+    let mut racing = tokio::task::JoinSet::new();
+    for _ in 0..64 {
+        let store = store.clone();
+        racing.spawn(async move { admit(store.as_ref(), "acme", "tenant", rate, 1_800_000_000).await });
+    }
+    let answers = racing.join_all().await;
+    assert!(answers.iter().all(Result::is_ok), "no answer is an error: {answers:?}");
+    let admitted = answers.iter().filter(|a| matches!(a, Ok(Admission::Allowed { .. }))).count();
+    assert_eq!(admitted, 10);
+    let made = calls.0.lock().unwrap().clone();
+    assert_eq!(made, vec!["count_up"; 64], "one counting write per request, nothing else");
+    let key = window_key("acme", "tenant", rate, 1_800_000_000);
+    let window = store.get(&key, 1_800_000_000).await.unwrap().unwrap();
+    assert_eq!((window.body, window.revision), (json!({ "count": 10 }), 10), "54 refusals wrote nothing");
+    assert_eq!(window.expires_at, Some(1_800_000_060), "the window's record expires at the window's end");
 }

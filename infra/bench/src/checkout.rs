@@ -51,6 +51,17 @@ impl RecordStore for Counted {
         self.calls.transact.fetch_add(1, Ordering::Relaxed);
         self.inner.transact(writes, now)
     }
+    fn count_up<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        limit: u32,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> StoreFuture<'a, Option<u32>> {
+        // One conditional update of a counter record.
+        self.calls.update.fetch_add(1, Ordering::Relaxed);
+        self.inner.count_up(key, limit, expires_at, now)
+    }
 }
 
 /// Store calls (get, create, update) of one step.

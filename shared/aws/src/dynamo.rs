@@ -6,10 +6,11 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{BuildError, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::error::TransactionCanceledException;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, GlobalSecondaryIndex, KeySchemaElement,
-    KeyType, Projection, ProjectionType, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
+    KeyType, Projection, ProjectionType, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
     TimeToLiveSpecification, TransactWriteItem, Update,
 };
 use relevo_state::jobs::{Created, Job, JobRef, JobStore};
@@ -73,6 +74,10 @@ pub(crate) fn get_s<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
 }
 
 pub(crate) fn body_of(item: &Item) -> Result<Value, StoreError> {
+    if let Some(count) = get_n(item, COUNT) {
+        // A counter ([`RecordStore::count_up`]) keeps its count as a number, not in `body`.
+        return Ok(serde_json::json!({ "count": count }));
+    }
     serde_json::from_str(get_s(item, "body").unwrap_or("null")).map_err(|e| StoreError::unavailable("corrupt item", e))
 }
 
@@ -249,6 +254,16 @@ impl RecordStore for DynamoStore {
                 Err(other) => Err(TransactError::Store(sdk_failure(other))),
             }
         })
+    }
+
+    fn count_up<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        limit: u32,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> StoreFuture<'a, Option<u32>> {
+        Box::pin(self.count_up_item(key, limit, expires_at, now))
     }
 }
 
@@ -465,6 +480,113 @@ impl JobStore for DynamoStore {
             jobs.truncate(limit);
             Ok(jobs)
         })
+    }
+}
+
+/// The numeric attribute of a counter item (a reserved word in expressions: written `#count`).
+const COUNT: &str = "count";
+
+/// Rounds of [`DynamoStore::count_up_item`] that may find the counter expired and lose its
+/// restart to another caller: only a key counted again after its expiry gets there at all.
+const COUNTER_RESTARTS: usize = 4;
+
+/// What one counting `UpdateItem` did.
+enum Counted {
+    /// The new count.
+    Up(u32),
+    /// The condition failed: at the limit, or expired (the item as it was, if returned).
+    Refused(Option<Item>),
+}
+
+impl DynamoStore {
+    /// [`RecordStore::count_up`]: one `UpdateItem` that `ADD`s 1 to `count` and `rev` under
+    /// `count < :limit` on a live item (an absent one is created, its `tenant` and TTL set with
+    /// `if_not_exists`), so concurrent callers never conflict and a refusal writes nothing. Only
+    /// an expired item that is still there (TTL deletes lazily) is restarted at 1 with a
+    /// conditional put, and counted again when another caller restarted it first.
+    async fn count_up_item(
+        &self,
+        key: &RecordKey,
+        limit: u32,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> Result<Option<u32>, StoreError> {
+        if limit == 0 {
+            return Ok(None);
+        }
+        for _ in 0..COUNTER_RESTARTS {
+            let old = match self.add_one(key, limit, expires_at, now).await? {
+                Counted::Up(count) => return Ok(Some(count)),
+                Counted::Refused(Some(old)) => Some(old),
+                Counted::Refused(None) => self.get_item(key).await?,
+            };
+            match old {
+                Some(old) if live(&old, now) => return Ok(None),
+                // Gone since (a TTL sweep): count again.
+                None => continue,
+                Some(_) => {
+                    let mut item = Item::from([
+                        ("pk".into(), s(key.storage_key())),
+                        ("tenant".into(), s(&key.owner.tenant)),
+                        ("rev".into(), n(1)),
+                        (COUNT.into(), n(1)),
+                    ]);
+                    if let Some(expires_at) = expires_at {
+                        item.insert("expires_at".into(), n(expires_at));
+                    }
+                    let values = Item::from([(":now".into(), n(now))]);
+                    if self.put_if(item, "expires_at <= :now", values).await?.is_ok() {
+                        return Ok(Some(1));
+                    }
+                }
+            }
+        }
+        Err(unavailable("the counter kept expiring and restarting under concurrent callers"))
+    }
+
+    async fn add_one(
+        &self,
+        key: &RecordKey,
+        limit: u32,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> Result<Counted, StoreError> {
+        let mut update = "ADD #count :one, rev :one SET tenant = if_not_exists(tenant, :tenant)".to_string();
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(key.storage_key()))
+            .condition_expression(
+                "(attribute_not_exists(#count) OR #count < :limit) \
+                 AND (attribute_not_exists(expires_at) OR expires_at > :now)",
+            )
+            .expression_attribute_names("#count", COUNT)
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":limit", n(u64::from(limit)))
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":tenant", s(&key.owner.tenant))
+            .return_values(ReturnValue::UpdatedNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        if let Some(expires_at) = expires_at {
+            update.push_str(", expires_at = if_not_exists(expires_at, :expires)");
+            request = request.expression_attribute_values(":expires", n(expires_at));
+        }
+        match request.update_expression(update).send().await {
+            Ok(output) => {
+                let count = output.attributes.as_ref().and_then(|new| get_n(new, COUNT));
+                let count = count.ok_or_else(|| unavailable("UpdateItem did not return the new count"))?;
+                let count = u32::try_from(count).map_err(|e| StoreError::unavailable("corrupt counter", e))?;
+                Ok(Counted::Up(count))
+            }
+            Err(SdkError::ServiceError(service)) if service.err().is_conditional_check_failed_exception() => {
+                match service.into_err() {
+                    UpdateItemError::ConditionalCheckFailedException(failed) => Ok(Counted::Refused(failed.item)),
+                    other => Err(StoreError::unavailable("UpdateItem", other)),
+                }
+            }
+            Err(other) => Err(sdk_failure(other)),
+        }
     }
 }
 

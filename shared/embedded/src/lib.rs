@@ -1,7 +1,8 @@
 //! SQLite adapters of the `relevo-state` ports: the same contract as DynamoDB, on one machine.
 //!
 //! Conditional writes are single SQL statements (`INSERT … ON CONFLICT … WHERE expired`,
-//! `UPDATE … WHERE revision = ?`), so they are atomic without explicit transactions. The database
+//! `UPDATE … WHERE revision = ?`, a counter's `INSERT … ON CONFLICT DO UPDATE … WHERE count <
+//! limit RETURNING count`), so they are atomic without explicit transactions. The database
 //! survives restarts (WAL mode); `:memory:` is available for tests. Calls run on the blocking pool
 //! behind one connection, which serializes writers as SQLite would anyway.
 
@@ -171,6 +172,54 @@ impl RecordStore for SqliteStore {
             .await?
         })
     }
+
+    fn count_up<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        limit: u32,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> StoreFuture<'a, Option<u32>> {
+        let key = key.clone();
+        Box::pin(async move {
+            if limit == 0 {
+                return Ok(None);
+            }
+            self.run(move |connection| count_up(connection, &key, limit, expires_at, now)).await
+        })
+    }
+}
+
+/// One statement counts or refuses: a live counter below `limit` goes one up, an absent or
+/// expired one starts again at 1 (with the new expiry), and at `limit` the `WHERE` leaves the
+/// row untouched and returns nothing.
+fn count_up(
+    connection: &Connection,
+    key: &RecordKey,
+    limit: u32,
+    expires_at: Option<u64>,
+    now: u64,
+) -> Result<Option<u32>, StoreError> {
+    let counted: Option<i64> = connection
+        .query_row(
+            "INSERT INTO records (pk, tenant, revision, body, expires_at) VALUES (?1, ?2, 1, '{\"count\":1}', ?3)
+             ON CONFLICT (pk) DO UPDATE SET
+                 revision = CASE WHEN records.expires_at IS NOT NULL AND records.expires_at <= ?4
+                            THEN 1 ELSE records.revision + 1 END,
+                 body = CASE WHEN records.expires_at IS NOT NULL AND records.expires_at <= ?4
+                        THEN excluded.body
+                        ELSE json_object('count', json_extract(records.body, '$.count') + 1) END,
+                 expires_at = CASE WHEN records.expires_at IS NOT NULL AND records.expires_at <= ?4
+                              THEN excluded.expires_at ELSE records.expires_at END
+             WHERE (records.expires_at IS NOT NULL AND records.expires_at <= ?4)
+                OR json_extract(records.body, '$.count') < ?5
+             RETURNING json_extract(body, '$.count')",
+            params![key.storage_key(), key.owner.tenant, expires_at.map(|e| e as i64), now as i64, i64::from(limit)],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(unavailable)?;
+    counted.map(|count| u32::try_from(count).map_err(|e| StoreError::unavailable("corrupt counter", e))).transpose()
 }
 
 /// One conditional write (alone, or inside an open transaction): `Ok(Err(cause))` when its

@@ -82,6 +82,61 @@ pub async fn record_store_contract(store: Arc<dyn RecordStore>) {
         results.iter().all(|r| r.is_ok() || matches!(r, Err(StoreError::AlreadyExists(_)))),
         "the losers see AlreadyExists"
     );
+
+    counter_contract(store).await;
+}
+
+/// [`RecordStore::count_up`]: one atomic conditional count, up to a limit, on a counter record.
+#[allow(clippy::unwrap_used, clippy::panic)]
+pub async fn counter_contract(store: Arc<dyn RecordStore>) {
+    let window = RecordKey::new(Owner::tenant("acme"), "rate", "tenant/60@1800000000");
+    let end = Some(NOW + 60);
+
+    assert_eq!(store.count_up(&window, 0, end, NOW).await.unwrap(), None, "a zero limit counts nothing");
+    assert_eq!(store.get(&window, NOW).await.unwrap(), None, "and writes nothing");
+
+    for n in 1..=3 {
+        assert_eq!(store.count_up(&window, 3, end, NOW).await.unwrap(), Some(n), "count {n} of 3");
+    }
+    assert_eq!(store.count_up(&window, 3, end, NOW).await.unwrap(), None, "at the limit: refused");
+    let counter = store.get(&window, NOW).await.unwrap().expect("the counter reads as a record");
+    assert_eq!(
+        (counter.body, counter.revision, counter.expires_at),
+        (json!({ "count": 3 }), 3, end),
+        "a refusal wrote nothing; the counter reads as its count, one revision per count"
+    );
+    assert_eq!(
+        store.count_up(&window, 5, Some(NOW + 600), NOW).await.unwrap(),
+        Some(4),
+        "a higher limit counts on from the same record"
+    );
+    assert_eq!(store.get(&window, NOW).await.unwrap().unwrap().expires_at, end, "the first expiry is kept");
+
+    let other_tenant = RecordKey::new(Owner::tenant("globex"), "rate", "tenant/60@1800000000");
+    assert_eq!(store.count_up(&other_tenant, 3, end, NOW).await.unwrap(), Some(1), "another tenant counts apart");
+
+    // expiry: an expired counter reads as absent and counts again from 1, with the new expiry
+    assert_eq!(store.get(&window, NOW + 60).await.unwrap(), None, "an expired counter reads as absent");
+    assert_eq!(store.count_up(&window, 5, Some(NOW + 120), NOW + 60).await.unwrap(), Some(1), "restarts at 1");
+    assert_eq!(store.get(&window, NOW + 60).await.unwrap().unwrap().expires_at, Some(NOW + 120));
+    assert_eq!(store.count_up(&window, 5, Some(NOW + 120), NOW + 61).await.unwrap(), Some(2));
+
+    let forever = RecordKey::new(Owner::tenant("acme"), "rate", "forever");
+    assert_eq!(store.count_up(&forever, 1, None, NOW).await.unwrap(), Some(1));
+    assert_eq!(store.count_up(&forever, 1, None, NOW + 1_000_000).await.unwrap(), None, "no expiry, no restart");
+
+    // concurrent counts of one hot counter: exactly the limit counted, each count once, no error
+    let hot = RecordKey::new(Owner::tenant("acme"), "rate", "hot");
+    let mut racers = tokio::task::JoinSet::new();
+    for _ in 0..24 {
+        let (store, hot) = (store.clone(), hot.clone());
+        racers.spawn(async move { store.count_up(&hot, 10, end, NOW).await });
+    }
+    let results = racers.join_all().await;
+    let mut counted: Vec<u32> = results.iter().filter_map(|r| r.clone().unwrap()).collect();
+    counted.sort_unstable();
+    assert_eq!(counted, (1..=10).collect::<Vec<_>>(), "each count 1..=10 once, none lost to a conflict");
+    assert_eq!(store.get(&hot, NOW).await.unwrap().unwrap().body, json!({ "count": 10 }));
 }
 
 /// The behaviour every [`JobStore`](crate::JobStore) adapter must show.

@@ -281,6 +281,21 @@ pub trait RecordStore: Send + Sync {
     /// new revision of each write, in order. A refused condition names the write and carries the current
     /// record, so the caller can report it without a second read.
     fn transact<'a>(&'a self, writes: &'a [Write], now: u64) -> TransactFuture<'a>;
+
+    /// Counts one more on the counter record `key`, if its count is below `limit`, in one atomic
+    /// conditional write: `Some(new count)` when counted, `None` when the count has reached
+    /// `limit` (or `limit` is 0), and then nothing is written. No live record counts as 0: the
+    /// first call creates it at count 1, expiring at `expires_at` (later calls keep that expiry).
+    /// The record reads (`get`) as the body `{"count": n}`, its revision one more on each count.
+    /// Never a conflict: every concurrent caller is answered at once, at most `limit` of them
+    /// with `Some`, each with its own count. `key` must name a counter only (no other write to it).
+    fn count_up<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        limit: u32,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> StoreFuture<'a, Option<u32>>;
 }
 
 #[cfg(test)]

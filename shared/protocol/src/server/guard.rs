@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use super::McpServer;
 use crate::auth::Principal;
-use crate::error::{McpError, Retry, store_failure};
+use crate::error::{McpError, store_failure};
 use crate::ladder::ValidRequest;
 use crate::method::Method;
 use crate::quota::{QuotaScope, Rate};
@@ -204,9 +204,5 @@ async fn spend(
             retry_after_secs,
         }),
         Err(RateError::Store { source, .. }) => Err(store_failure("rate quota")(source)),
-        Err(RateError::Contention(_)) => {
-            tracing::warn!(scope = scope.as_str(), cause = "contention", "rate quota: answered retryable");
-            Err(McpError::Retryable(Retry::Contention))
-        }
     }
 }
