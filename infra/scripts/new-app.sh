@@ -90,6 +90,7 @@ sed "s/__CRATE__/$crate/g" "$starter/app/tests/tools.rs" >"$dir/app/tests/tools.
 printf '[package]\nname = "local"\nversion.workspace = true\nedition.workspace = true\npublish.workspace = true\n\n[dependencies]\napp.workspace = true\nrelevo-gateway.workspace = true\ntokio.workspace = true\n' \
   >"$dir/local/Cargo.toml"
 cp "$starter/local/src/main.rs" "$dir/local/src/main.rs"
+# The template carries the deployment defaults, the per-tenant quota (RatePerTenant 1200/60) among them.
 cp "$root/template.yaml" "$dir/template.yaml"
 cp "$root/rustfmt.toml" "$dir/rustfmt.toml"
 sed "s|__RELEVO__|$root|g" "$starter/Makefile" >"$dir/Makefile"
