@@ -250,7 +250,8 @@ impl Counted {
 }
 
 async fn a_refused_listen_stream_reads_nothing_it_would_watch(kind: Backend) {
-    let config = ServerConfig { listen_max_secs: 2, listen_poll_ms: 100, max_listen_streams: 1, ..ServerConfig::default() };
+    let config =
+        ServerConfig { listen_max_secs: 2, listen_poll_ms: 100, max_listen_streams: 1, ..ServerConfig::default() };
     let d = counted(kind, config).await;
     let watched: Vec<String> = vec![format!("carts://{}", d.cart().await)];
     let open = d.listen(&watched);

@@ -362,7 +362,8 @@ mod admission {
         let pages = app.find_pages().cloned();
         let quotas = Quotas::parse(Some(&format!("{LIMIT}/60")), None).unwrap();
         let config = ServerConfig { quotas, listen_max_secs: 20, listen_poll_ms: 100, ..ServerConfig::default() };
-        let server = McpServer::new(app, config, test_keys(), auth).with_store(store.clone()).with_clock(Arc::new(clock));
+        let server =
+            McpServer::new(app, config, test_keys(), auth).with_store(store.clone()).with_clock(Arc::new(clock));
         let options = relevo_gateway::GatewayOptions { auth: Some(settings), pages, ..gateway_options() };
         let token = dev_token(&issuer, "acme", "alice", &["shop", "inventory:approve", "inventory:write"]);
         let other = dev_token(&issuer, "globex", "gina", &["shop"]);
@@ -400,7 +401,11 @@ mod admission {
     }
 
     fn initialize() -> Value {
-        legacy(0, "initialize", json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t" } }))
+        legacy(
+            0,
+            "initialize",
+            json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t" } }),
+        )
     }
 
     fn assert_spent(reply: &Reply, what: &str) {
@@ -432,12 +437,13 @@ mod admission {
         let session = opened.headers["mcp-session-id"].to_str().unwrap().to_string();
         let subscribe = legacy(1, "resources/subscribe", json!({ "uri": "carts://c1" }));
         assert_eq!(send(router, legacy_post(token, Some(&session), &subscribe)).await.status, 200);
-        let cart = send(router, rpc_as(Some(token), 2, "tools/call", json!({ "name": "cart_create", "arguments": {} })))
-            .await
-            .json()["result"]["structuredContent"]["cartId"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let cart =
+            send(router, rpc_as(Some(token), 2, "tools/call", json!({ "name": "cart_create", "arguments": {} })))
+                .await
+                .json()["result"]["structuredContent"]["cartId"]
+                .as_str()
+                .unwrap()
+                .to_string();
         let listen = rpc_as(
             Some(token),
             3,
@@ -485,7 +491,9 @@ mod admission {
                     send(router, rpc_as(Some(token), 5, method.as_str(), params)).await
                 }
                 Surface::LegacyInitialize => send(router, legacy_post(token, None, &initialize())).await,
-                Surface::LegacyPing => send(router, legacy_post(token, Some(&session), &legacy(6, "ping", json!({})))).await,
+                Surface::LegacyPing => {
+                    send(router, legacy_post(token, Some(&session), &legacy(6, "ping", json!({})))).await
+                }
                 Surface::LegacySetLevel => {
                     let body = legacy(7, "logging/setLevel", json!({ "level": "debug" }));
                     send(router, legacy_post(token, Some(&session), &body)).await
@@ -509,14 +517,19 @@ mod admission {
                 Surface::SessionDelete => send(router, session_request(token, http::Method::DELETE, &session)).await,
                 Surface::ListenPoll => {
                     // The stream opened before the quota ran out ends at its next poll.
-                    let (reply, lasted) = tokio::time::timeout(Duration::from_secs(10), stream.take().unwrap()).await.unwrap().unwrap();
+                    let (reply, lasted) =
+                        tokio::time::timeout(Duration::from_secs(10), stream.take().unwrap()).await.unwrap().unwrap();
                     assert!(lasted < Duration::from_secs(10), "a spent quota ends the listen stream: {lasted:?}");
                     assert!(reply.json().get("result").is_some(), "it ends with the listen result: {}", reply.text);
                     probed.insert(name);
                     continue;
                 }
                 Surface::Page => {
-                    let signin = send(router, page(token, http::Method::POST, "/approvals/login", &format!("token={token}"), false)).await;
+                    let signin = send(
+                        router,
+                        page(token, http::Method::POST, "/approvals/login", &format!("token={token}"), false),
+                    )
+                    .await;
                     assert_spent(&signin, "the pages' sign-in");
                     send(router, page(token, http::Method::GET, "/approvals/op-1", "", true)).await
                 }

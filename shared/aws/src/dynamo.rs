@@ -9,8 +9,8 @@ use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::error::TransactionCanceledException;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, GlobalSecondaryIndex, KeySchemaElement,
-    KeyType, KeysAndAttributes, Projection, ProjectionType, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
-    TimeToLiveSpecification, TransactWriteItem, Update,
+    KeyType, KeysAndAttributes, Projection, ProjectionType, Put, ReturnValuesOnConditionCheckFailure,
+    ScalarAttributeType, TimeToLiveSpecification, TransactWriteItem, Update,
 };
 use relevo_state::jobs::{Created, Job, JobRef, JobStore};
 use relevo_state::records::{TransactError, TransactFuture, Write, validate_transaction};
@@ -158,23 +158,15 @@ impl DynamoStore {
                 .consistent_read(true)
                 .build()
                 .map_err(|e| StoreError::unavailable("BatchGetItem request", e))?;
-            let output = self
-                .client
-                .batch_get_item()
-                .request_items(&self.table, request)
-                .send()
-                .await
-                .map_err(sdk_failure)?;
+            let output =
+                self.client.batch_get_item().request_items(&self.table, request).send().await.map_err(sdk_failure)?;
             for item in output.responses.and_then(|mut r| r.remove(&self.table)).unwrap_or_default() {
                 if let Some(pk) = get_s(&item, "pk") {
                     found.insert(pk.to_string(), item);
                 }
             }
-            pending = output
-                .unprocessed_keys
-                .and_then(|mut u| u.remove(&self.table))
-                .map(|k| k.keys)
-                .unwrap_or_default();
+            pending =
+                output.unprocessed_keys.and_then(|mut u| u.remove(&self.table)).map(|k| k.keys).unwrap_or_default();
         }
         if pending.is_empty() {
             return Ok(found);

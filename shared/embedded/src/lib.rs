@@ -138,7 +138,12 @@ fn read_many(connection: &Connection, keys: &[RecordKey], now: u64) -> Result<Ve
     bound.extend(storage.iter().map(|k| k as &dyn rusqlite::ToSql));
     let rows = statement
         .query_map(bound.as_slice(), |row| {
-            Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?, row.get::<_, String>(2)?, row.get::<_, Option<i64>>(3)?))
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, Option<i64>>(3)?,
+            ))
         })
         .map_err(unavailable)?;
     let mut found = std::collections::HashMap::new();

@@ -32,9 +32,9 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use super::dispatch::string_param;
-use super::reply::{challenge_reply, empty, error_reply, json_reply, legacy_error_reply, sse_frame, sse_reply};
 use super::guard::Surface;
 use super::listen::Slot;
+use super::reply::{challenge_reply, empty, error_reply, json_reply, legacy_error_reply, sse_frame, sse_reply};
 use super::{McpServer, Reply, run_handler};
 use crate::auth::Principal;
 use crate::error::McpError;
@@ -415,7 +415,11 @@ fn shared_method(method: &str) -> Option<Method> {
     Method::from_wire(method).filter(|m| {
         !matches!(
             m,
-            Method::Discover | Method::SubscriptionsListen | Method::TasksGet | Method::TasksUpdate | Method::TasksCancel
+            Method::Discover
+                | Method::SubscriptionsListen
+                | Method::TasksGet
+                | Method::TasksUpdate
+                | Method::TasksCancel
         )
     })
 }
