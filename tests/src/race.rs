@@ -195,6 +195,29 @@ impl<S: RecordStore + 'static> RecordStore for RaceStore<S> {
             result
         })
     }
+
+    fn get_many<'a>(&'a self, keys: &'a [RecordKey], now: u64) -> StoreFuture<'a, Vec<Option<Record>>> {
+        Box::pin(async move {
+            self.pause().await;
+            self.inner.get_many(keys, now).await
+        })
+    }
+
+    fn update_expiring<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        expected_revision: u64,
+        body: &'a Value,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> StoreFuture<'a, Record> {
+        Box::pin(async move {
+            self.pause().await;
+            let result = self.inner.update_expiring(key, expected_revision, body, expires_at, now).await;
+            self.record("update", vec![(key.clone(), body.clone())], result.is_ok());
+            result
+        })
+    }
 }
 
 impl<S: JobStore + 'static> JobStore for RaceStore<S> {
@@ -316,6 +339,23 @@ impl RecordStore for Both {
         now: u64,
     ) -> relevo_state::StoreFuture<'a, Option<u32>> {
         self.0.count_up(key, limit, expires_at, now)
+    }
+    fn get_many<'a>(
+        &'a self,
+        keys: &'a [relevo_state::RecordKey],
+        now: u64,
+    ) -> relevo_state::StoreFuture<'a, Vec<Option<relevo_state::Record>>> {
+        self.0.get_many(keys, now)
+    }
+    fn update_expiring<'a>(
+        &'a self,
+        key: &'a relevo_state::RecordKey,
+        expected: u64,
+        body: &'a Value,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> relevo_state::StoreFuture<'a, relevo_state::Record> {
+        self.0.update_expiring(key, expected, body, expires_at, now)
     }
 }
 

@@ -233,6 +233,85 @@ async fn a_noisy_tenant_delays_another_by_a_bounded_amount(kind: Backend) {
     assert!(position <= limits.per_tenant, "the quiet tenant's job ran after {position} others");
 }
 
+fn get_stream(token: &str, session: &str) -> http::Request<axum::body::Body> {
+    http::Request::get("/mcp")
+        .header("host", "127.0.0.1:8080")
+        .header("accept", "text/event-stream")
+        .header("authorization", format!("Bearer {token}"))
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(axum::body::Body::empty())
+        .unwrap()
+}
+
+/// A 2025-11-25 GET stream takes a slot among its principal's open GET streams, across
+/// instances, and gives it back when it ends.
+async fn get_streams_per_principal_are_bounded_across_instances(kind: Backend) {
+    let config = ServerConfig { listen_max_secs: 2, max_listen_streams: 2, ..test_config() };
+    let (instances, issuer) = shop_instances(store(kind).await, 2, config, true);
+    let alice = dev_token(&issuer, "acme", "alice", &["shop"]);
+    let session = session_of(&send(&instances[0], initialize(&alice, json!({ "name": "c" }), json!({}))).await);
+    let open = |n: usize| {
+        let (router, request) = (instances[n].clone(), get_stream(&alice, &session));
+        tokio::spawn(async move { send(&router, request).await })
+    };
+    let held = [open(0), open(1)];
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_limit(&open(0).await.unwrap(), "open GET streams");
+    for stream in held {
+        assert_eq!(stream.await.unwrap().status, 200);
+    }
+    assert_eq!(open(1).await.unwrap().status, 200, "the ended streams gave their slots back");
+}
+
+/// A slot record lives as long as its longest-lived holder and no longer: its expiry follows
+/// the latest holder, and the last release expires it at once.
+async fn slot_records_expire_with_their_last_holder(kind: Backend) {
+    use relevo_state::slots::{self, Acquired};
+    let records = store(kind).await;
+    let key = RecordKey::new(Owner::personal("acme", "alice"), "listen-streams", "open");
+    let t = 1_800_000_000;
+    assert_eq!(slots::acquire(&*records, &key, "a", t + 100, 8, t).await.unwrap(), Acquired::Held);
+    assert_eq!(records.get(&key, t).await.unwrap().unwrap().expires_at, Some(t + 100));
+    assert_eq!(slots::acquire(&*records, &key, "b", t + 300, 8, t + 10).await.unwrap(), Acquired::Held);
+    assert_eq!(records.get(&key, t + 10).await.unwrap().unwrap().expires_at, Some(t + 300), "the later holder");
+    slots::release(&*records, &key, "b", t + 20).await.unwrap();
+    assert_eq!(records.get(&key, t + 20).await.unwrap().unwrap().expires_at, Some(t + 100), "back to a's");
+    assert_eq!(records.get(&key, t + 100).await.unwrap(), None, "a crashed holder's record lapses with it");
+    assert_eq!(slots::acquire(&*records, &key, "c", t + 500, 8, t + 200).await.unwrap(), Acquired::Held);
+    slots::release(&*records, &key, "c", t + 210).await.unwrap();
+    assert_eq!(records.get(&key, t + 210).await.unwrap(), None, "the last release expires the record");
+
+    // Through the server: a session's slot record expires with the session.
+    let (instances, issuer) = shop_instances(records.clone(), 1, test_config(), true);
+    let alice = dev_token(&issuer, "acme", "alice", &["shop"]);
+    let opened = send(&instances[0], initialize(&alice, json!({ "name": "c" }), json!({}))).await;
+    let session = RecordKey::new(Owner::personal("acme", "alice"), "mcp-session", &session_of(&opened));
+    let sessions = RecordKey::new(Owner::personal("acme", "alice"), "mcp-sessions", "open");
+    let session_expiry = records.get(&session, now()).await.unwrap().unwrap().expires_at;
+    assert!(session_expiry.is_some());
+    assert_eq!(records.get(&sessions, now()).await.unwrap().unwrap().expires_at, session_expiry);
+}
+
+/// `get_many` reads live records in the order asked, absent and expired ones as `None`.
+async fn a_batch_read_finds_live_records_in_the_order_asked(kind: Backend) {
+    let records = store(kind).await;
+    let t = 1_800_000_000;
+    let key = |id: &str| RecordKey::new(Owner::personal("acme", "alice"), "note", id);
+    records.create(&key("a"), &json!({ "n": 1 }), None, t).await.unwrap();
+    records.create(&key("b"), &json!({ "n": 2 }), Some(t + 5), t).await.unwrap();
+    let asked = [key("a"), key("missing"), key("b"), key("a")];
+    let found = records.get_many(&asked, t + 1).await.unwrap();
+    let bodies: Vec<Option<Value>> = found.iter().map(|r| r.as_ref().map(|r| r.body.clone())).collect();
+    assert_eq!(bodies, vec![Some(json!({ "n": 1 })), None, Some(json!({ "n": 2 })), Some(json!({ "n": 1 }))]);
+    assert_eq!(found[0].as_ref().unwrap().key, key("a"));
+    let later = records.get_many(&asked, t + 5).await.unwrap();
+    assert!(later[2].is_none(), "an expired record reads as absent");
+    let many: Vec<RecordKey> = (0..150).map(|n| key(&format!("k{n}"))).collect();
+    assert!(records.get_many(&many, t).await.is_err(), "more than 100 keys is refused");
+    assert_eq!(records.get_many(&many[..100], t).await.unwrap().len(), 100);
+}
+
 fn now() -> u64 {
     relevo_state::Clock::now_unix(&relevo_state::SystemClock)
 }
@@ -244,6 +323,9 @@ async fn all(kind: Backend) {
     a_session_has_a_bounded_number_of_requests_waiting_for_its_answers(kind).await;
     jobs_in_flight_are_bounded_per_principal_and_per_tenant(kind).await;
     a_noisy_tenant_delays_another_by_a_bounded_amount(kind).await;
+    get_streams_per_principal_are_bounded_across_instances(kind).await;
+    slot_records_expire_with_their_last_holder(kind).await;
+    a_batch_read_finds_live_records_in_the_order_asked(kind).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -6,26 +6,41 @@
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use relevo_embedded::SqliteStore;
 use relevo_protocol::ServerConfig;
 use relevo_state::records::{TransactFuture, Write};
 use relevo_state::{Record, RecordKey, RecordStore, StoreError, StoreFuture};
+use relevo_tests::race::{Backend, Both, backend};
 use relevo_tests::*;
 use serde_json::{Value, json};
 
-/// The shared store, with a switch that makes every read fail as an unavailable store would.
+/// The shared store, with a switch that makes every read fail as an unavailable store would,
+/// and a log of the kinds of the records read (one entry per record, batched or not).
 struct Switchable {
-    inner: SqliteStore,
+    inner: Arc<dyn RecordStore>,
     down: AtomicBool,
+    reads: Mutex<Vec<String>>,
 }
 
 impl Switchable {
+    fn new(inner: Arc<dyn RecordStore>) -> Self {
+        Switchable { inner, down: AtomicBool::new(false), reads: Mutex::new(Vec::new()) }
+    }
+
     fn check(&self) -> Result<(), StoreError> {
         if self.down.load(Ordering::SeqCst) { Err(StoreError::Unavailable("switched off".into())) } else { Ok(()) }
+    }
+
+    /// Reads of records of `kind` since the log was last taken.
+    fn take_reads(&self, kind: &str) -> usize {
+        let mut reads = self.reads.lock().unwrap();
+        let count = reads.iter().filter(|k| *k == kind).count();
+        reads.clear();
+        count
     }
 }
 
@@ -45,7 +60,28 @@ impl RecordStore for Switchable {
     fn get<'a>(&'a self, key: &'a RecordKey, now: u64) -> StoreFuture<'a, Option<Record>> {
         Box::pin(async move {
             self.check()?;
+            self.reads.lock().unwrap().push(key.kind.clone());
             self.inner.get(key, now).await
+        })
+    }
+    fn get_many<'a>(&'a self, keys: &'a [RecordKey], now: u64) -> StoreFuture<'a, Vec<Option<Record>>> {
+        Box::pin(async move {
+            self.check()?;
+            self.reads.lock().unwrap().extend(keys.iter().map(|k| k.kind.clone()));
+            self.inner.get_many(keys, now).await
+        })
+    }
+    fn update_expiring<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        expected: u64,
+        body: &'a Value,
+        expires: Option<u64>,
+        now: u64,
+    ) -> StoreFuture<'a, Record> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.update_expiring(key, expected, body, expires, now).await
         })
     }
     fn update<'a>(&'a self, key: &'a RecordKey, expected: u64, body: &'a Value, now: u64) -> StoreFuture<'a, Record> {
@@ -81,7 +117,7 @@ struct Deployment {
 }
 
 fn deployment(listen_max_secs: u64) -> Deployment {
-    let store = Arc::new(Switchable { inner: SqliteStore::in_memory().unwrap(), down: AtomicBool::new(false) });
+    let store = Arc::new(Switchable::new(Arc::new(SqliteStore::in_memory().unwrap())));
     let config = ServerConfig { listen_max_secs, listen_poll_ms: 100, ..ServerConfig::default() };
     let (instances, issuer) = shop_instances(store.clone(), 2, config, false);
     Deployment { store, instances, issuer }
@@ -138,7 +174,8 @@ async fn a_listener_hears_each_change_once_whichever_instance_made_it_and_only_o
     d.add(0, &alice, &alices).await; // this instance: heard at once, not again by the poll
     let messages = listening.await.unwrap().sse_messages();
     assert_eq!(messages[0]["method"], "notifications/subscriptions/acknowledged");
-    assert_eq!(messages[0]["params"]["notifications"]["resourceSubscriptions"], json!(uris));
+    // Bob's cart is not alice's to read: it reads as missing, and is not watched.
+    assert_eq!(messages[0]["params"]["notifications"]["resourceSubscriptions"], json!([uris[0]]));
     assert_eq!(updates(&messages), vec![uris[0].clone(), uris[0].clone()], "{messages:?}");
     for message in messages.iter().filter(|m| m.get("method").is_some()) {
         assert_eq!(message["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 42, "{message}");
@@ -174,4 +211,108 @@ async fn a_listener_whose_store_cannot_be_read_is_told_by_the_listen_result_inst
     assert!(down.elapsed() < Duration::from_secs(5), "ended after {:?}, not at listen_max_secs", down.elapsed());
     assert_eq!(messages.last().unwrap()["result"]["resultType"], "complete", "{messages:?}");
     assert!(updates(&messages).is_empty(), "a failed read is not a change: {messages:?}");
+}
+
+/// One shop server over `store` that counts its listen streams and quotas there, its clock at
+/// `clock`.
+fn counted_instance(
+    store: Arc<Switchable>,
+    config: ServerConfig,
+    clock: relevo_protocol::ManualClock,
+) -> (axum::Router, relevo_auth::DevIssuer) {
+    let (settings, issuer, auth) = dev_auth();
+    let ports = relevo_protocol::Ports::new(Some(store.clone()));
+    let server = relevo_protocol::McpServer::new(relevo_app::demo::app(&ports), config, test_keys(), Arc::new(auth))
+        .with_store(store)
+        .with_clock(Arc::new(clock));
+    let options = relevo_gateway::GatewayOptions { auth: Some(settings), ..gateway_options() };
+    (relevo_gateway::router(server, options), issuer)
+}
+
+const NOW: u64 = 1_800_000_010;
+
+struct Counted {
+    store: Arc<Switchable>,
+    router: axum::Router,
+    alice: String,
+}
+
+async fn counted(kind: Backend, config: ServerConfig) -> Counted {
+    let store = Arc::new(Switchable::new(Arc::new(Both(backend(kind).await))));
+    let (router, issuer) = counted_instance(store.clone(), config, relevo_protocol::ManualClock::at(NOW));
+    Counted { store, router, alice: dev_token(&issuer, "acme", "alice", &["shop"]) }
+}
+
+impl Counted {
+    async fn cart(&self) -> String {
+        let params = json!({ "name": "cart_create", "arguments": {} });
+        let created = send(&self.router, rpc_as(Some(&self.alice), 1, "tools/call", params)).await.json();
+        created["result"]["structuredContent"]["cartId"].as_str().unwrap().to_string()
+    }
+
+    fn listen(&self, uris: &[String]) -> tokio::task::JoinHandle<(Reply, Duration)> {
+        let filter = json!({ "notifications": { "resourceSubscriptions": uris } });
+        let (router, request) = (self.router.clone(), rpc_as(Some(&self.alice), 42, "subscriptions/listen", filter));
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let reply = send(&router, request).await;
+            (reply, started.elapsed())
+        })
+    }
+}
+
+async fn a_refused_listen_stream_reads_nothing_it_would_watch(kind: Backend) {
+    let config =
+        ServerConfig { listen_max_secs: 2, listen_poll_ms: 100, max_listen_streams: 1, ..ServerConfig::default() };
+    let d = counted(kind, config).await;
+    let watched: Vec<String> = vec![format!("carts://{}", d.cart().await)];
+    let open = d.listen(&watched);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    d.store.take_reads("cart");
+    let (refused, _) = d.listen(&watched).await.unwrap();
+    assert_eq!(refused.status, 429, "{}", refused.text);
+    assert_eq!(d.store.take_reads("cart"), 0, "the refused stream read none of what it would watch");
+    assert_eq!(open.await.unwrap().0.status, 200);
+}
+
+async fn a_listen_on_missing_resources_watches_none_of_them(kind: Backend) {
+    let config = ServerConfig { listen_max_secs: 1, listen_poll_ms: 100, ..ServerConfig::default() };
+    let d = counted(kind, config).await;
+    let missing: Vec<String> = (0..relevo_protocol::MAX_WATCHED).map(|n| format!("carts://missing-{n}")).collect();
+    d.store.take_reads("cart");
+    let (reply, _) = d.listen(&missing).await.unwrap();
+    let messages = reply.sse_messages();
+    assert_eq!(messages[0]["params"]["notifications"], json!({}), "nothing missing is acknowledged: {messages:?}");
+    assert_eq!(
+        d.store.take_reads("cart"),
+        relevo_protocol::MAX_WATCHED,
+        "one read found each missing, and no poll read them again over the stream's life"
+    );
+}
+
+async fn every_poll_counts_against_the_tenant_quota_and_a_spent_quota_ends_the_stream(kind: Backend) {
+    let quotas = relevo_protocol::quota::Quotas::parse(Some("6/60"), None).unwrap();
+    let config = ServerConfig { listen_max_secs: 20, listen_poll_ms: 100, quotas, ..ServerConfig::default() };
+    let d = counted(kind, config).await;
+    let watched = vec![format!("carts://{}", d.cart().await)]; // 1 of 6
+    let (reply, lasted) = tokio::time::timeout(Duration::from_secs(15), d.listen(&watched)).await.unwrap().unwrap(); // 2
+    assert!(lasted < Duration::from_secs(5), "polls 3 to 6 spent the quota; the 7th ended the stream: {lasted:?}");
+    let messages = reply.sse_messages();
+    assert_eq!(messages.last().unwrap()["result"]["resultType"], "complete", "ended cleanly: {messages:?}");
+    let next = send(&d.router, rpc_as(Some(&d.alice), 2, "tools/list", json!({}))).await;
+    assert_eq!(next.status, 429, "the polls spent the tenant's quota: {}", next.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn listen_admission_holds_on_sqlite() {
+    a_refused_listen_stream_reads_nothing_it_would_watch(Backend::Sqlite).await;
+    a_listen_on_missing_resources_watches_none_of_them(Backend::Sqlite).await;
+    every_poll_counts_against_the_tenant_quota_and_a_spent_quota_ends_the_stream(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn listen_admission_holds_on_dynamodb() {
+    a_refused_listen_stream_reads_nothing_it_would_watch(Backend::Dynamo).await;
+    a_listen_on_missing_resources_watches_none_of_them(Backend::Dynamo).await;
+    every_poll_counts_against_the_tenant_quota_and_a_spent_quota_ends_the_stream(Backend::Dynamo).await;
 }

@@ -320,3 +320,241 @@ async fn the_manifest_describes_only_what_its_reader_may_reach() {
     assert!(!names(&writer, "tools", "name").contains("cart_checkout"), "carts need shop");
     assert_ne!(shopper, writer, "two principals read the manifest that is theirs");
 }
+
+/// Admission, enumerated: every [`Surface`] the server knows — each method, each 2025-11-25
+/// session verb, its GET stream and DELETE, a listen stream's poll, the pages and their sign-in
+/// — is either counted against the tenant's request-rate quota or exempt for a stated reason.
+/// A tenant over its quota is refused on each counted surface (429 with `Retry-After`, or the
+/// stream ends), and nothing of its session is written. A surface added without a probe here
+/// fails this test; one added without a decision does not compile (`Surface::admission`).
+mod admission {
+    use super::*;
+    use relevo_protocol::server::{Decision, Surface};
+    use relevo_protocol::{ManualClock, quota::Quotas};
+    use relevo_state::{Owner, RecordKey, RecordStore};
+    use relevo_tests::race::{Backend, Both, backend};
+    use std::time::{Duration, Instant};
+
+    /// Inside one 60 s window of the quota.
+    const NOW: u64 = 1_800_000_010;
+    /// The tenant's budget: enough for the setup (initialize, a subscription, a cart, a listen).
+    const LIMIT: u32 = 8;
+
+    struct Deployment {
+        router: axum::Router,
+        store: Arc<Both>,
+        token: String,
+        other: String,
+    }
+
+    async fn deployment(kind: Backend) -> Deployment {
+        let store = Arc::new(Both(backend(kind).await));
+        let (settings, issuer, auth) = dev_auth();
+        let auth = Arc::new(auth);
+        let clock = ManualClock::at(NOW);
+        let mut ports = relevo_protocol::Ports::new(Some(store.clone())).with_security(
+            auth.clone(),
+            test_keys(),
+            ServerConfig::default().origin_policy,
+        );
+        ports.clock = Arc::new(clock.clone());
+        let app = relevo_app::app_with(&ports, &relevo_app::ShopConfig { export_window: Duration::ZERO });
+        let pages = app.find_pages().cloned();
+        let quotas = Quotas::parse(Some(&format!("{LIMIT}/60")), None).unwrap();
+        let config = ServerConfig { quotas, listen_max_secs: 20, listen_poll_ms: 100, ..ServerConfig::default() };
+        let server =
+            McpServer::new(app, config, test_keys(), auth).with_store(store.clone()).with_clock(Arc::new(clock));
+        let options = relevo_gateway::GatewayOptions { auth: Some(settings), pages, ..gateway_options() };
+        let token = dev_token(&issuer, "acme", "alice", &["shop", "inventory:approve", "inventory:write"]);
+        let other = dev_token(&issuer, "globex", "gina", &["shop"]);
+        Deployment { router: relevo_gateway::router(server, options), store, token, other }
+    }
+
+    fn legacy(id: u64, method: &str, params: Value) -> Value {
+        json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+    }
+
+    fn session_request(token: &str, verb: http::Method, session: &str) -> http::Request<axum::body::Body> {
+        http::Request::builder()
+            .method(verb)
+            .uri("/mcp")
+            .header("host", "127.0.0.1:8080")
+            .header("accept", "text/event-stream")
+            .header("authorization", format!("Bearer {token}"))
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(axum::body::Body::empty())
+            .unwrap()
+    }
+
+    fn page(token: &str, verb: http::Method, path: &str, body: &str, bearer: bool) -> http::Request<axum::body::Body> {
+        let mut request = http::Request::builder()
+            .method(verb)
+            .uri(path)
+            .header("host", "127.0.0.1:8080")
+            .header("origin", "http://127.0.0.1:8080")
+            .header("content-type", "application/x-www-form-urlencoded");
+        if bearer {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        request.body(axum::body::Body::from(body.to_string())).unwrap()
+    }
+
+    fn initialize() -> Value {
+        legacy(
+            0,
+            "initialize",
+            json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t" } }),
+        )
+    }
+
+    fn assert_spent(reply: &Reply, what: &str) {
+        assert_eq!(reply.status, 429, "{what} must be refused over quota: {} {}", reply.status, reply.text);
+        assert!(reply.headers.contains_key("retry-after"), "{what}: Retry-After");
+    }
+
+    /// What the over-quota probes must leave as it was: the session record and the slot records.
+    async fn written(store: &Both, session: &str) -> Vec<Option<(u64, Value)>> {
+        let owner = Owner::personal("acme", "alice");
+        let keys = [
+            RecordKey::new(owner.clone(), "mcp-session", session),
+            RecordKey::new(owner.clone(), "mcp-sessions", "open"),
+            RecordKey::new(owner.clone(), "session-streams", "open"),
+        ];
+        let mut found = Vec::new();
+        for key in &keys {
+            found.push(store.get(key, NOW).await.unwrap().map(|r| (r.revision, r.body)));
+        }
+        found
+    }
+
+    async fn every_surface_is_admitted_against_the_tenant_quota(kind: Backend) {
+        let d = deployment(kind).await;
+        let (router, token) = (&d.router, d.token.as_str());
+        // The setup, within the budget: a session with a subscription, a cart, a listen stream.
+        let opened = send(router, legacy_post(token, None, &initialize())).await;
+        assert_eq!(opened.status, 200, "{}", opened.text);
+        let session = opened.headers["mcp-session-id"].to_str().unwrap().to_string();
+        let subscribe = legacy(1, "resources/subscribe", json!({ "uri": "carts://c1" }));
+        assert_eq!(send(router, legacy_post(token, Some(&session), &subscribe)).await.status, 200);
+        let cart =
+            send(router, rpc_as(Some(token), 2, "tools/call", json!({ "name": "cart_create", "arguments": {} })))
+                .await
+                .json()["result"]["structuredContent"]["cartId"]
+                .as_str()
+                .unwrap()
+                .to_string();
+        let listen = rpc_as(
+            Some(token),
+            3,
+            "subscriptions/listen",
+            json!({ "notifications": { "resourceSubscriptions": [format!("carts://{cart}")] } }),
+        );
+        let mut stream = Some({
+            let router = router.clone();
+            tokio::spawn(async move {
+                let started = Instant::now();
+                let reply = send(&router, listen).await;
+                (reply, started.elapsed())
+            })
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Spend what is left.
+        let mut spent = 0;
+        while send(router, legacy_post(token, Some(&session), &legacy(4, "ping", json!({})))).await.status == 200 {
+            spent += 1;
+            assert!(spent <= LIMIT, "the quota never ran out");
+        }
+        let before = written(&d.store, &session).await;
+
+        let mut probed = BTreeSet::new();
+        for surface in Surface::all() {
+            let name = surface.name();
+            let reason = match surface.admission() {
+                Decision::Counted => None,
+                Decision::Exempt(reason) => Some(reason),
+            };
+            assert!(reason.is_none_or(|r| !r.is_empty()), "{name}: an exemption says why");
+            let reply = match surface {
+                Surface::Method(method) => {
+                    let params = match method.as_str() {
+                        "tools/call" => json!({ "name": "greet", "arguments": { "name": "x" } }),
+                        "resources/read" => json!({ "uri": "relevo://about" }),
+                        "prompts/get" => json!({ "name": "explain", "arguments": {} }),
+                        "completion/complete" => json!({ "ref": { "type": "ref/prompt", "name": "explain" },
+                            "argument": { "name": "topic", "value": "" } }),
+                        "tasks/get" | "tasks/cancel" => json!({ "taskId": "t1", "_meta": tasks_meta() }),
+                        "tasks/update" => json!({ "taskId": "t1", "inputResponses": {}, "_meta": tasks_meta() }),
+                        "subscriptions/listen" => json!({ "notifications": {} }),
+                        _ => json!({}),
+                    };
+                    send(router, rpc_as(Some(token), 5, method.as_str(), params)).await
+                }
+                Surface::LegacyInitialize => send(router, legacy_post(token, None, &initialize())).await,
+                Surface::LegacyPing => {
+                    send(router, legacy_post(token, Some(&session), &legacy(6, "ping", json!({})))).await
+                }
+                Surface::LegacySetLevel => {
+                    let body = legacy(7, "logging/setLevel", json!({ "level": "debug" }));
+                    send(router, legacy_post(token, Some(&session), &body)).await
+                }
+                Surface::LegacySubscribe => {
+                    let body = legacy(8, "resources/subscribe", json!({ "uri": "carts://c2" }));
+                    send(router, legacy_post(token, Some(&session), &body)).await
+                }
+                Surface::LegacyUnsubscribe => {
+                    let body = legacy(9, "resources/unsubscribe", json!({ "uri": "carts://c1" }));
+                    send(router, legacy_post(token, Some(&session), &body)).await
+                }
+                Surface::LegacyAnswer => {
+                    let body = json!({ "jsonrpc": "2.0", "id": "r1", "result": {} });
+                    send(router, legacy_post(token, Some(&session), &body)).await
+                }
+                Surface::LegacyUnknown => {
+                    send(router, legacy_post(token, Some(&session), &legacy(10, "made/up", json!({})))).await
+                }
+                Surface::SessionStream => send(router, session_request(token, http::Method::GET, &session)).await,
+                Surface::SessionDelete => send(router, session_request(token, http::Method::DELETE, &session)).await,
+                Surface::ListenPoll => {
+                    // The stream opened before the quota ran out ends at its next poll.
+                    let (reply, lasted) =
+                        tokio::time::timeout(Duration::from_secs(10), stream.take().unwrap()).await.unwrap().unwrap();
+                    assert!(lasted < Duration::from_secs(10), "a spent quota ends the listen stream: {lasted:?}");
+                    assert!(reply.json().get("result").is_some(), "it ends with the listen result: {}", reply.text);
+                    probed.insert(name);
+                    continue;
+                }
+                Surface::Page => {
+                    let signin = send(
+                        router,
+                        page(token, http::Method::POST, "/approvals/login", &format!("token={token}"), false),
+                    )
+                    .await;
+                    assert_spent(&signin, "the pages' sign-in");
+                    send(router, page(token, http::Method::GET, "/approvals/op-1", "", true)).await
+                }
+            };
+            if reason.is_none() {
+                assert_spent(&reply, &name);
+            }
+            probed.insert(name);
+        }
+        let expected: BTreeSet<String> = Surface::all().into_iter().map(Surface::name).collect();
+        assert_eq!(probed, expected, "every surface is probed");
+        assert_eq!(written(&d.store, &session).await, before, "nothing of the session was written over quota");
+
+        // Another tenant is not affected.
+        let theirs = send(router, legacy_post(&d.other, None, &initialize())).await;
+        assert_eq!(theirs.status, 200, "{}", theirs.text);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn every_surface_is_admitted_against_the_tenant_quota_on_sqlite() {
+        every_surface_is_admitted_against_the_tenant_quota(Backend::Sqlite).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn every_surface_is_admitted_against_the_tenant_quota_on_dynamodb() {
+        every_surface_is_admitted_against_the_tenant_quota(Backend::Dynamo).await;
+    }
+}

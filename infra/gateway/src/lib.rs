@@ -164,7 +164,9 @@ async fn serve_pages(State(gateway): State<Gateway>, request: Request) -> Respon
             return refused;
         }
     };
-    let (parts_out, html) = pages.handle(&parts.method, parts.uri.path(), &parts.headers, &bytes).await.into_parts();
+    let gate = gateway.server.page_gate();
+    let served = relevo_protocol::pages::serve(&*pages, &gate, &parts.method, parts.uri.path(), &parts.headers, &bytes);
+    let (parts_out, html) = served.await.into_parts();
     Response::from_parts(parts_out, Body::from(html))
 }
 

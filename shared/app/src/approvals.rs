@@ -177,6 +177,25 @@ impl relevo_protocol::Pages for ApprovalPages {
     ) -> relevo_protocol::PageFuture<'a> {
         Box::pin(ApprovalPages::handle(self, method, path, headers, body))
     }
+
+    /// For admission: the sign-in acts as the pasted token's principal, every other page as
+    /// the person behind the request.
+    fn caller<'a>(
+        &'a self,
+        method: &'a Method,
+        path: &'a str,
+        headers: &'a HeaderMap,
+        body: &'a [u8],
+    ) -> relevo_protocol::CallerFuture<'a> {
+        Box::pin(async move {
+            let rest = path.strip_prefix(PREFIX)?.trim_start_matches('/');
+            match (method, rest) {
+                (&Method::POST, "login") => self.authenticate(field(&form(body), "token")).await,
+                (_, "login" | "") => None,
+                _ => self.person(headers).await,
+            }
+        })
+    }
 }
 
 impl ApprovalPages {

@@ -10,8 +10,8 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::error::TransactionCanceledException;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, GlobalSecondaryIndex, KeySchemaElement,
-    KeyType, Projection, ProjectionType, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
-    TimeToLiveSpecification, TransactWriteItem, Update,
+    KeyType, KeysAndAttributes, Projection, ProjectionType, Put, ReturnValue, ReturnValuesOnConditionCheckFailure,
+    ScalarAttributeType, TimeToLiveSpecification, TransactWriteItem, Update,
 };
 use relevo_state::jobs::{Created, Job, JobRef, JobStore};
 use relevo_state::records::{TransactError, TransactFuture, Write, validate_transaction};
@@ -23,6 +23,10 @@ use serde_json::Value;
 pub(crate) type Item = HashMap<String, AttributeValue>;
 
 const ACTIVE_INDEX: &str = "active";
+/// Keys one `BatchGetItem` call may name.
+const BATCH_READ_KEYS: usize = 100;
+/// `BatchGetItem` calls for one batch read before unprocessed keys are an unavailable store.
+const BATCH_READ_ATTEMPTS: u32 = 8;
 /// Jobs in flight are spread over this many values of the `active` index's partition key, so
 /// the index has no single hot partition (each takes at most 1,000 writes a second); the
 /// reconciler reads every shard.
@@ -143,6 +147,38 @@ impl DynamoStore {
         Ok(output.item)
     }
 
+    /// The items of `keys` (distinct) by `BatchGetItem` with consistent reads, asking again for
+    /// what DynamoDB left unprocessed (throttling, the 16 MB answer limit), with backoff, a
+    /// bounded number of times; by storage key.
+    async fn batch_get(&self, keys: &[String]) -> Result<HashMap<String, Item>, StoreError> {
+        let mut found = HashMap::new();
+        let mut pending: Vec<Item> = keys.iter().map(|k| Item::from([("pk".to_string(), s(k))])).collect();
+        for attempt in 0..BATCH_READ_ATTEMPTS {
+            if pending.is_empty() {
+                return Ok(found);
+            }
+            relevo_state::contention::pause(attempt).await;
+            let request = KeysAndAttributes::builder()
+                .set_keys(Some(std::mem::take(&mut pending)))
+                .consistent_read(true)
+                .build()
+                .map_err(|e| StoreError::unavailable("BatchGetItem request", e))?;
+            let output =
+                self.client.batch_get_item().request_items(&self.table, request).send().await.map_err(sdk_failure)?;
+            for item in output.responses.and_then(|mut r| r.remove(&self.table)).unwrap_or_default() {
+                if let Some(pk) = get_s(&item, "pk") {
+                    found.insert(pk.to_string(), item);
+                }
+            }
+            pending =
+                output.unprocessed_keys.and_then(|mut u| u.remove(&self.table)).map(|k| k.keys).unwrap_or_default();
+        }
+        if pending.is_empty() {
+            return Ok(found);
+        }
+        Err(unavailable("BatchGetItem kept leaving keys unprocessed"))
+    }
+
     /// A conditional put; `Ok(None)` when the condition failed, with the old item if any.
     async fn put_if(&self, item: Item, condition: &str, values: Item) -> Result<Result<(), Option<Item>>, StoreError> {
         let mut request = self
@@ -192,6 +228,51 @@ impl RecordStore for DynamoStore {
             match self.get_item(key).await? {
                 Some(item) if live(&item, now) => Ok(Some(record_of(key, &item)?)),
                 _ => Ok(None),
+            }
+        })
+    }
+
+    fn get_many<'a>(&'a self, keys: &'a [RecordKey], now: u64) -> StoreFuture<'a, Vec<Option<Record>>> {
+        Box::pin(async move {
+            relevo_state::records::check_batch(keys)?;
+            let storage: Vec<String> = keys.iter().map(RecordKey::storage_key).collect();
+            let mut distinct = storage.clone();
+            distinct.sort();
+            distinct.dedup();
+            let mut items = HashMap::new();
+            for chunk in distinct.chunks(BATCH_READ_KEYS) {
+                items.extend(self.batch_get(chunk).await?);
+            }
+            keys.iter()
+                .zip(&storage)
+                .map(|(key, pk)| match items.get(pk) {
+                    Some(item) if live(item, now) => Ok(Some(record_of(key, item)?)),
+                    _ => Ok(None),
+                })
+                .collect()
+        })
+    }
+
+    fn update_expiring<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        expected_revision: u64,
+        body: &'a Value,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> StoreFuture<'a, Record> {
+        Box::pin(async move {
+            let item = record_item(key, expected_revision + 1, body, expires_at);
+            let values = Item::from([(":rev".into(), n(expected_revision)), (":now".into(), n(now))]);
+            let condition = "rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)";
+            match self.put_if(item, condition, values).await? {
+                Ok(()) => {
+                    Ok(Record { key: key.clone(), revision: expected_revision + 1, body: body.clone(), expires_at })
+                }
+                Err(Some(old)) if live(&old, now) => {
+                    Err(StoreError::Conflict { expected: expected_revision, current: Box::new(record_of(key, &old)?) })
+                }
+                Err(_) => Err(StoreError::NotFound),
             }
         })
     }

@@ -124,6 +124,54 @@ fn read(connection: &Connection, key: &RecordKey, now: u64) -> Result<Option<Rec
         .transpose()
 }
 
+/// The live records of `keys` in one `IN (…)` query, in the order of `keys`.
+fn read_many(connection: &Connection, keys: &[RecordKey], now: u64) -> Result<Vec<Option<Record>>, StoreError> {
+    let placeholders: Vec<String> = (0..keys.len()).map(|n| format!("?{}", n + 2)).collect();
+    let sql = format!(
+        "SELECT pk, revision, body, expires_at FROM records WHERE (expires_at IS NULL OR expires_at > ?1) AND pk IN ({})",
+        placeholders.join(", ")
+    );
+    let mut statement = connection.prepare(&sql).map_err(unavailable)?;
+    let storage: Vec<String> = keys.iter().map(RecordKey::storage_key).collect();
+    let mut bound: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(keys.len() + 1);
+    let now = now as i64;
+    bound.push(&now);
+    bound.extend(storage.iter().map(|k| k as &dyn rusqlite::ToSql));
+    let rows = statement
+        .query_map(bound.as_slice(), |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, Option<i64>>(3)?,
+            ))
+        })
+        .map_err(unavailable)?;
+    let mut found = std::collections::HashMap::new();
+    for row in rows {
+        let (pk, revision, body, expires_at) = row.map_err(unavailable)?;
+        found.insert(pk, (revision, body, expires_at));
+    }
+    keys.iter()
+        .zip(&storage)
+        .map(|(key, pk)| {
+            found
+                .get(pk)
+                .map(|(revision, body, expires_at)| {
+                    let body: Value =
+                        serde_json::from_str(body).map_err(|e| StoreError::unavailable("corrupt record", e))?;
+                    Ok(Record {
+                        key: key.clone(),
+                        revision: *revision as u64,
+                        body,
+                        expires_at: expires_at.map(|e| e as u64),
+                    })
+                })
+                .transpose()
+        })
+        .collect()
+}
+
 impl RecordStore for SqliteStore {
     fn create<'a>(
         &'a self,
@@ -150,6 +198,50 @@ impl RecordStore for SqliteStore {
     ) -> StoreFuture<'a, Record> {
         let write = Write::Update { key: key.clone(), expected_revision, body: body.clone() };
         Box::pin(self.run(move |connection| apply(connection, &write, now)?))
+    }
+
+    fn update_expiring<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        expected_revision: u64,
+        body: &'a Value,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> StoreFuture<'a, Record> {
+        let (key, body) = (key.clone(), body.clone());
+        Box::pin(self.run(move |connection| {
+            let written = connection
+                .execute(
+                    "UPDATE records SET revision = revision + 1, body = ?1, expires_at = ?2
+                     WHERE pk = ?3 AND revision = ?4 AND (expires_at IS NULL OR expires_at > ?5)",
+                    params![
+                        body.to_string(),
+                        expires_at.map(|e| e as i64),
+                        key.storage_key(),
+                        expected_revision as i64,
+                        now as i64
+                    ],
+                )
+                .map_err(unavailable)?;
+            if written == 1 {
+                return Ok(Record { key, revision: expected_revision + 1, body, expires_at });
+            }
+            match read(connection, &key, now)? {
+                Some(current) => Err(StoreError::Conflict { expected: expected_revision, current: Box::new(current) }),
+                None => Err(StoreError::NotFound),
+            }
+        }))
+    }
+
+    fn get_many<'a>(&'a self, keys: &'a [RecordKey], now: u64) -> StoreFuture<'a, Vec<Option<Record>>> {
+        let keys = keys.to_vec();
+        Box::pin(async move {
+            relevo_state::records::check_batch(&keys)?;
+            if keys.is_empty() {
+                return Ok(Vec::new());
+            }
+            self.run(move |connection| read_many(connection, &keys, now)).await
+        })
     }
 
     fn transact<'a>(&'a self, writes: &'a [Write], now: u64) -> TransactFuture<'a> {

@@ -334,11 +334,17 @@ fn forbidden(refused: &relevo_protocol::McpError) -> Response<Body> {
 /// behind the server's Host/Origin allow-list. An app without pages answers 404.
 pub async fn run_pages(app: impl AppBuilder) -> Result<(), Error> {
     init_logging();
-    let ports = ports_from_env(&settings_from_env().await?).await?;
+    let settings = settings_from_env().await?;
+    let ports = ports_from_env(&settings).await?;
     let origins = ports.origins.clone();
     let pages = app(&ports).find_pages().cloned();
+    let gate = relevo_protocol::PageGate {
+        quotas: settings.config.quotas.clone(),
+        store: ports.records.clone(),
+        clock: ports.clock.clone(),
+    };
     lambda_http::run(service_fn(move |event: Request| {
-        let (pages, origins) = (pages.clone(), origins.clone());
+        let (pages, origins, gate) = (pages.clone(), origins.clone(), gate.clone());
         async move {
             keys::refresh_if_due().await;
             if let Err(refused) = origins.check(event.headers()) {
@@ -354,7 +360,8 @@ pub async fn run_pages(app: impl AppBuilder) -> Result<(), Error> {
             // Behind a stage or a base path the pages are still addressed from their prefix.
             let path = parts.uri.path();
             let path = path.find(pages.prefix()).map_or(path, |at| &path[at..]);
-            let (out, html) = pages.handle(&parts.method, path, &parts.headers, &bytes).await.into_parts();
+            let served = relevo_protocol::pages::serve(&*pages, &gate, &parts.method, path, &parts.headers, &bytes);
+            let (out, html) = served.await.into_parts();
             Ok::<_, Error>(Response::from_parts(out, Body::Text(html)))
         }
     }))

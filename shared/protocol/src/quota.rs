@@ -4,9 +4,11 @@
 //!
 //! Configured by the environment ([`crate::settings`]):
 //! - `RELEVO_RATE_PER_TENANT=LIMIT/SECS`, e.g. `600/60`: every request of a tenant's principals
-//!   that reaches a method (authenticated, validated): every 2026-07-28 method, and the methods a
-//!   2025-11-25 session shares with it (not its `initialize`, `ping`, `logging/setLevel` or
-//!   subscriptions).
+//!   that makes the deployment work (authenticated): every 2026-07-28 method, every request of a
+//!   2025-11-25 session (its `initialize`, `ping`, `logging/setLevel`, subscriptions, answers,
+//!   GET stream and DELETE too), every poll of an open listen stream, and every request to the
+//!   app's pages that acts as someone (their sign-in too): the surfaces of
+//!   [`crate::server::Surface`].
 //! - `RELEVO_RATE_PER_TOOL=NAME:LIMIT/SECS[,NAME:LIMIT/SECS…]`, e.g.
 //!   `cart_checkout:30/60,*:120/60`: `tools/call` of one tool by one tenant; `*` is every tool
 //!   not named. Tool names cannot hold `:` or `,`, so the syntax is unambiguous.
@@ -14,8 +16,11 @@
 //! Unset or empty, a quota is off and costs nothing (no store call on the request path).
 //!
 //! Invariants (enforced by `server::guard`, the one authorization decision):
-//! - Checked after authentication and validation, before any handler; the tenant comes from the
+//! - Checked after authentication, before any handler and before any other store call of the
+//!   request (a session is not read, a stream slot not taken); the tenant comes from the
 //!   verified principal only.
+//! - A listen stream whose poll is refused ends with the listen result (the client listens
+//!   again, and is refused until the window turns).
 //! - A tool's quota counts only calls of a tool that exists and that the caller may call: an
 //!   unknown name or a refused scope is answered as before, spends nothing and writes no record
 //!   (so made-up names cannot fill the store).

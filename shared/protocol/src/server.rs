@@ -51,6 +51,7 @@ mod listen;
 mod reply;
 
 use call::run_handler;
+pub use guard::{Decision, Surface, admit_tenant};
 pub use listen::MAX_WATCHED;
 pub(crate) use reply::sse_frame;
 use reply::{challenge_reply, empty, error_reply, sse_reply};

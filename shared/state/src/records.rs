@@ -296,6 +296,51 @@ pub trait RecordStore: Send + Sync {
         expires_at: Option<u64>,
         now: u64,
     ) -> StoreFuture<'a, Option<u32>>;
+
+    /// The live records of `keys` in one read where the store can (DynamoDB `BatchGetItem`,
+    /// one SQLite query): `None` for an absent or expired one, in the order of `keys`. At most
+    /// [`MAX_BATCH_READ`] keys; more is refused as `Unavailable` before touching the store.
+    /// The default reads them one by one.
+    fn get_many<'a>(&'a self, keys: &'a [RecordKey], now: u64) -> StoreFuture<'a, Vec<Option<Record>>> {
+        Box::pin(async move {
+            check_batch(keys)?;
+            let mut found = Vec::with_capacity(keys.len());
+            for key in keys {
+                found.push(self.get(key, now).await?);
+            }
+            Ok(found)
+        })
+    }
+
+    /// [`RecordStore::update`] that also sets the record's expiry to `expires_at` (`None`:
+    /// never; a time at or before `now`: the record reads as absent at once and is swept), so a
+    /// record shared by holders of different lifetimes can expire with its longest-lived one.
+    /// The default keeps the expiry, as `update` does: a store that cannot move it.
+    fn update_expiring<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        expected_revision: u64,
+        body: &'a Value,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> StoreFuture<'a, Record> {
+        let _ = expires_at;
+        self.update(key, expected_revision, body, now)
+    }
+}
+
+/// The most keys one [`RecordStore::get_many`] may read (DynamoDB's `BatchGetItem` limit).
+pub const MAX_BATCH_READ: usize = 100;
+
+/// Refuses a batch read of more than [`MAX_BATCH_READ`] keys.
+pub fn check_batch(keys: &[RecordKey]) -> Result<(), StoreError> {
+    if keys.len() > MAX_BATCH_READ {
+        return Err(StoreError::Unavailable(Cause::new(format!(
+            "a batch read of {} keys (at most {MAX_BATCH_READ})",
+            keys.len()
+        ))));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -6,6 +6,11 @@
 //! fewer than `max` live holders, so racing acquirers cannot exceed `max`; every holder carries
 //! its own expiry, so one that crashed without releasing frees its slot when it lapses; the
 //! record never holds more than `max` entries.
+//!
+//! The record expires with its last holder: every write sets its expiry to the latest `until`
+//! of the live holders it keeps ([`RecordStore::update_expiring`]), and the release of the last
+//! one expires it at once. So a principal that came once leaves no record behind (the store's
+//! TTL sweep removes it), whether its holders ended cleanly or their instance died.
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -47,6 +52,11 @@ fn live(body: &serde_json::Value, now: u64) -> Vec<Holder> {
         .collect()
 }
 
+/// When the last of `holders` lapses (`None` without one).
+fn last_until(holders: &[Holder]) -> Option<u64> {
+    holders.iter().map(|h| h.until).max()
+}
+
 /// Takes a slot of `key` for `holder` until `until`, if fewer than `max` are held.
 pub async fn acquire(
     records: &dyn RecordStore,
@@ -68,9 +78,10 @@ pub async fn acquire(
             holders.push(Holder { id: holder.into(), until });
         }
         let body = json!({ "holders": holders });
+        let expires_at = last_until(&holders);
         let written = match &current {
-            Some(record) => records.update(key, record.revision, &body, now).await.map(|_| ()),
-            None => records.create(key, &body, None, now).await.map(|_| ()),
+            Some(record) => records.update_expiring(key, record.revision, &body, expires_at, now).await.map(|_| ()),
+            None => records.create(key, &body, expires_at, now).await.map(|_| ()),
         };
         match written {
             Ok(()) => return Ok(Acquired::Held),
@@ -92,7 +103,9 @@ pub async fn release(records: &dyn RecordStore, key: &RecordKey, holder: &str, n
         crate::contention::pause(attempt).await;
         let Some(current) = records.get(key, now).await? else { return Ok(()) };
         let holders: Vec<Holder> = live(&current.body, now).into_iter().filter(|h| h.id != holder).collect();
-        match records.update(key, current.revision, &json!({ "holders": holders }), now).await {
+        // No holder left: the record expires now (and is swept).
+        let expires_at = last_until(&holders).or(Some(now));
+        match records.update_expiring(key, current.revision, &json!({ "holders": holders }), expires_at, now).await {
             Ok(_) => return Ok(()),
             Err(StoreError::Conflict { .. }) => continue,
             Err(StoreError::NotFound) => return Ok(()),

@@ -17,9 +17,16 @@
 //!   reachable through `tasks/*` at all, and answers "Unknown task" like another principal's.
 //! - Refusals are `insufficient_scope` (403 with the scopes needed, so a client can step up);
 //!   lists leave out what the caller may not reach.
-//! - Admission ([`McpServer::admit`]): every request that reaches a method is counted against
-//!   the deployment's request-rate quotas ([`crate::quota`]) before its handler runs, tenant
-//!   from the verified principal; a spent quota is a 429 with `Retry-After`. With no quota
+//! - Admission ([`McpServer::admit`], [`McpServer::admit_surface`], [`admit_tenant`]): every
+//!   [`Surface`] — every way an authenticated caller makes the deployment work: a method of
+//!   either wire, a 2025-11-25 session's own verbs (`initialize`, `ping`, `logging/setLevel`,
+//!   `resources/subscribe`/`unsubscribe`, an answer, an unknown method), its GET stream and
+//!   DELETE, each poll of a listen stream, the app's pages and their sign-in — is counted
+//!   against its tenant's request-rate quota ([`crate::quota`]) before it reads or writes
+//!   anything else, tenant from the verified principal; a spent quota is a 429 with
+//!   `Retry-After` (a listen stream ends instead). [`Surface::admission`] is the decision, an
+//!   exhaustive match, and `tests/tests/surfaces.rs` probes every entry of [`Surface::ALL`]:
+//!   a surface added without a decision fails to compile or fails that test. With no quota
 //!   configured, admission touches nothing.
 
 use std::sync::Once;
@@ -31,7 +38,7 @@ use crate::auth::Principal;
 use crate::error::{McpError, store_failure};
 use crate::ladder::ValidRequest;
 use crate::method::Method;
-use crate::quota::{QuotaScope, Rate};
+use crate::quota::{QuotaScope, Quotas, Rate};
 use crate::registry::{Handler, Prompt, Tool};
 use crate::tasks::TOOL_TASK_KIND;
 use crate::wire::JsonObject;
@@ -41,6 +48,114 @@ use relevo_state::rate::{self, Admission, RateError};
 
 /// Quotas configured on a server without a store are off; said once per process.
 static QUOTAS_WITHOUT_STORE: Once = Once::new();
+
+/// Every way an authenticated caller makes a deployment do work, for admission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surface {
+    /// A method of the 2026-07-28 wire, or one a 2025-11-25 session shares with it.
+    Method(Method),
+    /// 2025-11-25 `initialize` (creates a session record).
+    LegacyInitialize,
+    /// 2025-11-25 `ping` (reads the session).
+    LegacyPing,
+    /// 2025-11-25 `logging/setLevel` (writes the session).
+    LegacySetLevel,
+    /// 2025-11-25 `resources/subscribe` (writes the session).
+    LegacySubscribe,
+    /// 2025-11-25 `resources/unsubscribe` (writes the session).
+    LegacyUnsubscribe,
+    /// A 2025-11-25 client's answer to a server-to-client request (writes the pending record).
+    LegacyAnswer,
+    /// A method no wire serves, named in a session (reads the session before it is refused).
+    LegacyUnknown,
+    /// GET of a session's notification stream (holds a stream slot, reads the session).
+    SessionStream,
+    /// DELETE of a session (removes its record).
+    SessionDelete,
+    /// One poll of an open `subscriptions/listen` stream (reads every watched record).
+    ListenPoll,
+    /// A request to the app's pages that acts as someone (their sign-in included).
+    Page,
+}
+
+/// What admission does for a [`Surface`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Counted against the tenant's request-rate quota before any other store call.
+    Counted,
+    /// Not counted, for the reason given.
+    Exempt(&'static str),
+}
+
+impl Surface {
+    /// Every surface but the methods (see [`Surface::all`]).
+    pub const ALL: [Surface; 11] = [
+        Surface::LegacyInitialize,
+        Surface::LegacyPing,
+        Surface::LegacySetLevel,
+        Surface::LegacySubscribe,
+        Surface::LegacyUnsubscribe,
+        Surface::LegacyAnswer,
+        Surface::LegacyUnknown,
+        Surface::SessionStream,
+        Surface::SessionDelete,
+        Surface::ListenPoll,
+        Surface::Page,
+    ];
+
+    /// Every surface: each method of [`Method::ALL`], then [`Surface::ALL`].
+    pub fn all() -> Vec<Surface> {
+        Method::ALL.into_iter().map(Surface::Method).chain(Surface::ALL).collect()
+    }
+
+    /// The surface of a 2025-11-25 request named `method` that is not a shared method.
+    pub fn legacy(method: &str) -> Surface {
+        match method {
+            "initialize" => Surface::LegacyInitialize,
+            "ping" => Surface::LegacyPing,
+            "logging/setLevel" => Surface::LegacySetLevel,
+            "resources/subscribe" => Surface::LegacySubscribe,
+            "resources/unsubscribe" => Surface::LegacyUnsubscribe,
+            _ => Surface::LegacyUnknown,
+        }
+    }
+
+    /// A stable name, as the enumeration test and the logs say it.
+    pub fn name(self) -> String {
+        match self {
+            Surface::Method(method) => format!("method {}", method.as_str()),
+            Surface::LegacyInitialize => "legacy initialize".into(),
+            Surface::LegacyPing => "legacy ping".into(),
+            Surface::LegacySetLevel => "legacy logging/setLevel".into(),
+            Surface::LegacySubscribe => "legacy resources/subscribe".into(),
+            Surface::LegacyUnsubscribe => "legacy resources/unsubscribe".into(),
+            Surface::LegacyAnswer => "legacy answer".into(),
+            Surface::LegacyUnknown => "legacy unknown method".into(),
+            Surface::SessionStream => "legacy GET stream".into(),
+            Surface::SessionDelete => "legacy DELETE".into(),
+            Surface::ListenPoll => "listen poll".into(),
+            Surface::Page => "page".into(),
+        }
+    }
+
+    /// The admission decision of every surface (an exhaustive match: a new surface must decide).
+    pub fn admission(self) -> Decision {
+        match self {
+            Surface::Method(_)
+            | Surface::LegacyInitialize
+            | Surface::LegacyPing
+            | Surface::LegacySetLevel
+            | Surface::LegacySubscribe
+            | Surface::LegacyUnsubscribe
+            | Surface::LegacyAnswer
+            | Surface::LegacyUnknown
+            | Surface::SessionStream
+            | Surface::SessionDelete
+            | Surface::ListenPoll
+            | Surface::Page => Decision::Counted,
+        }
+    }
+}
 
 /// What a caller wants to do with a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,12 +188,7 @@ impl McpServer {
         if quotas.is_off() {
             return Ok(());
         }
-        let Some(store) = self.store.as_deref() else {
-            QUOTAS_WITHOUT_STORE.call_once(|| {
-                tracing::warn!("request-rate quotas are configured but this server has no store: they are off");
-            });
-            return Ok(());
-        };
+        let Some(store) = quota_store(self.store.as_deref()) else { return Ok(()) };
         let now = self.clock.now_unix();
         let tenant = principal.tenant.as_str();
         if request.method == Method::ToolsCall
@@ -87,10 +197,28 @@ impl McpServer {
         {
             spend(store, tenant, QuotaScope::Tool, Some(&tool.name), quota, now).await?;
         }
-        if let Some(quota) = quotas.per_tenant {
-            spend(store, tenant, QuotaScope::Tenant, None, quota, now).await?;
+        admit_tenant(quotas, Some(store), tenant, now).await
+    }
+
+    /// What the app's pages are admitted against ([`crate::pages::serve`]): this server's
+    /// quotas, store and clock.
+    pub fn page_gate(&self) -> crate::pages::PageGate {
+        crate::pages::PageGate {
+            quotas: self.config.quotas.clone(),
+            store: self.store.clone(),
+            clock: self.clock.clone(),
         }
-        Ok(())
+    }
+
+    /// Counts `surface` (not a method: those go through [`McpServer::admit`]) against the
+    /// caller's tenant's quota, as [`Surface::admission`] decides.
+    pub(crate) async fn admit_surface(&self, surface: Surface, principal: &Principal) -> Result<(), McpError> {
+        match surface.admission() {
+            Decision::Counted => {
+                admit_tenant(&self.config.quotas, self.store.as_deref(), &principal.tenant, self.clock.now_unix()).await
+            }
+            Decision::Exempt(_) => Ok(()),
+        }
     }
 
     pub(crate) fn callable_tool(&self, principal: &Principal, name: &str) -> Result<&Tool, McpError> {
@@ -179,6 +307,29 @@ impl McpServer {
 /// Whether a list shows an item with `scopes` to `principal`.
 pub(crate) fn visible(principal: &Principal, scopes: &[String]) -> bool {
     principal.holds(scopes)
+}
+
+/// The store quotas are counted in; `None` (quotas off, said once) without one.
+fn quota_store(store: Option<&dyn RecordStore>) -> Option<&dyn RecordStore> {
+    if store.is_none() {
+        QUOTAS_WITHOUT_STORE.call_once(|| {
+            tracing::warn!("request-rate quotas are configured but this server has no store: they are off");
+        });
+    }
+    store
+}
+
+/// One unit of `tenant`'s request-rate quota (nothing when none is configured): the admission
+/// of every surface, and of the pages served beside `/mcp` ([`crate::pages::serve`]).
+pub async fn admit_tenant(
+    quotas: &Quotas,
+    store: Option<&dyn RecordStore>,
+    tenant: &str,
+    now: u64,
+) -> Result<(), McpError> {
+    let Some(quota) = quotas.per_tenant else { return Ok(()) };
+    let Some(store) = quota_store(store) else { return Ok(()) };
+    spend(store, tenant, QuotaScope::Tenant, None, quota, now).await
 }
 
 /// One unit of `quota` for `tenant`, or the refusal that says when the next window starts.

@@ -8,9 +8,16 @@
 //!   `MCP-Protocol-Version` header must be the session's version.
 //! - A shared method goes through the same dispatch as the 2026-07-28 wire; the modern-only
 //!   methods (`server/discover`, `subscriptions/listen`, `tasks/*`) are not served to a session.
+//! - Every request of a session is admitted before it reads or writes anything (`guard`, the
+//!   tenant's request-rate quota): a shared method in `dispatch`, every other verb (`initialize`,
+//!   `ping`, `logging/setLevel`, subscriptions, an answer, an unknown method, GET, DELETE) here,
+//!   as its [`Surface`].
 //! - The GET stream and `resources/subscribe` exist only where the front door streams and
 //!   updates reach the instance holding the stream; a session holds at most
-//!   [`crate::legacy::MAX_SUBSCRIPTIONS`] subscriptions.
+//!   [`crate::legacy::MAX_SUBSCRIPTIONS`] subscriptions, and a principal at most
+//!   `max_listen_streams` GET streams at once (counted in the store across instances, like
+//!   listen streams; the slot is given back when the stream ends and lapses if its instance
+//!   dies).
 //! - Server-to-client requests go out only on a streaming front door and only for what the
 //!   session declared it can answer; an answer is awaited no longer than the configured wait
 //!   nor past the call's deadline, and a call asks for at most
@@ -25,6 +32,8 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use super::dispatch::string_param;
+use super::guard::Surface;
+use super::listen::Slot;
 use super::reply::{challenge_reply, empty, error_reply, json_reply, legacy_error_reply, sse_frame, sse_reply};
 use super::{McpServer, Reply, run_handler};
 use crate::auth::Principal;
@@ -50,6 +59,9 @@ impl McpServer {
         let (id, method, params) = match message {
             LegacyMessage::Request { id, method, params } => (id, method, params),
             LegacyMessage::Response { id, message } => {
+                if let Err(error) = self.admit_surface(Surface::LegacyAnswer, &principal).await {
+                    return legacy_error_reply(None, &error);
+                }
                 let stored = match legacy.open(&principal, headers).await {
                     Ok(session) => match id.as_str() {
                         Some(request_id) => legacy.store_answer(&principal, &session.id, request_id, &message).await,
@@ -67,8 +79,16 @@ impl McpServer {
                 };
             }
         };
-        let outcome = match method.as_str() {
-            "initialize" if route == Route::All => self.legacy_initialize(legacy, &id, &params, &principal).await,
+        // A shared method is admitted by `dispatch`; every other verb here, before the session is read.
+        let admitted = match shared_method(&method) {
+            Some(_) => Ok(()),
+            None => self.admit_surface(Surface::legacy(&method), &principal).await,
+        };
+        let outcome = match (admitted, method.as_str()) {
+            (Err(refused), _) => Err(refused),
+            (Ok(()), "initialize") if route == Route::All => {
+                self.legacy_initialize(legacy, &id, &params, &principal).await
+            }
             _ => self.legacy_request(legacy, route, headers, &id, &method, params, principal, deadline).await,
         };
         match outcome {
@@ -163,16 +183,7 @@ impl McpServer {
             )));
         }
         let done = |result: Value| json_reply(StatusCode::OK, &json!({ "jsonrpc": "2.0", "id": id, "result": result }));
-        let shared = Method::from_wire(method).filter(|m| {
-            !matches!(
-                m,
-                Method::Discover
-                    | Method::SubscriptionsListen
-                    | Method::TasksGet
-                    | Method::TasksUpdate
-                    | Method::TasksCancel
-            )
-        });
+        let shared = shared_method(method);
         let served_here = match (route, shared) {
             (Route::All, _) => true,
             (Route::Only(own), Some(method)) => own == method,
@@ -241,6 +252,11 @@ impl McpServer {
     /// an `Mcp-Session-Id` on the all-methods function; see [`crate::ladder::Ladder::check_front`].
     pub(super) async fn session_verb(&self, request: &Request<Bytes>, principal: &Principal) -> Reply {
         let Some(legacy) = &self.legacy else { return error_reply(None, &McpError::HttpMethodNotAllowed) };
+        let surface =
+            if request.method() == http::Method::DELETE { Surface::SessionDelete } else { Surface::SessionStream };
+        if let Err(error) = self.admit_surface(surface, principal).await {
+            return legacy_error_reply(None, &error);
+        }
         let session = match legacy.open(principal, request.headers()).await {
             Ok(session) => session,
             Err(error) => return legacy_error_reply(None, &error),
@@ -260,14 +276,18 @@ impl McpServer {
             reply.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
             return reply;
         }
-        self.session_stream(legacy.clone(), session, principal.clone())
+        let slot = match self.take_stream_slot(principal, "session-streams", "open GET streams").await {
+            Ok(slot) => slot,
+            Err(error) => return legacy_error_reply(None, &error),
+        };
+        self.session_stream(legacy.clone(), session, principal.clone(), slot)
     }
 
     /// The legacy GET stream: `notifications/resources/updated` for the session's subscribed
     /// URIs, for changes made on this instance, until `listen_max_secs` or the client leaves.
-    fn session_stream(&self, legacy: Legacy, session: OpenSession, principal: Principal) -> Reply {
+    fn session_stream(&self, legacy: Legacy, session: OpenSession, principal: Principal, slot: Slot) -> Reply {
         let caller = principal.clone();
-        self.event_stream(&caller, None, None, move |event| {
+        self.event_stream(&caller, None, None, slot, move |event| {
             let (legacy, principal, session) = (legacy.clone(), principal.clone(), session.id.clone());
             async move {
                 // The subscription list may have changed since the stream opened.
@@ -284,7 +304,14 @@ impl McpServer {
     /// An SSE reply fed by `principal`'s resource events on this instance: `first` at once, one
     /// message per event that `relay` turns into one, and `last` when `listen_max_secs` is up
     /// (nothing more once the client has gone).
-    fn event_stream<F, Fut>(&self, principal: &Principal, first: Option<Value>, last: Option<Value>, relay: F) -> Reply
+    fn event_stream<F, Fut>(
+        &self,
+        principal: &Principal,
+        first: Option<Value>,
+        last: Option<Value>,
+        slot: Slot,
+        relay: F,
+    ) -> Reply
     where
         F: Fn(ResourceEvent) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = Relay> + Send,
@@ -296,15 +323,16 @@ impl McpServer {
         let mut events = self.events.subscribe();
         let (tenant, subject) = (principal.tenant.clone(), principal.subject.clone());
         let deadline = tokio::time::sleep(Duration::from_secs(self.config.listen_max_secs));
+        let server = self.clone();
         tokio::spawn(async move {
             tokio::pin!(deadline);
             loop {
                 tokio::select! {
                     () = &mut deadline => break,
-                    () = tx.closed() => return,
+                    () = tx.closed() => break,
                     event = events.recv() => match event {
                         Ok(event) if event.tenant == tenant && event.subject == subject => match relay(event).await {
-                            Relay::Send(note) => if tx.send(sse_frame(&note)).is_err() { return },
+                            Relay::Send(note) => if tx.send(sse_frame(&note)).is_err() { break },
                             Relay::Skip => {}
                             Relay::Stop => break,
                         },
@@ -316,6 +344,7 @@ impl McpServer {
             if let Some(last) = last {
                 let _ = tx.send(sse_frame(&last));
             }
+            server.give_back_stream_slot(slot).await;
         });
         sse_reply(rx, self.keepalive())
     }
@@ -378,6 +407,21 @@ impl McpServer {
         }
         input_failed(request.method, "The call kept asking for input; giving up")
     }
+}
+
+/// The method of the modern wire a session may call (`None` for the legacy-only verbs and the
+/// modern-only methods: discovery, listen, tasks).
+fn shared_method(method: &str) -> Option<Method> {
+    Method::from_wire(method).filter(|m| {
+        !matches!(
+            m,
+            Method::Discover
+                | Method::SubscriptionsListen
+                | Method::TasksGet
+                | Method::TasksUpdate
+                | Method::TasksCancel
+        )
+    })
 }
 
 /// A call that cannot get the input it needs: a tool execution error the model can read, or a

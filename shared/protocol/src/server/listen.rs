@@ -14,8 +14,15 @@
 //!   instance that made the change, or is not the listener's to hear of.
 //! - At most [`MAX_WATCHED`] subscriptions per stream (more is invalid params), so an open stream
 //!   costs at most `MAX_WATCHED` reads per poll, and `listen_max_secs / listen_poll_ms` polls.
-//! - A listener learns only what it could read: a resource it may not read (another principal's,
-//!   missing) is watched as absent, and its changes are never reported.
+//! - The stream takes its slot (below) before it reads anything: a refused stream reads no
+//!   watched resource.
+//! - Only resources that exist when the stream opens are watched (and acknowledged): a
+//!   subscription to a missing resource, or to one the listener may not read (another
+//!   principal's reads as missing), costs the one read that found it absent and nothing after,
+//!   so made-up URIs cannot buy polling. A listener learns only what it could read.
+//! - Every poll is admitted like a request (`guard`, [`crate::server::Surface::ListenPoll`]):
+//!   it counts against the tenant's request-rate quota, and a spent quota (or a store that
+//!   cannot count it) ends the stream with the listen result, as its lifetime does.
 //! - When every read of a poll fails for [`FAILED_POLLS`] polls in a row (store unavailable,
 //!   timeouts), the stream ends with the listen result rather than go quiet; the client listens
 //!   again.
@@ -31,6 +38,7 @@ use http::HeaderValue;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
+use super::guard::Surface;
 use super::{McpServer, RESULT_TYPE_HEADER, Reply, run_handler, sse_frame, sse_reply};
 use crate::auth::Principal;
 use crate::error::{McpError, slot_failure};
@@ -49,6 +57,9 @@ pub const FAILED_POLLS: u32 = 3;
 const LISTEN_SLOT_SLACK_SECS: u64 = 30;
 /// One read of a watched resource gives up after this long.
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A stream's slot among its principal's open streams: the slot record and the holder id.
+pub(super) type Slot = Option<(RecordKey, String)>;
 
 /// What one read of a watched resource saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,8 +158,10 @@ impl McpServer {
             return Err(McpError::invalid_params(format!("at most {MAX_WATCHED} resourceSubscriptions per stream")));
         }
         // Only what the caller may read (its scopes, through the one guard) can be watched.
-        let watched: Vec<String> =
+        let readable: Vec<String> =
             subscriptions.into_iter().filter(|uri| self.readable(principal, uri).is_ok()).collect();
+        // The slot before any read: a refused stream costs no read of what it would watch.
+        let slot = self.take_stream_slot(principal, "listen-streams", "open listen streams").await?;
         let tag = json!({ meta::SUBSCRIPTION_ID: request.id.clone() });
         let mut watch = Watch {
             server: self.clone(),
@@ -157,10 +170,15 @@ impl McpServer {
             last: BTreeMap::new(),
             tag: tag.clone(),
         };
-        // The baseline before the ack: a change after the ack is a change.
-        for uri in &watched {
-            let seen = watch.read(uri).await;
-            watch.last.insert(uri.clone(), seen);
+        // The baseline before the ack: a change after the ack is a change. What is absent now
+        // is not watched.
+        let mut watched = Vec::new();
+        for uri in readable {
+            let seen = watch.read(&uri).await;
+            if seen != Seen::Absent {
+                watch.last.insert(uri.clone(), seen);
+                watched.push(uri);
+            }
         }
         let mut honoured = JsonObject::new();
         if !watched.is_empty() {
@@ -175,7 +193,6 @@ impl McpServer {
         result.insert("_meta".into(), tag);
         let done = self.decorate(request, result, "complete");
 
-        let slot = self.take_listen_slot(principal).await?;
         let (tx, rx) = mpsc::unbounded_channel();
         let _ = tx.send(sse_frame(&ack));
         let events = self.events.subscribe();
@@ -185,33 +202,39 @@ impl McpServer {
             if run(watch, events, &tx, limits).await {
                 let _ = tx.send(sse_frame(&done));
             }
-            server.give_back_listen_slot(slot).await;
+            server.give_back_stream_slot(slot).await;
         });
         let mut reply = sse_reply(rx, self.keepalive());
         reply.headers_mut().insert(RESULT_TYPE_HEADER, HeaderValue::from_static("stream"));
         Ok(reply)
     }
 
-    /// A slot among the principal's open streams (none to take without a store).
-    async fn take_listen_slot(&self, principal: &Principal) -> Result<Option<(RecordKey, String)>, McpError> {
+    /// A slot among the principal's open streams of `kind` (listen streams, 2025-11-25 GET
+    /// streams), at most `max_listen_streams`; none to take without a store.
+    pub(super) async fn take_stream_slot(
+        &self,
+        principal: &Principal,
+        kind: &str,
+        what: &'static str,
+    ) -> Result<Slot, McpError> {
         let Some(store) = &self.store else { return Ok(None) };
-        let key = RecordKey::new(Owner::personal(&principal.tenant, &principal.subject), "listen-streams", "open");
+        let key = RecordKey::new(Owner::personal(&principal.tenant, &principal.subject), kind, "open");
         let holder = relevo_state::Ids::new_id(&relevo_state::RandomIds);
         let now = self.clock.now_unix();
         let until = now + self.config.listen_max_secs + LISTEN_SLOT_SLACK_SECS;
         let max = self.config.max_listen_streams;
         match slots::acquire(&**store, &key, &holder, until, max, now).await.map_err(slot_failure)? {
             Acquired::Held => Ok(Some((key, holder))),
-            Acquired::Full => Err(McpError::LimitReached { what: "open listen streams", max }),
+            Acquired::Full => Err(McpError::LimitReached { what, max }),
         }
     }
 
-    async fn give_back_listen_slot(&self, slot: Option<(RecordKey, String)>) {
+    pub(super) async fn give_back_stream_slot(&self, slot: Slot) {
         if let (Some(store), Some((key, holder))) = (&self.store, slot)
             && let Err(error) = slots::release(&**store, &key, &holder, self.clock.now_unix()).await
         {
             // It lapses on its own at the stream's end of life.
-            tracing::warn!(%error, "a listen stream's slot was not given back");
+            tracing::warn!(%error, "a stream's slot was not given back");
         }
     }
 
@@ -237,6 +260,10 @@ async fn run(
             () = &mut deadline => return true,
             () = tx.closed() => return false,
             _ = ticker.tick(), if !watch.last.is_empty() => {
+                if let Err(error) = watch.server.admit_surface(Surface::ListenPoll, &watch.principal).await {
+                    tracing::info!(%error, "listen stream ended: its poll was not admitted");
+                    return true;
+                }
                 let (frames, all_failed) = watch.poll().await;
                 failed_polls = if all_failed { failed_polls + 1 } else { 0 };
                 if failed_polls >= FAILED_POLLS {
