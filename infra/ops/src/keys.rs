@@ -405,9 +405,10 @@ mod tests {
         let (first, second) = (STANDARD.encode([0x61u8; 32]), "b".repeat(40));
         let spec = format!("k1:{first},{first}");
         let secret = json!({ "kid": "k2", "key": second, "previous": [{ "kid": "k1", "key": "short-key" }] });
-        for (error, position) in
-            [(Ring::from_spec(&spec).unwrap_err(), "entry 2"), (Ring::from_secret(&secret.to_string()).unwrap_err(), "entry 2")]
-        {
+        for (error, position) in [
+            (Ring::from_spec(&spec).unwrap_err(), "entry 2"),
+            (Ring::from_secret(&secret.to_string()).unwrap_err(), "entry 2"),
+        ] {
             let shown = format!("{error} {error:?}");
             assert!(shown.contains(position), "{shown}");
             for key in [&first, &second, &"short-key".to_string()] {
