@@ -2,6 +2,8 @@
 // playwright-core): an agent proposes a change that needs a person, the person signs in, sees the
 // exact change and approves it once; the agent's inventory_apply then succeeds exactly once. A
 // forged approval (tampered CSRF token), a cross-site form post and a replayed approval all fail.
+// The sign-in cookie is a page session (refused as a Bearer on /mcp), and after sign-out the same
+// cookie is refused.
 //
 // Env: BASE (gateway origin), AGENT_TOKEN, MANAGER_TOKEN, CHROMIUM (executable), PROFILE (a fresh
 // user-data-dir).
@@ -70,6 +72,17 @@ try {
   const cookies = await context.cookies();
   const session = cookies.find((c) => c.name === 'relevo_approver');
   assert.ok(session && session.httpOnly && session.sameSite === 'Strict', JSON.stringify(cookies));
+  // The cookie holds a page session, not the token, and the session is no bearer token on /mcp.
+  assert.ok(!session.value.includes(MANAGER_TOKEN.split('.')[1]), 'the cookie carries the token');
+  const asBearer = await fetch(`${BASE}/mcp`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json', accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list', authorization: `Bearer ${session.value}`,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: ++rpcId, method: 'tools/list', params: {} }),
+  });
+  assert.equal(asBearer.status, 401, 'the session cookie is refused as a Bearer on /mcp');
 
   // The exact change is shown.
   assert.equal(await page.textContent('#change'), `${before.quantity} → 40`);
@@ -124,6 +137,17 @@ try {
     }, { url, digest, csrf }),
   ]);
   assert.equal(response.status(), 409, await page.content());
+
+  // Sign-out ends the session: the cookie is cleared, and the same cookie replayed is refused.
+  await page.goto(url);
+  [response] = await Promise.all([page.waitForNavigation(), page.click('#signout')]);
+  assert.equal(response.status(), 200, await page.content());
+  assert.equal((await context.cookies()).find((c) => c.name === 'relevo_approver'), undefined, 'cookie cleared');
+  response = await page.goto(url);
+  assert.equal(response.status(), 401, 'signed out');
+  await context.addCookies([session]);
+  response = await page.goto(url);
+  assert.equal(response.status(), 401, 'the cookie replayed after sign-out is refused');
 } finally {
   await context.close();
 }

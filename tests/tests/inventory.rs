@@ -361,7 +361,11 @@ async fn every_page_and_route_refuses_a_host_outside_the_allow_list() {
 #[tokio::test]
 async fn the_login_sets_a_strict_http_only_cookie_and_never_redirects_off_site() {
     let shop = shop();
-    let manager = shop.manager("acme");
+    // The page session ends at the token's exp, read on the pages' clock (NOW): a token that
+    // outlives it, so the cookie still signs in below.
+    let issued = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let scopes = ["inventory:read", "inventory:approve"];
+    let manager = shop.issuer.mint("acme", "manager", &scopes, issued, NOW - issued + 600).unwrap();
     let login = shop
         .page(
             "POST",

@@ -26,7 +26,8 @@ struct Args {
 pub async fn run_local(app: impl AppBuilder) -> Result<(), Box<dyn std::error::Error>> {
     crate::init_logging();
     let args = parse_args()?;
-    let settings = Settings::from_env(true)?;
+    // Its Display, not its Debug: the error names the key entry's position, never its text.
+    let settings = Settings::from_env(true).map_err(|e| e.to_string())?;
     if settings.ephemeral_keys {
         tracing::warn!(
             "RELEVO_STATE_KEYS is not set: using a random key for this process; requestState and cursors will not survive a restart"

@@ -401,6 +401,23 @@ mod tests {
     }
 
     #[test]
+    fn a_malformed_ring_is_refused_naming_the_entry_and_never_a_key() {
+        let (first, second) = (STANDARD.encode([0x61u8; 32]), "b".repeat(40));
+        let spec = format!("k1:{first},{first}");
+        let secret = json!({ "kid": "k2", "key": second, "previous": [{ "kid": "k1", "key": "short-key" }] });
+        for (error, position) in [
+            (Ring::from_spec(&spec).unwrap_err(), "entry 2"),
+            (Ring::from_secret(&secret.to_string()).unwrap_err(), "entry 2"),
+        ] {
+            let shown = format!("{error} {error:?}");
+            assert!(shown.contains(position), "{shown}");
+            for key in [&first, &second, &"short-key".to_string()] {
+                assert!(!shown.contains(&key[..8]) && !shown.contains(&key[key.len() - 8..]), "{shown}");
+            }
+        }
+    }
+
+    #[test]
     fn a_staged_key_is_accepted_first_and_seals_only_once_activated() {
         let mut ring = Ring::from_spec(&format!("old:{}", STANDARD.encode([1u8; 32]))).unwrap();
         ring.add("next", 100, true, |b| STANDARD.encode(b)).unwrap();

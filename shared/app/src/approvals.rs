@@ -2,16 +2,22 @@
 //! version, proposer, digest) and approves or rejects it. Server-rendered HTML, no script. One
 //! handler serves the `approvals` Lambda and the local gateway (`/approvals/...`).
 //!
-//! Authentication: the person's bearer token (the same issuer and audience as the MCP server),
-//! from an `Authorization` header or, for a browser, from the `relevo_approver` cookie that
-//! `POST /approvals/login` sets after verifying a pasted token: `HttpOnly` (no script reads it),
-//! `SameSite=Strict` (no other site's page sends it), `Path=/approvals`, and `Secure` unless served
-//! from loopback. The cookie holds the token itself and is verified on every request.
+//! Authentication: the person's bearer token (the same issuer and audience as the MCP server)
+//! in an `Authorization` header, or, for a browser, a page session. `POST /approvals/login`
+//! verifies a pasted token and exchanges it for a session ([`relevo_protocol::PageSessions`]:
+//! sealed with the state key ring for its own purpose, bound to tenant, subject and the token's
+//! scopes, expiring at the token's `exp` or within the hour, whichever is first), carried in the
+//! `relevo_approver` cookie: `HttpOnly` (no script reads it), `SameSite=Strict` (no other site's
+//! page sends it), `Path=/approvals`, and `Secure` unless served from loopback. The cookie never
+//! holds the token: it is worthless as a Bearer on `/mcp` (401). `POST /approvals/logout` (with a
+//! CSRF token bound to the session) ends the session: the cookie is cleared and the session id
+//! recorded as ended in the store, so the same cookie replayed afterwards is refused.
 //!
 //! Threat model and defences:
 //! - Cross-site request forgery: a decision needs a CSRF token sealed (HMAC, domain
 //!   `approval-csrf`, 10 minutes) over the viewer's tenant and subject, the operation id and the
-//!   digest shown; a token for another person, operation or digest fails. A foreign `Origin` is
+//!   digest shown; a token for another person, operation or digest fails. A sign-out needs one
+//!   over the session's id. A foreign `Origin` is
 //!   refused outright, and the cookie is `SameSite=Strict` besides.
 //! - Clickjacking: `Content-Security-Policy: frame-ancestors 'none'` and `X-Frame-Options: DENY`.
 //! - A decision on another version of the proposal: the decision carries the digest the person
@@ -29,7 +35,9 @@
 use std::sync::Arc;
 
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
-use relevo_protocol::{Authenticator, Clock, KeyRing, OriginPolicy, Principal};
+use relevo_protocol::{
+    Authenticator, Clock, KeyRing, OriginPolicy, PageSession, PageSessionError, PageSessions, Principal,
+};
 use relevo_state::ledger::{LedgerError, OpStatus, Operation};
 use serde_json::{Value, json};
 
@@ -39,7 +47,8 @@ pub const PREFIX: &str = "/approvals";
 pub const COOKIE: &str = "relevo_approver";
 const CSRF_DOMAIN: &str = "approval-csrf";
 const CSRF_LIFETIME_SECS: u64 = 600;
-const COOKIE_MAX_AGE_SECS: u64 = 3600;
+/// What a sign-out's CSRF token is bound to in place of an operation id.
+const SIGN_OUT: &str = "sign-out";
 const MAX_FORM_BYTES: usize = 16 * 1024;
 
 #[derive(Clone)]
@@ -117,6 +126,18 @@ fn redirect(to: &str, cookie: Option<String>) -> Response<String> {
     response
 }
 
+/// The session cookie with `value`, for `max_age` seconds (0: cleared).
+fn cookie(headers: &HeaderMap, value: &str, max_age: u64) -> String {
+    let secure = if loopback(headers) { "" } else { "; Secure" };
+    format!("{COOKIE}={value}; Path={PREFIX}; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}")
+}
+
+fn set_cookie(response: &mut Response<String>, cookie: String) {
+    if let Ok(cookie) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, cookie);
+    }
+}
+
 fn form(body: &[u8]) -> Vec<(String, String)> {
     form_urlencoded::parse(body).into_owned().collect()
 }
@@ -129,7 +150,7 @@ fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
     }
 }
 
-fn cookie_token(headers: &HeaderMap) -> Option<String> {
+fn cookie_value(headers: &HeaderMap) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -192,7 +213,7 @@ impl relevo_protocol::Pages for ApprovalPages {
             match (method, rest) {
                 (&Method::POST, "login") => self.authenticate(field(&form(body), "token")).await,
                 (_, "login" | "") => None,
-                _ => self.person(headers).await,
+                _ => self.person(headers).await.ok().flatten().map(|(person, _)| person),
             }
         })
     }
@@ -217,7 +238,9 @@ impl ApprovalPages {
         match (method, rest) {
             (&Method::GET, "login") => self.login_form(),
             (&Method::POST, "login") => self.login(headers, body).await,
+            (&Method::POST, "logout") => self.logout(headers, body).await,
             (&Method::GET, "") => redirect("/approvals/login", None),
+            (_, "logout") => message(StatusCode::METHOD_NOT_ALLOWED, "Not allowed", "Use POST."),
             (_, "login") | (_, "") => message(StatusCode::METHOD_NOT_ALLOWED, "Not allowed", "Use GET or POST."),
             (&Method::GET, id) => self.show(headers, id).await,
             (&Method::POST, id) => self.decide(headers, id, body).await,
@@ -255,12 +278,55 @@ impl ApprovalPages {
                 "This token can see no approvals (it needs inventory:approve, or inventory:write for your own proposals).",
             );
         }
-        let secure = if loopback(headers) { "" } else { "; Secure" };
-        let cookie = format!(
-            "{COOKIE}={token}; Path={PREFIX}; HttpOnly; SameSite=Strict; Max-Age={COOKIE_MAX_AGE_SECS}{secure}"
-        );
+        let (session, sealed) = self.sessions().begin(&person, token);
+        let max_age = session.expires_at.saturating_sub(self.clock.now_unix());
         let next = field(&fields, "next").and_then(safe_next).unwrap_or("/approvals/login");
-        redirect(next, Some(cookie))
+        redirect(next, Some(cookie(headers, &sealed, max_age)))
+    }
+
+    /// Ends the session the cookie carries, if the form was issued to it.
+    async fn logout(&self, headers: &HeaderMap, body: &[u8]) -> Response<String> {
+        let cleared = cookie(headers, "", 0);
+        let session = match self.session(headers).await {
+            Ok(Some(session)) => session,
+            Ok(None) => {
+                let mut response = message(StatusCode::UNAUTHORIZED, "Not signed in", "There is no session to end.");
+                set_cookie(&mut response, cleared);
+                return response;
+            }
+            Err(unavailable) => return unavailable,
+        };
+        let fields = form(body);
+        let csrf = field(&fields, "csrf").unwrap_or_default();
+        if !self.csrf_holds(csrf, &session.principal, SIGN_OUT, &session.id) {
+            return message(StatusCode::FORBIDDEN, "Forbidden", "This form was not issued to you for this session.");
+        }
+        if let Err(error) = self.sessions().end(&session).await {
+            tracing::warn!(%error, "cannot record the end of a page session");
+            return message(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", "Try again shortly.");
+        }
+        let mut response = message(StatusCode::OK, "Signed out", "You are signed out.");
+        set_cookie(&mut response, cleared);
+        response
+    }
+
+    fn sessions(&self) -> PageSessions {
+        let records = self.inventory.records.clone();
+        PageSessions::new(self.keys.clone(), records, self.clock.clone(), self.inventory.ids.clone())
+    }
+
+    /// The page session the cookie carries: `None` without one or for one that is refused
+    /// (tampered, expired, ended, another deployment's); a 503 page when the store cannot tell.
+    async fn session(&self, headers: &HeaderMap) -> Result<Option<PageSession>, Response<String>> {
+        let Some(sealed) = cookie_value(headers).filter(|v| !v.is_empty()) else { return Ok(None) };
+        match self.sessions().open(&sealed).await {
+            Ok(session) => Ok(Some(session)),
+            Err(PageSessionError::Store(error)) => {
+                tracing::warn!(%error, "cannot check a page session");
+                Err(message(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", "Try again shortly."))
+            }
+            Err(_) => Ok(None),
+        }
     }
 
     async fn authenticate(&self, token: Option<&str>) -> Option<Principal> {
@@ -269,12 +335,12 @@ impl ApprovalPages {
         self.auth.authenticate(&headers).await.ok()
     }
 
-    /// The person behind the request: a bearer header, else the cookie.
-    async fn person(&self, headers: &HeaderMap) -> Option<Principal> {
+    /// The person behind the request: a bearer header, else the cookie's session (with it).
+    async fn person(&self, headers: &HeaderMap) -> Result<Option<(Principal, Option<PageSession>)>, Response<String>> {
         if headers.contains_key(header::AUTHORIZATION) {
-            return self.auth.authenticate(headers).await.ok();
+            return Ok(self.auth.authenticate(headers).await.ok().map(|person| (person, None)));
         }
-        self.authenticate(cookie_token(headers).as_deref()).await
+        Ok(self.session(headers).await?.map(|session| (session.principal.clone(), Some(session))))
     }
 
     fn csrf(&self, person: &Principal, id: &str, digest: &str) -> String {
@@ -290,7 +356,11 @@ impl ApprovalPages {
     }
 
     async fn show(&self, headers: &HeaderMap, id: &str) -> Response<String> {
-        let Some(person) = self.person(headers).await else {
+        let person = match self.person(headers).await {
+            Ok(person) => person,
+            Err(unavailable) => return unavailable,
+        };
+        let Some((person, session)) = person else {
             let next = safe_next(&format!("{PREFIX}/{id}")).map(str::to_string).unwrap_or_default();
             return page(
                 StatusCode::UNAUTHORIZED,
@@ -310,7 +380,16 @@ impl ApprovalPages {
         let Some((operation, _)) = found.filter(|(operation, _)| may_see(&person, operation)) else {
             return message(StatusCode::NOT_FOUND, "Not found", "No such operation.");
         };
-        page(StatusCode::OK, "Approve an inventory change", &self.render(&person, &operation))
+        let mut html = self.render(&person, &operation);
+        if let Some(session) = session {
+            html.push_str(&format!(
+                "<form method=\"post\" action=\"{PREFIX}/logout\">\
+                 <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+                 <button type=\"submit\" id=\"signout\">Sign out</button></form>",
+                csrf = escape(&self.csrf(&person, SIGN_OUT, &session.id)),
+            ));
+        }
+        page(StatusCode::OK, "Approve an inventory change", &html)
     }
 
     fn render(&self, person: &Principal, operation: &Operation) -> String {
@@ -363,7 +442,11 @@ impl ApprovalPages {
     }
 
     async fn decide(&self, headers: &HeaderMap, id: &str, body: &[u8]) -> Response<String> {
-        let Some(person) = self.person(headers).await else {
+        let person = match self.person(headers).await {
+            Ok(person) => person,
+            Err(unavailable) => return unavailable,
+        };
+        let Some((person, _)) = person else {
             return message(StatusCode::UNAUTHORIZED, "Not signed in", "Sign in to decide.");
         };
         let fields = form(body);

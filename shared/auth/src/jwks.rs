@@ -1,9 +1,16 @@
-//! Where verification keys come from: the issuer's JWKS over HTTPS, or a fixed set (dev, tests).
+//! Where verification keys come from: the issuer's JWKS over HTTPS, or a fixed set (dev, tests),
+//! and the process's cache in front of it ([`KeyCache`]).
+//!
+//! Threat model: anyone can send a token naming a `kid` the issuer never had. Such a token must
+//! neither make this process a request amplifier against the issuer (one fetch per token, from
+//! every warm environment) nor delay other users: while a fetch for it is slow or hangs, tokens
+//! with a known `kid` are verified as if nothing happened. Refetches are bounded per interval
+//! and single-flight, and a fetch holds no lock that a known-`kid` reader waits on.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
@@ -13,13 +20,20 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use jsonwebtoken::jwk::JwkSet;
 
+use relevo_protocol::Clock;
+use tokio::sync::Mutex;
+
 use crate::ConfigError;
-use tokio::sync::RwLock;
 
 /// How long a JWKS fetch may take before the request fails with 503.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
-/// An unknown `kid` triggers at most one refetch per interval.
+/// While keys are held, at most one fetch starts per interval (an unknown `kid`), whatever its
+/// outcome.
 pub const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(30);
+/// While no keys are held (the first fetch failed), at most one fetch starts per interval. Shorter
+/// than [`MIN_REFRESH_INTERVAL`]: every token is refused until a fetch succeeds, so waiting
+/// longer would only lengthen the outage, and the bound per process still holds.
+pub const COLD_RETRY_INTERVAL: Duration = Duration::from_secs(5);
 
 pub type KeysFuture<'a> = Pin<Box<dyn Future<Output = Result<JwkSet, String>> + Send + 'a>>;
 
@@ -93,32 +107,73 @@ impl KeySource for StaticKeySource {
 }
 
 /// The process-wide cache in front of a [`KeySource`].
+///
+/// Invariants:
+/// - A token whose `kid` is held is answered from memory: its path takes a read lock held for a
+///   clone, never across a fetch, so the issuer being down or slow costs it nothing.
+/// - At most one fetch is in flight per process (single-flight): only callers that need one (the
+///   first token, or a `kid` not held) wait on it, and they share its outcome.
+/// - At most one fetch starts per [`MIN_REFRESH_INTERVAL`] while keys are held, and per
+///   [`COLD_RETRY_INTERVAL`] while none are, counted from the start of the last attempt whether
+///   it succeeded or failed: a flood of tokens with invented `kid`s, or an issuer that is down,
+///   costs the issuer one request per interval from this process, not one per token.
+/// - A failed fetch keeps the keys held.
 pub(crate) struct KeyCache {
     source: Arc<dyn KeySource>,
-    state: RwLock<Option<(JwkSet, Instant)>>,
+    clock: Arc<dyn Clock>,
+    held: std::sync::RwLock<Held>,
+    /// Held across a fetch; only callers that need a fetch take it.
+    flight: Mutex<()>,
+}
+
+#[derive(Default)]
+struct Held {
+    keys: Option<JwkSet>,
+    /// When the last fetch started (unix seconds of the cache's clock).
+    last_attempt: Option<u64>,
 }
 
 impl KeyCache {
-    pub(crate) fn new(source: Arc<dyn KeySource>) -> Self {
-        KeyCache { source, state: RwLock::new(None) }
+    pub(crate) fn new(source: Arc<dyn KeySource>, clock: Arc<dyn Clock>) -> Self {
+        KeyCache { source, clock, held: std::sync::RwLock::new(Held::default()), flight: Mutex::new(()) }
     }
 
-    /// The key set, fetched on first use; refetched when `kid` is unknown and the cached copy is
-    /// older than [`MIN_REFRESH_INTERVAL`].
+    fn held(&self) -> std::sync::RwLockReadGuard<'_, Held> {
+        self.held.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The held keys if they include `kid`.
+    fn holding(&self, kid: &str) -> Option<JwkSet> {
+        self.held().keys.as_ref().filter(|keys| keys.find(kid).is_some()).cloned()
+    }
+
+    /// The key set to look `kid` up in: the held one if it has `kid`; else the result of a fetch
+    /// if one may start now (module invariants), else the held one as it is (the caller finds
+    /// no `kid` in it). An error only when no keys are held at all, or the fetch this call
+    /// started failed.
     pub(crate) async fn keys_for(&self, kid: &str) -> Result<JwkSet, String> {
-        if let Some((keys, fetched)) = self.state.read().await.as_ref()
-            && (keys.find(kid).is_some() || fetched.elapsed() < MIN_REFRESH_INTERVAL)
-        {
-            return Ok(keys.clone());
+        if let Some(keys) = self.holding(kid) {
+            return Ok(keys);
         }
-        let mut state = self.state.write().await;
-        if let Some((keys, fetched)) = state.as_ref()
-            && (keys.find(kid).is_some() || fetched.elapsed() < MIN_REFRESH_INTERVAL)
+        let _flight = self.flight.lock().await;
+        let now = self.clock.now_unix();
         {
-            return Ok(keys.clone());
+            let mut held = self.held.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(keys) = held.keys.as_ref().filter(|keys| keys.find(kid).is_some()) {
+                return Ok(keys.clone()); // fetched by the flight this call waited for
+            }
+            let interval = if held.keys.is_some() { MIN_REFRESH_INTERVAL } else { COLD_RETRY_INTERVAL }.as_secs();
+            let due = held.last_attempt.is_none_or(|last| now < last || now - last >= interval);
+            if !due {
+                return held.keys.clone().ok_or_else(|| {
+                    format!("the issuer's JWKS could not be fetched; the next attempt is within {interval} s")
+                });
+            }
+            held.last_attempt = Some(now);
         }
-        let keys = self.source.fetch().await?;
-        *state = Some((keys.clone(), Instant::now()));
-        Ok(keys)
+        let fetched = self.source.fetch().await?;
+        let mut held = self.held.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        held.keys = Some(fetched.clone());
+        Ok(fetched)
     }
 }

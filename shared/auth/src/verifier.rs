@@ -76,6 +76,7 @@ const REMEMBER_VERIFIED_MAX: usize = 4096;
 pub struct BearerAuthenticator {
     settings: Arc<AuthSettings>,
     keys: Arc<KeyCache>,
+    source: Arc<dyn KeySource>,
     clock: Arc<dyn Clock>,
     verified: Arc<VerifiedTokens>,
 }
@@ -85,14 +86,17 @@ impl BearerAuthenticator {
         crate::ring_crypto::install();
         BearerAuthenticator {
             settings: Arc::new(settings),
-            keys: Arc::new(KeyCache::new(source)),
+            keys: Arc::new(KeyCache::new(source.clone(), Arc::new(SystemClock))),
+            source,
             clock: Arc::new(SystemClock),
             verified: Arc::new(VerifiedTokens::default()),
         }
     }
 
-    /// The clock that `exp` and `nbf` are checked against (the system clock by default).
+    /// The clock that `exp` and `nbf` are checked against, and that spaces JWKS refetches (the
+    /// system clock by default). Starts a fresh key cache: call it before the first request.
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.keys = Arc::new(KeyCache::new(self.source.clone(), clock.clone()));
         self.clock = clock;
         self
     }

@@ -17,7 +17,8 @@ pub enum SecretKeysError {
     Unavailable(#[source] Cause),
     #[error("the keys secret is not {{\"kid\", \"key\", \"previous\"?}} JSON")]
     Malformed,
-    #[error(transparent)]
+    /// Entry 1 is the top-level `kid`/`key`, entry 2 on the `previous` list (never the key text).
+    #[error("the keys secret is invalid (entry 1 is kid/key, entries 2.. are \"previous\"): {0}")]
     Keys(#[from] KeyError),
 }
 

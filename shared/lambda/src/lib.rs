@@ -92,14 +92,15 @@ pub async fn backend_from_env() -> Ports {
 pub async fn settings_from_env() -> Result<Settings, Error> {
     match std::env::var("RELEVO_STATE_KEYS_SECRET").ok().filter(|s| !s.is_empty()) {
         Some(secret) => {
-            let mut settings = Settings::from_env(true)?;
+            let mut settings = Settings::from_env(true).map_err(|e| e.to_string())?;
             let client = aws_sdk_secretsmanager::Client::new(&relevo_aws::sdk_config());
             settings.keys = relevo_aws::load_key_ring(&client, &secret).await?;
             settings.ephemeral_keys = false;
             keys::install(keys::KeyRefresh::new(client, &secret, settings.keys.clone(), keys::refresh_interval()));
             Ok(settings)
         }
-        None => Ok(Settings::from_env(false)?),
+        // Its Display, not its Debug: the error names the key entry's position, never its text.
+        None => Ok(Settings::from_env(false).map_err(|e| e.to_string())?),
     }
 }
 

@@ -40,7 +40,8 @@ pub use ladder::OriginPolicy;
 pub use method::{Method, Route};
 pub use notify::Notifier;
 pub use observe::RequestIds;
-pub use pages::{CallerFuture, PageFuture, PageGate, Pages};
+
+pub use pages::{CallerFuture, PageFuture, PageGate, PageSession, PageSessionError, PageSessions, Pages};
 pub use ports::{AppBuilder, Ports};
 pub use registry::{
     App, CachePolicy, Call, ClientContext, ElicitAction, ElicitAnswer, Handler, InputRequest, Outcome, Prompt,

@@ -45,14 +45,19 @@ pub enum SealError {
     Expired,
 }
 
+/// Why a key list was refused. Every variant names the entry by its position (1 = the active key)
+/// and never its text: an entry that failed to parse may be a key itself (its `kid:` forgotten),
+/// and a configuration error ends up in a log (on Lambda, CloudWatch Logs).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeyError {
-    #[error("key {kid:?} is {len} bytes; at least {MIN_KEY_BYTES} are required")]
-    TooShort { kid: String, len: usize },
-    #[error("key id {0:?} must be 1-32 characters of [A-Za-z0-9_-]")]
-    BadKeyId(String),
-    #[error("key {0:?} is not valid base64")]
-    BadEncoding(String),
+    #[error("entry {position}: expected kid:base64key (a key id, a colon, then the key)")]
+    NotKidAndKey { position: usize },
+    #[error("entry {position}: the key id must be 1-32 characters of [A-Za-z0-9_-]")]
+    BadKeyId { position: usize },
+    #[error("entry {position}: the key is not valid base64")]
+    BadEncoding { position: usize },
+    #[error("entry {position}: the key is {len} bytes; at least {MIN_KEY_BYTES} are required")]
+    TooShort { position: usize, len: usize },
     #[error("no keys configured")]
     Empty,
 }
@@ -92,15 +97,16 @@ impl KeyRing {
             return Err(KeyError::Empty);
         }
         let mut ring = Vec::with_capacity(keys.len());
-        for (id, secret) in keys {
+        for (index, (id, secret)) in keys.into_iter().enumerate() {
+            let position = index + 1;
             let id_ok = !id.is_empty()
                 && id.len() <= 32
                 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
             if !id_ok {
-                return Err(KeyError::BadKeyId(id));
+                return Err(KeyError::BadKeyId { position });
             }
             if secret.len() < MIN_KEY_BYTES {
-                return Err(KeyError::TooShort { kid: id, len: secret.len() });
+                return Err(KeyError::TooShort { position, len: secret.len() });
             }
             ring.push(Key::new(id, &secret));
         }
@@ -108,14 +114,16 @@ impl KeyRing {
     }
 
     /// Parses `kid:base64secret[,kid:base64secret...]` (standard or URL-safe base64), first active.
+    /// An error names the entry's position, never its text (see [`KeyError`]).
     pub fn from_config(spec: &str) -> Result<Self, KeyError> {
         let mut keys = Vec::new();
-        for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-            let (id, encoded) = entry.split_once(':').ok_or_else(|| KeyError::BadKeyId(entry.into()))?;
+        for (index, entry) in spec.split(',').map(str::trim).filter(|e| !e.is_empty()).enumerate() {
+            let position = index + 1;
+            let (id, encoded) = entry.split_once(':').ok_or(KeyError::NotKidAndKey { position })?;
             let secret = base64::engine::general_purpose::STANDARD
                 .decode(encoded.trim())
                 .or_else(|_| B64.decode(encoded.trim().trim_end_matches('=')))
-                .map_err(|_| KeyError::BadEncoding(id.into()))?;
+                .map_err(|_| KeyError::BadEncoding { position })?;
             keys.push((id.trim().to_string(), secret));
         }
         KeyRing::new(keys)
@@ -257,7 +265,7 @@ mod tests {
     #[test]
     fn short_keys_and_bad_ids_are_refused() {
         assert!(matches!(KeyRing::new(vec![("k".into(), vec![0; 31])]), Err(KeyError::TooShort { len: 31, .. })));
-        assert!(matches!(KeyRing::new(vec![("a.b".into(), vec![0; 32])]), Err(KeyError::BadKeyId(_))));
+        assert!(matches!(KeyRing::new(vec![("a.b".into(), vec![0; 32])]), Err(KeyError::BadKeyId { position: 1 })));
         assert!(matches!(KeyRing::from_config(""), Err(KeyError::Empty)));
     }
 
@@ -266,6 +274,27 @@ mod tests {
         let secret = base64::engine::general_purpose::STANDARD.encode([9u8; 32]);
         let ring = KeyRing::from_config(&format!("k2:{secret}, k1:{secret}")).unwrap();
         assert_eq!(format!("{ring:?}"), r#"KeyRing { key_ids: ["k2", "k1"] }"#);
+    }
+
+    #[test]
+    fn a_malformed_key_list_names_the_entry_and_never_its_text() {
+        let secret = base64::engine::general_purpose::STANDARD.encode([0x5au8; 32]);
+        let cases = [
+            (format!("k1:{secret},{secret}"), "entry 2: expected kid:base64key"),
+            (format!("k1={secret}"), "entry 1: expected kid:base64key"),
+            (format!("k1:{secret},k2:{secret}!!"), "entry 2: the key is not valid base64"),
+            (format!("{secret}:k1"), "entry 1: the key is not valid base64"),
+            (format!("k1:{secret},{}:{secret}", "x".repeat(40)), "entry 2: the key id"),
+            (format!("k1:{secret},k2:{}", &secret[..20]), "entry 2: the key is 15 bytes"),
+        ];
+        for (spec, expected) in cases {
+            let error = KeyRing::from_config(&spec).unwrap_err();
+            let shown = format!("{error} {error:?}");
+            assert!(shown.starts_with(expected), "{spec}: {shown}");
+            for start in 0..secret.len() - 8 {
+                assert!(!shown.contains(&secret[start..start + 8]), "key material in {shown:?}");
+            }
+        }
     }
 
     #[test]
