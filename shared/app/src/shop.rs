@@ -10,9 +10,9 @@
 //! (never a value minted per quote), and the order and the cart's checked-out mark commit in one
 //! conditional transaction on the revision the quote was made at. A confirmation that loses
 //! answers with the order that won (whether it lost at the transaction, saw the cart already
-//! moved, or its transaction failed for contention while the other committed); a cart changed since the quote is quoted again; declining
-//! places none. A crash can only come before the transaction (nothing written) or after it (both
-//! written).
+//! moved, or its transaction failed for contention while the other committed); a cart changed
+//! since the quote is quoted again; declining places none. A crash can only come before the
+//! transaction (nothing written) or after it (both written).
 //!
 //! `cart_add_item` is a read-decide-write loop on the cart's revision: a lost race reads again
 //! (bounded, with jittered backoff) and then answers a retryable error. A retry after a lost
