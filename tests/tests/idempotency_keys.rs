@@ -4,8 +4,9 @@
 //! arguments, and names what a key creates by its owner too, so two principals choosing the same
 //! key get different records with different ids.
 //!
-//! The export's `operationKey` (the job engine's `KeyConflict`) and the inventory's `requestKey`
-//! (`KeyMismatch`) are covered in `jobs_faults.rs` and `inventory.rs`.
+//! The export's `operationKey` is checked here over the tool (the job engine's `KeyConflict`, its
+//! store behaviour in `jobs_faults.rs`); the inventory's `requestKey` (`KeyMismatch`) in
+//! `inventory.rs`.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -109,6 +110,39 @@ async fn a_create_key_reused_with_other_arguments_is_refused(kind: Backend) {
     let other = shop.call(&alice, "note_create", json!({ "text": "two", "idempotencyKey": "n-1" })).await;
     assert_eq!(other["result"]["isError"], true, "{other}");
     assert_eq!(shop.store.applied("note").len(), 1, "nothing more written");
+}
+
+async fn an_export_key_reused_with_other_arguments_is_refused(kind: Backend) {
+    let records = Arc::new(Both(backend(kind).await));
+    let queue = Arc::new(relevo_embedded::SqliteQueue::new(relevo_embedded::SqliteStore::in_memory().unwrap(), 10));
+    let jobs = shop_jobs(records, queue, None);
+    let (settings, issuer, auth) = dev_auth();
+    let server = relevo_protocol::McpServer::new(jobs.app.clone(), test_config(), test_keys(), Arc::new(auth));
+    let options = relevo_gateway::GatewayOptions { auth: Some(settings), ..gateway_options() };
+    let router = relevo_gateway::router(server, options);
+    let token = dev_token(&issuer, "acme", "alice", &["exports:write"]);
+    let start = |purpose: &str| {
+        let arguments = json!({ "dataset": "orders", "purpose": purpose, "operationKey": "audit-1" });
+        rpc_as(Some(&token), 1, "tools/call", json!({ "name": "export_start", "arguments": arguments }))
+    };
+    let first = send(&router, start("audit")).await.json();
+    assert_eq!(first["result"]["isError"], false, "{first}");
+    let again = send(&router, start("audit")).await.json();
+    assert_eq!(again["result"]["structuredContent"]["jobId"], first["result"]["structuredContent"]["jobId"], "{again}");
+    let other = send(&router, start("something else")).await.json();
+    assert_eq!(other["result"]["isError"], true, "the key with other arguments is refused: {other}");
+    let text = other["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("audit-1") && text.contains("different arguments"), "it says why: {text}");
+}
+
+#[tokio::test]
+async fn an_export_key_reused_with_other_arguments_is_refused_on_sqlite() {
+    an_export_key_reused_with_other_arguments_is_refused(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn an_export_key_reused_with_other_arguments_is_refused_on_dynamodb() {
+    an_export_key_reused_with_other_arguments_is_refused(Backend::Dynamo).await;
 }
 
 #[tokio::test]
