@@ -1,6 +1,8 @@
 //! Creating a caller's record so that a retried call makes it once: with the client's
-//! `idempotencyKey` the record's id is the one the key names ([`relevo_state::intent`]), and the
-//! create is one conditional write; without a key every call makes a new record.
+//! `idempotencyKey` the record's id is the one the key names for this caller
+//! ([`relevo_state::intent`]: another principal's same key names another id), and the create is
+//! one conditional write that remembers the digest of the arguments (the key reused with other
+//! arguments is refused); without a key every call makes a new record.
 
 use relevo_protocol::author::{ToolContext, ToolError};
 use relevo_state::intent::{self, IntentError, Once};
@@ -33,7 +35,7 @@ pub async fn create(
         return Ok((id, record));
     };
     intent::check_key(Some(client_key)).map_err(ToolError::caller)?;
-    let id = intent::keyed_id(new.kind, client_key);
+    let id = intent::keyed_id(&owner, new.kind, client_key);
     let digest = relevo_state::canonical_object_digest(&call.arguments);
     let key = RecordKey::new(owner, new.kind, &id);
     match intent::create_once(records, &key, client_key, &digest, new.body, new.expires_at, new.now).await {

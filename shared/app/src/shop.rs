@@ -9,20 +9,24 @@
 //! instances and their interleaving. The intent is the cart, so the order's key is the cart's id
 //! (never a value minted per quote), and the order and the cart's checked-out mark commit in one
 //! conditional transaction on the revision the quote was made at. A confirmation that loses
-//! answers with the order that won; a cart changed since the quote is quoted again; declining
-//! places none. A crash can only come before the transaction (nothing written) or after it (both
-//! written).
+//! answers with the order that won (whether it lost at the transaction, saw the cart already
+//! moved, or its transaction failed for contention while the other committed); a cart changed
+//! since the quote is quoted again; declining places none. A crash can only come before the
+//! transaction (nothing written) or after it (both written).
 //!
 //! `cart_add_item` is a read-decide-write loop on the cart's revision: a lost race reads again
 //! (bounded, with jittered backoff) and then answers a retryable error. A retry after a lost
-//! answer may carry `idempotencyKey`: the cart remembers the keys of its recent adds, and a key
-//! seen before adds nothing again.
+//! answer may carry `idempotencyKey`: the cart remembers the keys of its recent adds with the
+//! digest of each add's arguments, written in the same conditional update as the add; the key
+//! seen before with the same arguments adds nothing again, and with other arguments is refused
+//! (a client is never told an item is in the cart when it is not).
 
 use std::sync::Arc;
 
 use relevo_protocol::author::{Elicited, NoArgs, Required, ToolContext, ToolError};
 use relevo_protocol::wire::{ResourceContents, ToolAnnotations};
 use relevo_protocol::{McpError, ResourceTemplate, Retry, Tool};
+use relevo_state::intent::IntentError;
 use relevo_state::{Clock, Ids, Owner, Record, RecordKey, RecordStore, StoreError, TransactError, Write, contention};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -316,17 +320,22 @@ pub fn cart_add_item(ports: ShopPorts) -> Tool {
 
 async fn add_item(ports: &ShopPorts, cx: &ToolContext, args: &AddArgs) -> Result<CartView, ToolError> {
     find_item(&args.sku).or_caller(format!("No catalog item with SKU {}", args.sku))?;
+    let intent_digest = relevo_state::canonical_object_digest(&cx.call().arguments);
     let key = cart_key(cx, &args.cart_id);
     for attempt in 0..contention::ATTEMPTS {
         contention::pause(attempt).await;
         let now = ports.clock.now_unix();
         let current = ports.records.get(&key, now).await?.ok_or_else(|| no_cart(&args.cart_id))?;
-        let seen = args
-            .idempotency_key
-            .as_deref()
-            .is_some_and(|k| current.body["addKeys"].as_array().is_some_and(|keys| keys.iter().any(|s| s == k)));
-        if seen {
-            return Ok(CartView::of(&args.cart_id, &current));
+        if let Some(add_key) = &args.idempotency_key
+            && let Some(first) = remembered_add(&current.body, add_key)
+        {
+            // The key's first add: the same arguments again add nothing; other ones are refused.
+            return match first {
+                Some(digest) if digest != intent_digest => {
+                    Err(ToolError::caller(IntentError::Mismatch(add_key.clone())))
+                }
+                _ => Ok(CartView::of(&args.cart_id, &current)),
+            };
         }
         if current.body["orderId"].is_string() {
             return Err(ToolError::caller("This cart is already checked out"));
@@ -335,7 +344,7 @@ async fn add_item(ports: &ShopPorts, cx: &ToolContext, args: &AddArgs) -> Result
         if let Some(add_key) = &args.idempotency_key {
             let keys = body["addKeys"].as_array().cloned().unwrap_or_default();
             let mut keys: Vec<Value> = keys.into_iter().rev().take(REMEMBERED_ADD_KEYS - 1).rev().collect();
-            keys.push(json!(add_key));
+            keys.push(json!({ "key": add_key, "args": intent_digest }));
             body["addKeys"] = json!(keys);
         }
         let lines = body["lines"].as_array_mut().ok_or_else(|| ToolError::internal("a cart without lines"))?;
@@ -363,6 +372,15 @@ async fn add_item(ports: &ShopPorts, cx: &ToolContext, args: &AddArgs) -> Result
     }
     tracing::warn!(cart = %args.cart_id, cause = "contention", "cart_add_item kept losing to concurrent adds");
     Err(McpError::Retryable(Retry::Contention).into())
+}
+
+/// The add the cart remembers under `add_key`: `Some(Some(digest))` with the digest of its
+/// arguments, `Some(None)` for a key remembered without one (written before adds kept it).
+fn remembered_add<'a>(cart: &'a Value, add_key: &str) -> Option<Option<&'a str>> {
+    cart["addKeys"].as_array()?.iter().find_map(|entry| match entry {
+        Value::String(key) => (key == add_key).then_some(None),
+        entry => (entry["key"] == add_key).then(|| entry["args"].as_str()),
+    })
 }
 
 pub fn cart_view_tool(ports: ShopPorts) -> Tool {
@@ -422,7 +440,12 @@ async fn checkout(ports: &ShopPorts, cx: &ToolContext, cart_id: &str) -> Result<
         }
     }
     if cart.revision != quote.cart_revision {
-        // The cart changed after the quote: the confirmed total is stale, so quote again.
+        // The cart moved after the quote. If another confirmation committed the cart's order
+        // meanwhile (after the read above), that order is the answer.
+        if let Some(order) = ports.records.get(&order_key(cx, cart_id), now).await? {
+            return Ok(OrderView::placed(cart_id, &order));
+        }
+        // Otherwise the cart changed: the confirmed total is stale, so quote again.
         let fresh = Quote::of(&cart, ports.ids.new_id());
         return Err(cx.ask::<Confirm, _>("confirm", &fresh.question(cart_id), &fresh));
     }
@@ -454,7 +477,14 @@ async fn checkout(ports: &ShopPorts, cx: &ToolContext, cart_id: &str) -> Result<
                 Err(cx.ask::<Confirm, _>("confirm", &fresh.question(cart_id), &fresh))
             }
         },
-        Err(TransactError::Refused { cause, .. } | TransactError::Store(cause)) => Err(cause.into()),
+        // Not written (contention, an outage): if a concurrent confirmation committed the
+        // order, that is the answer; else the failure, retryable as it says.
+        Err(TransactError::Refused { cause, .. } | TransactError::Store(cause)) => {
+            match ports.records.get(&order_key(cx, cart_id), now).await {
+                Ok(Some(order)) => Ok(OrderView::placed(cart_id, &order)),
+                _ => Err(cause.into()),
+            }
+        }
         Err(TransactError::Invalid(why)) => {
             Err(ToolError::internal(format!("the checkout transaction is malformed: {why}")))
         }

@@ -177,6 +177,7 @@ impl JobRunner for ToolTaskRunner {
                 },
                 principal: Principal::new(&job.job.tenant, &job.job.subject, Vec::<String>::new()),
                 notifier: Notifier::silent(),
+                answers: None,
             };
             let run = AssertUnwindSafe((tool.handler)(call)).catch_unwind();
             let outcome = tokio::select! {

@@ -2,8 +2,9 @@
 //! 502) names its record by the client's idempotency key, so the retry finds the first record
 //! instead of making a second one.
 //!
-//! Invariants: the record id is derived from the key (SHA-256, domain-separated by kind), so one
-//! key names one record and the create is one conditional write — there is no key record that a
+//! Invariants: the record id is derived from the key and its owner (SHA-256 over the
+//! length-prefixed owner, kind and key), so one principal's key names one record, and two
+//! principals choosing the same key get different ids and the create is one conditional write — there is no key record that a
 //! crash could leave without its effect, or the other way round. The record remembers the digest
 //! of the arguments it was created with: the same key with other arguments is refused, never
 //! answered with the first record. Keys are scoped by the record's owner (tenant and principal),
@@ -14,7 +15,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::{Record, RecordKey, RecordStore, StoreError};
+use crate::{Owner, Record, RecordKey, RecordStore, StoreError};
 
 /// The body field that holds the intent's digest.
 pub const INTENT_FIELD: &str = "intent";
@@ -22,9 +23,12 @@ pub const INTENT_FIELD: &str = "intent";
 /// The longest idempotency key accepted.
 pub const MAX_KEY_CHARS: usize = 64;
 
-/// The record id an idempotency key names for records of `kind`.
-pub fn keyed_id(kind: &str, key: &str) -> String {
-    let digest = Sha256::new().chain_update(kind).chain_update([0]).chain_update(key).finalize();
+/// The record id an idempotency key names for `owner`'s records of `kind`: the owner is part of
+/// it, so two principals choosing the same key get different ids.
+pub fn keyed_id(owner: &Owner, kind: &str, key: &str) -> String {
+    // The storage key is length-prefixed: no choice of parts makes two of them collide.
+    let named = RecordKey::new(owner.clone(), kind, key).storage_key();
+    let digest = Sha256::new().chain_update("idempotency-key").chain_update([0]).chain_update(named).finalize();
     B64.encode(&digest[..16])
 }
 
@@ -88,11 +92,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_key_names_one_record_per_kind() {
-        assert_eq!(keyed_id("cart", "k1"), keyed_id("cart", "k1"));
-        assert_ne!(keyed_id("cart", "k1"), keyed_id("cart", "k2"));
-        assert_ne!(keyed_id("cart", "k1"), keyed_id("note", "k1"));
-        assert_eq!(keyed_id("cart", "k1").len(), 22);
+    fn one_key_names_one_record_per_kind_and_owner() {
+        let alice = Owner::personal("acme", "alice");
+        assert_eq!(keyed_id(&alice, "cart", "k1"), keyed_id(&alice, "cart", "k1"));
+        assert_ne!(keyed_id(&alice, "cart", "k1"), keyed_id(&alice, "cart", "k2"));
+        assert_ne!(keyed_id(&alice, "cart", "k1"), keyed_id(&alice, "note", "k1"));
+        assert_eq!(keyed_id(&alice, "cart", "k1").len(), 22);
+    }
+
+    #[test]
+    fn two_owners_choosing_one_key_get_different_ids() {
+        let (alice, bob) = (Owner::personal("acme", "alice"), Owner::personal("acme", "bob"));
+        assert_ne!(keyed_id(&alice, "cart", "k1"), keyed_id(&bob, "cart", "k1"));
+        assert_ne!(keyed_id(&alice, "cart", "k1"), keyed_id(&Owner::personal("other", "alice"), "cart", "k1"));
+        assert_ne!(keyed_id(&alice, "cart", "k1"), keyed_id(&Owner::tenant("acme"), "cart", "k1"));
     }
 
     #[test]

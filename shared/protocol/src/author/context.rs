@@ -5,15 +5,17 @@
 //! and otherwise `Err(ToolError::Answer)`, so `?` ends the round with an
 //! `input_required` result. The question's state (the handler's own, plus the keys it asked)
 //! is sealed into `requestState` by the server: bound to tenant, principal, tool and arguments,
-//! expiring, single use. An answer counts only if the verified state says this server asked that
-//! question, so a client cannot skip the question by sending an answer on the first round.
+//! expiring, with a fresh round id. An answer counts only if the verified state says this server
+//! asked that question, so a client cannot skip the question by sending an answer on the first
+//! round; and a round takes one answer: the first one is recorded before the handler runs, and a
+//! replay with another answer is refused ([`super::rounds`]).
 
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use relevo_state::{Engine, Job};
+use relevo_state::{Engine, Ids, Job, Owner, RandomIds, canonical_digest};
 
 use super::error::ToolError;
 use super::schema::form_schema;
@@ -23,6 +25,8 @@ use crate::registry::{Call, ClientContext, ElicitAction, InputRequest, Outcome};
 
 /// Where the handler's own state and the keys it asked travel in `requestState`.
 const ASKED: &str = "relevo.asked";
+/// The round's id: the key its one answer is recorded under ([`super::rounds`]).
+const ROUND: &str = "relevo.round";
 const DATA: &str = "data";
 
 /// A user's answer to a typed elicitation.
@@ -107,7 +111,7 @@ impl ToolContext {
         if !asked.iter().any(|k| k == key) {
             asked.push(key.to_string());
         }
-        let state = json!({ ASKED: asked, DATA: data });
+        let state = json!({ ASKED: asked, ROUND: RandomIds.new_id(), DATA: data });
         let request = InputRequest::form(message, Value::Object(form_schema::<T>()));
         ToolError::Answer(Box::new(Outcome::ask(key, request, Some(state))))
     }
@@ -141,6 +145,25 @@ impl ToolContext {
             return Err(ToolError::Answer(Box::new(Outcome::TaskCreated(Box::new(job)))));
         }
         Ok(job)
+    }
+
+    /// Records this round's answers, one per question asked, before the handler can act on
+    /// them: an answer other than the one recorded first is refused ([`super::rounds`]).
+    pub(crate) async fn settle_answers(&self) -> Result<(), ToolError> {
+        let (Some(ledger), Some(state)) = (&self.call.answers, &self.call.state) else { return Ok(()) };
+        // A state sealed before rounds had ids is its own round.
+        let round = match state.get(ROUND).and_then(Value::as_str) {
+            Some(round) => round.to_string(),
+            None => canonical_digest(state),
+        };
+        let principal = &self.call.principal;
+        for key in self.asked_keys() {
+            if let Some(answer) = self.call.input(&key) {
+                let owner = Owner::personal(&principal.tenant, &principal.subject);
+                ledger.settle(owner, &round, &key, answer).await?;
+            }
+        }
+        Ok(())
     }
 
     fn asked_keys(&self) -> Vec<String> {

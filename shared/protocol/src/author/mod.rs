@@ -40,9 +40,11 @@
 
 mod context;
 mod error;
+pub mod rounds;
 pub mod schema;
 mod typed;
 
 pub use context::{Elicited, ToolContext};
 pub use error::{Fault, Required, ToolError};
+pub use rounds::RoundLedger;
 pub use typed::{NoArgs, Structured};

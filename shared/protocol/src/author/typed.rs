@@ -1,7 +1,8 @@
 //! Typed constructors: a tool, prompt, resource or template whose handler is an async function
 //! over Rust types, with its schemas derived from them.
 //!
-//! Invariants: the schema a client sees is the one the arguments are validated against (before
+//! Invariants: a retry's answers are recorded (one per round) before the handler runs
+//! ([`super::rounds`]); the schema a client sees is the one the arguments are validated against (before
 //! the handler runs, by the server) and deserialized by, since both come from the same type; a
 //! tool's `outputSchema` is its result type's, and its `structuredContent` that type serialized.
 
@@ -52,7 +53,11 @@ impl Tool {
                         Ok(args) => args,
                         Err(error) => return Ok(Outcome::tool_error(format!("Invalid arguments: {error}"))),
                     };
-                    match run(args, ToolContext::new(call)).await {
+                    let cx = ToolContext::new(call);
+                    if let Err(error) = cx.settle_answers().await {
+                        return error.into_tool_outcome(&tool_name);
+                    }
+                    match run(args, cx).await {
                         Ok(result) => tool_result(&result, structured.get().is_some()),
                         Err(error) => error.into_tool_outcome(&tool_name),
                     }
@@ -103,7 +108,13 @@ impl Prompt {
                     let args = parse::<A>(&call.arguments)
                         .map_err(|error| ToolError::caller(format!("Invalid arguments: {error}")));
                     let result = match args {
-                        Ok(args) => run(args, ToolContext::new(call)).await,
+                        Ok(args) => {
+                            let cx = ToolContext::new(call);
+                            match cx.settle_answers().await {
+                                Ok(()) => run(args, cx).await,
+                                Err(error) => Err(error),
+                            }
+                        }
                         Err(error) => Err(error),
                     };
                     result.map(Outcome::prompt).or_else(|error| error.into_outcome(&target))
@@ -127,7 +138,14 @@ impl Resource {
             mime_type,
             handler(move |call: Call| {
                 let (read, target) = (read.clone(), target.clone());
-                async move { read(ToolContext::new(call)).await.map(Outcome::contents).or_else(|e| e.into_outcome(&target)) }
+                async move {
+                    let cx = ToolContext::new(call);
+                    let result = match cx.settle_answers().await {
+                        Ok(()) => read(cx).await,
+                        Err(error) => Err(error),
+                    };
+                    result.map(Outcome::contents).or_else(|e| e.into_outcome(&target))
+                }
             }),
         )
     }
@@ -154,10 +172,12 @@ impl ResourceTemplate {
                         Ok(variables) => variables,
                         Err(_) => return Err(crate::error::McpError::resource_not_found(&uri)),
                     };
-                    read(variables, ToolContext::new(call))
-                        .await
-                        .map(Outcome::contents)
-                        .or_else(|e| e.into_outcome(&target))
+                    let cx = ToolContext::new(call);
+                    let result = match cx.settle_answers().await {
+                        Ok(()) => read(variables, cx).await,
+                        Err(error) => Err(error),
+                    };
+                    result.map(Outcome::contents).or_else(|e| e.into_outcome(&target))
                 }
             }),
         )

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::{ElicitAnswer, InputRequest, Outcome};
 use crate::auth::Principal;
+use crate::author::RoundLedger;
 use crate::notify::Notifier;
 use crate::wire::JsonObject;
 
@@ -54,6 +55,9 @@ pub struct Call {
     /// The verified caller: key every record by its tenant (and subject, if personal).
     pub principal: Principal,
     pub notifier: Notifier,
+    /// Where the answers of this retry's elicitation round are recorded (one answer per round);
+    /// `None` without a store ([`crate::author::rounds`]).
+    pub answers: Option<RoundLedger>,
 }
 
 impl Call {

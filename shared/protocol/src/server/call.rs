@@ -127,7 +127,21 @@ impl McpServer {
         let round = Round { binding, now, retry: state.is_some() || !input_responses.is_empty(), private };
 
         let notifier = Notifier::silent().with_events(self.events.clone(), &principal.tenant, &principal.subject);
-        let call = Call { arguments, uri, input_responses, state, client: request.client.clone(), principal, notifier };
+        // A retry's answers are recorded in the deployment's store: one answer per round.
+        let answers = (state.is_some() && !input_responses.is_empty())
+            .then(|| self.store.clone())
+            .flatten()
+            .map(|store| crate::author::RoundLedger::new(store, now, self.config.request_state_ttl_secs));
+        let call = Call {
+            arguments,
+            uri,
+            input_responses,
+            state,
+            client: request.client.clone(),
+            principal,
+            notifier,
+            answers,
+        };
 
         if let Some((name, support, gather)) = task_tool {
             match (&self.tasks, request.client.declares_tasks()) {

@@ -92,6 +92,7 @@ impl Watch {
             client: self.client.clone(),
             principal: self.principal.clone(),
             notifier: Notifier::silent(),
+            answers: None,
         };
         match run_handler(&readable.handler, call, Some(tokio::time::Instant::now() + READ_TIMEOUT)).await {
             Ok(Outcome::Complete(result)) => {
