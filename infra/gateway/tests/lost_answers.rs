@@ -140,7 +140,7 @@ async fn a_create_stalled_behind_the_store_says_the_outcome_is_unknown_and_a_key
     assert!(carts[0].ends_with(&format!(":{cart}")), "{carts:?} {cart}");
 }
 
-/// `tools-call` loses its keys secret and is started again (its process killed): its init fails
+/// `tools-call` loses its keys secret and is started again (its processes killed): its init fails
 /// and it exits. A call to it is answered 502 within seconds, as Lambda fails the invoke of an
 /// environment that cannot start, not held until the front door's integration timeout.
 #[tokio::test(flavor = "multi_thread")]
@@ -161,7 +161,12 @@ async fn a_function_that_fails_its_init_fails_the_call_at_once_with_502() {
     let endpoint = std::env::var("RELEVO_TEST_AWS_ENDPOINT").unwrap();
     let secrets = aws_sdk_secretsmanager::Client::new(&relevo_aws::emulator_config(&endpoint).await);
     secrets.delete_secret().secret_id(&secret).force_delete_without_recovery(true).send().await.unwrap();
-    kill(&lambda.dir.join("pids").join("ToolsCallFunction.pid"));
+    for entry in std::fs::read_dir(lambda.dir.join("pids")).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if name.starts_with("ToolsCallFunction") && name.ends_with(".pid") {
+            kill(&entry.path()); // every execution environment of tools-call
+        }
+    }
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let started = Instant::now();
