@@ -49,7 +49,10 @@ async fn a_slow_tool_ends_with_the_retryable_deadline_error_before_the_function_
     let body: Value = serde_json::from_slice(&reply.into_body().collect().await).expect("a JSON-RPC error");
     assert_eq!(body["id"], 7);
     assert_eq!(body["error"]["code"], -31000, "{body}");
-    assert_eq!(body["error"]["data"], json!({ "retryable": true, "reason": "deadline", "retryAfterMs": 1000 }));
+    assert_eq!(
+        body["error"]["data"],
+        json!({ "retryable": true, "reason": "deadline", "retryAfterMs": 1000, "outcome": "unknown" })
+    );
     assert!(
         waited >= Duration::from_millis(200) && waited < Duration::from_secs(5),
         "stopped at its deadline, not the tool's 60 s: {waited:?}"

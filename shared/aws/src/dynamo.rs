@@ -85,6 +85,23 @@ pub(crate) fn body_of(item: &Item) -> Result<Value, StoreError> {
     serde_json::from_str(get_s(item, "body").unwrap_or("null")).map_err(|e| StoreError::unavailable("corrupt item", e))
 }
 
+/// The attribute every record write carries: the intent id minted for the port call that made
+/// it (one per `create`/`update`/`transact` call, the same on every attempt the SDK sends of it).
+/// A refused condition that finds this id on the current item is the call's own earlier attempt,
+/// applied while its answer was lost (an attempt timeout, a dropped connection): the call
+/// succeeded, and is answered so, never as a conflict.
+const INTENT: &str = "intent";
+
+/// A fresh intent id (128 random bits; also a valid `ClientRequestToken`, at most 36 characters).
+fn mint_intent() -> String {
+    relevo_state::Ids::new_id(&relevo_state::RandomIds)
+}
+
+/// Whether `item` was written by the call whose intent is `intent`.
+fn written_by(item: &Item, intent: &str) -> bool {
+    get_s(item, INTENT) == Some(intent)
+}
+
 fn live(item: &Item, now: u64) -> bool {
     get_n(item, "expires_at").is_none_or(|expires| expires > now)
 }
@@ -213,10 +230,15 @@ impl RecordStore for DynamoStore {
         now: u64,
     ) -> StoreFuture<'a, Record> {
         Box::pin(async move {
-            let item = record_item(key, 1, body, expires_at);
+            let intent = mint_intent();
+            let mut item = record_item(key, 1, body, expires_at);
+            item.insert(INTENT.into(), s(&intent));
             let values = Item::from([(":now".into(), n(now))]);
+            let created = Record { key: key.clone(), revision: 1, body: body.clone(), expires_at };
             match self.put_if(item, "attribute_not_exists(pk) OR expires_at <= :now", values).await? {
-                Ok(()) => Ok(Record { key: key.clone(), revision: 1, body: body.clone(), expires_at }),
+                Ok(()) => Ok(created),
+                // An earlier attempt of this very call (the SDK retried after losing its answer).
+                Err(Some(old)) if written_by(&old, &intent) => Ok(created),
                 Err(Some(old)) => Err(StoreError::AlreadyExists(Box::new(record_of(key, &old)?))),
                 Err(None) => Err(unavailable("create refused without the current item")),
             }
@@ -289,12 +311,17 @@ impl RecordStore for DynamoStore {
                 return Err(StoreError::NotFound);
             };
             let expires_at = get_n(&current, "expires_at");
-            let item = record_item(key, expected_revision + 1, body, expires_at);
+            let intent = mint_intent();
+            let mut item = record_item(key, expected_revision + 1, body, expires_at);
+            item.insert(INTENT.into(), s(&intent));
             let values = Item::from([(":rev".into(), n(expected_revision)), (":now".into(), n(now))]);
             let condition = "rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)";
+            let updated = Record { key: key.clone(), revision: expected_revision + 1, body: body.clone(), expires_at };
             match self.put_if(item, condition, values).await? {
-                Ok(()) => {
-                    Ok(Record { key: key.clone(), revision: expected_revision + 1, body: body.clone(), expires_at })
+                Ok(()) => Ok(updated),
+                // An earlier attempt of this very call, applied while its answer was lost.
+                Err(Some(old)) if written_by(&old, &intent) && get_n(&old, "rev") == Some(expected_revision + 1) => {
+                    Ok(updated)
                 }
                 Err(Some(old)) if live(&old, now) => {
                     Err(StoreError::Conflict { expected: expected_revision, current: Box::new(record_of(key, &old)?) })
@@ -307,9 +334,10 @@ impl RecordStore for DynamoStore {
     fn transact<'a>(&'a self, writes: &'a [Write], now: u64) -> TransactFuture<'a> {
         Box::pin(async move {
             validate_transaction(writes)?;
-            let items = writes.iter().map(|w| self.transact_item(w, now)).collect::<Result<Vec<_>, _>>()?;
-            match self.client.transact_write_items().set_transact_items(Some(items)).send().await {
-                Ok(_) => Ok(writes
+            let intent = mint_intent();
+            let items = writes.iter().map(|w| self.transact_item(w, &intent, now)).collect::<Result<Vec<_>, _>>()?;
+            let revisions = || {
+                writes
                     .iter()
                     .map(|write| match write {
                         Write::Create { .. } => 1,
@@ -317,7 +345,14 @@ impl RecordStore for DynamoStore {
                         Write::Check { expected_revision, .. } => *expected_revision,
                         Write::Delete { .. } => 0,
                     })
-                    .collect()),
+                    .collect()
+            };
+            // The token makes DynamoDB answer a repeat of this call (an SDK retry) with success
+            // for ten minutes; the intent attribute does the same where the token is not honoured.
+            let request =
+                self.client.transact_write_items().client_request_token(&intent).set_transact_items(Some(items));
+            match request.send().await {
+                Ok(_) => Ok(revisions()),
                 Err(SdkError::ServiceError(service)) => match service.into_err() {
                     TransactWriteItemsError::TransactionCanceledException(cancelled) => {
                         let reasons = cancelled.cancellation_reasons();
@@ -326,6 +361,9 @@ impl RecordStore for DynamoStore {
                             // TransactionConflict, throttling: nothing was written; the caller may retry.
                             return Err(TransactError::Store(cancelled_transaction(cancelled)));
                         };
+                        if self.transaction_landed(writes, reasons, &intent).await? {
+                            return Ok(revisions());
+                        }
                         let returned = reasons[index].item().cloned();
                         let cause = self.refusal(&writes[index], returned, now).await?;
                         Err(TransactError::Refused { index, cause })
@@ -349,13 +387,40 @@ impl RecordStore for DynamoStore {
 }
 
 impl DynamoStore {
-    fn transact_item(&self, write: &Write, now: u64) -> Result<TransactWriteItem, StoreError> {
+    /// Whether a transaction refused on a condition was refused by its own earlier attempt: a
+    /// refused create or update whose current item carries this call's intent (a transaction
+    /// applies whole, so one such item means all of it was applied). A transaction of deletes and
+    /// checks only leaves no such mark; DynamoDB's client token covers it.
+    async fn transaction_landed(
+        &self,
+        writes: &[Write],
+        reasons: &[aws_sdk_dynamodb::types::CancellationReason],
+        intent: &str,
+    ) -> Result<bool, StoreError> {
+        for (write, reason) in writes.iter().zip(reasons) {
+            if !matches!(write, Write::Create { .. } | Write::Update { .. })
+                || reason.code() != Some("ConditionalCheckFailed")
+            {
+                continue;
+            }
+            let current = match reason.item() {
+                Some(item) => Some(item.clone()),
+                None => self.get_item(write.key()).await?,
+            };
+            return Ok(current.is_some_and(|item| written_by(&item, intent)));
+        }
+        Ok(false)
+    }
+
+    fn transact_item(&self, write: &Write, intent: &str, now: u64) -> Result<TransactWriteItem, StoreError> {
         let old = ReturnValuesOnConditionCheckFailure::AllOld;
         Ok(match write {
             Write::Create { key, body, expires_at } => {
+                let mut item = record_item(key, 1, body, *expires_at);
+                item.insert(INTENT.into(), s(intent));
                 let put = Put::builder()
                     .table_name(&self.table)
-                    .set_item(Some(record_item(key, 1, body, *expires_at)))
+                    .set_item(Some(item))
                     .condition_expression("attribute_not_exists(pk) OR expires_at <= :now")
                     .expression_attribute_values(":now", n(now))
                     .return_values_on_condition_check_failure(old)
@@ -367,9 +432,11 @@ impl DynamoStore {
                 let update = Update::builder()
                     .table_name(&self.table)
                     .key("pk", s(key.storage_key()))
-                    .update_expression("SET body = :body, rev = :next")
+                    .update_expression("SET body = :body, rev = :next, #intent = :intent")
+                    .expression_attribute_names("#intent", INTENT)
                     .condition_expression("rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)")
                     .expression_attribute_values(":body", s(body.to_string()))
+                    .expression_attribute_values(":intent", s(intent))
                     .expression_attribute_values(":next", n(expected_revision + 1))
                     .expression_attribute_values(":rev", n(*expected_revision))
                     .expression_attribute_values(":now", n(now))

@@ -40,6 +40,55 @@ async fn dynamodb_transactions_are_all_or_nothing_and_isolated_from_each_other()
         .await;
 }
 
+/// An HTTP client that sends every DynamoDB write twice and answers the second send, as the SDK
+/// does when the first attempt was applied but its answer was lost (an attempt timeout).
+#[derive(Debug)]
+struct SendsWritesTwice(aws_sdk_dynamodb::config::SharedHttpClient);
+
+#[derive(Debug)]
+struct TwiceConnector(aws_smithy_runtime_api::client::http::SharedHttpConnector);
+
+impl aws_sdk_dynamodb::config::HttpClient for SendsWritesTwice {
+    fn http_connector(
+        &self,
+        settings: &aws_smithy_runtime_api::client::http::HttpConnectorSettings,
+        components: &aws_sdk_dynamodb::config::RuntimeComponents,
+    ) -> aws_smithy_runtime_api::client::http::SharedHttpConnector {
+        aws_smithy_runtime_api::client::http::SharedHttpConnector::new(TwiceConnector(
+            self.0.http_connector(settings, components),
+        ))
+    }
+}
+
+impl aws_smithy_runtime_api::client::http::HttpConnector for TwiceConnector {
+    fn call(
+        &self,
+        request: aws_smithy_runtime_api::client::orchestrator::HttpRequest,
+    ) -> aws_smithy_runtime_api::client::http::HttpConnectorFuture {
+        let inner = self.0.clone();
+        aws_smithy_runtime_api::client::http::HttpConnectorFuture::new(async move {
+            let target = request.headers().get("x-amz-target").unwrap_or_default().to_string();
+            let write =
+                ["PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"].iter().any(|w| target.ends_with(w));
+            if write && let Some(first) = request.try_clone() {
+                let _lost = inner.call(first).await;
+            }
+            inner.call(request).await
+        })
+    }
+}
+
+#[tokio::test]
+async fn dynamodb_answers_a_write_sent_twice_as_applied_once() {
+    let config = emulator_config(&endpoint()).await;
+    let twice = SendsWritesTwice(config.http_client().unwrap());
+    let config = config.into_builder().http_client(aws_sdk_dynamodb::config::SharedHttpClient::new(twice)).build();
+    let client = aws_sdk_dynamodb::Client::new(&config);
+    let table = unique("relevo");
+    create_table(&client, &table).await.unwrap();
+    relevo_state::contract::echo_contract(Arc::new(DynamoStore::new(client, &table))).await;
+}
+
 #[tokio::test]
 async fn dynamodb_meets_the_job_store_contract() {
     relevo_state::contract::job_store_contract(Arc::new(store().await)).await;

@@ -75,3 +75,10 @@ async fn the_sweep_removes_what_expired_and_keeps_the_rest() {
     assert!(store.get(&kept, now).await.unwrap().is_some());
     assert!(store.get(&forever, now + 10_000).await.unwrap().is_some());
 }
+
+#[tokio::test]
+async fn sqlite_answers_a_write_once_applied_as_success() {
+    // SQLite's transport sends nothing twice; the contract is the same as DynamoDB's behind an SDK
+    // that resends every write.
+    relevo_state::contract::echo_contract(Arc::new(SqliteStore::in_memory().unwrap())).await;
+}

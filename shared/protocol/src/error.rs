@@ -60,7 +60,7 @@ pub enum McpError {
     SessionNotFound,
     #[error("Insufficient scope: requires {}", .0.join(" "))]
     InsufficientScope(Vec<String>),
-    #[error("Temporarily unavailable ({}): the request may be retried", .0.as_str())]
+    #[error("Temporarily unavailable ({}): {}", .0.as_str(), .0.advice())]
     Retryable(Retry),
     /// The caller holds the most it may of `what` (listen streams, sessions, jobs in flight…).
     #[error("Limit reached: at most {max} {what}")]
@@ -87,11 +87,11 @@ pub enum McpError {
 pub enum Retry {
     /// The store refused to serve (throttling, an outage, a missing table).
     StoreUnavailable,
-    /// The store did not answer within its operation timeout.
+    /// The store did not answer within its operation timeout: a write may have been applied.
     StoreTimeout,
     /// Concurrent writes to the same record kept winning; the bounded retries ran out.
     Contention,
-    /// The request ran out of time before its function's.
+    /// The request ran out of time before its function's: a write may have been applied.
     Deadline,
 }
 
@@ -106,6 +106,22 @@ impl Retry {
             Retry::StoreTimeout => "store_timeout",
             Retry::Contention => "contention",
             Retry::Deadline => "deadline",
+        }
+    }
+
+    /// Whether what the request wrote is unknown: the store may have applied a write whose
+    /// answer never came (a timeout cannot promise "not written"). The answer says so
+    /// (`data.outcome: "unknown"`); a retry with the same `idempotencyKey` converges to one effect.
+    pub fn outcome_unknown(self) -> bool {
+        matches!(self, Retry::StoreTimeout | Retry::Deadline)
+    }
+
+    /// What the client may do, in the error's message.
+    pub fn advice(self) -> &'static str {
+        if self.outcome_unknown() {
+            "the outcome is unknown (a write may have been applied); a retry with the same idempotencyKey is safe"
+        } else {
+            "the request may be retried"
         }
     }
 
@@ -229,7 +245,12 @@ impl McpError {
             McpError::InvalidParams { data, .. } => data.clone(),
             McpError::ResourceNotFound { uri } => Some(json!({ "uri": uri })),
             McpError::Retryable(retry) => {
-                Some(json!({ "retryable": true, "reason": retry.as_str(), "retryAfterMs": retry.retry_after_ms() }))
+                let mut data =
+                    json!({ "retryable": true, "reason": retry.as_str(), "retryAfterMs": retry.retry_after_ms() });
+                if retry.outcome_unknown() {
+                    data["outcome"] = json!("unknown");
+                }
+                Some(data)
             }
             McpError::LimitReached { what, max } => Some(json!({
                 "limit": what, "max": max, "retryable": true, "reason": "limit_reached",
@@ -359,6 +380,23 @@ mod tests {
         let failure = store_failure("test");
         assert_eq!(failure(relevo_state::StoreError::TimedOut("x".into())), McpError::Retryable(Retry::StoreTimeout));
         assert_eq!(failure(relevo_state::StoreError::NotFound), McpError::Internal);
+    }
+
+    #[test]
+    fn a_timeout_answer_says_the_outcome_is_unknown_and_a_keyed_retry_is_safe() {
+        for retry in [Retry::StoreTimeout, Retry::Deadline] {
+            let error = McpError::Retryable(retry);
+            assert_eq!((error.status(), error.code()), (StatusCode::SERVICE_UNAVAILABLE, -31000));
+            let object = error.to_error_object();
+            assert_eq!(
+                object["data"],
+                json!({ "retryable": true, "reason": retry.as_str(), "retryAfterMs": 1000, "outcome": "unknown" })
+            );
+            let message = object["message"].as_str().unwrap_or_default();
+            assert!(message.contains("outcome is unknown") && message.contains("same idempotencyKey"), "{message}");
+        }
+        let refused = McpError::Retryable(Retry::StoreUnavailable).to_error_object();
+        assert!(refused["data"].get("outcome").is_none(), "nothing was sent or applied: {refused}");
     }
 
     #[test]

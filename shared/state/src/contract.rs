@@ -447,3 +447,37 @@ pub async fn transaction_contract(store: Arc<dyn RecordStore>, racers: Racers) {
     }
     assert_eq!(markers, 1, "the losers' other writes did not happen");
 }
+
+/// A write whose answer was lost is sent again by the store's transport (the AWS SDK retries an
+/// attempt that timed out; SQLite sends nothing twice): `store` is one whose transport does so for
+/// every write. Each call is still answered as its success, applied once — the second send fails
+/// its condition against the first one's own write, and that echo is recognised (never a
+/// conflict, never `AlreadyExists`) — while another call's write is still refused.
+#[allow(clippy::unwrap_used, clippy::panic)]
+pub async fn echo_contract(store: Arc<dyn RecordStore>) {
+    use crate::records::Write;
+
+    let cart = RecordKey::new(Owner::personal("acme", "alice"), "cart", "c1");
+    let created = store.create(&cart, &json!({"lines": []}), Some(NOW + 100), NOW).await;
+    assert_eq!(created.map(|r| r.revision), Ok(1), "a create sent twice is answered as created");
+    let updated = store.update(&cart, 1, &json!({"lines": [1]}), NOW).await;
+    assert_eq!(updated.map(|r| r.revision), Ok(2), "an update sent twice is answered as applied");
+    let current = store.get(&cart, NOW).await.unwrap().unwrap();
+    assert_eq!((current.revision, current.body), (2, json!({"lines": [1]})), "applied once: one revision each");
+
+    let order = RecordKey::new(Owner::personal("acme", "alice"), "order", "o1");
+    let writes = [
+        Write::Update { key: cart.clone(), expected_revision: 2, body: json!({"lines": [1], "order": "o1"}) },
+        Write::Create { key: order.clone(), body: json!({"cart": "c1"}), expires_at: None },
+    ];
+    assert_eq!(store.transact(&writes, NOW).await, Ok(vec![3, 1]), "a transaction sent twice is answered as applied");
+    assert_eq!(store.get(&cart, NOW).await.unwrap().unwrap().revision, 3);
+    assert_eq!(store.get(&order, NOW).await.unwrap().unwrap().revision, 1);
+
+    // Another call's write is not an echo.
+    assert!(matches!(store.create(&order, &json!({}), None, NOW).await, Err(StoreError::AlreadyExists(_))));
+    assert!(matches!(store.update(&cart, 2, &json!({}), NOW).await, Err(StoreError::Conflict { .. })));
+    let stale = [Write::Update { key: cart.clone(), expected_revision: 2, body: json!({}) }];
+    assert!(store.transact(&stale, NOW).await.is_err(), "a stale transaction is refused");
+    assert_eq!(store.get(&cart, NOW).await.unwrap().unwrap().revision, 3, "nothing else was applied");
+}

@@ -15,9 +15,17 @@
 //! Signatures are not verified (the emulator does not either): this is about which permissions a
 //! function needs, not about keeping a local attacker out.
 //!
-//! Fault injection for tests: `POST /_relevo/stall?secs=N[&actions=dynamodb:PutItem,…]` holds
-//! every allowed call (or those actions only) for N seconds, as a stalled store does. A call
-//! whose caller gives up meanwhile (its SDK timeout) is never forwarded: the store never sees it.
+//! Fault injection for tests: `POST /_relevo/stall?secs=N[&actions=dynamodb:PutItem,…][&match=TEXT][&mode=M]`
+//! holds every allowed call (or those actions only, or those whose body contains `TEXT`), as a
+//! slow store does; `mode` says where (`secs=0` ends any stall):
+//! - `front` (the default): in front of the store, for N seconds. A call whose caller gives up
+//!   meanwhile (its SDK timeout) is never forwarded: the store never sees it.
+//! - `behind`: the store has received the call and holds it for N seconds, then applies it
+//!   whether or not its caller still waits (a write that lands after its caller was told it
+//!   timed out).
+//! - `late`: the store applies the call at once and its answer comes N seconds late (past the
+//!   SDK's attempt timeout, which then sends the same request again); only the next `count`
+//!   matching calls (default 1).
 //! `POST /_relevo/kill?function=F&after=N` kills function F's processes (SIGKILL, every
 //! environment) right after the store applied F's N-th write from now, before F hears the answer:
 //! a crash between two writes, on the real emulator.
@@ -56,10 +64,28 @@ pub struct Decision {
     pub allowed: bool,
 }
 
-/// Calls held back until `until` (all, or these actions).
+/// Where a stall holds a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StallMode {
+    /// Before the store sees it; dropped if its caller gives up.
+    Front,
+    /// After the store received it: applied when the stall ends, whatever the caller does.
+    Behind,
+    /// Applied at once; its answer held for the stall's length.
+    Late,
+}
+
+/// Calls held back (all, or these actions, or those whose body contains `matching`).
 struct Stall {
+    /// `Front`/`Behind`: when the stall ends.
     until: tokio::time::Instant,
+    /// `Late`: how long each answer is held.
+    hold: std::time::Duration,
     actions: Option<Vec<String>>,
+    matching: Option<String>,
+    mode: StallMode,
+    /// `Late`: how many more calls it holds.
+    left: usize,
 }
 
 /// Kill `function` once `after` more of its writes went through.
@@ -243,8 +269,21 @@ async fn stall(State(proxy): State<IamProxy>, request: Request) -> Response {
         |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
     let secs: u64 = param("secs").and_then(|s| s.parse().ok()).unwrap_or(0);
     let actions = param("actions").map(|a| a.split(',').map(String::from).collect());
-    let stall = (secs > 0)
-        .then(|| Stall { until: tokio::time::Instant::now() + std::time::Duration::from_secs(secs), actions });
+    let mode = match param("mode").as_deref() {
+        None | Some("front") => StallMode::Front,
+        Some("behind") => StallMode::Behind,
+        Some("late") => StallMode::Late,
+        Some(_) => return (http::StatusCode::BAD_REQUEST, "mode is front, behind or late").into_response(),
+    };
+    let hold = std::time::Duration::from_secs(secs);
+    let stall = (secs > 0).then(|| Stall {
+        until: tokio::time::Instant::now() + hold,
+        hold,
+        actions,
+        matching: param("match"),
+        mode,
+        left: param("count").and_then(|c| c.parse().ok()).unwrap_or(1),
+    });
     if let Ok(mut current) = proxy.0.stall.lock() {
         *current = stall;
     }
@@ -294,12 +333,26 @@ fn kill_function(function: &str) {
     }
 }
 
-/// How long a call of `actions` is held now, if a stall covers it.
-fn held_until(inner: &Inner, actions: &[String]) -> Option<tokio::time::Instant> {
-    let stall = inner.stall.lock().ok()?;
-    let stall = stall.as_ref()?;
-    let covered = stall.actions.as_ref().is_none_or(|only| actions.iter().any(|a| only.contains(a)));
-    (covered && stall.until > tokio::time::Instant::now()).then_some(stall.until)
+/// How a call of `actions` with `body` is held now, if a stall covers it: where, and until when
+/// (`Late`: for how long after the store answered).
+fn held(inner: &Inner, actions: &[String], body: &[u8]) -> Option<(StallMode, tokio::time::Instant)> {
+    let mut current = inner.stall.lock().ok()?;
+    let stall = current.as_mut()?;
+    let covered = stall.actions.as_ref().is_none_or(|only| actions.iter().any(|a| only.contains(a)))
+        && stall.matching.as_ref().is_none_or(|text| body.windows(text.len()).any(|w| w == text.as_bytes()));
+    if !covered {
+        return None;
+    }
+    let now = tokio::time::Instant::now();
+    if stall.mode == StallMode::Late {
+        stall.left = stall.left.saturating_sub(1);
+        let hold = stall.hold;
+        if stall.left == 0 {
+            *current = None;
+        }
+        return Some((StallMode::Late, now + hold));
+    }
+    (stall.until > now).then_some((stall.mode, stall.until))
 }
 
 async fn handle(State(proxy): State<IamProxy>, request: Request) -> Response {
@@ -328,11 +381,30 @@ async fn handle(State(proxy): State<IamProxy>, request: Request) -> Response {
         }
     }
     let actions: Vec<String> = needed.into_iter().map(|(action, _)| action).collect();
-    if let Some(until) = held_until(inner, &actions) {
-        // If the caller gives up first, this future is dropped and the call never reaches the store.
-        tokio::time::sleep_until(until).await;
-    }
-    let answer = forward(inner, parts, body).await;
+    let answer = match held(inner, &actions, &body) {
+        None => forward(inner, parts, body).await,
+        Some((StallMode::Front, until)) => {
+            // If the caller gives up first, this future is dropped and the call never reaches the store.
+            tokio::time::sleep_until(until).await;
+            forward(inner, parts, body).await
+        }
+        Some((StallMode::Behind, until)) => {
+            // The store has it: it is applied at the end of the stall even if the caller gave up.
+            let inner = proxy.0.clone();
+            let applied = tokio::spawn(async move {
+                tokio::time::sleep_until(until).await;
+                forward(&inner, parts, body).await
+            });
+            applied.await.unwrap_or_else(|_| http::StatusCode::BAD_GATEWAY.into_response())
+        }
+        Some((StallMode::Late, until)) => {
+            let inner = proxy.0.clone();
+            let applied = tokio::spawn(async move { forward(&inner, parts, body).await });
+            let answer = applied.await.unwrap_or_else(|_| http::StatusCode::BAD_GATEWAY.into_response());
+            tokio::time::sleep_until(until).await;
+            answer
+        }
+    };
     if answer.status().is_success() && dies_after(inner, &caller.function, &actions) {
         kill_function(&caller.function);
         return http::StatusCode::BAD_GATEWAY.into_response();

@@ -8,6 +8,10 @@
 //!   environment is killed and started again;
 //! - a process that dies fails the invocation it held;
 //! - a buffered response over 6 MB fails the invocation (the synchronous payload limit);
+//! - a process that fails its init (posts `…/init/error`, or exits before it first asks for an
+//!   invocation) fails the invocations waiting for it at once (`Runtime.InitError` /
+//!   `Runtime.ExitError`; API Gateway answers 502), instead of holding them until the caller's
+//!   integration timeout while the environment is started again and fails again;
 //! - a response with `Lambda-Runtime-Function-Response-Mode: streaming` (a JSON prelude, eight
 //!   NUL bytes, then the body, errors as trailers) is relayed chunk by chunk.
 //!
@@ -16,6 +20,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -89,6 +94,8 @@ struct Runtime {
     running: Mutex<HashSet<String>>,
     /// Wakes the supervisor to kill the process (a timed-out invocation).
     kill: Notify,
+    /// Whether the current process finished its init (asked for an invocation).
+    ready: AtomicBool,
 }
 
 /// A function the emulator runs.
@@ -137,6 +144,7 @@ fn epoch_millis() -> u128 {
 }
 
 async fn next_invocation(State(runtime): State<Arc<Runtime>>) -> Response {
+    runtime.ready.store(true, Ordering::SeqCst);
     let invocation = runtime.pending.lock().await.recv().await;
     let Some(invocation) = invocation else { return http::StatusCode::GONE.into_response() };
     record_invocation(&runtime.name, runtime.environment, &invocation.id);
@@ -259,7 +267,19 @@ async fn fail(State(runtime): State<Arc<Runtime>>, Path(id): Path<String>, body:
 
 async fn init_error(State(runtime): State<Arc<Runtime>>, body: Bytes) -> Response {
     tracing::error!(function = %runtime.name, error = %String::from_utf8_lossy(&body), "function init error");
+    fail_waiting(&runtime, "Runtime.InitError: the function failed its init");
     http::StatusCode::ACCEPTED.into_response()
+}
+
+/// Fails every invocation waiting in the function's queue, as Lambda fails an invoke whose
+/// environment cannot start. Only when no environment is waiting for work (one that is holds the
+/// queue): a healthy environment of the same function would serve them.
+fn fail_waiting(runtime: &Runtime, why: &str) {
+    let Ok(mut pending) = runtime.pending.try_lock() else { return };
+    while let Ok(invocation) = pending.try_recv() {
+        tracing::warn!(function = %runtime.name, why, "invocation failed: the function cannot start");
+        let _ = invocation.answer.send(Err(InvokeError::Failed(runtime.name.clone(), why.to_string())));
+    }
 }
 
 /// Starts the function's execution environments: each its own Runtime API and its own process,
@@ -277,6 +297,7 @@ pub async fn start_function(spec: FunctionSpec) -> std::io::Result<Function> {
             in_flight: Mutex::new(HashMap::new()),
             running: Mutex::new(HashSet::new()),
             kill: Notify::new(),
+            ready: AtomicBool::new(false),
         });
         let api = Router::new()
             .route("/2018-06-01/runtime/invocation/next", axum::routing::get(next_invocation))
@@ -296,6 +317,7 @@ pub async fn start_function(spec: FunctionSpec) -> std::io::Result<Function> {
 /// held and starts it again.
 async fn supervise(spec: Arc<FunctionSpec>, environment: usize, address: std::net::SocketAddr, runtime: Arc<Runtime>) {
     loop {
+        runtime.ready.store(false, Ordering::SeqCst);
         let mut command = tokio::process::Command::new(&spec.binary);
         command
             .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -335,6 +357,10 @@ async fn supervise(spec: Arc<FunctionSpec>, environment: usize, address: std::ne
             let _ = answer.send(Err(InvokeError::Failed(spec.name.clone(), "the function's process died".into())));
         }
         runtime.running.lock().await.clear();
+        if !runtime.ready.load(Ordering::SeqCst) {
+            // It never finished its init: what waits for it would wait for the next one to fail too.
+            fail_waiting(&runtime, "Runtime.ExitError: the function exited during its init");
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
