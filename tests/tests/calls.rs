@@ -353,3 +353,48 @@ fn every_tool_schema_of_every_app_compiles() {
         }
     }
 }
+
+/// An app with a resource and a template gated by the `docs` scope (neither marked private),
+/// and an open resource, behind bearer auth.
+fn scoped_resources_router() -> (axum::Router, relevo_auth::DevIssuer) {
+    use relevo_protocol::wire::ResourceContents;
+    use relevo_protocol::{McpServer, Resource, ResourceTemplate};
+    let contents = || {
+        handler(|call: relevo_protocol::Call| async move {
+            let uri = call.uri.unwrap_or_default();
+            let text = "only for holders of docs".to_string();
+            Ok(Outcome::contents(vec![ResourceContents::TextResourceContents {
+                uri,
+                mime_type: None,
+                text,
+                meta: None,
+            }]))
+        })
+    };
+    let app = App::new("scoped-resources", "0")
+        .resource(Resource::new("docs://secret", "secret", "text/plain", contents()).scopes(&["docs"]))
+        .resource(Resource::new("docs://open", "open", "text/plain", contents()))
+        .template(ResourceTemplate::new("docs://page/{id}", "page", "text/plain", contents()).scopes(&["docs"]));
+    let (settings, issuer, auth) = dev_auth();
+    let server = McpServer::new(app, test_config(), test_keys(), Arc::new(auth));
+    let options = relevo_gateway::GatewayOptions { auth: Some(settings), ..gateway_options() };
+    (relevo_gateway::router(server, options), issuer)
+}
+
+#[tokio::test]
+async fn a_read_gated_by_scopes_is_never_shared_by_a_public_cache() {
+    let (router, issuer) = scoped_resources_router();
+    let holder = dev_token(&issuer, "acme", "alice", &["docs"]);
+    for uri in ["docs://secret", "docs://page/7"] {
+        let reply = send(&router, rpc_as(Some(&holder), 1, "resources/read", json!({ "uri": uri }))).await.json();
+        assert_eq!(reply["result"]["contents"][0]["text"], "only for holders of docs", "{reply}");
+        assert_eq!(reply["result"]["cacheScope"], "private", "{uri}: a shared cache would hand it to anyone: {reply}");
+    }
+    let open = send(&router, rpc_as(Some(&holder), 1, "resources/read", json!({ "uri": "docs://open" }))).await.json();
+    assert_eq!(open["result"]["cacheScope"], "public", "{open}");
+    // The lists depend on the caller's scopes: private too.
+    for method in ["resources/list", "resources/templates/list", "tools/list", "prompts/list"] {
+        let list = send(&router, rpc_as(Some(&holder), 1, method, json!({}))).await.json();
+        assert_eq!(list["result"]["cacheScope"], "private", "{method}: {list}");
+    }
+}

@@ -11,7 +11,8 @@
 //!   (a retryable error, never a late answer).
 //! - `input_required` only for methods that allow it, and only with requests the client declared
 //!   it can answer; a `resources/read` reached through it depended on this client's input and is
-//!   never shared (`ttlMs` 0, `cacheScope: private`).
+//!   never shared (`ttlMs` 0, `cacheScope: private`); nor is a read of a resource or template
+//!   marked private or gated by scopes (a shared cache would hand it to a caller without them).
 //! - A task is created only by `tools/call`, only with the Tasks extension offered and declared.
 //! - A 2026-07-28 call runs its handler once per request; a 2025-11-25 call may re-run it with
 //!   its client's answers on the same stream (`legacy_sessions`).
