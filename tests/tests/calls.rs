@@ -398,3 +398,55 @@ async fn a_read_gated_by_scopes_is_never_shared_by_a_public_cache() {
         assert_eq!(list["result"]["cacheScope"], "private", "{method}: {list}");
     }
 }
+
+/// The answer to a result that broke its tool's `outputSchema`: the server's error, not a success.
+fn assert_broke_output_schema(reply: &Value, what: &str) {
+    assert!(reply.get("result").is_none(), "{what}: answered as a success: {reply}");
+    assert_eq!(reply["error"]["code"], -32603, "{what}: {reply}");
+    let message = reply["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("outputSchema"), "{what}: {message}");
+}
+
+#[tokio::test]
+async fn a_result_that_breaks_its_output_schema_is_the_servers_error_not_a_success() {
+    // `add` is typed: its outputSchema says `sum` is a number; two large doubles overflow to
+    // infinity, which JSON cannot carry.
+    let (routers, issuer) =
+        shop_instances(Arc::new(relevo_embedded::SqliteStore::in_memory().unwrap()), 1, test_config(), false);
+    let token = dev_token(&issuer, "acme", "alice", &[]);
+    let add = |a: f64, b: f64| {
+        rpc_as(Some(&token), 1, "tools/call", json!({ "name": "add", "arguments": { "a": a, "b": b } }))
+    };
+    let fine = send(&routers[0], add(1.5, 2.0)).await.json();
+    assert_eq!(fine["result"]["structuredContent"], json!({ "sum": 3.5 }), "{fine}");
+    let overflow = send(&routers[0], add(1.7e308, 1.7e308)).await.json();
+    assert_broke_output_schema(&overflow, "a non-finite sum");
+    assert!(!overflow.to_string().contains("sum"), "no result content in the error: {overflow}");
+
+    // A tool built as JSON, with a declared outputSchema its handler does not keep.
+    let answer = |structured: Value| {
+        handler(move |_| {
+            let structured = structured.clone();
+            async move { Ok(Outcome::tool(CallToolResult::structured(structured))) }
+        })
+    };
+    let schema = json!({ "type": "object", "properties": { "n": { "type": "integer" } }, "required": ["n"] });
+    let app = App::new("outputs", "0")
+        .tool(
+            Tool::new("keeps", "", json!({ "type": "object" }), answer(json!({ "n": 1 })))
+                .with_output_schema(schema.clone()),
+        )
+        .tool(
+            Tool::new("breaks", "", json!({ "type": "object" }), answer(json!({ "n": "one" })))
+                .with_output_schema(schema.clone()),
+        )
+        .tool(Tool::new("omits", "", json!({ "type": "object" }), answer(json!({}))).with_output_schema(schema));
+    let router = router(server(app, test_config(), Arc::new(ManualClock::at(T0))));
+    let keeps = send(&router, rpc(1, "tools/call", json!({ "name": "keeps", "arguments": {} }))).await.json();
+    assert_eq!(keeps["result"]["structuredContent"], json!({ "n": 1 }), "{keeps}");
+    for name in ["breaks", "omits"] {
+        let reply = send(&router, rpc(1, "tools/call", json!({ "name": name, "arguments": {} }))).await.json();
+        assert_broke_output_schema(&reply, name);
+        assert!(!reply.to_string().contains("one"), "no result content in the error: {reply}");
+    }
+}
