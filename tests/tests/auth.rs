@@ -210,3 +210,34 @@ async fn another_tenants_or_principals_note_answers_like_a_note_that_never_exist
     assert_eq!(read["result"]["contents"][0]["text"], "alice's secret");
     assert_eq!(read["result"]["cacheScope"], "private", "per-user content is never shared");
 }
+
+#[tokio::test]
+async fn another_authorization_scheme_is_401_with_the_bearer_challenge_like_no_token() {
+    // RFC 6750 §3.1: a request that lacks the scheme's credentials (here: it used an unsupported
+    // scheme) gets the challenge without an error code; 400 invalid_request is for a malformed
+    // Bearer request.
+    let f = fixture();
+    for value in ["Basic YWxpY2U6c2VjcmV0", "Digest username=\"alice\"", "Negotiate", "basic", "Token abc def"] {
+        let reply = send(&f.router, raw("POST", &[("host", "127.0.0.1:8080"), ("authorization", value)], "{}")).await;
+        assert_eq!(reply.status, 401, "{value}: {}", reply.text);
+        assert_eq!(challenge(&reply), format!("Bearer resource_metadata=\"{METADATA}\""), "{value}");
+    }
+    for malformed in ["Bearer", "Bearer    ", "Bearer a b"] {
+        let reply =
+            send(&f.router, raw("POST", &[("host", "127.0.0.1:8080"), ("authorization", malformed)], "{}")).await;
+        assert!(reply.status == 400 || reply.status == 401, "{malformed}: {}", reply.status);
+        assert!(challenge(&reply).starts_with("Bearer "), "{malformed}");
+    }
+    let bearer = f.token("acme", "alice", &[]);
+    let twice = raw(
+        "POST",
+        &[
+            ("host", "127.0.0.1:8080"),
+            ("authorization", "Basic YWxpY2U6c2VjcmV0"),
+            ("authorization", &format!("Bearer {bearer}")),
+        ],
+        "{}",
+    );
+    let reply = send(&f.router, twice).await;
+    assert_eq!((reply.status.as_u16(), reply.json()["error"].as_str()), (400, Some("invalid_request")));
+}

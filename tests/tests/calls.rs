@@ -353,3 +353,100 @@ fn every_tool_schema_of_every_app_compiles() {
         }
     }
 }
+
+/// An app with a resource and a template gated by the `docs` scope (neither marked private),
+/// and an open resource, behind bearer auth.
+fn scoped_resources_router() -> (axum::Router, relevo_auth::DevIssuer) {
+    use relevo_protocol::wire::ResourceContents;
+    use relevo_protocol::{McpServer, Resource, ResourceTemplate};
+    let contents = || {
+        handler(|call: relevo_protocol::Call| async move {
+            let uri = call.uri.unwrap_or_default();
+            let text = "only for holders of docs".to_string();
+            Ok(Outcome::contents(vec![ResourceContents::TextResourceContents {
+                uri,
+                mime_type: None,
+                text,
+                meta: None,
+            }]))
+        })
+    };
+    let app = App::new("scoped-resources", "0")
+        .resource(Resource::new("docs://secret", "secret", "text/plain", contents()).scopes(&["docs"]))
+        .resource(Resource::new("docs://open", "open", "text/plain", contents()))
+        .template(ResourceTemplate::new("docs://page/{id}", "page", "text/plain", contents()).scopes(&["docs"]));
+    let (settings, issuer, auth) = dev_auth();
+    let server = McpServer::new(app, test_config(), test_keys(), Arc::new(auth));
+    let options = relevo_gateway::GatewayOptions { auth: Some(settings), ..gateway_options() };
+    (relevo_gateway::router(server, options), issuer)
+}
+
+#[tokio::test]
+async fn a_read_gated_by_scopes_is_never_shared_by_a_public_cache() {
+    let (router, issuer) = scoped_resources_router();
+    let holder = dev_token(&issuer, "acme", "alice", &["docs"]);
+    for uri in ["docs://secret", "docs://page/7"] {
+        let reply = send(&router, rpc_as(Some(&holder), 1, "resources/read", json!({ "uri": uri }))).await.json();
+        assert_eq!(reply["result"]["contents"][0]["text"], "only for holders of docs", "{reply}");
+        assert_eq!(reply["result"]["cacheScope"], "private", "{uri}: a shared cache would hand it to anyone: {reply}");
+    }
+    let open = send(&router, rpc_as(Some(&holder), 1, "resources/read", json!({ "uri": "docs://open" }))).await.json();
+    assert_eq!(open["result"]["cacheScope"], "public", "{open}");
+    // The lists depend on the caller's scopes: private too.
+    for method in ["resources/list", "resources/templates/list", "tools/list", "prompts/list"] {
+        let list = send(&router, rpc_as(Some(&holder), 1, method, json!({}))).await.json();
+        assert_eq!(list["result"]["cacheScope"], "private", "{method}: {list}");
+    }
+}
+
+/// The answer to a result that broke its tool's `outputSchema`: the server's error, not a success.
+fn assert_broke_output_schema(reply: &Value, what: &str) {
+    assert!(reply.get("result").is_none(), "{what}: answered as a success: {reply}");
+    assert_eq!(reply["error"]["code"], -32603, "{what}: {reply}");
+    let message = reply["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("outputSchema"), "{what}: {message}");
+}
+
+#[tokio::test]
+async fn a_result_that_breaks_its_output_schema_is_the_servers_error_not_a_success() {
+    // `add` is typed: its outputSchema says `sum` is a number; two large doubles overflow to
+    // infinity, which JSON cannot carry.
+    let (routers, issuer) =
+        shop_instances(Arc::new(relevo_embedded::SqliteStore::in_memory().unwrap()), 1, test_config(), false);
+    let token = dev_token(&issuer, "acme", "alice", &[]);
+    let add = |a: f64, b: f64| {
+        rpc_as(Some(&token), 1, "tools/call", json!({ "name": "add", "arguments": { "a": a, "b": b } }))
+    };
+    let fine = send(&routers[0], add(1.5, 2.0)).await.json();
+    assert_eq!(fine["result"]["structuredContent"], json!({ "sum": 3.5 }), "{fine}");
+    let overflow = send(&routers[0], add(1.7e308, 1.7e308)).await.json();
+    assert_broke_output_schema(&overflow, "a non-finite sum");
+    assert!(!overflow.to_string().contains("sum"), "no result content in the error: {overflow}");
+
+    // A tool built as JSON, with a declared outputSchema its handler does not keep.
+    let answer = |structured: Value| {
+        handler(move |_| {
+            let structured = structured.clone();
+            async move { Ok(Outcome::tool(CallToolResult::structured(structured))) }
+        })
+    };
+    let schema = json!({ "type": "object", "properties": { "n": { "type": "integer" } }, "required": ["n"] });
+    let app = App::new("outputs", "0")
+        .tool(
+            Tool::new("keeps", "", json!({ "type": "object" }), answer(json!({ "n": 1 })))
+                .with_output_schema(schema.clone()),
+        )
+        .tool(
+            Tool::new("breaks", "", json!({ "type": "object" }), answer(json!({ "n": "one" })))
+                .with_output_schema(schema.clone()),
+        )
+        .tool(Tool::new("omits", "", json!({ "type": "object" }), answer(json!({}))).with_output_schema(schema));
+    let router = router(server(app, test_config(), Arc::new(ManualClock::at(T0))));
+    let keeps = send(&router, rpc(1, "tools/call", json!({ "name": "keeps", "arguments": {} }))).await.json();
+    assert_eq!(keeps["result"]["structuredContent"], json!({ "n": 1 }), "{keeps}");
+    for name in ["breaks", "omits"] {
+        let reply = send(&router, rpc(1, "tools/call", json!({ "name": name, "arguments": {} }))).await.json();
+        assert_broke_output_schema(&reply, name);
+        assert!(!reply.to_string().contains("one"), "no result content in the error: {reply}");
+    }
+}

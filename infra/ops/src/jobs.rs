@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::backend::Backend;
 use crate::error::CliError;
-use crate::output::{Output, duration, excerpt, table};
+use crate::output::{Output, duration, excerpt, inert, table};
 
 /// Why a job is stuck, or `None` when it is not.
 pub fn stuck_reason(job: &Job, config: &EngineConfig, now: u64) -> Option<&'static str> {
@@ -104,7 +104,7 @@ pub async fn dlq_redrive(backend: &Backend, which: Redrive<'_>) -> Result<Output
     }
     let mut text = format!("redrove {} message(s) to the work queue\n", moved.len());
     for id in &moved {
-        text.push_str(&format!("  {id}\n"));
+        text.push_str(&format!("  {}\n", inert(id)));
     }
     Ok(Output { json: json!({ "redriven": moved }), text })
 }

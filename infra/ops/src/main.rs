@@ -139,7 +139,7 @@ async fn main() {
     let args = match Args::parse(std::env::args().skip(1)) {
         Ok(args) => args,
         Err(error) => {
-            eprintln!("relevo-ops: {error}\n\n{USAGE}");
+            eprintln!("relevo-ops: {}\n\n{USAGE}", output::lines_inert(&error.to_string()));
             std::process::exit(error.exit_code());
         }
     };
@@ -150,9 +150,11 @@ async fn main() {
     match run(&args).await {
         Ok(output) => print!("{}", output.render(args.switch("--json"))),
         Err(error) => {
+            // Errors may quote stored text (an id, a tenant): printed inert, as answers are.
+            let said = output::lines_inert(&error.to_string());
             match &error {
-                CliError::Usage(_) => eprintln!("relevo-ops: {error}\n\n{USAGE}"),
-                _ => eprintln!("relevo-ops: error: {error}"),
+                CliError::Usage(_) => eprintln!("relevo-ops: {said}\n\n{USAGE}"),
+                _ => eprintln!("relevo-ops: error: {said}"),
             }
             std::process::exit(error.exit_code());
         }

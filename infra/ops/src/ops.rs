@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::backend::Backend;
 use crate::error::CliError;
-use crate::output::{Output, duration, table};
+use crate::output::{Output, duration, inert, table};
 use crate::report::{attempts, in_state_since};
 
 /// The operations of `tenant` (every tenant when `None`), at most `limit`, and whether the
@@ -130,24 +130,24 @@ pub async fn show(backend: &Backend, tenant: &str, id: &str, now: u64) -> Result
     let p = &operation.proposal;
     let mut text = format!(
         "operation {}\n  tenant     {}\n  state      {} (for {})\n  tool       {}\n  resource   {}\n  proposer   {}\n  attempts   {}\n  digest     {}\n",
-        p.operation_id,
-        p.tenant,
+        inert(&p.operation_id),
+        inert(&p.tenant),
         operation.status.as_str(),
         duration(now.saturating_sub(in_state_since(&operation))),
-        p.tool,
-        p.resource,
-        p.proposer,
+        inert(&p.tool),
+        inert(&p.resource),
+        inert(&p.proposer),
         attempts(&operation),
-        operation.digest,
+        inert(&operation.digest),
     );
     if let Some(authorization) = &operation.authorization {
-        text.push_str(&format!("  authorized by {} at {}\n", authorization.by, authorization.at));
+        text.push_str(&format!("  authorized by {} at {}\n", inert(&authorization.by), authorization.at));
     }
     if let Some(reason) = &operation.reason {
-        text.push_str(&format!("  reason     {reason}\n"));
+        text.push_str(&format!("  reason     {}\n", inert(reason)));
     }
     if let Some(receipt) = &operation.receipt {
-        text.push_str(&format!("  receipt    {receipt}\n"));
+        text.push_str(&format!("  receipt    {}\n", inert(&receipt.to_string())));
     }
     text.push_str("History\n");
     text.push_str(&history_table(&operation));
@@ -177,7 +177,7 @@ pub async fn reconcile(backend: &Backend, tenant: &str, id: &str, now: u64) -> R
         }
         (from, to) => format!("{id}: {} → {}", from.as_str(), to.as_str()),
     };
-    let mut text = format!("{outcome}\n");
+    let mut text = format!("{}\n", inert(&outcome));
     if changed {
         text.push_str("History\n");
         text.push_str(&history_table(&after));

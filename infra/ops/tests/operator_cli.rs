@@ -548,3 +548,86 @@ async fn key_rotation_in_secrets_manager_keeps_the_old_key_for_the_overlap_then_
     };
     rotation_keeps_old_states_open_only_during_the_overlap(&target, &["--secret", &name], load, secrets).await;
 }
+
+// ---- hostile stored text -----------------------------------------------------------------------
+
+/// What a `sub` claim (or any stored text) may hold to take over an operator's terminal: an
+/// OSC title change, a screen clear, an 8-bit CSI, DEL, a line break that fakes a table row.
+const HOSTILE: &str = "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m\u{7f}\nfake row";
+
+/// Every byte a terminal acts on: C0 controls but the line breaks the printer writes, DEL, and
+/// the C1 controls (U+0080..U+009F).
+fn terminal_controls(text: &str) -> Vec<char> {
+    text.chars().filter(|c| (c.is_control() && *c != '\n') || ('\u{80}'..='\u{9f}').contains(c)).collect()
+}
+
+async fn seed_hostile(records: Arc<dyn RecordStore>, jobs: Arc<dyn JobStore>, queue: &dyn Queue, now: u64) {
+    let mut op = operation("acme", "op-hostile", now - 100, &[(OpStatus::Executing, now - 90, HOSTILE)]);
+    op.proposal.proposer = HOSTILE.into();
+    op.proposal.resource = format!("stock/{HOSTILE}");
+    records.create(&op.record_key(), &op.to_value(), None, now).await.unwrap();
+    let mut stuck = job("job-hostile", JobStatus::Failed, 5, now - 900, None, now);
+    stuck.job.subject = HOSTILE.into();
+    stuck.kind = HOSTILE.into();
+    jobs.create_job(&stuck).await.unwrap();
+    queue.send(&format!("not a work message {HOSTILE}")).await.unwrap();
+    for _ in 0..5 {
+        let _ = queue.receive(10, 0, now).await.unwrap();
+    }
+}
+
+fn hostile_text_reaches_the_terminal_inert(target: &Target) {
+    let commands: [&[&str]; 5] = [
+        &["ledger", "report"],
+        &["ops", "list"],
+        &["ops", "show", "op-hostile", "--tenant", "acme"],
+        &["jobs", "stuck"],
+        &["dlq", "list"],
+    ];
+    for command in commands {
+        let text = ops(target, command);
+        let shown = text.text();
+        assert_eq!(terminal_controls(shown), Vec::<char>::new(), "{command:?} printed controls:\n{shown}");
+        assert!(!shown.lines().any(|line| line.starts_with("fake row")), "{command:?} let stored text add a line");
+        let json = ops(target, &[command, &["--json"]].concat());
+        assert_eq!(terminal_controls(&json.stdout), Vec::<char>::new(), "{command:?} --json printed controls");
+        let value = json.json();
+        let carries = command[0] != "ledger" && command[0] != "dlq";
+        assert!(!carries || value.to_string().contains("pwned"), "the JSON keeps the text, escaped: {value}");
+    }
+    assert!(ops(target, &["jobs", "stuck", "--json"]).json().to_string().contains(&json!(HOSTILE).to_string()[1..20]));
+    let refused = ops(target, &["ops", "show", HOSTILE, "--tenant", HOSTILE]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert_eq!(terminal_controls(&refused.stderr), Vec::<char>::new(), "errors too: {}", refused.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_control_characters_reach_the_sqlite_operators_terminal_inert() {
+    let dir = temporary_dir("relevo-ops-hostile");
+    let path = dir.join("store.db");
+    let store = SqliteStore::open(&path).unwrap();
+    seed_hostile(Arc::new(store.clone()), Arc::new(store.clone()), &SqliteQueue::new(store.clone(), 1), now()).await;
+    hostile_text_reaches_the_terminal_inert(&Target::sqlite(&path));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_control_characters_reach_the_dynamodb_operators_terminal_inert() {
+    let config = emulator_config(&endpoint()).await;
+    let dynamo = aws_sdk_dynamodb::Client::new(&config);
+    let table = unique("relevo-ops-hostile");
+    create_table(&dynamo, &table).await.unwrap();
+    let store = DynamoStore::new(dynamo, &table);
+    let sqs = aws_sdk_sqs::Client::new(&config);
+    let (queue_url, dlq_url) = create_queue_with_dead_letters(&sqs, &unique("relevo-ops-hostile"), 1).await.unwrap();
+    let queue = SqsQueue::new(sqs, &queue_url);
+    seed_hostile(Arc::new(store.clone()), Arc::new(store), &queue, now()).await;
+    hostile_text_reaches_the_terminal_inert(&Target::aws(&[
+        "--table",
+        &table,
+        "--queue-url",
+        &queue_url,
+        "--dlq-url",
+        &dlq_url,
+    ]));
+}

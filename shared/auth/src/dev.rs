@@ -107,11 +107,14 @@ impl DevIssuer {
             .map_err(|e| DevIssuerError::Sign(e.to_string()))
     }
 
-    /// Writes the issuer to `path`, readable by the owner only.
+    /// Writes the issuer to `path`, readable by the owner only (0600); a directory made for it
+    /// (`.relevo/`, which also holds the local store) is the owner's only too (0700), whatever
+    /// the umask.
     pub fn save(&self, path: &Path) -> Result<(), DevIssuerError> {
+        use std::os::unix::fs::DirBuilderExt;
         let io = |source| DevIssuerError::Io { path: path.display().to_string(), source };
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(io)?;
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent).map_err(io)?;
         }
         let text = serde_json::to_string(self).map_err(|e| DevIssuerError::Sign(e.to_string()))?;
         let temporary = path.with_extension("tmp");
@@ -143,12 +146,16 @@ mod tests {
     fn the_issuer_file_holding_the_private_key_is_the_owner_s_only() {
         use std::os::unix::fs::PermissionsExt;
         let dir = std::env::temp_dir().join(format!("relevo-dev-issuer-{}", std::process::id()));
-        let path = dir.join("dev-issuer.json");
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join(".relevo").join("dev-issuer.json");
         let issuer = DevIssuer::generate("http://127.0.0.1:8080", "http://127.0.0.1:8080/mcp");
         issuer.save(&path).expect("saved");
         issuer.save(&path).expect("saved again over the first");
         let mode = std::fs::metadata(&path).expect("written").permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
+        let mode = |p: &Path| std::fs::metadata(p).expect("made").permissions().mode() & 0o777;
+        assert_eq!(mode(&dir.join(".relevo")), 0o700, "the data directory it made is the owner's only");
+        assert_eq!(mode(&dir), 0o700, "so is every directory it made on the way");
         assert_eq!(DevIssuer::load(&path).expect("loads").kid, issuer.kid);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -32,6 +32,7 @@ use crate::jwks::{KeyCache, KeySource};
 /// (401 without an error code, per RFC 6750), missing scopes (403) and unreachable keys (503).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
+    /// No Authorization header, or one of another scheme (Basic…): no Bearer token at all.
     #[error("no bearer token")]
     MissingToken,
     #[error("the Authorization header is not a single Bearer token")]
@@ -304,8 +305,15 @@ fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
         return Err(AuthError::MalformedHeader);
     }
     let value = value.to_str().map_err(|_| AuthError::MalformedHeader)?;
-    let (scheme, token) = value.trim().split_once(' ').ok_or(AuthError::MalformedHeader)?;
-    if !scheme.eq_ignore_ascii_case("bearer") || token.trim().is_empty() {
+    let value = value.trim();
+    let (scheme, token) = value.split_once(' ').unwrap_or((value, ""));
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        // Another scheme (Basic, Digest…) carries no Bearer token: RFC 6750 §3.1 answers a
+        // request without authentication information for this scheme with the bare challenge
+        // (401, no error code), not 400, which is for a malformed Bearer request.
+        return Err(AuthError::MissingToken);
+    }
+    if token.trim().is_empty() {
         return Err(AuthError::MalformedHeader);
     }
     Ok(token.trim())

@@ -122,7 +122,11 @@ async fn malformed_tokens_are_invalid_token() {
     }
     let mut basic = HeaderMap::new();
     basic.insert("authorization", HeaderValue::from_static("Basic YWxpY2U6cGFzcw=="));
-    assert_eq!(verifier.verify(&basic).await.unwrap_err(), AuthError::MalformedHeader);
+    // Another scheme carries no Bearer token: the bare 401 challenge (RFC 6750 §3.1).
+    assert_eq!(verifier.verify(&basic).await.unwrap_err(), AuthError::MissingToken);
+    let mut empty = HeaderMap::new();
+    empty.insert("authorization", HeaderValue::from_static("Bearer "));
+    assert_eq!(verifier.verify(&empty).await.unwrap_err(), AuthError::MalformedHeader);
 }
 
 #[tokio::test]

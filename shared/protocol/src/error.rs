@@ -80,6 +80,10 @@ pub enum McpError {
     },
     #[error("Internal error")]
     Internal,
+    /// A tool's successful result did not conform to its declared `outputSchema` (or held a
+    /// number JSON cannot carry): the server's bug, logged with the tool's name where found.
+    #[error("Internal error: the tool's result broke its outputSchema")]
+    ResultBrokeOutputSchema,
 }
 
 /// Why a request may be retried as it is.
@@ -207,7 +211,7 @@ impl McpError {
             McpError::Retryable(_) => code::TEMPORARILY_UNAVAILABLE,
             McpError::LimitReached { .. } => code::LIMIT_REACHED,
             McpError::RateLimited { .. } => code::RATE_LIMITED,
-            McpError::Internal => code::INTERNAL_ERROR,
+            McpError::Internal | McpError::ResultBrokeOutputSchema => code::INTERNAL_ERROR,
         }
     }
 
@@ -226,7 +230,10 @@ impl McpError {
             | McpError::SessionRequired
             | McpError::MissingCapability { .. } => StatusCode::BAD_REQUEST,
             McpError::MethodNotFound(_) | McpError::SessionNotFound => StatusCode::NOT_FOUND,
-            McpError::InvalidParams { .. } | McpError::ResourceNotFound { .. } | McpError::Internal => StatusCode::OK,
+            McpError::InvalidParams { .. }
+            | McpError::ResourceNotFound { .. }
+            | McpError::Internal
+            | McpError::ResultBrokeOutputSchema => StatusCode::OK,
             McpError::Retryable(_) => StatusCode::SERVICE_UNAVAILABLE,
             McpError::LimitReached { .. } | McpError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
         }

@@ -8,6 +8,12 @@
 //! ([`RequestIds`]), the method, the tool and the tenant; jobs it starts keep the trace.
 //!
 //! Metrics are EMF lines ([`relevo_state::emf`]), one per request, when they are on.
+//!
+//! Invariant: every dimension value comes from a closed set, so a caller cannot create metric
+//! series (each one billed) by sending names: `Function` is the function's own name, `Method` a
+//! method this server knows ([`method_dimension`]) and `Tool` a tool the call resolved to and the
+//! caller may see; anything else is [`emf::OTHER`]. The caller's raw method and name stay on the
+//! line as properties (bounded), where they are searchable but not metrics.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -15,6 +21,8 @@ use http::HeaderMap;
 use relevo_state::emf::{self, Metrics, Unit};
 use relevo_state::trace::TraceContext;
 use serde_json::Value;
+
+use crate::method::Method;
 
 /// The ids the platform gave one request, set by the front door's adapter.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -50,11 +58,38 @@ pub fn first_request() -> bool {
     !SERVED.swap(true, Ordering::Relaxed)
 }
 
+/// What a 2025-11-25 session may ask beyond the methods of [`Method`], and what the access line
+/// records for a request that has no JSON-RPC method (its HTTP verb, a client's response, `-`).
+const OTHER_KNOWN_METHODS: [&str; 9] = [
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "GET",
+    "DELETE",
+    "(response)",
+    "-",
+];
+
+/// The `Method` dimension of `method`: itself when this server knows it, else [`emf::OTHER`].
+pub fn method_dimension(method: &str) -> &'static str {
+    Method::from_wire(method)
+        .map(Method::as_str)
+        .or_else(|| OTHER_KNOWN_METHODS.iter().copied().find(|known| *known == method))
+        .unwrap_or(emf::OTHER)
+}
+
 /// What one request did, for its EMF line.
 pub struct RequestMetrics<'a> {
     pub function: &'a str,
+    /// The method the request named (caller text: a property; the dimension is
+    /// [`method_dimension`] of it).
     pub method: &'a str,
+    /// For `tools/call`: the tool the call resolved to, if the caller may see it (a dimension).
     pub tool: Option<&'a str>,
+    /// The name or URI the request named (caller text: a property only).
+    pub target: Option<&'a str>,
     pub status: u16,
     pub result_type: &'a str,
     pub latency_ms: f64,
@@ -66,14 +101,18 @@ pub struct RequestMetrics<'a> {
 
 impl RequestMetrics<'_> {
     /// The EMF document: for the whole deployment (no dimensions: what alarms read), by
-    /// function and method, and by function, method and tool for tool calls. `InputRequired` counts MRTR rounds (answers of `resultType: input_required`).
+    /// function and method, and by function, method and tool for tool calls (a call that did
+    /// not resolve to a tool the caller may see counts as tool [`emf::OTHER`]). `InputRequired`
+    /// counts MRTR rounds (answers of `resultType: input_required`).
     pub fn metrics(&self) -> Metrics {
+        let method = method_dimension(self.method);
         let mut metrics = Metrics::new()
             .dimension("Function", self.function)
-            .dimension("Method", self.method)
+            .dimension("Method", method)
             .by(&[])
             .by(&["Function", "Method"]);
-        if let Some(tool) = self.tool {
+        if method == Method::ToolsCall.as_str() {
+            let tool = self.tool.unwrap_or(emf::OTHER);
             metrics = metrics.dimension("Tool", tool).by(&["Function", "Method", "Tool"]);
         }
         let flag = |on: bool| if on { 1.0 } else { 0.0 };
@@ -93,6 +132,8 @@ impl RequestMetrics<'_> {
             .property("resultType", self.result_type)
             .property("traceId", self.trace_id)
             .property("tenant", self.tenant.unwrap_or("-"))
+            .property("requestedMethod", self.method)
+            .property("requestedName", self.target.unwrap_or("-"))
     }
 
     pub fn emit(&self) {
@@ -105,6 +146,41 @@ impl RequestMetrics<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn call(method: &str, tool: Option<&str>) -> Value {
+        let request = RequestMetrics {
+            function: "tools-call",
+            method,
+            tool,
+            target: Some("\u{1b}]0;pwned\u{7}"),
+            status: 200,
+            result_type: "complete",
+            latency_ms: 1.0,
+            token_ms: None,
+            cold_start: false,
+            trace_id: "t",
+            tenant: None,
+        };
+        serde_json::from_str(&request.metrics().line("Relevo", 0)).expect("JSON")
+    }
+
+    #[test]
+    fn dimensions_name_only_known_methods_and_resolved_tools() {
+        let known = call("tools/call", Some("add"));
+        assert_eq!((known["Method"].as_str(), known["Tool"].as_str()), (Some("tools/call"), Some("add")));
+        let unresolved = call("tools/call", None);
+        assert_eq!(unresolved["Tool"], emf::OTHER);
+        assert_eq!(unresolved["requestedName"], "\u{1b}]0;pwned\u{7}", "the raw name stays a property");
+        let unknown = call("tools/cal\u{7}", None);
+        assert_eq!(unknown["Method"], emf::OTHER);
+        assert_eq!(unknown["requestedMethod"], "tools/cal\u{7}");
+        assert!(unknown.get("Tool").is_none());
+        for method in Method::ALL {
+            assert_eq!(method_dimension(method.as_str()), method.as_str());
+        }
+        assert_eq!(method_dimension("initialize"), "initialize");
+        assert_eq!(method_dimension("Initialize"), emf::OTHER);
+    }
 
     #[test]
     fn the_http_traceparent_wins_over_the_adapters_context() {

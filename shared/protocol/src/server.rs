@@ -28,12 +28,12 @@ use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use tokio::sync::{broadcast, mpsc};
 
-use crate::auth::Authenticator;
+use crate::auth::{Authenticator, Principal};
 use crate::clock::{Clock, SystemClock};
 use crate::error::McpError;
 use crate::ladder::{Ladder, LegacyMessage, OriginPolicy, Rejection, Validated};
 use crate::legacy::Legacy;
-use crate::method::Route;
+use crate::method::{Method, Route};
 use crate::notify::ResourceEvent;
 use crate::observe::{self, RequestIds};
 use crate::registry::App;
@@ -286,7 +286,7 @@ impl McpServer {
         };
         let parent = upstream.map(|u| u.span_id);
         let started_unix = trace::unix_nanos();
-        let mut seen = Seen { trace, parent, method: None, target: None, tenant: None, token_ms: None };
+        let mut seen = Seen { trace, parent, method: None, target: None, tool: None, tenant: None, token_ms: None };
         let mut reply = self.respond(route, request, function, &ids, &mut seen).await;
         let result_type = reply.headers_mut().remove(RESULT_TYPE_HEADER);
         let result_type = result_type.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("-");
@@ -309,7 +309,8 @@ impl McpServer {
         observe::RequestMetrics {
             function,
             method,
-            tool: target.filter(|_| method == "tools/call"),
+            tool: seen.tool.as_deref(),
+            target,
             status: reply.status().as_u16(),
             result_type,
             latency_ms,
@@ -368,6 +369,9 @@ impl McpServer {
                     LegacyMessage::Request { method, params, .. } => {
                         seen.method = Some(method.clone());
                         seen.target = ["name", "uri"].iter().find_map(|k| params.get(*k)?.as_str()).map(String::from);
+                        if method.as_str() == Method::ToolsCall.as_str() {
+                            seen.tool = self.visible_tool(&principal, seen.target.as_deref());
+                        }
                         if let Some(meta) = observe::meta_trace(params) {
                             seen.refine_trace(&meta);
                         }
@@ -381,6 +385,9 @@ impl McpServer {
                 valid.deadline = deadline;
                 seen.method = Some(valid.method.as_str().to_string());
                 seen.target = valid.target().map(String::from);
+                if valid.method == Method::ToolsCall {
+                    seen.tool = self.visible_tool(&principal, seen.target.as_deref());
+                }
                 if let Some(meta) = observe::meta_trace(&valid.params) {
                     seen.refine_trace(&meta);
                 }
@@ -395,6 +402,15 @@ impl McpServer {
     }
 }
 
+impl McpServer {
+    /// The name of the tool `name` resolves to, if `principal` may see it: the only tool names a
+    /// metric dimension carries (a closed set, [`crate::observe`]).
+    fn visible_tool(&self, principal: &Principal, name: Option<&str>) -> Option<String> {
+        let tool = self.app.find_tool(name?)?;
+        guard::visible(principal, &tool.scopes).then(|| tool.name.clone())
+    }
+}
+
 /// What one request turned out to be, as its access line reports it.
 struct Seen {
     trace: TraceContext,
@@ -402,6 +418,9 @@ struct Seen {
     parent: Option<String>,
     method: Option<String>,
     target: Option<String>,
+    /// For `tools/call`: the registered tool the call resolved to, if the caller may see it
+    /// (what the `Tool` metric dimension may name).
+    tool: Option<String>,
     tenant: Option<String>,
     token_ms: Option<f64>,
 }

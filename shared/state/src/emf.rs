@@ -11,8 +11,15 @@
 //! Off unless `RELEVO_METRICS=emf` ([`enable_from_env`]); the template turns it on in every
 //! function. Invariants: [`Metrics::line`] only writes lines that meet the specification (the
 //! builder cannot name a dimension or metric without its member, and bounds names and counts),
-//! and caller-supplied text in a dimension is cut to [`MAX_VALUE_CHARS`] so a caller cannot make
-//! a line large.
+//! and every dimension value is one CloudWatch accepts ([`dimension_value_ok`]); any other value
+//! is written as [`OTHER`].
+//!
+//! Threat model: every distinct dimension value is a new, billed metric series. So dimension
+//! values come from closed sets the deployment defines (its functions, its methods, its tools,
+//! its job kinds), never from caller text: a caller's method or tool name that names nothing
+//! this deployment serves to it is counted under [`OTHER`], and the raw text, if kept at all,
+//! is a property (searchable in Logs Insights, not a metric). The callers of [`Metrics::dimension`]
+//! keep this (`relevo_protocol::observe`, the worker); this module bounds what slips through.
 
 use std::io::Write;
 use std::sync::OnceLock;
@@ -22,8 +29,12 @@ use serde_json::Value;
 /// Dimension names in one set, and metrics in one directive (the specification's limits).
 pub const MAX_DIMENSIONS: usize = 30;
 pub const MAX_METRICS: usize = 100;
-/// The longest dimension value written (names and tools are caller text).
+/// The longest dimension value written (a tool or job kind named by the app).
 pub const MAX_VALUE_CHARS: usize = 128;
+/// The one value a dimension takes for anything outside its closed set (an unknown method, a
+/// tool the call did not resolve to, a value CloudWatch would refuse). Parentheses appear in no
+/// MCP method and no valid tool name, so it cannot collide with a real one.
+pub const OTHER: &str = "(other)";
 
 /// Every metric name the code writes (requests, jobs, the reconciler, the ledger): what an
 /// alarm or a dashboard may read (the deploy check refuses any other name).
@@ -80,9 +91,22 @@ pub struct Metrics {
     properties: Vec<(&'static str, Value)>,
 }
 
+/// Whether CloudWatch accepts `value` as a dimension value. CloudWatch API reference,
+/// `Dimension` (<https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_Dimension.html>):
+/// `Value` is 1 to 1024 characters, ASCII, with at least one non-whitespace character, and no
+/// ASCII control characters. (Values here are further cut to [`MAX_VALUE_CHARS`].)
+pub fn dimension_value_ok(value: &str) -> bool {
+    (1..=1024).contains(&value.len())
+        && value.is_ascii()
+        && !value.bytes().any(|b| b.is_ascii_control())
+        && !value.trim().is_empty()
+}
+
+/// `text` as a dimension value: cut to [`MAX_VALUE_CHARS`], [`OTHER`] when CloudWatch would
+/// refuse it.
 fn bounded(text: &str) -> String {
-    let text = if text.is_empty() { "-" } else { text };
-    text.chars().take(MAX_VALUE_CHARS).collect()
+    let text: String = text.chars().take(MAX_VALUE_CHARS).collect();
+    if dimension_value_ok(&text) { text } else { OTHER.to_string() }
 }
 
 impl Metrics {
@@ -90,8 +114,9 @@ impl Metrics {
         Metrics::default()
     }
 
-    /// A dimension value (cut to [`MAX_VALUE_CHARS`]; empty becomes `-`, which CloudWatch
-    /// would otherwise refuse).
+    /// A dimension value, from a closed set (see the module's threat model): cut to
+    /// [`MAX_VALUE_CHARS`]; a value CloudWatch would refuse ([`dimension_value_ok`]) becomes
+    /// [`OTHER`].
     pub fn dimension(mut self, name: &'static str, value: &str) -> Self {
         self.dimensions.retain(|(n, _)| *n != name);
         self.dimensions.push((name, bounded(value)));
@@ -238,7 +263,7 @@ mod tests {
             .line("Relevo", 1_700_000_000_000);
         let line: Value = serde_json::from_str(&line).expect("JSON");
         assert_eq!(line["Method"], "tools/call");
-        assert_eq!(line["Tool"], "-");
+        assert_eq!(line["Tool"], OTHER);
         assert_eq!(line["Latency"], 2.5);
         assert_eq!(line["traceId"], "abc");
         assert!(line.get("JobRetries").is_none());
@@ -257,5 +282,18 @@ mod tests {
         let line = Metrics::new().dimension("Tool", &long).by(&["Tool"]).line("Relevo", 0);
         let line: Value = serde_json::from_str(&line).expect("JSON");
         assert_eq!(line["Tool"].as_str().map(str::len), Some(MAX_VALUE_CHARS));
+    }
+
+    #[test]
+    fn a_value_cloudwatch_would_refuse_is_written_as_other() {
+        for refused in ["", " ", "\t\n", "caf\u{e9}", "a\u{7}b", "\u{1b}[2J", "x\u{7f}", "\u{85}"] {
+            assert!(!dimension_value_ok(refused), "{refused:?}");
+            let line = Metrics::new().dimension("Tool", refused).by(&["Tool"]).line("Relevo", 0);
+            let line: Value = serde_json::from_str(&line).expect("JSON");
+            assert_eq!(line["Tool"], OTHER, "{refused:?}");
+        }
+        for accepted in ["tools/call", "a b", "add", OTHER, "-"] {
+            assert!(dimension_value_ok(accepted), "{accepted:?}");
+        }
     }
 }

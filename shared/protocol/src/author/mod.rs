@@ -40,6 +40,7 @@
 
 mod context;
 mod error;
+mod finite;
 pub mod rounds;
 pub mod schema;
 mod typed;

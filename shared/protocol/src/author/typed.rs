@@ -5,6 +5,9 @@
 //! ([`super::rounds`]); the schema a client sees is the one the arguments are validated against (before
 //! the handler runs, by the server) and deserialized by, since both come from the same type; a
 //! tool's `outputSchema` is its result type's, and its `structuredContent` that type serialized.
+//! A result holding a non-finite number is refused as the server's error (`-32603`, "broke its
+//! outputSchema") rather than sent with `null` in its place; the server then checks every
+//! structured result against the schema ([`crate::registry::OutputCheck`]).
 
 use std::future::Future;
 
@@ -58,7 +61,7 @@ impl Tool {
                         return error.into_tool_outcome(&tool_name);
                     }
                     match run(args, cx).await {
-                        Ok(result) => tool_result(&result, structured.get().is_some()),
+                        Ok(result) => tool_result(&tool_name, &result, structured.get().is_some()),
                         Err(error) => error.into_tool_outcome(&tool_name),
                     }
                 }
@@ -188,9 +191,15 @@ fn parse<A: DeserializeOwned>(arguments: &JsonObject) -> Result<A, serde_json::E
     serde_json::from_value(Value::Object(arguments.clone()))
 }
 
-fn tool_result<R: Serialize>(result: &R, structured: bool) -> Result<Outcome, crate::error::McpError> {
+/// A typed result as the tool's outcome. A result holding a NaN or an infinite number (which
+/// JSON would carry as `null`) is the server's error, logged, never a success.
+fn tool_result<R: Serialize>(tool: &str, result: &R, structured: bool) -> Result<Outcome, crate::error::McpError> {
+    if super::finite::has_non_finite(result) {
+        tracing::error!(%tool, "the tool's result holds a non-finite number: it broke its outputSchema");
+        return Err(crate::error::McpError::ResultBrokeOutputSchema);
+    }
     let value = serde_json::to_value(result).map_err(|error| {
-        tracing::error!(%error, "a tool result does not serialize");
+        tracing::error!(%tool, %error, "a tool result does not serialize");
         crate::error::McpError::Internal
     })?;
     Ok(Outcome::tool(match value {
@@ -217,5 +226,24 @@ impl JsonSchema for Structured {
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({ "type": "object" })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Serialize, JsonSchema)]
+    struct Maybe {
+        ratio: Option<f64>,
+    }
+
+    #[test]
+    fn a_non_finite_number_is_refused_even_where_null_would_conform() {
+        let refused = tool_result("ratio", &Maybe { ratio: Some(f64::NAN) }, true);
+        assert_eq!(refused.err(), Some(crate::error::McpError::ResultBrokeOutputSchema));
+        let kept = tool_result("ratio", &Maybe { ratio: None }, true).expect("null is a value here");
+        let Outcome::Complete(result) = kept else { panic!("complete") };
+        assert_eq!(result["structuredContent"], serde_json::json!({ "ratio": null }));
     }
 }

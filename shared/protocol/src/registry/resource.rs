@@ -12,7 +12,7 @@ pub struct Resource {
     pub title: Option<String>,
     pub description: Option<String>,
     pub mime_type: Option<String>,
-    /// Per-caller content: reads carry `cacheScope: private`.
+    /// Per-caller content: reads carry `cacheScope: private` (so do reads gated by scopes).
     pub private: bool,
     /// OAuth scopes a caller must hold to read it, list it, or subscribe to it.
     pub scopes: Vec<String>,
@@ -47,6 +47,13 @@ impl Resource {
     pub fn scopes(mut self, scopes: &[&str]) -> Self {
         self.scopes = owned(scopes);
         self
+    }
+
+    /// Whether a read's content may differ between callers, so no shared cache may keep it
+    /// (`cacheScope: private`): marked [`Self::private`], or gated by scopes (a cache shared by
+    /// callers with and without them would hand it to one without).
+    pub fn per_caller(&self) -> bool {
+        self.private || !self.scopes.is_empty()
     }
 
     pub fn to_wire(&self) -> Value {

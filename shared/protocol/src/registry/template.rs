@@ -17,7 +17,7 @@ pub struct ResourceTemplate {
     pub mime_type: Option<String>,
     /// Completion candidates per template variable.
     pub completions: BTreeMap<String, Vec<String>>,
-    /// Per-caller content: reads carry `cacheScope: private`.
+    /// Per-caller content: reads carry `cacheScope: private` (so do reads gated by scopes).
     pub private: bool,
     /// OAuth scopes a caller must hold to read, list, complete or subscribe to its resources.
     pub scopes: Vec<String>,
@@ -81,6 +81,13 @@ impl ResourceTemplate {
             }
         }
         rest.is_empty().then_some(variables)
+    }
+
+    /// Whether a read's content may differ between callers, so no shared cache may keep it
+    /// (`cacheScope: private`): marked [`Self::private`], or gated by scopes (a cache shared by
+    /// callers with and without them would hand it to one without).
+    pub fn per_caller(&self) -> bool {
+        self.private || !self.scopes.is_empty()
     }
 
     pub fn to_wire(&self) -> Value {

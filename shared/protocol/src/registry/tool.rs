@@ -63,6 +63,8 @@ pub struct Tool {
     pub gather: Option<Handler>,
     /// The compiled `input_schema` every call's arguments are checked against.
     pub input_check: crate::schema::InputSchema,
+    /// The compiled `output_schema` every successful result is checked against.
+    pub output_check: super::OutputCheck,
     pub handler: Handler,
 }
 
@@ -83,6 +85,7 @@ impl Tool {
             task_support: crate::tasks::TaskSupport::Forbidden,
             gather: None,
             input_check: crate::schema::InputSchema::default(),
+            output_check: super::OutputCheck::default(),
             handler,
         }
     }
@@ -95,6 +98,7 @@ impl Tool {
     /// The declared `outputSchema`: a successful result's `structuredContent` conforms to it.
     pub fn with_output_schema(mut self, schema: Value) -> Self {
         self.output = Schema::given(schema.as_object().cloned());
+        self.output_check = super::OutputCheck::default();
         self
     }
 

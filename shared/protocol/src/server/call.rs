@@ -11,7 +11,10 @@
 //!   (a retryable error, never a late answer).
 //! - `input_required` only for methods that allow it, and only with requests the client declared
 //!   it can answer; a `resources/read` reached through it depended on this client's input and is
-//!   never shared (`ttlMs` 0, `cacheScope: private`).
+//!   never shared (`ttlMs` 0, `cacheScope: private`); nor is a read of a resource or template
+//!   marked private or gated by scopes (a shared cache would hand it to a caller without them).
+//! - A successful `tools/call` result of a tool that declares an `outputSchema` conforms to it,
+//!   or the answer is `-32603` naming the broken schema, logged ([`OutputCheck`]).
 //! - A task is created only by `tools/call`, only with the Tasks extension offered and declared.
 //! - A 2026-07-28 call runs its handler once per request; a 2025-11-25 call may re-run it with
 //!   its client's answers on the same stream (`legacy_sessions`).
@@ -32,7 +35,7 @@ use crate::error::McpError;
 use crate::ladder::ValidRequest;
 use crate::method::Method;
 use crate::notify::Notifier;
-use crate::registry::{Call, Handler, Outcome};
+use crate::registry::{Call, Handler, Outcome, OutputCheck, Schema};
 use crate::tasks::{self, TaskSupport};
 use crate::wire::{self, JsonObject};
 use relevo_state::canonical_object_digest;
@@ -48,6 +51,9 @@ struct Round {
     retry: bool,
     /// The content is per-caller.
     private: bool,
+    /// For a tool that declares an `outputSchema`: its name, the schema and its compiled check,
+    /// which a successful result must pass.
+    output: Option<(String, Schema, OutputCheck)>,
 }
 
 impl McpServer {
@@ -58,6 +64,7 @@ impl McpServer {
         let mut task_tool = None;
         let mut invalidation: Option<(String, String)> = None;
         let mut invalid = None;
+        let mut output = None;
         let (handler, arguments, uri, streams, private) = match request.method {
             Method::ToolsCall => {
                 // A caller without the tool's scopes gets 403 insufficient_scope, so a client can
@@ -83,6 +90,9 @@ impl McpServer {
                     }
                 }
                 invalidation = (!tool.invalidates.is_empty()).then(|| (tool.name.clone(), tool.invalidates.join(" ")));
+                if tool.output_schema().is_some() {
+                    output = Some((tool.name.clone(), tool.output.clone(), tool.output_check.clone()));
+                }
                 if tool.task_support != TaskSupport::Forbidden {
                     task_tool = Some((tool.name.clone(), tool.task_support, tool.gather.clone()));
                 }
@@ -124,7 +134,7 @@ impl McpServer {
             let result = wire::CallToolResult::error(vec![wire::ContentBlock::text(message)]);
             return Ok(self.result_reply(&request, wire::to_object(&result), "complete"));
         }
-        let round = Round { binding, now, retry: state.is_some() || !input_responses.is_empty(), private };
+        let round = Round { binding, now, retry: state.is_some() || !input_responses.is_empty(), private, output };
 
         let notifier = Notifier::silent().with_events(self.events.clone(), &principal.tenant, &principal.subject);
         // A retry's answers are recorded in the deployment's store: one answer per round.
@@ -237,6 +247,11 @@ impl McpServer {
                     }
                     result
                 } else {
+                    if let Some((tool, schema, check)) = &round.output
+                        && let Some(schema) = schema.get()
+                    {
+                        check.check(tool, schema, &result)?;
+                    }
                     result
                 };
                 Ok((result, "complete"))

@@ -239,7 +239,7 @@ impl McpServer {
         if let Some(resource) = self.app.find_resource(uri) {
             require(principal, &resource.scopes)?;
             let handler = resource.handler.clone();
-            return Ok(Readable { handler, arguments: JsonObject::new(), private: resource.private });
+            return Ok(Readable { handler, arguments: JsonObject::new(), private: resource.per_caller() });
         }
         let (template, arguments) = self
             .app
@@ -247,7 +247,7 @@ impl McpServer {
             .find_map(|t| t.match_uri(uri).map(|vars| (t, vars)))
             .ok_or_else(|| McpError::resource_not_found(uri))?;
         require(principal, &template.scopes)?;
-        Ok(Readable { handler: template.handler.clone(), arguments, private: template.private })
+        Ok(Readable { handler: template.handler.clone(), arguments, private: template.per_caller() })
     }
 
     /// The completion candidates of `reference`'s argument `argument`, if the caller may reach

@@ -115,7 +115,7 @@ impl Worker {
         }
         if emf::enabled() {
             Metrics::new()
-                .dimension("Kind", &kind)
+                .dimension("Kind", kind_dimension(&self.runners, &kind))
                 .by(&[])
                 .by(&["Kind"])
                 .metric("JobsProcessed", 1.0, Unit::Count)
@@ -312,6 +312,27 @@ impl Worker {
                     tracing::warn!(%error, "delete failed; the message will be processed again (harmlessly)");
                 }
             }
+        }
+    }
+}
+
+/// The `Kind` dimension of a job's metrics. Job kinds are a closed set, the runners a worker
+/// registered: a stored kind with no runner (a stale or forged record) is counted as
+/// [`emf::OTHER`], so it cannot add a metric series.
+fn kind_dimension<'a, R>(runners: &HashMap<String, R>, kind: &'a str) -> &'a str {
+    if runners.contains_key(kind) { kind } else { emf::OTHER }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_kind_without_a_runner_is_counted_as_other() {
+        let runners: HashMap<String, ()> = [("export".to_string(), ())].into_iter().collect();
+        assert_eq!(kind_dimension(&runners, "export"), "export");
+        for forged in ["exp0rt", "", "\u{1b}]0;x\u{7}", "名"] {
+            assert_eq!(kind_dimension(&runners, forged), emf::OTHER, "{forged:?}");
         }
     }
 }
