@@ -108,6 +108,8 @@ fn refusal(error: &McpError) -> Response<String> {
         headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
     }
     response
+}
+
 /// A page's signed-in person: a sealed session, never the bearer token itself. See
 /// [`PageSessions`].
 #[derive(Debug, Clone, PartialEq)]
@@ -254,6 +256,9 @@ mod tests {
         }
         fn transact<'a>(&'a self, _: &'a [Write], _: u64) -> TransactFuture<'a> {
             Box::pin(async { Err(relevo_state::records::TransactError::Invalid("unused".into())) })
+        }
+        fn count_up<'a>(&'a self, _: &'a RecordKey, _: u32, _: Option<u64>, _: u64) -> StoreFuture<'a, Option<u32>> {
+            Box::pin(async { Ok(None) })
         }
     }
 
