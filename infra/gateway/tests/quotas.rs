@@ -56,8 +56,9 @@ async fn rate_windows(lambda: &LambdaMode) -> BTreeMap<String, u64> {
         .iter()
         .filter_map(|item| {
             let key = item.get("pk")?.as_s().ok()?.clone();
-            let body: Value = serde_json::from_str(item.get("body")?.as_s().ok()?).ok()?;
-            key.contains("|k4:rate|").then(|| (key, body["count"].as_u64().unwrap_or(0)))
+            // A window is a counter item: its count is a number attribute (one `UpdateItem` adds 1).
+            let count = item.get("count")?.as_n().ok()?.parse().ok()?;
+            key.contains("|k4:rate|").then_some((key, count))
         })
         .collect()
 }
