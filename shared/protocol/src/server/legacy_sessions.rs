@@ -8,10 +8,10 @@
 //!   `MCP-Protocol-Version` header must be the session's version.
 //! - A shared method goes through the same dispatch as the 2026-07-28 wire; the modern-only
 //!   methods (`server/discover`, `subscriptions/listen`, `tasks/*`) are not served to a session.
-//! - Every request of a session is admitted before it reads or writes anything (`guard`, the
-//!   tenant's request-rate quota): a shared method in `dispatch`, every other verb (`initialize`,
-//!   `ping`, `logging/setLevel`, subscriptions, an answer, an unknown method, GET, DELETE) here,
-//!   as its [`Surface`].
+//! - Every request of a session is admitted against the tenant's request-rate quota (`guard`)
+//!   before anything is written: a shared method in `dispatch` (after one read of its session),
+//!   every other verb (`initialize`, `ping`, `logging/setLevel`, subscriptions, an answer, an
+//!   unknown method, GET, DELETE) here, as its [`Surface`], before the session is read.
 //! - The GET stream and `resources/subscribe` exist only where the front door streams and
 //!   updates reach the instance holding the stream; a session holds at most
 //!   [`crate::legacy::MAX_SUBSCRIPTIONS`] subscriptions, and a principal at most
