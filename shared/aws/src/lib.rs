@@ -2,7 +2,10 @@
 //!
 //! One table, partition key `pk` (the tenant-first storage key of `relevo-state`), no sort key.
 //! Every write carries a `ConditionExpression`; a refused write returns the current item
-//! (`ReturnValuesOnConditionCheckFailure=ALL_OLD`) instead of costing a second read. Reads that
+//! (`ReturnValuesOnConditionCheckFailure=ALL_OLD`) instead of costing a second read, and carries
+//! the `intent` id of the port call that made it (a transaction also as its `ClientRequestToken`):
+//! a refusal whose current item carries the call's own intent is the SDK's resend of a write
+//! already applied (its first answer lost), answered as the success it is. Reads that
 //! decide correctness are strongly consistent. `expires_at` is the table's TTL attribute (items
 //! past it read as absent here; DynamoDB deletes them eventually). Non-terminal jobs carry a sparse
 //! `active` attribute indexed by the `active` GSI (sorted by `updated_at`) for the reconciler: one

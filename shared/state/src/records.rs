@@ -254,6 +254,13 @@ pub fn validate_transaction(writes: &[Write]) -> Result<(), TransactError> {
 pub type TransactFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<u64>, TransactError>> + Send + 'a>>;
 
 /// Conditional reads and writes of records. Every write is conditional; none is blind.
+///
+/// A write may reach the store twice while its caller made one call (the AWS SDK sends an attempt
+/// again when the first one's answer was lost, though the store applied it). An adapter answers
+/// each call by its own outcome: a second send refused because the first one landed is the call's
+/// success (same revision, applied once), never `Conflict` or `AlreadyExists`
+/// (`contract::echo_contract`, with the `contract` feature). Another call's write is still
+/// refused.
 pub trait RecordStore: Send + Sync {
     /// Writes `body` as revision 1 if no live record has this key; otherwise `AlreadyExists` with
     /// the current record (so an idempotent caller can compare instead of reading again).
