@@ -130,7 +130,8 @@ fn emf_problems(line: &str) -> Vec<String> {
             match document.get(name) {
                 // CloudWatch API reference, `Dimension`: 1..=1024 ASCII characters, not all
                 // whitespace, no control characters.
-                Some(Value::String(value)) if relevo_state::emf::dimension_value_ok(value) && !value.starts_with(':') => {}
+                Some(Value::String(value))
+                    if relevo_state::emf::dimension_value_ok(value) && !value.starts_with(':') => {}
                 other => problems.push(format!("dimension {name:?} needs a value CloudWatch accepts, found {other:?}")),
             }
         }
