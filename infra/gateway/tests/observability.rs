@@ -128,8 +128,11 @@ fn emf_problems(line: &str) -> Vec<String> {
         for name in directive["Dimensions"].as_array().unwrap().iter().flat_map(|set| set.as_array().unwrap()) {
             let name = name.as_str().unwrap();
             match document.get(name) {
-                Some(Value::String(value)) if !value.is_empty() && value.len() <= 1024 && !value.starts_with(':') => {}
-                other => problems.push(format!("dimension {name:?} needs a non-empty string member, found {other:?}")),
+                // CloudWatch API reference, `Dimension`: 1..=1024 ASCII characters, not all
+                // whitespace, no control characters.
+                Some(Value::String(value))
+                    if relevo_state::emf::dimension_value_ok(value) && !value.starts_with(':') => {}
+                other => problems.push(format!("dimension {name:?} needs a value CloudWatch accepts, found {other:?}")),
             }
         }
         let mut seen = std::collections::HashSet::new();
@@ -183,6 +186,9 @@ fn the_emf_checker_refuses_what_the_specification_refuses() {
         ("a metric that is text", Box::new(|d| d["Requests"] = json!("1"))),
         ("a dimension that is a number", Box::new(|d| d["Method"] = json!(3))),
         ("a dimension without its member", Box::new(|d| drop(d.as_object_mut().unwrap().remove("Method")))),
+        ("a blank dimension value", Box::new(|d| d["Method"] = json!("  "))),
+        ("a non-ASCII dimension value", Box::new(|d| d["Method"] = json!("caf\u{e9}"))),
+        ("a control character in a dimension value", Box::new(|d| d["Method"] = json!("a\u{1b}[2J"))),
         (
             "a metric defined twice",
             Box::new(move |d| {

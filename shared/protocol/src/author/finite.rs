@@ -44,7 +44,7 @@ macro_rules! nothing {
     };
 }
 
-impl<'a> ser::Serializer for &'a mut Walk {
+impl ser::Serializer for &mut Walk {
     type Ok = ();
     type Error = Never;
     type SerializeSeq = Self;
