@@ -26,6 +26,7 @@
 //! - `late`: the store applies the call at once and its answer comes N seconds late (past the
 //!   SDK's attempt timeout, which then sends the same request again); only the next `count`
 //!   matching calls (default 1).
+//!
 //! `POST /_relevo/kill?function=F&after=N` kills function F's processes (SIGKILL, every
 //! environment) right after the store applied F's N-th write from now, before F hears the answer:
 //! a crash between two writes, on the real emulator.
