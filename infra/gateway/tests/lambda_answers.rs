@@ -13,26 +13,7 @@ use serde_json::{Value, json};
 
 /// Every record of `kind` in the stack's table.
 async fn records(lambda: &LambdaMode, kind: &str) -> Vec<Value> {
-    let endpoint = std::env::var("RELEVO_TEST_AWS_ENDPOINT").unwrap();
-    let client = aws_sdk_dynamodb::Client::new(&relevo_aws::emulator_config(&endpoint).await);
-    let table = stack_of(lambda)["tables"]["Table"].as_str().unwrap().to_string();
-    let marker = format!("|k{}:{kind}|", kind.len());
-    let mut found = Vec::new();
-    let mut start = None;
-    loop {
-        let page = client.scan().table_name(&table).set_exclusive_start_key(start).send().await.unwrap();
-        for item in page.items() {
-            let pk = item.get("pk").and_then(|v| v.as_s().ok()).cloned().unwrap_or_default();
-            if pk.contains(&marker) {
-                let body = item.get("body").and_then(|v| v.as_s().ok()).cloned().unwrap_or_default();
-                found.push(serde_json::from_str(&body).unwrap_or(Value::Null));
-            }
-        }
-        start = page.last_evaluated_key().cloned();
-        if start.is_none() {
-            return found;
-        }
-    }
+    records_of_kind(lambda, kind).await.into_iter().map(|(_, body)| body).collect()
 }
 
 async fn orders_of(lambda: &LambdaMode, cart: &str) -> Vec<Value> {

@@ -47,37 +47,10 @@ impl Rng {
     }
 }
 
-/// Every record of `kind` in the stack's table: (storage key, body).
-async fn records(lambda: &LambdaMode, kind: &str) -> Vec<(String, Value)> {
-    let endpoint = std::env::var("RELEVO_TEST_AWS_ENDPOINT").unwrap();
-    let client = aws_sdk_dynamodb::Client::new(&relevo_aws::emulator_config(&endpoint).await);
-    let table = stack_of(lambda)["tables"]["Table"].as_str().unwrap().to_string();
-    let marker = format!("|k{}:{kind}|", kind.len());
-    let mut found = Vec::new();
-    let mut start = None;
-    loop {
-        let page = client.scan().table_name(&table).set_exclusive_start_key(start).send().await.unwrap();
-        for item in page.items() {
-            let key = item.get("pk").and_then(|v| v.as_s().ok()).cloned().unwrap_or_default();
-            if key.contains(&marker) {
-                let body = item
-                    .get("body")
-                    .and_then(|v| v.as_s().ok())
-                    .map_or(Value::Null, |b| serde_json::from_str(b).unwrap_or(Value::Null));
-                found.push((key, body));
-            }
-        }
-        match page.last_evaluated_key() {
-            Some(key) => start = Some(key.clone()),
-            None => return found,
-        }
-    }
-}
-
 /// Orders in the table, by cart.
 async fn orders_by_cart(lambda: &LambdaMode) -> BTreeMap<String, Vec<String>> {
     let mut orders: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (_, body) in records(lambda, "order").await {
+    for (_, body) in records_of_kind(lambda, "order").await {
         let cart = body["cartId"].as_str().unwrap_or_default().to_string();
         orders.entry(cart).or_default().push(body["orderId"].as_str().unwrap_or_default().to_string());
     }
@@ -86,7 +59,7 @@ async fn orders_by_cart(lambda: &LambdaMode) -> BTreeMap<String, Vec<String>> {
 
 /// The order id a cart's record says it was checked out with.
 async fn cart_marks(lambda: &LambdaMode) -> BTreeMap<String, String> {
-    records(lambda, "cart")
+    records_of_kind(lambda, "cart")
         .await
         .into_iter()
         .filter_map(|(key, body)| {

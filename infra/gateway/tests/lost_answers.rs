@@ -25,25 +25,7 @@ use serde_json::{Value, json};
 
 /// The storage keys of every record of `kind` in the stack's table.
 async fn keys_of_kind(lambda: &LambdaMode, kind: &str) -> Vec<String> {
-    let endpoint = std::env::var("RELEVO_TEST_AWS_ENDPOINT").unwrap();
-    let client = aws_sdk_dynamodb::Client::new(&relevo_aws::emulator_config(&endpoint).await);
-    let table = stack_of(lambda)["tables"]["Table"].as_str().unwrap().to_string();
-    let marker = format!("|k{}:{kind}|", kind.len());
-    let mut found = Vec::new();
-    let mut start = None;
-    loop {
-        let page = client.scan().table_name(&table).set_exclusive_start_key(start).send().await.unwrap();
-        for item in page.items() {
-            let key = item.get("pk").and_then(|v| v.as_s().ok()).cloned().unwrap_or_default();
-            if key.contains(&marker) {
-                found.push(key);
-            }
-        }
-        match page.last_evaluated_key() {
-            Some(key) => start = Some(key.clone()),
-            None => return found,
-        }
-    }
+    records_of_kind(lambda, kind).await.into_iter().map(|(key, _)| key).collect()
 }
 
 /// Arms a fault of the AWS proxy: `mode` (`late`, `behind`) for `secs` on the cart's writes.

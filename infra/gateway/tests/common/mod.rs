@@ -186,3 +186,30 @@ pub fn kill(pid_file: &Path) {
     let status = Command::new("kill").args(["-9", pid.trim()]).status().unwrap();
     assert!(status.success(), "the worker process was killed");
 }
+
+/// Every record of `kind` in the stack's table: (storage key, body).
+pub async fn records_of_kind(lambda: &LambdaMode, kind: &str) -> Vec<(String, Value)> {
+    let endpoint = std::env::var("RELEVO_TEST_AWS_ENDPOINT").unwrap();
+    let client = aws_sdk_dynamodb::Client::new(&relevo_aws::emulator_config(&endpoint).await);
+    let table = stack_of(lambda)["tables"]["Table"].as_str().unwrap().to_string();
+    let marker = format!("|k{}:{kind}|", kind.len());
+    let mut found = Vec::new();
+    let mut start = None;
+    loop {
+        let page = client.scan().table_name(&table).set_exclusive_start_key(start).send().await.unwrap();
+        for item in page.items() {
+            let key = item.get("pk").and_then(|v| v.as_s().ok()).cloned().unwrap_or_default();
+            if key.contains(&marker) {
+                let body = item
+                    .get("body")
+                    .and_then(|v| v.as_s().ok())
+                    .map_or(Value::Null, |b| serde_json::from_str(b).unwrap_or(Value::Null));
+                found.push((key, body));
+            }
+        }
+        match page.last_evaluated_key() {
+            Some(key) => start = Some(key.clone()),
+            None => return found,
+        }
+    }
+}
