@@ -262,12 +262,21 @@ impl Counted {
 }
 
 async fn a_refused_listen_stream_reads_nothing_it_would_watch(kind: Backend) {
+    // The open stream reads the cart once when it starts and never polls in its 2 s (a poll
+    // every 60 s): every read counted after that is the refused stream's.
     let config =
-        ServerConfig { listen_max_secs: 2, listen_poll_ms: 100, max_listen_streams: 1, ..ServerConfig::default() };
+        ServerConfig { listen_max_secs: 2, listen_poll_ms: 60_000, max_listen_streams: 1, ..ServerConfig::default() };
     let d = counted(kind, config).await;
     let watched: Vec<String> = vec![format!("carts://{}", d.cart().await)];
+    d.store.take_reads("cart");
     let open = d.listen(&watched);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Until the open stream has read what it watches (its baseline), and a little after.
+    let started = Instant::now();
+    while d.store.take_reads("cart") == 0 {
+        assert!(started.elapsed() < Duration::from_secs(5), "the open stream never read its cart");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
     d.store.take_reads("cart");
     let (refused, _) = d.listen(&watched).await.unwrap();
     assert_eq!(refused.status, 429, "{}", refused.text);
