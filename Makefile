@@ -9,7 +9,7 @@ SUB ?= developer
 SCOPES ?= notes:read notes:write
 CARGO ?= cargo
 
-.PHONY: new-app starter run run-lambda build sam-build deploy logs token test unit lint fmt validate conformance clients browser bench bench-smoke bench-durable release-size clean
+.PHONY: new-app starter run run-lambda build sam-build deploy logs token test unit lint fmt package validate conformance clients browser bench bench-smoke bench-durable release-size clean
 
 ## run: the server on http://127.0.0.1:$(PORT)/mcp (APP=shop|conformance, ROUTING=per-method|single, AUTH=dev|required|off)
 GATEWAY_PACKAGE = $(if $(filter conformance,$(APP)),-p relevo-conformance --bin relevo-conformance-gateway,-p relevo-gateway --bin relevo-gateway)
@@ -32,8 +32,8 @@ run-lambda:
 token:
 	@$(CARGO) run --quiet -p relevo-gateway --bin relevo-token -- --tenant "$(TENANT)" --sub "$(SUB)" --scopes "$(SCOPES)"
 
-## test: lint, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python and TypeScript SDK clients, the approval page in Chromium, the benchmark harness in its short mode
-test: lint validate unit conformance clients browser iam-report starter bench-smoke
+## test: lint, the publishable crates' metadata and packages, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python and TypeScript SDK clients, the approval page in Chromium, the benchmark harness in its short mode
+test: lint package validate unit conformance clients browser iam-report starter bench-smoke
 
 ## new-app: a new Relevo project with its own app in DIR (README "Your first tool")
 new-app:
@@ -62,6 +62,11 @@ lint:
 
 fmt:
 	$(CARGO) fmt --all
+
+## package: the crates.io metadata of every crate not marked publish = false (relevo-package-check), then
+## `cargo package` of exactly those crates, each built from its own tarball (nothing is published)
+package:
+	infra/scripts/package.sh
 
 # The function binaries template.yaml deploys (the template is the one list).
 FUNCTIONS := $(shell infra/scripts/functions.sh)
