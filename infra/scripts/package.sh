@@ -15,6 +15,8 @@ cargo build --quiet -p relevo-package-check
 target/debug/relevo-package-check
 packages=()
 while read -r name; do packages+=(-p "$name"); done < <(target/debug/relevo-package-check --list)
+# Without a -p, cargo would package every member, the publish = false ones too.
+[ ${#packages[@]} -gt 0 ] || { echo "package: no crate is publishable" >&2; exit 1; }
 cargo package --quiet --allow-dirty \
   --config 'profile.dev.debug="line-tables-only"' --config 'profile.dev.package."*".debug=false' \
   "${packages[@]}"
