@@ -70,13 +70,13 @@ fn head(config: &Config) -> String {
     let tenant_default = match quotas.rate_per_tenant.split_once('/') {
         Some((limit, secs)) => match (limit.parse::<f64>(), secs.parse::<f64>()) {
             (Ok(limit), Ok(secs)) if secs > 0.0 => format!(
-                " The default {} ({} a second sustained) is far above one tenant's normal use and bounds what one tenant or one leaked token can take of the stage throttle and the table;",
+                " The default {} ({} a second sustained) is far above one tenant's normal use and bounds what one tenant or one leaked token can take of the stage throttle and the table; empty means no quota",
                 quotas.rate_per_tenant,
                 limit / secs
             ),
-            _ => String::new(),
+            _ => " Empty means no quota".into(),
         },
-        None => String::new(),
+        None => " Empty means no quota".into(),
     };
     out.push_str(&fill(
         AUTH_AND_QUOTA_PARAMETERS,
@@ -171,7 +171,7 @@ const AUTH_AND_QUOTA_PARAMETERS: &str = r#"  AuthIssuer:
   RatePerTenant:
     Type: String
     Default: "@rate_per_tenant@"
-    Description: Requests one tenant may make per window, LIMIT/SECS, across every environment.@tenant_default@ empty means no quota (README "Quotas").
+    Description: Requests one tenant may make per window, LIMIT/SECS, across every environment.@tenant_default@ (README "Quotas").
   RatePerTool:
     Type: String
     Default: "@rate_per_tool@"
