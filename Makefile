@@ -95,8 +95,10 @@ FUNCTION ?= McpFunction
 logs:
 	PATH="$(CURDIR)/.tools/sam/bin:$$PATH" SAM_CLI_TELEMETRY=0 sam logs --name $(FUNCTION) --tail
 
-## validate: cfn-lint on template.yaml (offline) and the checks linters miss
+## validate: template.yaml is what [workspace.metadata.relevo] gives (`cargo relevo template --check`), then
+## cfn-lint, `sam validate --lint`, the SAM translation and the deploy check (`cargo relevo validate`, tools in .tools/sam)
 validate:
+	$(CARGO) run --quiet -p cargo-relevo -- relevo template --check
 	infra/scripts/validate.sh
 
 ## conformance: the official suite, 2026-07-28 and 2025-11-25 requirement sets: per-method and single routing, and the real Lambda binaries (2026-07-28)

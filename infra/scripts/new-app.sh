@@ -91,7 +91,8 @@ printf '[package]\nname = "local"\nversion.workspace = true\nedition.workspace =
   >"$dir/local/Cargo.toml"
 cp "$starter/local/src/main.rs" "$dir/local/src/main.rs"
 # The template carries the deployment defaults, the per-tenant quota (RatePerTenant 1200/60) among them.
-cp "$root/template.yaml" "$dir/template.yaml"
+# Without the header that says it is generated from this repository's table.
+sed '1,/^AWSTemplateFormatVersion/{/^#/d}' "$root/template.yaml" >"$dir/template.yaml"
 cp "$root/rustfmt.toml" "$dir/rustfmt.toml"
 sed "s|__RELEVO__|$root|g" "$starter/Makefile" >"$dir/Makefile"
 sed "s/__NAME__/$name/g" "$starter/README.md" >"$dir/README.md"

@@ -9,4 +9,4 @@ out=${2:-$root/target/sam/template.json}
 "$(dirname "$0")/sam-tools.sh"
 mkdir -p "$(dirname "$out")"
 AWS_DEFAULT_REGION=us-east-1 AWS_CONFIG_FILE=/nonexistent AWS_SHARED_CREDENTIALS_FILE=/nonexistent \
-  "$root/.tools/sam/bin/python" "$root/infra/scripts/sam_translate.py" "$template" "$out"
+  "$root/.tools/sam/bin/python" "$root/infra/cli/src/sam_translate.py" "$template" "$out"

@@ -1,6 +1,6 @@
 //! `template.yaml` as CloudFormation sees it.
 //!
-//! The input is the SAM translation of the template (`infra/scripts/sam_translate.py`, the
+//! The input is the SAM translation of the template (`infra/cli/src/sam_translate.py`, the
 //! translator the pinned SAM CLI ships, exactly what `sam deploy` submits). A [`Template`] is that
 //! JSON; [`Template::instantiate`] evaluates it for one parameter set, as a stack would be:
 //! parameters (defaults and overrides), conditions, and the resources whose condition holds.

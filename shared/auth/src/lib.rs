@@ -21,6 +21,7 @@
 
 pub mod config;
 pub mod dev;
+pub mod dev_token;
 pub mod jwks;
 pub mod metadata;
 pub mod ring_crypto;
