@@ -527,8 +527,9 @@ async fn an_executor_that_dies_after_its_commit_is_settled_by_the_reconciler_wit
         config,
     ));
     w.inventory.settler = Some(engine.clone());
-    let settle = Arc::new(relevo_app::inventory::SettleRunner::new(w.inventory.clone()));
-    let engine = relevo_state::Worker::new(engine).runner(relevo_app::inventory::SETTLE_KIND, settle);
+    let (inventory, settle) = (w.inventory.clone(), relevo_app::inventory::SETTLE);
+    let settle = settle.runner(move |input, cx| inventory.clone().settle_job(input, cx));
+    let engine = relevo_state::Worker::new(engine).runner(relevo_app::inventory::SETTLE.name(), settle);
 
     let tenant = "acme";
     w.raw.create(&stock_key(tenant, "main", "MUG"), &json!({ "quantity": 10 }), None, T0).await.unwrap();

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use relevo_app::export::{Dataset, ExportInput, KIND as EXPORT};
 use relevo_protocol::ServerConfig;
 use relevo_state::{InFlightLimits, Owner, RecordKey, RecordStore, StartError};
 use relevo_tests::race::{Backend, Both, backend};
@@ -155,9 +156,8 @@ async fn a_session_has_a_bounded_number_of_requests_waiting_for_its_answers(kind
 async fn jobs_in_flight_are_bounded_per_principal_and_per_tenant(kind: Backend) {
     let (jobs, queue) = admitted_jobs(kind, InFlightLimits { per_principal: 2, per_tenant: 3 }).await;
     let engine = &jobs.worker;
-    let start = |subject: &'static str, key: Option<&'static str>| {
-        let input = json!({ "dataset": "orders", "purpose": "limits" });
-        engine.start("acme", subject, relevo_app::export::KIND, key, input)
+    let start = |subject: &'static str, key: Option<&'static str>| async move {
+        EXPORT.start(engine, "acme", subject, key, &orders("limits")).await
     };
     let first = start("alice", Some("k1")).await.unwrap();
     start("alice", None).await.unwrap();
@@ -188,7 +188,12 @@ async fn admitted_jobs(
 }
 
 async fn start_other_tenant(engine: &relevo_state::Engine) -> Result<relevo_state::Job, StartError> {
-    engine.start("globex", "gina", relevo_app::export::KIND, None, json!({ "dataset": "orders", "purpose": "x" })).await
+    EXPORT.start(engine, "globex", "gina", None, &orders("x")).await
+}
+
+/// An export of the orders for `purpose`.
+fn orders(purpose: &str) -> ExportInput {
+    ExportInput { dataset: Dataset::Orders, purpose: purpose.into() }
 }
 
 /// Runs every queued job to its end, as the worker would; how many ran.
@@ -214,20 +219,14 @@ async fn a_noisy_tenant_delays_another_by_a_bounded_amount(kind: Backend) {
     let (mut admitted, mut refused) = (0, 0);
     for n in 0..60 {
         let subject = if n % 2 == 0 { "noisy-a" } else { "noisy-b" };
-        match engine
-            .start("noisy", subject, relevo_app::export::KIND, None, json!({ "dataset": "orders", "purpose": "burst" }))
-            .await
-        {
+        match EXPORT.start(engine, "noisy", subject, None, &orders("burst")).await {
             Ok(_) => admitted += 1,
             Err(StartError::LimitReached { .. }) => refused += 1,
             Err(other) => panic!("{other}"),
         }
     }
     assert_eq!((admitted, refused), (8, 52), "the burst is admitted up to the tenant's share");
-    let quiet = engine
-        .start("quiet", "quinn", relevo_app::export::KIND, None, json!({ "dataset": "orders", "purpose": "one" }))
-        .await
-        .unwrap();
+    let quiet = EXPORT.start(engine, "quiet", "quinn", None, &orders("one")).await.unwrap();
     let ran = drain(engine, &queue).await;
     let position = ran.iter().position(|job| job.id == quiet.job.id).unwrap();
     assert!(position <= limits.per_tenant, "the quiet tenant's job ran after {position} others");

@@ -242,7 +242,7 @@ fn filled(template: &str) -> String {
 
 /// A task of `kind`, started with the full token.
 async fn task_of_kind(shop: &Shop, full: &str, kind: &str) -> String {
-    assert_eq!(kind, relevo_app::export::KIND, "a task kind this test cannot start: {kind}");
+    assert_eq!(kind, relevo_app::export::KIND.name(), "a task kind this test cannot start: {kind}");
     let started = shop.tool(full, "export_start", json!({ "dataset": "customers", "purpose": "probe" })).await;
     started["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {started}")).to_string()
 }
@@ -257,7 +257,7 @@ async fn a_token_without_scopes_reads_nothing_through_resources_tasks_or_a_legac
         assert_eq!(reply.status, 403, "{uri}: {}", reply.text);
     }
     let full = shop.full_token();
-    let task = task_of_kind(&shop, &full, relevo_app::export::KIND).await;
+    let task = task_of_kind(&shop, &full, relevo_app::export::KIND.name()).await;
     shop.drain().await;
     for method in ["tasks/get", "tasks/cancel", "tasks/update"] {
         let reply = shop.rpc(&bare, method, json!({ "taskId": task, "inputResponses": {} })).await;

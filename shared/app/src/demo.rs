@@ -142,7 +142,7 @@ pub fn app(ports: &relevo_protocol::Ports) -> App {
             .tool(export::export_result(engine.clone()))
             .template(export::export_resource(engine.clone()))
             // export_start's jobs are tasks too: reading one is reading the export.
-            .task_kind(export::KIND, &["exports:read"], &["exports:write"]),
+            .task_kind(export::KIND.name(), &["exports:read"], &["exports:write"]),
         None => app,
     }
 }

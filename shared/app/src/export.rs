@@ -9,27 +9,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use relevo_protocol::author::{Required, ToolContext, ToolError};
+use relevo_protocol::author::{JobContext, JobError, JobKind, Required, ToolContext, ToolError};
 use relevo_protocol::wire::{ResourceContents, ToolAnnotations};
 use relevo_protocol::{McpError, ResourceTemplate, Tool};
-use relevo_state::work::BoxFuture;
-use relevo_state::{Engine, Job, JobContext, JobFailure, JobRef, JobRunner, JobStatus};
+use relevo_state::{Engine, Job, JobRef, JobStatus};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
-pub const KIND: &str = "export";
-pub const DATASETS: &[&str] = &["customers", "orders"];
+/// The export job: its input names the dataset and the purpose.
+pub const KIND: JobKind<ExportInput> = JobKind::new("export");
 /// Rows in every seed dataset, and rows read per window.
 pub const ROWS: u64 = 240;
 pub const WINDOW: u64 = 30;
 const MAX_PURPOSE_CHARS: usize = 200;
-
-/// The export runner. `window_delay` stands in for the source's latency per window.
-pub struct ExportRunner {
-    pub window_delay: Duration,
-}
 
 fn row(tenant: &str, dataset: &str, index: u64) -> String {
     let digest = Sha256::digest(format!("{tenant}/{dataset}/{index}").as_bytes());
@@ -47,48 +41,54 @@ fn header(dataset: &str) -> &'static str {
     }
 }
 
-impl JobRunner for ExportRunner {
-    fn run<'a>(&'a self, ctx: &'a JobContext) -> BoxFuture<'a, Result<Value, JobFailure>> {
-        Box::pin(async move {
-            let job = ctx.job();
-            let dataset = job.input["dataset"].as_str().unwrap_or_default().to_string();
-            if !DATASETS.contains(&dataset.as_str()) {
-                return Err(JobFailure::Failed(format!("unknown dataset {dataset:?}")));
-            }
-            let checkpoint = ctx.checkpoint().unwrap_or_else(|| json!({ "cursor": 0, "rows": [] }));
-            let mut cursor = checkpoint["cursor"].as_u64().unwrap_or(0);
-            let mut rows: Vec<Value> = checkpoint["rows"].as_array().cloned().unwrap_or_default();
-            while cursor < ROWS {
-                if ctx.cancel_requested() {
-                    return Err(JobFailure::Cancelled);
-                }
-                tokio::time::sleep(self.window_delay).await;
-                let end = (cursor + WINDOW).min(ROWS);
-                rows.extend((cursor..end).map(|i| json!(row(&job.job.tenant, &dataset, i))));
-                cursor = end;
-                ctx.save_checkpoint(json!({ "cursor": cursor, "rows": rows })).await?;
-            }
-            let csv = std::iter::once(header(&dataset).to_string())
-                .chain(rows.iter().filter_map(|r| r.as_str().map(String::from)))
-                .collect::<Vec<_>>()
-                .join("\n");
-            let sha256 = relevo_state::sha256_hex(csv.as_bytes());
-            Ok(json!({
-                "dataset": dataset,
-                "purpose": job.input["purpose"],
-                "rows": rows.len(),
-                "sha256": sha256,
-                "csv": csv,
-            }))
-        })
-    }
+/// The checkpoint saved after each window: the rows read so far.
+#[derive(Default, Serialize, Deserialize)]
+struct Progress {
+    cursor: u64,
+    rows: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
+/// Runs one export job: reads the dataset window by window, checkpointing after each, and
+/// resumes from the last checkpoint after a crash. `window_delay` stands in for the source's
+/// latency per window.
+pub async fn run(window_delay: Duration, input: ExportInput, cx: JobContext) -> Result<ExportResult, JobError> {
+    let tenant = cx.job().job.tenant;
+    let dataset = input.dataset.as_str();
+    let Progress { mut cursor, mut rows } = cx.checkpoint_as().unwrap_or_default();
+    while cursor < ROWS {
+        if cx.cancel_requested() {
+            return Err(JobError::Cancelled);
+        }
+        tokio::time::sleep(window_delay).await;
+        let end = (cursor + WINDOW).min(ROWS);
+        rows.extend((cursor..end).map(|i| row(&tenant, dataset, i)));
+        cursor = end;
+        cx.save_checkpoint_as(&Progress { cursor, rows: rows.clone() }).await?;
+    }
+    let csv = std::iter::once(header(dataset).to_string()).chain(rows.iter().cloned()).collect::<Vec<_>>().join("\n");
+    Ok(ExportResult {
+        dataset: dataset.to_string(),
+        purpose: input.purpose,
+        rows: rows.len() as u64,
+        sha256: relevo_state::sha256_hex(csv.as_bytes()),
+        csv,
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-enum Dataset {
+pub enum Dataset {
     Customers,
     Orders,
+}
+
+impl Dataset {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dataset::Customers => "customers",
+            Dataset::Orders => "orders",
+        }
+    }
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -104,10 +104,10 @@ struct StartArgs {
 }
 
 /// What an export job is given.
-#[derive(Serialize)]
-struct ExportInput<'a> {
-    dataset: Dataset,
-    purpose: &'a str,
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExportInput {
+    pub dataset: Dataset,
+    pub purpose: String,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -169,19 +169,19 @@ impl StatusView {
     }
 }
 
-/// A finished export.
+/// A finished export: the job's output, and `export_result`'s.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
-struct ExportResult {
-    dataset: String,
-    purpose: String,
-    rows: u64,
-    sha256: String,
-    csv: String,
+pub struct ExportResult {
+    pub dataset: String,
+    pub purpose: String,
+    pub rows: u64,
+    pub sha256: String,
+    pub csv: String,
 }
 
 /// The caller's export `id`, or `None` (absent, another principal's, or another kind of job).
 async fn find_export(engine: &Engine, cx: &ToolContext, id: &str) -> Result<Option<Job>, ToolError> {
-    Ok(engine.store.get_job(&job_ref(cx, id)).await?.filter(|job| job.kind == KIND))
+    Ok(engine.store.get_job(&job_ref(cx, id)).await?.filter(|job| job.kind == KIND.name()))
 }
 
 pub fn export_start(engine: Arc<Engine>) -> Tool {
@@ -194,9 +194,9 @@ pub fn export_start(engine: Arc<Engine>) -> Tool {
                 if args.purpose.trim().is_empty() {
                     return Err(ToolError::caller(format!("purpose must be 1 to {MAX_PURPOSE_CHARS} characters")));
                 }
-                let input = ExportInput { dataset: args.dataset, purpose: &args.purpose };
+                let input = ExportInput { dataset: args.dataset, purpose: args.purpose };
                 // A client that declared the Tasks extension follows the same job as a task.
-                let job = cx.start_task(&engine, KIND, args.operation_key.as_deref(), &input).await?;
+                let job = cx.start_task(&engine, &KIND, args.operation_key.as_deref(), &input).await?;
                 Ok(StatusView::of(&job))
             }
         },

@@ -45,7 +45,8 @@ pub fn app(ports: &Ports) -> App {
 pub fn app_with(ports: &Ports, config: &ShopConfig) -> App {
     let mut app = demo::app(ports);
     if ports.jobs.is_some() {
-        app = app.job(export::KIND, Arc::new(export::ExportRunner { window_delay: config.export_window }));
+        let window = config.export_window;
+        app = app.job(&export::KIND, move |input, cx| export::run(window, input, cx));
     }
     if let Some(inventory) = inventory(ports) {
         let pages = approvals::ApprovalPages {
@@ -55,7 +56,9 @@ pub fn app_with(ports: &Ports, config: &ShopConfig) -> App {
             clock: ports.clock.clone(),
             origins: ports.origins.clone(),
         };
-        app = app.job(inventory::SETTLE_KIND, Arc::new(inventory::SettleRunner::new(inventory))).pages(Arc::new(pages));
+        app = app
+            .job(&inventory::SETTLE, move |input, cx| inventory.clone().settle_job(input, cx))
+            .pages(Arc::new(pages));
     }
     app.with_manifest()
 }

@@ -6,10 +6,9 @@
 
 use std::sync::Arc;
 
-use relevo_protocol::author::{Elicited, ToolContext, ToolError};
+use relevo_protocol::author::{Elicited, JobContext, JobError, JobKind, ToolContext, ToolError};
 use relevo_protocol::{App, Ports, Tool};
-use relevo_state::work::BoxFuture;
-use relevo_state::{Engine, JobFailure, JobRef};
+use relevo_state::{Engine, JobRef};
 use relevo_testkit::{TestServer, accept, decline};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -82,19 +81,27 @@ fn app(ports: &Ports) -> App {
         .tool(Tool::typed("start", "Starts a job.", move |_: relevo_protocol::author::NoArgs, cx: ToolContext| {
             let engine: Arc<Engine> = engine.clone().unwrap();
             async move {
-                let job = cx.start_job(&engine, "tally", Some("once"), &json!({ "n": 3 })).await?;
+                let job = cx.start_job(&engine, &TALLY, Some("once"), &TallyInput { n: 3 }).await?;
                 Ok(Receipt { moved: 0, to: job.job.id })
             }
         }))
-        .job("tally", Arc::new(Tally))
+        .job(&TALLY, tally)
 }
 
-struct Tally;
+#[derive(Serialize, Deserialize)]
+struct TallyInput {
+    n: u64,
+}
 
-impl relevo_state::JobRunner for Tally {
-    fn run<'a>(&'a self, ctx: &'a relevo_state::JobContext) -> BoxFuture<'a, Result<Value, JobFailure>> {
-        Box::pin(async move { Ok(json!({ "tally": ctx.input()["n"].as_u64().unwrap_or(0) * 2 })) })
-    }
+#[derive(Serialize)]
+struct Tallied {
+    tally: u64,
+}
+
+const TALLY: JobKind<TallyInput> = JobKind::new("tally");
+
+async fn tally(input: TallyInput, _: JobContext) -> Result<Tallied, JobError> {
+    Ok(Tallied { tally: input.n * 2 })
 }
 
 #[tokio::test]

@@ -21,13 +21,10 @@
 
 use std::sync::Arc;
 
+use relevo_protocol::author::{JobContext, JobError, JobKind};
 use relevo_protocol::{Clock, Principal};
 use relevo_state::ledger::{Authorization, LedgerError, OpStatus, Operation, Proposal};
-use relevo_state::work::BoxFuture as JobFuture;
-use relevo_state::{
-    Engine, Ids, JobContext, JobFailure, JobRunner, Lease, Owner, RecordKey, RecordStore, StoreError, TransactError,
-    Write,
-};
+use relevo_state::{Engine, Ids, Lease, Owner, RecordKey, RecordStore, StoreError, TransactError, Write};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -152,41 +149,23 @@ pub struct Inventory {
     pub settler: Option<Arc<Engine>>,
 }
 
-/// The job kind that settles one operation if its executor dies.
-pub const SETTLE_KIND: &str = "inventory.settle";
+/// The job that settles one operation if its executor dies: the inventory starts one, deferred,
+/// before every execution ([`Inventory::execute`]); the worker runs it with [`Inventory::settle_job`].
+pub const SETTLE: JobKind<SettleInput> = JobKind::new("inventory.settle");
 
-/// Runs [`SETTLE_KIND`] jobs: settles the operation named in the job's input, in the job's
-/// tenant. The inventory starts these jobs through the engine; the worker runs them here.
-pub struct SettleRunner {
-    inventory: Inventory,
+/// The operation a settle job settles, in the job's tenant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SettleInput {
+    pub operation_id: String,
 }
 
-impl SettleRunner {
-    pub fn new(inventory: Inventory) -> Self {
-        SettleRunner { inventory }
-    }
-}
-
-impl JobRunner for SettleRunner {
-    fn run<'a>(&'a self, ctx: &'a JobContext) -> JobFuture<'a, Result<Value, JobFailure>> {
-        Box::pin(async move {
-            let inventory = &self.inventory;
-            let job = ctx.job();
-            let id = job.input["operationId"].as_str().unwrap_or_default().to_string();
-            match inventory.settle(&job.job.tenant, &id).await {
-                Ok(Some(op)) if op.status.is_terminal() || op.status == OpStatus::Proposed => {
-                    Ok(json!({ "operationId": id, "status": op.status.as_str() }))
-                }
-                // Authorized (not started), still leased, or the downstream still silent: later.
-                Ok(Some(op)) if op.status == OpStatus::Authorized => {
-                    Ok(json!({ "operationId": id, "status": "authorized" }))
-                }
-                Ok(Some(op)) => Err(JobFailure::Retry(format!("operation still {}", op.status.as_str()))),
-                Ok(None) => Ok(json!({ "operationId": id, "status": "gone" })),
-                Err(error) => Err(JobFailure::Retry(error.to_string())),
-            }
-        })
-    }
+/// Where a settle job left its operation: the operation's status, or `gone`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Settled {
+    pub operation_id: String,
+    pub status: String,
 }
 
 fn valid_name(value: &str, what: &str) -> Result<(), InventoryError> {
@@ -577,8 +556,8 @@ impl Inventory {
         if let Some(engine) = &self.settler {
             // The dead man's switch first: if this executor dies, the reconciler runs it.
             let p = &operation.proposal;
-            let input = json!({ "operationId": p.operation_id });
-            engine.start_deferred(&p.tenant, &p.proposer, SETTLE_KIND, Some(&p.operation_id), input).await.map_err(
+            let input = SettleInput { operation_id: p.operation_id.clone() };
+            SETTLE.start_deferred(engine, &p.tenant, &p.proposer, Some(&p.operation_id), &input).await.map_err(
                 |e| match e {
                     relevo_state::StartError::Store(error) => InventoryError::Store(error),
                     other => InventoryError::Internal(other.to_string()),
@@ -705,6 +684,21 @@ impl Inventory {
         match self.operation(tenant, id).await? {
             Some((operation, revision)) => Ok(Some(self.settle_operation(operation, revision).await?)),
             None => Ok(None),
+        }
+    }
+
+    /// Runs one [`SETTLE`] job: settles its operation in the job's tenant. An operation still
+    /// executing under a live lease, or whose downstream is still silent, is tried again later.
+    pub async fn settle_job(self, input: SettleInput, cx: JobContext) -> Result<Settled, JobError> {
+        let id = input.operation_id;
+        let settled = |status: &str| Ok(Settled { operation_id: id.clone(), status: status.to_string() });
+        match self.settle(&cx.job().job.tenant, &id).await {
+            Ok(Some(op)) if op.status.is_terminal() || op.status == OpStatus::Proposed => settled(op.status.as_str()),
+            // Authorized but never started: nothing was done, nothing to settle.
+            Ok(Some(op)) if op.status == OpStatus::Authorized => settled("authorized"),
+            Ok(Some(op)) => Err(JobError::retry(format!("operation still {}", op.status.as_str()))),
+            Ok(None) => settled("gone"),
+            Err(error) => Err(JobError::retry(error)),
         }
     }
 

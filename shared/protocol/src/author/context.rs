@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use relevo_state::{Engine, Ids, Job, Owner, RandomIds, canonical_digest};
 
 use super::error::ToolError;
+use super::jobs::JobKind;
 use super::schema::form_schema;
 use crate::auth::Principal;
 use crate::notify::Notifier;
@@ -117,28 +118,44 @@ impl ToolContext {
     }
 
     /// Starts a durable job of `kind` for the caller (one per `operation_key`, if given): the
-    /// job is written before this returns, and a worker runs it.
-    pub async fn start_job(
+    /// job is written before this returns, and a worker runs it. The input is the kind's own
+    /// type: another does not compile.
+    ///
+    /// ```compile_fail
+    /// # use relevo_protocol::author::{JobKind, ToolContext, ToolError};
+    /// # use relevo_state::Engine;
+    /// #[derive(serde::Serialize)]
+    /// struct ExportInput { dataset: String }
+    /// #[derive(serde::Serialize)]
+    /// struct SettleInput { operation_id: String }
+    /// const EXPORT: JobKind<ExportInput> = JobKind::new("export");
+    ///
+    /// async fn start(cx: &ToolContext, engine: &Engine) -> Result<(), ToolError> {
+    ///     let wrong = SettleInput { operation_id: "op-1".into() };
+    ///     cx.start_job(engine, &EXPORT, None, &wrong).await?; // expected `&ExportInput`
+    ///     Ok(())
+    /// }
+    /// ```
+    pub async fn start_job<I: Serialize>(
         &self,
         engine: &Engine,
-        kind: &str,
+        kind: &JobKind<I>,
         operation_key: Option<&str>,
-        input: &impl Serialize,
+        input: &I,
     ) -> Result<Job, ToolError> {
-        let input = serde_json::to_value(input).map_err(ToolError::internal)?;
         let principal = &self.call.principal;
-        Ok(engine.start(&principal.tenant, &principal.subject, kind, operation_key, input).await?)
+        Ok(kind.start(engine, &principal.tenant, &principal.subject, operation_key, input).await?)
     }
 
     /// Starts a durable job of `kind` as [`ToolContext::start_job`] does; a client that declared
     /// the Tasks extension follows it as a task (`?` answers with the created task), any other
     /// client gets the job back to answer with.
-    pub async fn start_task(
+    pub async fn start_task<I: Serialize>(
         &self,
         engine: &Engine,
-        kind: &str,
+        kind: &JobKind<I>,
         operation_key: Option<&str>,
-        input: &impl Serialize,
+        input: &I,
     ) -> Result<Job, ToolError> {
         let job = self.start_job(engine, kind, operation_key, input).await?;
         if self.call.client.declares_tasks() {

@@ -87,6 +87,7 @@ impl From<StartError> for ToolError {
             StartError::KeyConflict { .. } => ToolError::Caller(error.to_string()),
             StartError::LimitReached { what, max } => ToolError::Server(McpError::LimitReached { what, max }),
             StartError::Store(error) => error.into(),
+            StartError::Input { .. } => ToolError::internal(error),
         }
     }
 }

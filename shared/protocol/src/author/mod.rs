@@ -5,7 +5,8 @@
 //! against that schema before the function runs, and `?` works on every fallible step with a
 //! [`ToolError`] that says whose fault it was. Elicitation is a typed call that ends the round
 //! when the answer is not there yet ([`ToolContext::elicit`]); starting a durable job is one
-//! call ([`ToolContext::start_job`]). Annotations, scopes, cache policy and invalidation stay
+//! call ([`ToolContext::start_job`]) over a typed [`JobKind`], and running it one async function
+//! registered with [`crate::App::job`] ([`jobs`]). Annotations, scopes, cache policy and invalidation stay
 //! declarative, on the returned [`crate::Tool`].
 //!
 //! ```
@@ -41,11 +42,13 @@
 mod context;
 mod error;
 mod finite;
+mod jobs;
 pub mod rounds;
 pub mod schema;
 mod typed;
 
 pub use context::{Elicited, ToolContext};
 pub use error::{Fault, Required, ToolError};
+pub use jobs::{JobContext, JobError, JobKind};
 pub use rounds::RoundLedger;
 pub use typed::{NoArgs, Structured};

@@ -104,8 +104,10 @@ impl App {
         self
     }
 
-    /// Runs the app's jobs of `kind` (started by its tools through `Ports::jobs`) in the worker.
-    pub fn job(mut self, kind: &str, runner: Arc<dyn JobRunner>) -> Self {
+    /// Runs the app's jobs of `kind` (started by its tools through `Ports::jobs`) in the worker
+    /// with an untyped runner, which sees the raw job. A typed job is registered with
+    /// [`App::job`] instead ([`crate::author::JobKind`]).
+    pub fn job_runner(mut self, kind: &str, runner: Arc<dyn JobRunner>) -> Self {
         self.job_runners.insert(kind.into(), runner);
         self
     }

@@ -117,6 +117,10 @@ pub enum StartError {
     /// The principal or its tenant has `max` jobs in flight already: retry once one finished.
     #[error("at most {max} {what}")]
     LimitReached { what: &'static str, max: usize },
+    /// The typed input did not serialize to JSON (a map with non-string keys, a failing
+    /// `Serialize`): nothing was written.
+    #[error("the input of a {kind:?} job does not serialize: {reason}")]
+    Input { kind: String, reason: String },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -144,13 +148,15 @@ pub enum WorkError {
     Store(#[from] StoreError),
 }
 
-/// What a runner sees of its job while it runs. Checkpoints are fenced writes.
+/// What a runner sees of its job while it runs. Checkpoints are fenced writes. A clone is the
+/// same context (one held job, one lease), so a typed runner can take it by value.
+#[derive(Clone)]
 pub struct JobContext {
     store: Arc<dyn JobStore>,
     clock: Arc<dyn Clock>,
     lease_owner: String,
     lease_secs: u64,
-    job: Mutex<Job>,
+    job: Arc<Mutex<Job>>,
 }
 
 impl JobContext {
@@ -165,6 +171,20 @@ impl JobContext {
     /// The last checkpoint saved (by this run or an earlier one).
     pub fn checkpoint(&self) -> Option<Value> {
         self.job().checkpoint
+    }
+
+    /// The last checkpoint as a `C`; `None` if none was saved or it does not fit `C` (the run
+    /// then starts over, which a runner resumable from any checkpoint must allow).
+    pub fn checkpoint_as<C: serde::de::DeserializeOwned>(&self) -> Option<C> {
+        serde_json::from_value(self.checkpoint()?).ok()
+    }
+
+    /// [`JobContext::save_checkpoint`] of a typed checkpoint; one that does not serialize fails
+    /// the job for good.
+    pub async fn save_checkpoint_as<C: serde::Serialize>(&self, checkpoint: &C) -> Result<(), JobFailure> {
+        let value = serde_json::to_value(checkpoint)
+            .map_err(|error| JobFailure::Failed(format!("the checkpoint does not serialize: {error}")))?;
+        self.save_checkpoint(value).await
     }
 
     pub fn cancel_requested(&self) -> bool {

@@ -168,7 +168,7 @@ impl Worker {
             clock: self.clock.clone(),
             lease_owner,
             lease_secs: self.config.lease_secs,
-            job: Mutex::new(claimed),
+            job: Arc::new(Mutex::new(claimed)),
         };
         let run = AssertUnwindSafe(runner.run(&ctx)).catch_unwind();
         let outcome = tokio::select! {
