@@ -1,5 +1,6 @@
 //! Test support: build a gateway router around an app and send it requests in-process.
 
+pub mod inventory;
 pub mod race;
 
 use std::sync::Arc;
