@@ -223,6 +223,22 @@ where
     ShopJobs { app, engine, worker }
 }
 
+/// Runs every job queued on `queue` through `worker`, as the worker function would, until the
+/// queue is empty.
+pub async fn drain(queue: &dyn relevo_state::Queue, worker: &relevo_state::Worker) {
+    loop {
+        let now = relevo_state::Clock::now_unix(&relevo_state::SystemClock);
+        let messages = queue.receive(10, 60, now).await.expect("the queue answers");
+        if messages.is_empty() {
+            return;
+        }
+        for message in messages {
+            worker.process_message(&message.body).await.expect("the worker takes the message");
+            queue.delete(&message.receipt).await.expect("the message is deleted");
+        }
+    }
+}
+
 /// A token of the dev issuer, valid for five minutes.
 pub fn dev_token(issuer: &relevo_auth::DevIssuer, tenant: &str, subject: &str, scopes: &[&str]) -> String {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);

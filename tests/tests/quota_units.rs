@@ -69,22 +69,6 @@ impl Door {
         assert_eq!(reply.status, 200, "{}", reply.text);
         (difference(&before, &self.units()), reply.json())
     }
-
-    /// Runs every queued job, as the worker would.
-    async fn drain(&self) {
-        use relevo_state::Queue;
-        loop {
-            let messages =
-                self.queue.receive(10, 60, relevo_state::Clock::now_unix(&relevo_state::SystemClock)).await.unwrap();
-            if messages.is_empty() {
-                return;
-            }
-            for message in messages {
-                self.jobs.worker.process_message(&message.body).await.unwrap();
-                self.queue.delete(&message.receipt).await.unwrap();
-            }
-        }
-    }
 }
 
 fn difference(before: &BTreeMap<String, usize>, after: &BTreeMap<String, usize>) -> BTreeMap<String, usize> {
@@ -104,19 +88,13 @@ fn greet() -> Value {
 }
 
 #[tokio::test]
-async fn a_call_on_the_all_methods_function_spends_one_tenant_and_one_tool_unit() {
-    let d = door(Routing::Single);
-    let (spent, answer) = d.spent(rpc_as(Some(&d.token), 1, "tools/call", greet())).await;
-    assert!(answer.get("result").is_some(), "{answer}");
-    assert_eq!(spent, one_each("greet"));
-}
-
-#[tokio::test]
-async fn a_call_on_its_per_method_function_spends_one_tenant_and_one_tool_unit() {
-    let d = door(Routing::PerMethod);
-    let (spent, answer) = d.spent(rpc_as(Some(&d.token), 1, "tools/call", greet())).await;
-    assert!(answer.get("result").is_some(), "{answer}");
-    assert_eq!(spent, one_each("greet"));
+async fn a_call_on_the_all_methods_or_its_per_method_function_spends_one_tenant_and_one_tool_unit() {
+    for routing in [Routing::Single, Routing::PerMethod] {
+        let d = door(routing);
+        let (spent, answer) = d.spent(rpc_as(Some(&d.token), 1, "tools/call", greet())).await;
+        assert!(answer.get("result").is_some(), "{routing:?}: {answer}");
+        assert_eq!(spent, one_each("greet"), "{routing:?}");
+    }
 }
 
 #[tokio::test]
@@ -129,7 +107,7 @@ async fn a_task_augmented_call_spends_one_tenant_and_one_tool_unit_and_its_task_
         assert_eq!(answer["result"]["resultType"], "task", "{routing:?}: {answer}");
         assert_eq!(spent, one_each("export_start"), "{routing:?}");
         let before = d.units();
-        d.drain().await;
+        drain(&d.queue, &d.jobs.worker).await;
         assert_eq!(difference(&before, &d.units()), BTreeMap::new(), "{routing:?}: running the task spends nothing");
     }
 }

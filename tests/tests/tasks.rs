@@ -46,21 +46,6 @@ impl Fixture {
     }
 }
 
-/// Runs everything queued, as the worker would.
-async fn drain(queue: &SqliteQueue, worker: &relevo_state::Worker) {
-    use relevo_state::Queue;
-    loop {
-        let messages = queue.receive(10, 60, relevo_state::Clock::now_unix(&relevo_state::SystemClock)).await.unwrap();
-        if messages.is_empty() {
-            return;
-        }
-        for message in messages {
-            worker.process_message(&message.body).await.unwrap();
-            queue.delete(&message.receipt).await.unwrap();
-        }
-    }
-}
-
 #[tokio::test]
 async fn the_export_is_a_task_that_only_its_owner_can_read_or_cancel() {
     let f = fixture();
