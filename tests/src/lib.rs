@@ -1,5 +1,6 @@
 //! Test support: build a gateway router around an app and send it requests in-process.
 
+pub mod inventory;
 pub mod race;
 
 use std::sync::Arc;
@@ -220,6 +221,22 @@ where
     let app = Arc::new(relevo_app::app_with(&ports, &config));
     let worker = app.worker(engine.clone());
     ShopJobs { app, engine, worker }
+}
+
+/// Runs every job queued on `queue` through `worker`, as the worker function would, until the
+/// queue is empty.
+pub async fn drain(queue: &dyn relevo_state::Queue, worker: &relevo_state::Worker) {
+    loop {
+        let now = relevo_state::Clock::now_unix(&relevo_state::SystemClock);
+        let messages = queue.receive(10, 60, now).await.expect("the queue answers");
+        if messages.is_empty() {
+            return;
+        }
+        for message in messages {
+            worker.process_message(&message.body).await.expect("the worker takes the message");
+            queue.delete(&message.receipt).await.expect("the message is deleted");
+        }
+    }
 }
 
 /// A token of the dev issuer, valid for five minutes.

@@ -165,9 +165,9 @@ impl<S: RecordStore + 'static> RecordStore for RaceStore<S> {
             let written = writes
                 .iter()
                 .filter_map(|w| match w {
-                    Write::Create { key, body, .. } | Write::Update { key, body, .. } => {
-                        Some((key.clone(), body.clone()))
-                    }
+                    Write::Create { key, body, .. }
+                    | Write::Update { key, body, .. }
+                    | Write::UpdateExpiring { key, body, .. } => Some((key.clone(), body.clone())),
                     Write::Check { .. } => None,
                     Write::Delete { key, .. } => Some((key.clone(), Value::Null)),
                 })

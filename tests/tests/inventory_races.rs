@@ -16,95 +16,14 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Duration;
 
-use relevo_app::inventory::{Inventory, InventoryConfig, InventoryError, PlanLine, ProposeRequest, SimulatedWarehouse};
+use relevo_app::inventory::{InventoryError, PlanLine};
 use relevo_protocol::Principal;
 use relevo_state::ledger::{LedgerError, OpStatus};
-use relevo_state::{ManualClock, RandomIds, RecordStore};
-use relevo_tests::race::{Backend, Both, RaceStore, Seed, backend};
-use serde_json::{Value, json};
-
-const T0: u64 = 1_900_000_000;
-
-struct World {
-    store: Arc<RaceStore<Both>>,
-    instances: Vec<Inventory>,
-}
-
-async fn world(kind: Backend, seed: Seed) -> World {
-    let store = Arc::new(RaceStore::new(Arc::new(Both(backend(kind).await)), seed, Duration::from_millis(3)));
-    let clock = ManualClock::at(T0);
-    let instances = (0..3)
-        .map(|_| {
-            let records: Arc<dyn RecordStore> = store.clone();
-            let downstream = SimulatedWarehouse {
-                records: records.clone(),
-                clock: Arc::new(clock.clone()),
-                ids: Arc::new(RandomIds),
-                window_secs: 24 * 3600,
-            };
-            Inventory {
-                records,
-                downstream: Arc::new(downstream),
-                clock: Arc::new(clock.clone()),
-                ids: Arc::new(RandomIds),
-                config: InventoryConfig { lease_secs: 30, approvals_url: "/approvals".into() },
-                settler: None,
-            }
-        })
-        .collect();
-    World { store, instances }
-}
-
-impl World {
-    fn at(&self, n: usize) -> Inventory {
-        self.instances[n % self.instances.len()].clone()
-    }
-
-    /// Stock commits per item, from the store's history.
-    fn stock_commits(&self, sku: &str) -> usize {
-        self.store.applied("stock").iter().filter(|(key, _)| key.id.ends_with(&format!("/{sku}"))).count()
-    }
-
-    /// Downstream effects per operation id.
-    fn effects(&self) -> BTreeMap<String, usize> {
-        let mut effects = BTreeMap::new();
-        for written in self.store.history().into_iter().filter(|w| w.applied && w.call == "create") {
-            for (key, _) in written.writes.into_iter().filter(|(key, _)| key.kind == "warehouse-api") {
-                *effects.entry(key.id).or_default() += 1;
-            }
-        }
-        effects
-    }
-
-    async fn stock(&self, sku: &str) -> (u64, u64) {
-        let stock = self.instances[0].read("acme", "main", sku).await.unwrap();
-        (stock.quantity, stock.version)
-    }
-
-    async fn seed_stock(&self, sku: &str, quantity: u64) {
-        let agent = agent("setup");
-        let op = self.at(0).propose(&agent, &request(sku, quantity, 0)).await.unwrap();
-        assert_eq!(op.status, OpStatus::Authorized, "a first small stock needs no person");
-        let applied = self.at(0).apply(&agent, None).await.unwrap();
-        assert_eq!(applied[0]["status"], "succeeded", "{applied:?}");
-    }
-}
-
-fn agent(subject: &str) -> Principal {
-    Principal::new("acme", subject, ["inventory:read", "inventory:write"])
-}
-
-fn person(subject: &str) -> Principal {
-    Principal::new("acme", subject, ["inventory:read", "inventory:approve"])
-}
-
-fn request(sku: &str, to: u64, expected_version: u64) -> ProposeRequest {
-    serde_json::from_value(json!({ "warehouse": "main", "sku": sku, "to": to, "expectedVersion": expected_version }))
-        .unwrap()
-}
+use relevo_tests::inventory::{agent, person, request, world};
+use relevo_tests::race::{Backend, Seed};
+use serde_json::Value;
 
 /// The reports about `id` in every answer.
 fn reports_of<'a>(answers: &'a [Vec<Value>], id: &str) -> Vec<&'a Value> {

@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use relevo_embedded::{SqliteQueue, SqliteStore};
-use relevo_protocol::{McpServer, ServerConfig};
+use relevo_protocol::wire::CallToolResult;
+use relevo_protocol::{App, McpServer, NoAuth, Outcome, ServerConfig, TaskSupport, Tool, handler};
 use relevo_tests::*;
 use serde_json::{Value, json};
 
@@ -40,20 +41,8 @@ impl Fixture {
         send(&self.router, rpc_as(Some(token), 1, method, params)).await.json()
     }
 
-    /// Runs everything queued, as the worker would.
     async fn drain(&self) {
-        use relevo_state::Queue;
-        loop {
-            let messages =
-                self.queue.receive(10, 60, relevo_state::Clock::now_unix(&relevo_state::SystemClock)).await.unwrap();
-            if messages.is_empty() {
-                return;
-            }
-            for message in messages {
-                self.jobs.worker.process_message(&message.body).await.unwrap();
-                self.queue.delete(&message.receipt).await.unwrap();
-            }
-        }
+        drain(&self.queue, &self.jobs.worker).await;
     }
 }
 
@@ -141,4 +130,90 @@ async fn discover_advertises_the_tasks_extension() {
     let discover = f.rpc(&alice, "server/discover", json!({})).await;
     assert_eq!(discover["result"]["capabilities"]["extensions"], json!({ "io.modelcontextprotocol/tasks": {} }));
     assert!(discover["result"]["capabilities"].get("tasks").is_none());
+}
+
+/// What the tests' log lines say, collected from a subscriber set for the current thread.
+#[derive(Clone, Default)]
+struct Logs(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_task_result_that_breaks_its_output_schema_fails_the_task() {
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt().with_ansi(false).with_writer(move || writer.clone()).finish();
+    let _logging = tracing::subscriber::set_default(subscriber);
+
+    // The tool returns a result its declared outputSchema refuses (`n` is not an integer).
+    let answer = |structured: Value| {
+        handler(move |_| {
+            let structured = structured.clone();
+            async move { Ok(Outcome::tool(CallToolResult::structured(structured))) }
+        })
+    };
+    let schema = json!({ "type": "object", "properties": { "n": { "type": "integer" } }, "required": ["n"] });
+    let tool = |name: &str, structured: Value| {
+        Tool::new(name, "", json!({ "type": "object" }), answer(structured))
+            .with_output_schema(schema.clone())
+            .tasks(TaskSupport::Required)
+    };
+    let app = Arc::new(
+        App::new("task-outputs", "0")
+            .tool(tool("keeps", json!({ "n": 1 })))
+            .tool(tool("breaks", json!({ "n": "private-words" }))),
+    );
+    let sqlite = SqliteStore::in_memory().unwrap();
+    let queue = SqliteQueue::new(sqlite.clone(), 5);
+    let records = Arc::new(sqlite);
+    let engine = Arc::new(relevo_state::Engine::new(
+        records,
+        Arc::new(queue.clone()),
+        Arc::new(relevo_state::SystemClock),
+        Arc::new(relevo_state::RandomIds),
+        relevo_state::EngineConfig::default(),
+    ));
+    let worker = app.worker(engine.clone());
+    let router = router(McpServer::new(app, test_config(), test_keys(), Arc::new(NoAuth)).with_tasks(engine));
+    let call = |id: u64, method: &str, params: Value| {
+        let mut params = params;
+        params["_meta"] = tasks_meta();
+        rpc(id, method, params)
+    };
+    let mut tasks = Vec::new();
+    for name in ["keeps", "breaks"] {
+        let created = send(&router, call(1, "tools/call", json!({ "name": name, "arguments": {} }))).await.json();
+        assert_eq!(created["result"]["resultType"], "task", "{name}: {created}");
+        tasks.push(created["result"]["taskId"].as_str().unwrap().to_string());
+    }
+    drain(&queue, &worker).await;
+    let got = |id: &str| send(&router, call(2, "tasks/get", json!({ "taskId": id })));
+
+    let kept = got(&tasks[0]).await.json();
+    assert_eq!(kept["result"]["status"], "completed", "{kept}");
+    assert_eq!(kept["result"]["result"]["structuredContent"], json!({ "n": 1 }));
+
+    let broke = got(&tasks[1]).await.json();
+    assert_eq!(broke["result"]["status"], "failed", "a result that breaks the schema is no success: {broke}");
+    assert_eq!(broke["result"]["error"]["code"], -32603, "{broke}");
+    assert!(broke["result"]["error"]["message"].as_str().unwrap_or_default().contains("outputSchema"), "{broke}");
+    assert!(!broke.to_string().contains("private-words"), "no result content in the task: {broke}");
+    let logged = logs.text();
+    let line = logged.lines().find(|l| l.contains("broke its outputSchema")).unwrap_or_else(|| panic!("{logged}"));
+    assert!(line.contains("breaks"), "the log names the tool: {line}");
+    assert!(!logged.contains("private-words"), "no result content in the log: {logged}");
 }

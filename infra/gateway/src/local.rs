@@ -148,14 +148,19 @@ fn dev_issuer_path() -> PathBuf {
 type Backend = (Option<SqliteStore>, Option<Arc<Engine>>);
 
 /// `RELEVO_STORE`: `sqlite:PATH` (default `sqlite:.relevo/store.db`), `memory`, or `none`. The
-/// same database holds records, jobs and the work queue (5 deliveries, then dead letters).
+/// same database holds records, jobs and the work queue (5 deliveries, then dead letters). A
+/// `.relevo` folder holding it is made the owner's only at every start.
 fn backend() -> Result<Backend, Box<dyn std::error::Error>> {
     let spec = std::env::var("RELEVO_STORE").unwrap_or_else(|_| "sqlite:.relevo/store.db".into());
     let sqlite = match spec.as_str() {
         "none" => return Ok((None, None)),
         "memory" => SqliteStore::in_memory()?,
         other => match other.strip_prefix("sqlite:") {
-            Some(path) => SqliteStore::open(std::path::Path::new(path))?,
+            Some(path) => {
+                // A `.relevo/` an older version left readable by others is tightened (and logged).
+                relevo_auth::tighten_data_dir(std::path::Path::new(path))?;
+                SqliteStore::open(std::path::Path::new(path))?
+            }
             None => return Err(format!("RELEVO_STORE must be sqlite:PATH, memory or none, got {other:?}").into()),
         },
     };

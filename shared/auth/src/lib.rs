@@ -28,7 +28,7 @@ pub mod ring_crypto;
 pub mod verifier;
 
 pub use config::{AuthMode, AuthSettings, ConfigError, IdentityProvider};
-pub use dev::DevIssuer;
+pub use dev::{DevIssuer, tighten_data_dir};
 pub use jwks::{HttpKeySource, KeySource, StaticKeySource};
 pub use metadata::{METADATA_PATHS, metadata_response, protected_resource_metadata};
 pub use verifier::{AuthError, BearerAuthenticator};

@@ -341,7 +341,9 @@ impl RecordStore for DynamoStore {
                     .iter()
                     .map(|write| match write {
                         Write::Create { .. } => 1,
-                        Write::Update { expected_revision, .. } => expected_revision + 1,
+                        Write::Update { expected_revision, .. } | Write::UpdateExpiring { expected_revision, .. } => {
+                            expected_revision + 1
+                        }
                         Write::Check { expected_revision, .. } => *expected_revision,
                         Write::Delete { .. } => 0,
                     })
@@ -398,7 +400,7 @@ impl DynamoStore {
         intent: &str,
     ) -> Result<bool, StoreError> {
         for (write, reason) in writes.iter().zip(reasons) {
-            if !matches!(write, Write::Create { .. } | Write::Update { .. })
+            if !matches!(write, Write::Create { .. } | Write::Update { .. } | Write::UpdateExpiring { .. })
                 || reason.code() != Some("ConditionalCheckFailed")
             {
                 continue;
@@ -429,21 +431,10 @@ impl DynamoStore {
                 TransactWriteItem::builder().put(put).build()
             }
             Write::Update { key, expected_revision, body } => {
-                let update = Update::builder()
-                    .table_name(&self.table)
-                    .key("pk", s(key.storage_key()))
-                    .update_expression("SET body = :body, rev = :next, #intent = :intent")
-                    .expression_attribute_names("#intent", INTENT)
-                    .condition_expression("rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)")
-                    .expression_attribute_values(":body", s(body.to_string()))
-                    .expression_attribute_values(":intent", s(intent))
-                    .expression_attribute_values(":next", n(expected_revision + 1))
-                    .expression_attribute_values(":rev", n(*expected_revision))
-                    .expression_attribute_values(":now", n(now))
-                    .return_values_on_condition_check_failure(old)
-                    .build()
-                    .map_err(unbuilt)?;
-                TransactWriteItem::builder().update(update).build()
+                self.update_item(key, *expected_revision, body, None, intent, now)?
+            }
+            Write::UpdateExpiring { key, expected_revision, body, expires_at } => {
+                self.update_item(key, *expected_revision, body, Some(*expires_at), intent, now)?
             }
             Write::Delete { key, expected_revision } => {
                 let delete = Delete::builder()
@@ -475,6 +466,39 @@ impl DynamoStore {
         })
     }
 
+    /// The transactional update of the live item at `expected_revision`: its body, and its
+    /// expiry set (`Some(Some(t))`), removed (`Some(None)`: never expires) or kept (`None`).
+    fn update_item(
+        &self,
+        key: &RecordKey,
+        expected_revision: u64,
+        body: &Value,
+        expiry: Option<Option<u64>>,
+        intent: &str,
+        now: u64,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let set = "SET body = :body, rev = :next, #intent = :intent";
+        let update = Update::builder()
+            .table_name(&self.table)
+            .key("pk", s(key.storage_key()))
+            .expression_attribute_names("#intent", INTENT)
+            .condition_expression("rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)")
+            .expression_attribute_values(":body", s(body.to_string()))
+            .expression_attribute_values(":intent", s(intent))
+            .expression_attribute_values(":next", n(expected_revision + 1))
+            .expression_attribute_values(":rev", n(expected_revision))
+            .expression_attribute_values(":now", n(now))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        let update = match expiry {
+            None => update.update_expression(set),
+            Some(Some(expires_at)) => update
+                .update_expression(format!("{set}, expires_at = :expires"))
+                .expression_attribute_values(":expires", n(expires_at)),
+            Some(None) => update.update_expression(format!("{set} REMOVE expires_at")),
+        };
+        Ok(TransactWriteItem::builder().update(update.build().map_err(unbuilt)?).build())
+    }
+
     /// Why write `write` was refused, from the item the cancellation returned (or a consistent
     /// read when the emulator or service did not return it).
     async fn refusal(&self, write: &Write, returned: Option<Item>, now: u64) -> Result<StoreError, StoreError> {
@@ -485,16 +509,20 @@ impl DynamoStore {
         .filter(|item| live(item, now));
         Ok(match (write, current) {
             (Write::Create { key, .. }, Some(item)) => StoreError::AlreadyExists(Box::new(record_of(key, &item)?)),
-            (Write::Update { key, expected_revision, .. }, Some(item)) => {
-                StoreError::Conflict { expected: *expected_revision, current: Box::new(record_of(key, &item)?) }
-            }
+            (
+                Write::Update { key, expected_revision, .. } | Write::UpdateExpiring { key, expected_revision, .. },
+                Some(item),
+            ) => StoreError::Conflict { expected: *expected_revision, current: Box::new(record_of(key, &item)?) },
             (Write::Check { key, expected_revision: 0 }, Some(item)) => {
                 StoreError::AlreadyExists(Box::new(record_of(key, &item)?))
             }
             (Write::Check { key, expected_revision } | Write::Delete { key, expected_revision }, Some(item)) => {
                 StoreError::Conflict { expected: *expected_revision, current: Box::new(record_of(key, &item)?) }
             }
-            (Write::Update { .. } | Write::Check { .. } | Write::Delete { .. }, None) => StoreError::NotFound,
+            (
+                Write::Update { .. } | Write::UpdateExpiring { .. } | Write::Check { .. } | Write::Delete { .. },
+                None,
+            ) => StoreError::NotFound,
             (Write::Create { .. }, None) => unavailable("create refused without a live item"),
         })
     }

@@ -40,6 +40,11 @@ async fn dynamodb_transactions_are_all_or_nothing_and_isolated_from_each_other()
         .await;
 }
 
+#[tokio::test]
+async fn dynamodb_transactions_set_move_and_remove_an_expiry() {
+    relevo_state::contract::transaction_expiry_contract(Arc::new(store().await)).await;
+}
+
 /// An HTTP client that sends every DynamoDB write twice and answers the second send, as the SDK
 /// does when the first attempt was applied but its answer was lost (an attempt timeout).
 #[derive(Debug)]

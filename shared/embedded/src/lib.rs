@@ -208,29 +208,8 @@ impl RecordStore for SqliteStore {
         expires_at: Option<u64>,
         now: u64,
     ) -> StoreFuture<'a, Record> {
-        let (key, body) = (key.clone(), body.clone());
-        Box::pin(self.run(move |connection| {
-            let written = connection
-                .execute(
-                    "UPDATE records SET revision = revision + 1, body = ?1, expires_at = ?2
-                     WHERE pk = ?3 AND revision = ?4 AND (expires_at IS NULL OR expires_at > ?5)",
-                    params![
-                        body.to_string(),
-                        expires_at.map(|e| e as i64),
-                        key.storage_key(),
-                        expected_revision as i64,
-                        now as i64
-                    ],
-                )
-                .map_err(unavailable)?;
-            if written == 1 {
-                return Ok(Record { key, revision: expected_revision + 1, body, expires_at });
-            }
-            match read(connection, &key, now)? {
-                Some(current) => Err(StoreError::Conflict { expected: expected_revision, current: Box::new(current) }),
-                None => Err(StoreError::NotFound),
-            }
-        }))
+        let write = Write::UpdateExpiring { key: key.clone(), expected_revision, body: body.clone(), expires_at };
+        Box::pin(self.run(move |connection| apply(connection, &write, now)?))
     }
 
     fn get_many<'a>(&'a self, keys: &'a [RecordKey], now: u64) -> StoreFuture<'a, Vec<Option<Record>>> {
@@ -363,23 +342,50 @@ fn apply(connection: &Connection, write: &Write, now: u64) -> Result<Result<Reco
                 None => StoreError::NotFound,
             }))
         }
-        Write::Update { key, expected_revision, body } => {
-            let written = connection
-                .execute(
-                    "UPDATE records SET revision = revision + 1, body = ?1
-                     WHERE pk = ?2 AND revision = ?3 AND (expires_at IS NULL OR expires_at > ?4)",
-                    params![body.to_string(), key.storage_key(), *expected_revision as i64, now as i64],
-                )
-                .map_err(unavailable)?;
-            match read(connection, key, now)? {
-                Some(current) if written == 1 => Ok(Ok(current)),
-                Some(current) => {
-                    Ok(Err(StoreError::Conflict { expected: *expected_revision, current: Box::new(current) }))
-                }
-                None => Ok(Err(StoreError::NotFound)),
-            }
+        Write::Update { key, expected_revision, body } => update(connection, key, *expected_revision, body, None, now),
+        Write::UpdateExpiring { key, expected_revision, body, expires_at } => {
+            update(connection, key, *expected_revision, body, Some(*expires_at), now)
         }
     }
+}
+
+/// A conditional update of the live record at `expected_revision`: its expiry set to
+/// `expiry` (`Some(None)`: never expires) or kept (`None`), in one statement.
+fn update(
+    connection: &Connection,
+    key: &RecordKey,
+    expected_revision: u64,
+    body: &Value,
+    expiry: Option<Option<u64>>,
+    now: u64,
+) -> Result<Result<Record, StoreError>, StoreError> {
+    // `?5` says whether the expiry is set (to `?6`; NULL: never) or kept.
+    let written: Option<Option<i64>> = connection
+        .query_row(
+            "UPDATE records SET revision = revision + 1, body = ?1,
+                 expires_at = CASE WHEN ?5 THEN ?6 ELSE expires_at END
+             WHERE pk = ?2 AND revision = ?3 AND (expires_at IS NULL OR expires_at > ?4)
+             RETURNING expires_at",
+            params![
+                body.to_string(),
+                key.storage_key(),
+                expected_revision as i64,
+                now as i64,
+                expiry.is_some(),
+                expiry.flatten().map(|e| e as i64)
+            ],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(unavailable)?;
+    if let Some(expires_at) = written {
+        let expires_at = expires_at.map(|e| e as u64);
+        return Ok(Ok(Record { key: key.clone(), revision: expected_revision + 1, body: body.clone(), expires_at }));
+    }
+    Ok(Err(match read(connection, key, now)? {
+        Some(current) => StoreError::Conflict { expected: expected_revision, current: Box::new(current) },
+        None => StoreError::NotFound,
+    }))
 }
 
 #[cfg(test)]

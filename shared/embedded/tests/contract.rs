@@ -32,6 +32,11 @@ async fn sqlite_transactions_are_all_or_nothing() {
 }
 
 #[tokio::test]
+async fn sqlite_transactions_set_move_and_remove_an_expiry() {
+    relevo_state::contract::transaction_expiry_contract(Arc::new(SqliteStore::in_memory().unwrap())).await;
+}
+
+#[tokio::test]
 async fn sqlite_meets_the_job_store_contract() {
     relevo_state::contract::job_store_contract(Arc::new(SqliteStore::in_memory().unwrap())).await;
 }

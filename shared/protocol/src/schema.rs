@@ -33,22 +33,38 @@ pub enum Refusal {
     Invalid { message: String, errors: Vec<Value> },
 }
 
-/// A tool's compiled input schema, shared by the tool's clones.
-#[derive(Clone, Default)]
-pub struct InputSchema(Arc<OnceLock<Result<(boon::Schemas, boon::SchemaIndex), String>>>);
+/// A schema compiled by `boon`, or why it does not compile.
+pub(crate) type Compiled = Result<(boon::Schemas, boon::SchemaIndex), String>;
 
-impl InputSchema {
-    fn compiled(&self, schema: &JsonObject) -> &Result<(boon::Schemas, boon::SchemaIndex), String> {
+/// One tool schema (input or output), compiled once on first use and shared by the tool's
+/// clones: JSON Schema 2020-12 unless the schema names another draft, and no `$ref` loaded from
+/// anywhere (no scheme is registered, so nothing outside the schema itself can be fetched).
+#[derive(Clone, Default)]
+pub(crate) struct CompiledSchema(Arc<OnceLock<Compiled>>);
+
+impl CompiledSchema {
+    /// `schema` compiled under the name `location` (the first call compiles; later calls,
+    /// whatever they pass, get that first result).
+    pub(crate) fn get(&self, location: &str, schema: &JsonObject) -> &Compiled {
         self.0.get_or_init(|| {
             let mut compiler = boon::Compiler::new();
             compiler.set_default_draft(boon::Draft::V2020_12);
-            // No scheme is registered: a `$ref` outside the schema itself cannot be loaded.
             compiler.use_loader(Box::new(boon::SchemeUrlLoader::new()));
             let mut schemas = boon::Schemas::new();
-            compiler.add_resource(LOCATION, Value::Object(schema.clone())).map_err(|error| format!("{error:#}"))?;
-            let index = compiler.compile(LOCATION, &mut schemas).map_err(|error| format!("{error:#}"))?;
+            compiler.add_resource(location, Value::Object(schema.clone())).map_err(|error| format!("{error:#}"))?;
+            let index = compiler.compile(location, &mut schemas).map_err(|error| format!("{error:#}"))?;
             Ok((schemas, index))
         })
+    }
+}
+
+/// A tool's compiled input schema, shared by the tool's clones.
+#[derive(Clone, Default)]
+pub struct InputSchema(CompiledSchema);
+
+impl InputSchema {
+    fn compiled(&self, schema: &JsonObject) -> &Compiled {
+        self.0.get(LOCATION, schema)
     }
 
     /// Why `schema` does not compile, if it does not (for tests over a whole app).

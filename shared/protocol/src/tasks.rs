@@ -9,6 +9,10 @@
 //! Status mapping: queued/running → `working`, parked for input → `input_required`, succeeded →
 //! `completed` (a tool error is `completed` with `result.isError`), failed → `failed` (protocol
 //! errors only, with `error`), cancelled → `cancelled`.
+//!
+//! A task's result is held to the tool's `outputSchema` in the worker exactly as a direct call's
+//! is (`registry::output`): a result that breaks it fails the task with `-32603`, and neither the
+//! stored error nor the log line carries the result's content.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -186,6 +190,13 @@ impl JobRunner for ToolTaskRunner {
             };
             match outcome {
                 Ok(Ok(Outcome::Complete(mut result))) => {
+                    // Held to the tool's outputSchema as a direct call is: a result that breaks
+                    // it fails the task (-32603), logged with the tool's name, never its content.
+                    if let Some(schema) = tool.output.get() {
+                        tool.output_check
+                            .check(&tool.name, schema, &result)
+                            .map_err(|error| JobFailure::Protocol(error.to_error_object()))?;
+                    }
                     result.insert("resultType".into(), json!("complete"));
                     Ok(Value::Object(result))
                 }

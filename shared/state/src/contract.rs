@@ -481,3 +481,74 @@ pub async fn echo_contract(store: Arc<dyn RecordStore>) {
     assert!(store.transact(&stale, NOW).await.is_err(), "a stale transaction is refused");
     assert_eq!(store.get(&cart, NOW).await.unwrap().unwrap().revision, 3, "nothing else was applied");
 }
+
+/// [`Write::UpdateExpiring`](crate::records::Write::UpdateExpiring) inside a transaction: it sets
+/// an expiry on a record that had none, moves it later and earlier, removes it, and expires the
+/// record at once with a time at or before `now`; a stale `expected_revision` is refused like any
+/// update, and then neither the expiry nor the rest of the transaction is written.
+#[allow(clippy::unwrap_used, clippy::panic)]
+pub async fn transaction_expiry_contract(store: Arc<dyn RecordStore>) {
+    use crate::records::{TransactError, Write};
+
+    let desk = RecordKey::new(Owner::personal("acme", "alice"), "desk", "operations");
+    let op = RecordKey::new(Owner::tenant("acme"), "operation", "op-expiry");
+    store.create(&desk, &json!({"n": 0}), None, NOW).await.unwrap();
+    let expiring = |revision: u64, n: u64, expires_at: Option<u64>| Write::UpdateExpiring {
+        key: desk.clone(),
+        expected_revision: revision,
+        body: json!({ "n": n }),
+        expires_at,
+    };
+    let read =
+        || async { store.get(&desk, NOW).await.unwrap().map(|r| (r.revision, r.body["n"].clone(), r.expires_at)) };
+
+    // Set, with another write in the same transaction.
+    let writes =
+        [expiring(1, 1, Some(NOW + 100)), Write::Create { key: op.clone(), body: json!({}), expires_at: None }];
+    assert_eq!(store.transact(&writes, NOW).await, Ok(vec![2, 1]), "an expiry set in a transaction");
+    assert_eq!(read().await, Some((2, json!(1), Some(NOW + 100))), "the expiry is set");
+    // Moved later, then earlier.
+    assert_eq!(store.transact(&[expiring(2, 2, Some(NOW + 500))], NOW).await, Ok(vec![3]));
+    assert_eq!(read().await, Some((3, json!(2), Some(NOW + 500))), "moved later");
+    assert_eq!(store.transact(&[expiring(3, 3, Some(NOW + 50))], NOW).await, Ok(vec![4]));
+    assert_eq!(read().await, Some((4, json!(3), Some(NOW + 50))), "moved earlier");
+    assert_eq!(store.get(&desk, NOW + 50).await.unwrap(), None, "absent from its new expiry on");
+    // A plain update keeps it.
+    let plain = Write::Update { key: desk.clone(), expected_revision: 4, body: json!({"n": 4}) };
+    assert_eq!(store.transact(&[plain], NOW).await, Ok(vec![5]));
+    assert_eq!(read().await, Some((5, json!(4), Some(NOW + 50))), "Update keeps the expiry");
+
+    // A stale revision is refused with the current record, and nothing of the transaction lands.
+    let marker = RecordKey::new(Owner::tenant("acme"), "marker", "expiry-stale");
+    let stale =
+        [Write::Create { key: marker.clone(), body: json!({}), expires_at: None }, expiring(4, 99, Some(NOW + 9_000))];
+    match store.transact(&stale, NOW).await {
+        Err(TransactError::Refused { index: 1, cause: StoreError::Conflict { expected: 4, current } }) => {
+            assert_eq!((current.revision, current.expires_at), (5, Some(NOW + 50)), "the current record");
+        }
+        other => panic!("a stale expected_revision must be refused as a conflict, got {other:?}"),
+    }
+    assert_eq!(read().await, Some((5, json!(4), Some(NOW + 50))), "neither body nor expiry was written");
+    assert_eq!(store.get(&marker, NOW).await.unwrap(), None, "nor the rest of the transaction");
+
+    // Removed: the record never expires again.
+    assert_eq!(store.transact(&[expiring(5, 5, None)], NOW).await, Ok(vec![6]));
+    assert_eq!(read().await, Some((6, json!(5), None)), "the expiry is removed");
+    assert!(store.get(&desk, NOW + 10_000_000).await.unwrap().is_some(), "and it no longer expires");
+
+    // A time at or before `now` expires it at once: a create may take the key again.
+    assert_eq!(store.transact(&[expiring(6, 6, Some(NOW))], NOW).await, Ok(vec![7]));
+    assert_eq!(store.get(&desk, NOW).await.unwrap(), None, "expired at once");
+    assert!(
+        matches!(
+            store.transact(&[expiring(7, 7, None)], NOW).await,
+            Err(TransactError::Refused { index: 0, cause: StoreError::NotFound })
+        ),
+        "an expired record cannot be updated"
+    );
+    assert_eq!(
+        store.create(&desk, &json!({"n": 0}), None, NOW).await.map(|r| r.revision),
+        Ok(1),
+        "its key is free again"
+    );
+}

@@ -194,6 +194,10 @@ pub enum Write {
     Create { key: RecordKey, body: Value, expires_at: Option<u64> },
     /// Replaces the body of the live record at `expected_revision` (its expiry is kept).
     Update { key: RecordKey, expected_revision: u64, body: Value },
+    /// [`Write::Update`] that also sets the record's expiry to `expires_at`: sets it, moves it
+    /// (earlier or later), or removes it (`None`: never expires). A time at or before the
+    /// transaction's `now` makes the record read as absent at once.
+    UpdateExpiring { key: RecordKey, expected_revision: u64, body: Value, expires_at: Option<u64> },
     /// Writes nothing; holds only if the live record is at `expected_revision` (0: no live
     /// record). A refusal is `Conflict` (or `AlreadyExists` when 0 was expected).
     Check { key: RecordKey, expected_revision: u64 },
@@ -207,6 +211,7 @@ impl Write {
         match self {
             Write::Create { key, .. }
             | Write::Update { key, .. }
+            | Write::UpdateExpiring { key, .. }
             | Write::Check { key, .. }
             | Write::Delete { key, .. } => key,
         }

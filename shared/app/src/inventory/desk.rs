@@ -7,8 +7,12 @@
 //! most [`MAX_DESK`] finished entries are kept, so the record is bounded whatever the caller does.
 //! A finished mark is bookkeeping, never a decision: the operation record is the truth, and a
 //! full desk is checked against it before a proposal is refused.
+//!
+//! The record expires with its last entry ([`Desk::expires_at`]), the moment [`Desk::prune`]
+//! would leave it empty anyway: a principal who stops proposing leaves no desk behind. Every
+//! write of the desk sets that expiry ([`Desk::write`]), in the same transaction as the change.
 
-use relevo_state::Record;
+use relevo_state::{Record, RecordKey, Write};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -81,6 +85,24 @@ impl Desk {
         }
     }
 
+    /// When the last entry leaves: the latest of each open entry's own expiry and each finished
+    /// entry's mark + [`REPORT_WINDOW_SECS`]; `None` for an empty desk.
+    pub fn expires_at(&self) -> Option<u64> {
+        self.operations.iter().map(|e| e.finished_at.map_or(e.expires_at, |at| at + REPORT_WINDOW_SECS)).max()
+    }
+
+    /// The write that stores this desk under `key` over `current` (the record it was read from,
+    /// if any), expiring with its last entry; an empty desk expires at `now`.
+    pub fn write(&self, key: RecordKey, current: Option<&Record>, now: u64) -> Write {
+        let expires_at = Some(self.expires_at().unwrap_or(now));
+        match current {
+            Some(record) => {
+                Write::UpdateExpiring { key, expected_revision: record.revision, body: self.to_value(), expires_at }
+            }
+            None => Write::Create { key, body: self.to_value(), expires_at },
+        }
+    }
+
     /// Drops expired open entries, finished entries past the report window, and the oldest
     /// finished entries beyond [`MAX_DESK`].
     pub fn prune(&mut self, now: u64) {
@@ -130,6 +152,21 @@ mod tests {
         }
         assert_eq!(desk.ids().len(), MAX_DESK);
         assert_eq!(desk.ids()[0], format!("op{}", 2 * MAX_DESK), "the oldest finished leave first");
+    }
+
+    #[test]
+    fn the_desk_expires_when_its_last_entry_would_leave() {
+        let mut desk = Desk::default();
+        assert_eq!(desk.expires_at(), None);
+        desk.push("long", 10_000);
+        desk.push("short", 500);
+        assert_eq!(desk.expires_at(), Some(10_000), "the latest open entry's own expiry");
+        desk.mark_finished("long", 100);
+        assert_eq!(desk.expires_at(), Some(100 + REPORT_WINDOW_SECS), "a finished one's mark plus the window");
+        desk.mark_finished("short", 200);
+        assert_eq!(desk.expires_at(), Some(200 + REPORT_WINDOW_SECS), "whichever is later");
+        desk.prune(200 + REPORT_WINDOW_SECS);
+        assert_eq!(desk.expires_at(), None, "prune empties it at that very moment");
     }
 
     #[test]

@@ -334,20 +334,12 @@ impl Inventory {
                 )));
             }
             desk.push(&operation.proposal.operation_id, operation.proposal.expires_at);
-            let desk_body = desk.to_value();
             let mut writes = vec![Write::Create {
                 key: operation.record_key(),
                 body: operation.to_value(),
                 expires_at: Some(now + RETENTION_SECS),
             }];
-            writes.push(match &record {
-                Some(desk) => {
-                    Write::Update { key: desk.key.clone(), expected_revision: desk.revision, body: desk_body }
-                }
-                None => {
-                    Write::Create { key: desk_key(&caller.tenant, &caller.subject), body: desk_body, expires_at: None }
-                }
-            });
+            writes.push(desk.write(desk_key(&caller.tenant, &caller.subject), record.as_ref(), now));
             let key_index = key_record.as_ref().map(|key_record| {
                 writes.push(Write::Create {
                     key: key_record.clone(),
@@ -483,7 +475,7 @@ impl Inventory {
                 return Ok(());
             }
             desk.prune(now);
-            let write = Write::Update { key: record.key, expected_revision: record.revision, body: desk.to_value() };
+            let write = desk.write(record.key.clone(), Some(&record), now);
             match self.records.transact(&[write], now).await {
                 Ok(_) => return Ok(()),
                 Err(TransactError::Refused { .. }) => continue,

@@ -44,6 +44,22 @@ macro_rules! nothing {
     };
 }
 
+/// Methods that start a compound value: its parts are walked by the same walker.
+macro_rules! compound {
+    ($($name:ident($($arg:ty),*)),* $(,)?) => {
+        $(fn $name(self, $(_: $arg),*) -> Result<Self, Never> { Ok(self) })*
+    };
+}
+
+macro_rules! floats {
+    ($($name:ident: $ty:ty),* $(,)?) => {
+        $(fn $name(self, value: $ty) -> Result<(), Never> {
+            self.found |= !value.is_finite();
+            Ok(())
+        })*
+    };
+}
+
 impl ser::Serializer for &mut Walk {
     type Ok = ();
     type Error = Never;
@@ -62,15 +78,7 @@ impl ser::Serializer for &mut Walk {
         serialize_unit_struct: &'static str,
     );
 
-    fn serialize_f32(self, value: f32) -> Result<(), Never> {
-        self.found |= !value.is_finite();
-        Ok(())
-    }
-
-    fn serialize_f64(self, value: f64) -> Result<(), Never> {
-        self.found |= !value.is_finite();
-        Ok(())
-    }
+    floats!(serialize_f32: f32, serialize_f64: f64);
 
     fn serialize_none(self) -> Result<(), Never> {
         Ok(())
@@ -102,33 +110,15 @@ impl ser::Serializer for &mut Walk {
         value.serialize(self)
     }
 
-    fn serialize_seq(self, _: Option<usize>) -> Result<Self, Never> {
-        Ok(self)
-    }
-
-    fn serialize_tuple(self, _: usize) -> Result<Self, Never> {
-        Ok(self)
-    }
-
-    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self, Never> {
-        Ok(self)
-    }
-
-    fn serialize_tuple_variant(self, _: &'static str, _: u32, _: &'static str, _: usize) -> Result<Self, Never> {
-        Ok(self)
-    }
-
-    fn serialize_map(self, _: Option<usize>) -> Result<Self, Never> {
-        Ok(self)
-    }
-
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self, Never> {
-        Ok(self)
-    }
-
-    fn serialize_struct_variant(self, _: &'static str, _: u32, _: &'static str, _: usize) -> Result<Self, Never> {
-        Ok(self)
-    }
+    compound!(
+        serialize_seq(Option<usize>),
+        serialize_tuple(usize),
+        serialize_tuple_struct(&'static str, usize),
+        serialize_tuple_variant(&'static str, u32, &'static str, usize),
+        serialize_map(Option<usize>),
+        serialize_struct(&'static str, usize),
+        serialize_struct_variant(&'static str, u32, &'static str, usize),
+    );
 }
 
 macro_rules! elements {
@@ -167,27 +157,22 @@ impl ser::SerializeMap for &mut Walk {
     }
 }
 
-impl ser::SerializeStruct for &mut Walk {
-    type Ok = ();
-    type Error = Never;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, _: &'static str, value: &T) -> Result<(), Never> {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Result<(), Never> {
-        Ok(())
-    }
+macro_rules! fields {
+    ($($trait:ident),* $(,)?) => {
+        $(impl ser::$trait for &mut Walk {
+            type Ok = ();
+            type Error = Never;
+            fn serialize_field<T: Serialize + ?Sized>(&mut self, _: &'static str, value: &T) -> Result<(), Never> {
+                value.serialize(&mut **self)
+            }
+            fn end(self) -> Result<(), Never> {
+                Ok(())
+            }
+        })*
+    };
 }
 
-impl ser::SerializeStructVariant for &mut Walk {
-    type Ok = ();
-    type Error = Never;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, _: &'static str, value: &T) -> Result<(), Never> {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Result<(), Never> {
-        Ok(())
-    }
-}
+fields!(SerializeStruct, SerializeStructVariant);
 
 #[cfg(test)]
 mod tests {

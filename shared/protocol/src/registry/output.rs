@@ -8,40 +8,29 @@
 //! would trust. Tool execution errors (`isError: true`) carry no structured result and are not
 //! checked.
 //!
-//! Invariants: the validator is the one arguments go through (`boon`, JSON Schema 2020-12
-//! unless the schema names another draft, no `$ref` loaded from anywhere); the schema is
-//! compiled once per tool, on its first checked result, and shared by the tool's clones. Neither
+//! Invariants: the validator is the one arguments go through, compiled by the same function
+//! (`schema::CompiledSchema`: `boon`, JSON Schema 2020-12 unless the schema names another
+//! draft, no `$ref` loaded from anywhere); the schema is compiled once per tool, on its first
+//! checked result, and shared by the tool's clones. Neither
 //! the error nor the log line carries result content (it may be a caller's data).
-
-use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
 use crate::error::McpError;
+use crate::schema::{Compiled, CompiledSchema};
 use crate::wire::JsonObject;
 
 const LOCATION: &str = "mem:///output-schema.json";
 /// The most failing locations a log line names.
 const MAX_LOGGED: usize = 10;
 
-type Compiled = Result<(boon::Schemas, boon::SchemaIndex), String>;
-
 /// A tool's compiled output schema, shared by the tool's clones.
 #[derive(Clone, Default)]
-pub struct OutputCheck(Arc<OnceLock<Compiled>>);
+pub struct OutputCheck(CompiledSchema);
 
 impl OutputCheck {
     fn compiled(&self, schema: &JsonObject) -> &Compiled {
-        self.0.get_or_init(|| {
-            let mut compiler = boon::Compiler::new();
-            compiler.set_default_draft(boon::Draft::V2020_12);
-            // No scheme is registered: a `$ref` outside the schema itself cannot be loaded.
-            compiler.use_loader(Box::new(boon::SchemeUrlLoader::new()));
-            let mut schemas = boon::Schemas::new();
-            compiler.add_resource(LOCATION, Value::Object(schema.clone())).map_err(|error| format!("{error:#}"))?;
-            let index = compiler.compile(LOCATION, &mut schemas).map_err(|error| format!("{error:#}"))?;
-            Ok((schemas, index))
-        })
+        self.0.get(LOCATION, schema)
     }
 
     /// Checks a successful result of tool `tool` against its `schema`: `Ok` when it conforms
