@@ -208,8 +208,14 @@ pub mod aws {
 /// use relevo::prelude::*;
 /// use relevo::testkit::TestServer;
 ///
-/// async fn ping(_: NoArgs, _: ToolContext) -> Result<Value, ToolError> {
-///     Ok(json!({ "pong": true }))
+/// #[derive(Serialize, JsonSchema)]
+/// #[serde(crate = "relevo::serde")]
+/// struct Pong {
+///     pong: bool,
+/// }
+///
+/// async fn ping(_: NoArgs, _: ToolContext) -> Result<Pong, ToolError> {
+///     Ok(Pong { pong: true })
 /// }
 ///
 /// let server = TestServer::new(|_: &Ports| App::new("t", "1").tool(Tool::typed("ping", "Answers.", ping)));
