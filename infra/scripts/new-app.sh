@@ -41,7 +41,7 @@ publish = false
 app = { path = "app", package = "$name" }
 relevo-protocol = { path = "$root/shared/protocol" }
 relevo-lambda = { path = "$root/shared/lambda" }
-relevo-gateway = { path = "$root/infra/gateway" }
+relevo-local = { path = "$root/shared/local" }
 relevo-testkit = { path = "$root/shared/testkit" }
 $(dependency lambda_http)
 $(dependency tokio)
@@ -87,7 +87,7 @@ sed "s/__CRATE__/$crate/g" "$starter/app/tests/tools.rs" >"$dir/app/tests/tools.
   printf '\n[dependencies]\napp.workspace = true\nrelevo-lambda.workspace = true\nrelevo-protocol.workspace = true\nlambda_http.workspace = true\ntokio.workspace = true\n'
 } >"$dir/functions/Cargo.toml"
 
-printf '[package]\nname = "local"\nversion.workspace = true\nedition.workspace = true\npublish.workspace = true\n\n[dependencies]\napp.workspace = true\nrelevo-gateway.workspace = true\ntokio.workspace = true\n' \
+printf '[package]\nname = "local"\nversion.workspace = true\nedition.workspace = true\npublish.workspace = true\n\n[dependencies]\napp.workspace = true\nrelevo-local.workspace = true\ntokio.workspace = true\n' \
   >"$dir/local/Cargo.toml"
 cp "$starter/local/src/main.rs" "$dir/local/src/main.rs"
 # The template carries the deployment defaults, the per-tenant quota (RatePerTenant 1200/60) among them.

@@ -25,12 +25,12 @@ pub fn server(app: App, config: ServerConfig, clock: Arc<dyn Clock>) -> McpServe
     McpServer::new(app, config, test_keys(), Arc::new(NoAuth)).with_clock(clock)
 }
 
-pub fn gateway_options() -> relevo_gateway::GatewayOptions {
-    relevo_gateway::GatewayOptions { max_body_bytes: 1024 * 1024, ..Default::default() }
+pub fn gateway_options() -> relevo_local::GatewayOptions {
+    relevo_local::GatewayOptions { max_body_bytes: 1024 * 1024, ..Default::default() }
 }
 
 pub fn router(server: McpServer) -> Router {
-    relevo_gateway::router(server, gateway_options())
+    relevo_local::router(server, gateway_options())
 }
 
 /// The default configuration, except that listen streams end at once (tests read whole bodies).
@@ -184,8 +184,8 @@ pub fn shop_instances(
             if legacy_sessions {
                 server = server.with_store(store.clone());
             }
-            let options = relevo_gateway::GatewayOptions { auth: Some(settings.clone()), ..gateway_options() };
-            relevo_gateway::router(server, options)
+            let options = relevo_local::GatewayOptions { auth: Some(settings.clone()), ..gateway_options() };
+            relevo_local::router(server, options)
         })
         .collect();
     (routers, issuer)

@@ -31,8 +31,8 @@ fn fixture() -> Fixture {
     let ports = Ports::new(Some(Arc::new(SqliteStore::in_memory().unwrap())));
     let server = McpServer::new(relevo_app::demo::app(&ports), ServerConfig::default(), test_keys(), Arc::new(auth));
     let options =
-        relevo_gateway::GatewayOptions { auth: Some(settings), dev_issuer: Some(issuer.clone()), ..gateway_options() };
-    Fixture { router: relevo_gateway::router(server, options), issuer }
+        relevo_local::GatewayOptions { auth: Some(settings), dev_issuer: Some(issuer.clone()), ..gateway_options() };
+    Fixture { router: relevo_local::router(server, options), issuer }
 }
 
 impl Fixture {

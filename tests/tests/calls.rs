@@ -296,9 +296,9 @@ async fn gateway_routes_on_the_mcp_method_header_like_the_routing_rules() {
         map.insert("mcp-method", value.parse().unwrap());
         map
     };
-    assert_eq!(relevo_gateway::route_for(&headers("tools/call")), Route::Only(Method::ToolsCall));
-    assert_eq!(relevo_gateway::route_for(&headers("ping")), Route::All);
-    assert_eq!(relevo_gateway::route_for(&http::HeaderMap::new()), Route::All);
+    assert_eq!(relevo_local::route_for(&headers("tools/call")), Route::Only(Method::ToolsCall));
+    assert_eq!(relevo_local::route_for(&headers("ping")), Route::All);
+    assert_eq!(relevo_local::route_for(&http::HeaderMap::new()), Route::All);
 }
 
 #[tokio::test]
@@ -377,8 +377,8 @@ fn scoped_resources_router() -> (axum::Router, relevo_auth::DevIssuer) {
         .template(ResourceTemplate::new("docs://page/{id}", "page", "text/plain", contents()).scopes(&["docs"]));
     let (settings, issuer, auth) = dev_auth();
     let server = McpServer::new(app, test_config(), test_keys(), Arc::new(auth));
-    let options = relevo_gateway::GatewayOptions { auth: Some(settings), ..gateway_options() };
-    (relevo_gateway::router(server, options), issuer)
+    let options = relevo_local::GatewayOptions { auth: Some(settings), ..gateway_options() };
+    (relevo_local::router(server, options), issuer)
 }
 
 #[tokio::test]

@@ -21,12 +21,12 @@ async fn serve_with(header_timeout: Duration) -> std::net::SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let forever = std::future::pending::<()>();
-    tokio::spawn(relevo_gateway::serve::serve(listener, conformance_router(), header_timeout, forever));
+    tokio::spawn(relevo_local::serve::serve(listener, conformance_router(), header_timeout, forever));
     address
 }
 
 async fn serve() -> std::net::SocketAddr {
-    serve_with(relevo_gateway::serve::HEADER_READ_TIMEOUT).await
+    serve_with(relevo_local::serve::HEADER_READ_TIMEOUT).await
 }
 
 /// Writes one POST with `body` whole, then reads the answer: (status, headers, body).

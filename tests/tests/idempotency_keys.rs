@@ -118,8 +118,8 @@ async fn an_export_key_reused_with_other_arguments_is_refused(kind: Backend) {
     let jobs = shop_jobs(records, queue, None);
     let (settings, issuer, auth) = dev_auth();
     let server = relevo_protocol::McpServer::new(jobs.app.clone(), test_config(), test_keys(), Arc::new(auth));
-    let options = relevo_gateway::GatewayOptions { auth: Some(settings), ..gateway_options() };
-    let router = relevo_gateway::router(server, options);
+    let options = relevo_local::GatewayOptions { auth: Some(settings), ..gateway_options() };
+    let router = relevo_local::router(server, options);
     let token = dev_token(&issuer, "acme", "alice", &["exports:write"]);
     let start = |purpose: &str| {
         let arguments = json!({ "dataset": "orders", "purpose": purpose, "operationKey": "audit-1" });

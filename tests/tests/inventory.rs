@@ -31,8 +31,8 @@ fn shop() -> Shop {
     let app = relevo_app::app(&ports);
     let pages = app.find_pages().cloned();
     let server = McpServer::new(app, config, test_keys(), auth).with_clock(Arc::new(clock.clone()));
-    let options = relevo_gateway::GatewayOptions { auth: Some(settings), pages, ..gateway_options() };
-    Shop { router: relevo_gateway::router(server, options), issuer, clock }
+    let options = relevo_local::GatewayOptions { auth: Some(settings), pages, ..gateway_options() };
+    Shop { router: relevo_local::router(server, options), issuer, clock }
 }
 
 impl Shop {

@@ -225,8 +225,8 @@ fn counted_instance(
     let server = relevo_protocol::McpServer::new(relevo_app::demo::app(&ports), config, test_keys(), Arc::new(auth))
         .with_store(store)
         .with_clock(Arc::new(clock));
-    let options = relevo_gateway::GatewayOptions { auth: Some(settings), ..gateway_options() };
-    (relevo_gateway::router(server, options), issuer)
+    let options = relevo_local::GatewayOptions { auth: Some(settings), ..gateway_options() };
+    (relevo_local::router(server, options), issuer)
 }
 
 const NOW: u64 = 1_800_000_010;

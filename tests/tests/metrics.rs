@@ -78,8 +78,8 @@ async fn serve_random_names() {
     let (settings, issuer, auth) = dev_auth();
     let store = Arc::new(SqliteStore::in_memory().unwrap());
     let server = McpServer::new(app(), test_config(), test_keys(), Arc::new(auth)).with_store(store);
-    let options = relevo_gateway::GatewayOptions { auth: Some(settings), ..gateway_options() };
-    let router = relevo_gateway::router(server, options);
+    let options = relevo_local::GatewayOptions { auth: Some(settings), ..gateway_options() };
+    let router = relevo_local::router(server, options);
     let token = dev_token(&issuer, "tenant-a", "alice", &[]);
     for (at, name) in names(7, 60).iter().enumerate() {
         let body = json!({ "jsonrpc": "2.0", "id": at, "method": "tools/call",

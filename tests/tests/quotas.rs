@@ -46,8 +46,8 @@ async fn deployment(kind: Backend, seed: Seed, quotas: Quotas) -> Deployment {
             let server = McpServer::new(relevo_app::demo::app(&ports), config.clone(), test_keys(), auth)
                 .with_store(store.clone())
                 .with_clock(Arc::new(clock.clone()));
-            let options = relevo_gateway::GatewayOptions { auth: Some(settings.clone()), ..gateway_options() };
-            relevo_gateway::router(server, options)
+            let options = relevo_local::GatewayOptions { auth: Some(settings.clone()), ..gateway_options() };
+            relevo_local::router(server, options)
         })
         .collect();
     Deployment { store, instances, issuer, clock }

@@ -380,7 +380,7 @@ fn instance(
     let auth = relevo_auth::BearerAuthenticator::new(settings.clone(), keys);
     let ports = Ports::new(Some(store));
     let server = McpServer::new(relevo_app::demo::app(&ports), test_config(), test_keys(), Arc::new(auth));
-    relevo_gateway::router(server, relevo_gateway::GatewayOptions { auth: Some(settings.clone()), ..gateway_options() })
+    relevo_local::router(server, relevo_local::GatewayOptions { auth: Some(settings.clone()), ..gateway_options() })
 }
 
 async fn tool(router: &axum::Router, token: &str, name: &str, params: Value) -> Value {

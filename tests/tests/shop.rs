@@ -27,8 +27,8 @@ fn shop() -> Shop {
     let config = ServerConfig { listen_max_secs: 1, ..ServerConfig::default() };
     let server = McpServer::new(relevo_app::demo::app(&ports), config, test_keys(), Arc::new(auth))
         .with_clock(Arc::new(clock.clone()));
-    let options = relevo_gateway::GatewayOptions { auth: Some(settings), ..gateway_options() };
-    Shop { router: relevo_gateway::router(server, options), issuer, clock }
+    let options = relevo_local::GatewayOptions { auth: Some(settings), ..gateway_options() };
+    Shop { router: relevo_local::router(server, options), issuer, clock }
 }
 
 impl Shop {

@@ -47,8 +47,8 @@ fn shop() -> Shop {
     let server = McpServer::new(jobs.app.clone(), config, test_keys(), Arc::new(auth))
         .with_tasks(jobs.engine.clone())
         .with_store(Arc::new(sqlite));
-    let options = relevo_gateway::GatewayOptions { auth: Some(settings), ..gateway_options() };
-    Shop { app, router: relevo_gateway::router(server, options), issuer, jobs, queue }
+    let options = relevo_local::GatewayOptions { auth: Some(settings), ..gateway_options() };
+    Shop { app, router: relevo_local::router(server, options), issuer, jobs, queue }
 }
 
 /// One surface: its name (as in [`PUBLIC`]) and the scopes it declares.
@@ -364,10 +364,10 @@ mod admission {
         let config = ServerConfig { quotas, listen_max_secs: 20, listen_poll_ms: 100, ..ServerConfig::default() };
         let server =
             McpServer::new(app, config, test_keys(), auth).with_store(store.clone()).with_clock(Arc::new(clock));
-        let options = relevo_gateway::GatewayOptions { auth: Some(settings), pages, ..gateway_options() };
+        let options = relevo_local::GatewayOptions { auth: Some(settings), pages, ..gateway_options() };
         let token = dev_token(&issuer, "acme", "alice", &["shop", "inventory:approve", "inventory:write"]);
         let other = dev_token(&issuer, "globex", "gina", &["shop"]);
-        Deployment { router: relevo_gateway::router(server, options), store, token, other }
+        Deployment { router: relevo_local::router(server, options), store, token, other }
     }
 
     fn legacy(id: u64, method: &str, params: Value) -> Value {

@@ -27,8 +27,8 @@ fn fixture() -> Fixture {
     let jobs = relevo_tests::shop_jobs(Arc::new(sqlite), Arc::new(queue.clone()), None);
     let server = McpServer::new(jobs.app.clone(), ServerConfig::default(), test_keys(), Arc::new(auth))
         .with_tasks(jobs.engine.clone());
-    let options = relevo_gateway::GatewayOptions { auth: Some(settings), ..gateway_options() };
-    Fixture { router: relevo_gateway::router(server, options), issuer, jobs, queue }
+    let options = relevo_local::GatewayOptions { auth: Some(settings), ..gateway_options() };
+    Fixture { router: relevo_local::router(server, options), issuer, jobs, queue }
 }
 
 fn tasks_meta() -> Value {

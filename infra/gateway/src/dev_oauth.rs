@@ -216,9 +216,9 @@ fn has_content_type(request: &Request, expected: &str) -> bool {
 }
 
 async fn read_body(request: Request) -> Result<axum::body::Bytes, Response> {
-    crate::body::read_limited(request.into_body(), MAX_BODY_BYTES).await.map_err(|refusal| {
+    relevo_local::body::read_limited(request.into_body(), MAX_BODY_BYTES).await.map_err(|refusal| {
         let mut refused = error(StatusCode::PAYLOAD_TOO_LARGE, "invalid_request", "the request body is too large");
-        crate::body::close_unless_drained(&mut refused, refusal);
+        relevo_local::body::close_unless_drained(&mut refused, refusal);
         refused
     })
 }

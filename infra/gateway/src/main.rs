@@ -3,5 +3,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    relevo_gateway::run_local(relevo_app::app).await
+    relevo_local::run_local(relevo_app::app).await
 }

@@ -20,7 +20,7 @@ use relevo_state::operator::OperatorView;
 use crate::args::Args;
 use crate::error::CliError;
 
-/// The local gateway's delivery budget (`infra/gateway/src/local.rs`): a redriven message gets
+/// The local gateway's delivery budget (`shared/local/src/local.rs`): a redriven message gets
 /// as many deliveries again.
 const SQLITE_MAX_RECEIVES: u32 = 5;
 

@@ -47,8 +47,8 @@ impl TestServer {
         let config = ServerConfig { listen_max_secs: 0, ..ServerConfig::default() };
         let server =
             McpServer::new(app, config, keys, Arc::new(NoAuth)).with_tasks(engine).with_store(Arc::new(sqlite));
-        let options = relevo_gateway::GatewayOptions { max_body_bytes: 1024 * 1024, ..Default::default() };
-        TestServer { router: relevo_gateway::router(server, options), worker, queue }
+        let options = relevo_local::GatewayOptions { max_body_bytes: 1024 * 1024, ..Default::default() };
+        TestServer { router: relevo_local::router(server, options), worker, queue }
     }
 
     /// One JSON-RPC request; the response object (`result` or `error`).

@@ -18,8 +18,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use relevo_auth::DevIssuer;
-use relevo_gateway::InjectedToken;
 use relevo_gateway::lambda_local::{LocalOptions, StreamLimits, Topology, start};
+use relevo_local::InjectedToken;
 
 /// Test knobs passed from this process's environment to every function (not in the template).
 const EXTRA_ENV: [&str; 7] = [
@@ -101,7 +101,7 @@ fn parse_args() -> Result<Args, String> {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    relevo_gateway::init_logging();
+    relevo_local::init_logging();
     let args = parse_args()?;
     let endpoint = std::env::var("AWS_ENDPOINT_URL")
         .map_err(|_| "AWS_ENDPOINT_URL must name the local emulator (make run-lambda starts moto)")?;

@@ -29,7 +29,7 @@ use super::events::{
     Door, Failure, Incoming, buffered_response, gateway_error, http_event, rest_event, streamed_response,
 };
 use super::runtime::{Answer, Function, InvokeError};
-use crate::InjectedToken;
+use relevo_local::InjectedToken;
 
 /// API Gateway's request payload limit.
 pub const MAX_REQUEST_BYTES: usize = 10 * 1024 * 1024;
@@ -111,11 +111,11 @@ async fn handle(State(door): State<FrontDoor>, request: Request) -> Response {
     {
         parts.headers.insert(http::header::AUTHORIZATION, value);
     }
-    let bytes = match crate::body::read_limited(body, MAX_REQUEST_BYTES).await {
+    let bytes = match relevo_local::body::read_limited(body, MAX_REQUEST_BYTES).await {
         Ok(bytes) => bytes,
         Err(error) => {
             let mut refused = gateway_error(kind, Failure::TooLarge);
-            crate::body::close_unless_drained(&mut refused, error);
+            relevo_local::body::close_unless_drained(&mut refused, error);
             return refused;
         }
     };

@@ -33,7 +33,7 @@ pub use event_sources::{SqsMapping, schedule, sqs_event_source};
 pub use front_door::{FrontDoor, Routes, StreamLimits};
 pub use runtime::{Answer, Function, FunctionSpec, InvokeError, start_function};
 
-use crate::InjectedToken;
+use relevo_local::InjectedToken;
 
 /// Which front door of the template to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

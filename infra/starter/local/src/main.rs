@@ -2,5 +2,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    relevo_gateway::run_local(app::app).await
+    relevo_local::run_local(app::app).await
 }

@@ -2,5 +2,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    relevo_gateway::run_local(relevo_conformance::build).await
+    relevo_local::run_local(relevo_conformance::build).await
 }

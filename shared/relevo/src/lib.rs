@@ -1,0 +1,230 @@
+//! Relevo: MCP tools written as typed Rust functions, served over stateless HTTP on this machine
+//! or on AWS Lambda. This is the one crate a project depends on; the crates behind it
+//! (`relevo-protocol`, `relevo-state`, `relevo-local`, …) are its parts and stay internal.
+//!
+//! # Layout
+//!
+//! | Path | Feature | What it holds |
+//! |---|---|---|
+//! | [`prelude`] | always | what a tool author writes with: [`App`](prelude::App), [`Tool`](prelude::Tool), resources, prompts, the typed context and errors, annotations, jobs, the derives, `json!`/`Value` |
+//! | [`local`] | `local` (default) | [`local::run`]: the whole `main` of a local server on 127.0.0.1 |
+//! | [`sqlite`] | `sqlite` (default) | the embedded store (SQLite) and its queue |
+//! | `lambda` | `lambda` | `lambda::run`, `lambda::run_function`, `lambda::run_worker`: the `main` of each function |
+//! | `aws` | `aws` (with `lambda`) | the DynamoDB and SQS adapters |
+//! | `testkit` | `testkit` | `testkit::TestServer`: the app served in-process, called as a client calls it |
+//! | [`serde`], [`serde_json`], [`schemars`], [`tokio`] | always | the versions Relevo was built with, so a project never matches them by hand |
+//! | [`protocol`], [`state`] | always | the internal crates, for what the prelude does not name |
+//!
+//! A project's manifest names this crate once:
+//!
+//! ```toml
+//! [dependencies]
+//! relevo = "0.1"                                   # local server + SQLite (the defaults)
+//! # relevo = { version = "0.1", features = ["lambda"] }   # the Lambda functions' crate
+//!
+//! [dev-dependencies]
+//! relevo = { version = "0.1", features = ["testkit"] }
+//! ```
+//!
+//! A tool is an async function from typed arguments to a typed result; both schemas are derived
+//! from the types, and the server validates arguments against the input schema before the
+//! function runs (`examples/hello.rs` is a whole server):
+//!
+//! ```
+//! use relevo::prelude::*;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! #[serde(crate = "relevo::serde")]
+//! struct GreetArgs {
+//!     /// Who to greet
+//!     name: String,
+//! }
+//!
+//! #[derive(Serialize, JsonSchema)]
+//! #[serde(crate = "relevo::serde")]
+//! struct Greeting {
+//!     greeting: String,
+//! }
+//!
+//! async fn greet(args: GreetArgs, _: ToolContext) -> Result<Greeting, ToolError> {
+//!     Ok(Greeting { greeting: format!("Hello, {}!", args.name) })
+//! }
+//!
+//! fn app(_: &Ports) -> App {
+//!     App::new("hello", "1.0.0").tool(Tool::typed("greet", "Greets a person by name.", greet))
+//! }
+//!
+//! let app = app(&Ports::new(None));
+//! assert_eq!(app.find_tool("greet").unwrap().input_schema()["required"], json!(["name"]));
+//! ```
+//!
+//! # Serde's derive needs one attribute
+//!
+//! `#[derive(Serialize, Deserialize)]` expands to code that names the `serde` crate itself, so a
+//! project whose manifest names only `relevo` adds `#[serde(crate = "relevo::serde")]` to each
+//! derived type (as above), or adds `serde = { version = "1", features = ["derive"] }` to its
+//! manifest and writes the derives plainly. `#[derive(JsonSchema)]` needs nothing: its expansion
+//! names `schemars` by a relative path, which the prelude's glob import provides. (Without the
+//! prelude glob, write `#[schemars(crate = "relevo::schemars")]`.) `#[tokio::main]` takes
+//! `#[relevo::tokio::main(crate = "relevo::tokio")]`.
+//!
+//! # Threat model
+//!
+//! This crate adds no behaviour of its own: every item is a re-export, and every guarantee is the
+//! part's (the validation ladder, sealed state and the Host/Origin allow-list in
+//! `relevo-protocol`; loopback binding and bounded bodies in `relevo-local`). Feature flags only
+//! decide what is linked: the default build links no AWS SDK.
+
+#![warn(missing_docs)]
+
+pub use schemars;
+pub use serde;
+pub use serde_json;
+pub use tokio;
+
+/// The protocol core (`relevo-protocol`): the server, the registry and the wire types, for what
+/// the [`prelude`] does not name.
+pub use relevo_protocol as protocol;
+/// Records, jobs and the work engine (`relevo-state`), for what the [`prelude`] does not name.
+pub use relevo_state as state;
+
+/// What a tool author writes with: `use relevo::prelude::*;`.
+///
+/// ```
+/// use relevo::prelude::*;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// #[serde(crate = "relevo::serde")]
+/// struct Book {
+///     /// How many guests
+///     #[schemars(range(min = 1, max = 12))]
+///     guests: u32,
+/// }
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// #[serde(crate = "relevo::serde")]
+/// struct Confirm {
+///     /// Book it
+///     confirm: bool,
+/// }
+///
+/// // A tool that asks the user first: the first call answers `input_required`.
+/// async fn book(args: Book, cx: ToolContext) -> Result<Value, ToolError> {
+///     match cx.elicit::<Confirm>("confirm", &format!("Book for {}?", args.guests))? {
+///         Elicited::Accept(Confirm { confirm: true }) => Ok(json!({ "booked": args.guests })),
+///         _ => Err(ToolError::caller("not confirmed; nothing was booked")),
+///     }
+/// }
+///
+/// let app = App::new("tables", "1.0.0").tool(
+///     Tool::typed("book", "Books a table.", book)
+///         .annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(true)),
+/// );
+/// let tool = app.find_tool("book").unwrap();
+/// assert_eq!(tool.input_schema()["properties"]["guests"]["maximum"], 12);
+/// assert_eq!(tool.annotations.as_ref().and_then(|a| a.destructive_hint), Some(false));
+/// ```
+pub mod prelude {
+    pub use relevo_protocol::author::{Elicited, Fault, NoArgs, Required, Structured, ToolContext, ToolError};
+    pub use relevo_protocol::wire::ToolAnnotations;
+    pub use relevo_protocol::{
+        App, AppBuilder, CachePolicy, Ports, Prompt, PromptArgument, Resource, ResourceTemplate, TaskSupport, Tool,
+    };
+
+    // Durable jobs are typed functions, like tools: `App::job(&KIND, f)` runs
+    // `async fn f(I, JobContext) -> Result<O, JobError>`; a tool starts one with
+    // `ToolContext::start_job(&engine, &KIND, key, &input)`. `JobRunner` and `App::job_runner`
+    // stay for runners that need the raw job.
+    pub use relevo_protocol::author::{JobContext, JobError, JobKind};
+    pub use relevo_state::{Engine, Job, JobRunner, JobStatus};
+
+    pub use schemars::{self, JsonSchema};
+    pub use serde::{Deserialize, Serialize};
+    pub use serde_json::{Value, json};
+}
+
+/// The local server: an app on 127.0.0.1 with the embedded store and the dev issuer, every
+/// function of a deployment in one process (`relevo-local`).
+///
+/// `run(app)` is the whole `main` of a local server; it reads
+/// `[--port N] [--routing per-method|single] [--inject-dev-token TENANT:SUB[:SCOPES]]` from the
+/// command line and `RELEVO_STORE`, `RELEVO_AUTH` and `RELEVO_STATE_KEYS` from the environment,
+/// and serves until SIGINT or SIGTERM.
+///
+/// ```no_run
+/// # fn app(_: &relevo::prelude::Ports) -> relevo::prelude::App { relevo::prelude::App::new("a", "1") }
+/// #[relevo::tokio::main(crate = "relevo::tokio")]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     relevo::local::run(app).await
+/// }
+/// ```
+#[cfg(feature = "local")]
+pub mod local {
+    pub use relevo_local::run_local as run;
+    pub use relevo_local::{GatewayOptions, Routing, init_logging, router};
+}
+
+/// The embedded store (SQLite): records, jobs and the work queue in one file.
+#[cfg(feature = "sqlite")]
+pub mod sqlite {
+    pub use relevo_embedded::{SqliteQueue, SqliteStore};
+}
+
+/// The AWS Lambda runners: each is the whole `main` of one function of a deployment.
+///
+/// ```no_run
+/// # fn app(_: &relevo::prelude::Ports) -> relevo::prelude::App { relevo::prelude::App::new("a", "1") }
+/// use relevo::lambda::{Method, Route};
+///
+/// #[relevo::tokio::main(crate = "relevo::tokio", flavor = "current_thread")]
+/// async fn main() -> Result<(), relevo::lambda::Error> {
+///     relevo::lambda::run(Route::Only(Method::ToolsCall), app).await
+/// }
+/// ```
+#[cfg(feature = "lambda")]
+pub mod lambda {
+    pub use relevo_lambda::{run, run_function, run_pages, run_reconciler, run_well_known, run_worker};
+    pub use relevo_protocol::{Method, Route};
+
+    /// The runners' error (the same type as `lambda_http::Error`).
+    pub type Error = Box<dyn std::error::Error + Send + Sync>;
+}
+
+/// The AWS adapters: DynamoDB for records and jobs, SQS for the work queue, Secrets Manager for
+/// the state keys.
+#[cfg(feature = "aws")]
+pub mod aws {
+    pub use relevo_aws::{
+        DynamoStore, SecretKeysError, SqsDeadLetters, SqsQueue, create_queue_with_dead_letters, create_table,
+        key_ring_from_secret, load_key_ring,
+    };
+}
+
+/// Tests for an app: [`testkit::TestServer`] serves it in-process over an in-memory store and
+/// calls it as an MCP client does.
+///
+/// ```
+/// # #[relevo::tokio::main(crate = "relevo::tokio")]
+/// # async fn main() {
+/// use relevo::prelude::*;
+/// use relevo::testkit::TestServer;
+///
+/// #[derive(Serialize, JsonSchema)]
+/// #[serde(crate = "relevo::serde")]
+/// struct Pong {
+///     pong: bool,
+/// }
+///
+/// async fn ping(_: NoArgs, _: ToolContext) -> Result<Pong, ToolError> {
+///     Ok(Pong { pong: true })
+/// }
+///
+/// let server = TestServer::new(|_: &Ports| App::new("t", "1").tool(Tool::typed("ping", "Answers.", ping)));
+/// let reply = server.call_tool("ping", json!({})).await;
+/// assert_eq!(reply["structuredContent"]["pong"], true, "{reply}");
+/// # }
+/// ```
+#[cfg(feature = "testkit")]
+pub mod testkit {
+    pub use relevo_testkit::{PROTOCOL_VERSION, TestServer, accept, decline};
+}
