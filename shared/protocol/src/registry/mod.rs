@@ -7,7 +7,7 @@
 //! [`Call::state`], verified; nothing is kept in memory between requests.
 //!
 //! A resource or template may also declare the record its content is read from
-//! (`.watch(…)`, [`watch`]): a `subscriptions/listen` stream then polls it in one batch read
+//! (`.watch(…)`, [`WatchRecord`]): a `subscriptions/listen` stream then polls it in one batch read
 //! with the stream's other declared records, and runs no handler for it. Invariant: a watch
 //! key derives only from the caller's tenant and subject ([`Who`]) and the template's typed URI
 //! variables, and names one of the caller's own records (anything else is not read).
