@@ -177,21 +177,22 @@ impl<S: RecordStore + 'static> RecordStore for RaceStore<S> {
         })
     }
 
-    fn count_up<'a>(
+    fn count_up_by<'a>(
         &'a self,
         key: &'a RecordKey,
+        units: u32,
         limit: u32,
         expires_at: Option<u64>,
         now: u64,
     ) -> StoreFuture<'a, Option<u32>> {
         Box::pin(async move {
             self.pause().await;
-            let result = self.inner.count_up(key, limit, expires_at, now).await;
+            let result = self.inner.count_up_by(key, units, limit, expires_at, now).await;
             let (body, applied) = match &result {
                 Ok(Some(count)) => (serde_json::json!({ "count": count }), true),
                 _ => (Value::Null, false),
             };
-            self.record("count_up", vec![(key.clone(), body)], applied);
+            self.record("count_up_by", vec![(key.clone(), body)], applied);
             result
         })
     }
@@ -331,14 +332,15 @@ impl RecordStore for Both {
     ) -> relevo_state::records::TransactFuture<'a> {
         self.0.transact(writes, now)
     }
-    fn count_up<'a>(
+    fn count_up_by<'a>(
         &'a self,
         key: &'a relevo_state::RecordKey,
+        units: u32,
         limit: u32,
         expires_at: Option<u64>,
         now: u64,
     ) -> relevo_state::StoreFuture<'a, Option<u32>> {
-        self.0.count_up(key, limit, expires_at, now)
+        self.0.count_up_by(key, units, limit, expires_at, now)
     }
     fn get_many<'a>(
         &'a self,

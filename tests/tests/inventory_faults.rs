@@ -174,15 +174,16 @@ impl RecordStore for FaultyStore {
         })
     }
 
-    fn count_up<'a>(
+    fn count_up_by<'a>(
         &'a self,
         key: &'a RecordKey,
+        units: u32,
         limit: u32,
         expires_at: Option<u64>,
         now: u64,
     ) -> StoreFuture<'a, Option<u32>> {
         Box::pin(async move {
-            let counted = self.inner.count_up(key, limit, expires_at, now).await?;
+            let counted = self.inner.count_up_by(key, units, limit, expires_at, now).await?;
             self.injector.after_write().await.map_err(|_| lost())?;
             Ok(counted)
         })

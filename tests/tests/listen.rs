@@ -6,41 +6,64 @@
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use relevo_embedded::SqliteStore;
-use relevo_protocol::ServerConfig;
+use relevo_protocol::wire::ResourceContents;
+use relevo_protocol::{Outcome, Resource, ServerConfig, handler};
 use relevo_state::records::{TransactFuture, Write};
 use relevo_state::{Record, RecordKey, RecordStore, StoreError, StoreFuture};
 use relevo_tests::race::{Backend, Both, backend};
 use relevo_tests::*;
 use serde_json::{Value, json};
 
+/// One store call the instances made, with the kinds of the records it named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Op {
+    Get(String),
+    GetMany(Vec<String>),
+    /// A count of `n` units on a counter of `kind` (a quota window, `rate`).
+    CountUp(String, u32),
+}
+
 /// The shared store, with a switch that makes every read fail as an unavailable store would,
-/// and a log of the kinds of the records read (one entry per record, batched or not).
+/// and a log of the reads and counts made through it.
 struct Switchable {
     inner: Arc<dyn RecordStore>,
     down: AtomicBool,
-    reads: Mutex<Vec<String>>,
+    calls: Mutex<Vec<Op>>,
 }
 
 impl Switchable {
     fn new(inner: Arc<dyn RecordStore>) -> Self {
-        Switchable { inner, down: AtomicBool::new(false), reads: Mutex::new(Vec::new()) }
+        Switchable { inner, down: AtomicBool::new(false), calls: Mutex::new(Vec::new()) }
     }
 
     fn check(&self) -> Result<(), StoreError> {
         if self.down.load(Ordering::SeqCst) { Err(StoreError::Unavailable("switched off".into())) } else { Ok(()) }
     }
 
-    /// Reads of records of `kind` since the log was last taken.
+    fn log(&self, op: Op) {
+        self.calls.lock().unwrap().push(op);
+    }
+
+    /// The calls since the log was last taken.
+    fn take_calls(&self) -> Vec<Op> {
+        std::mem::take(&mut *self.calls.lock().unwrap())
+    }
+
+    /// Reads of records of `kind` (one per record, batched or not) since the log was last taken.
     fn take_reads(&self, kind: &str) -> usize {
-        let mut reads = self.reads.lock().unwrap();
-        let count = reads.iter().filter(|k| *k == kind).count();
-        reads.clear();
-        count
+        self.take_calls()
+            .iter()
+            .map(|op| match op {
+                Op::Get(k) => usize::from(k == kind),
+                Op::GetMany(kinds) => kinds.iter().filter(|k| *k == kind).count(),
+                Op::CountUp(..) => 0,
+            })
+            .sum()
     }
 }
 
@@ -60,14 +83,14 @@ impl RecordStore for Switchable {
     fn get<'a>(&'a self, key: &'a RecordKey, now: u64) -> StoreFuture<'a, Option<Record>> {
         Box::pin(async move {
             self.check()?;
-            self.reads.lock().unwrap().push(key.kind.clone());
+            self.log(Op::Get(key.kind.clone()));
             self.inner.get(key, now).await
         })
     }
     fn get_many<'a>(&'a self, keys: &'a [RecordKey], now: u64) -> StoreFuture<'a, Vec<Option<Record>>> {
         Box::pin(async move {
             self.check()?;
-            self.reads.lock().unwrap().extend(keys.iter().map(|k| k.kind.clone()));
+            self.log(Op::GetMany(keys.iter().map(|k| k.kind.clone()).collect()));
             self.inner.get_many(keys, now).await
         })
     }
@@ -96,16 +119,18 @@ impl RecordStore for Switchable {
             self.inner.transact(writes, now).await
         })
     }
-    fn count_up<'a>(
+    fn count_up_by<'a>(
         &'a self,
         key: &'a RecordKey,
+        units: u32,
         limit: u32,
         expires: Option<u64>,
         now: u64,
     ) -> StoreFuture<'a, Option<u32>> {
         Box::pin(async move {
             self.check()?;
-            self.inner.count_up(key, limit, expires, now).await
+            self.log(Op::CountUp(key.kind.clone(), units));
+            self.inner.count_up_by(key, units, limit, expires, now).await
         })
     }
 }
@@ -213,40 +238,85 @@ async fn a_listener_whose_store_cannot_be_read_is_told_by_the_listen_result_inst
     assert!(updates(&messages).is_empty(), "a failed read is not a change: {messages:?}");
 }
 
-/// One shop server over `store` that counts its listen streams and quotas there, its clock at
-/// `clock`.
-fn counted_instance(
-    store: Arc<Switchable>,
-    config: ServerConfig,
-    clock: relevo_protocol::ManualClock,
-) -> (axum::Router, relevo_auth::DevIssuer) {
-    let (settings, issuer, auth) = dev_auth();
-    let ports = relevo_protocol::Ports::new(Some(store.clone()));
-    let server = relevo_protocol::McpServer::new(relevo_app::demo::app(&ports), config, test_keys(), Arc::new(auth))
-        .with_store(store)
-        .with_clock(Arc::new(clock));
-    let options = relevo_local::GatewayOptions { auth: Some(settings), ..gateway_options() };
-    (relevo_local::router(server, options), issuer)
-}
-
 const NOW: u64 = 1_800_000_010;
 
+/// Shop instances over one store, each through its own logging wrapper of it, counting their
+/// listen streams and quotas there; their clock (and their app's) at `NOW`.
 struct Counted {
+    /// The first instance's wrapper.
     store: Arc<Switchable>,
+    stores: Vec<Arc<Switchable>>,
+    /// The first instance.
     router: axum::Router,
+    routers: Vec<axum::Router>,
     alice: String,
+    /// Runs of the handlers of the resources `plain://0`… (no watch declaration).
+    runs: Arc<AtomicUsize>,
 }
 
 async fn counted(kind: Backend, config: ServerConfig) -> Counted {
-    let store = Arc::new(Switchable::new(Arc::new(Both(backend(kind).await))));
-    let (router, issuer) = counted_instance(store.clone(), config, relevo_protocol::ManualClock::at(NOW));
-    Counted { store, router, alice: dev_token(&issuer, "acme", "alice", &["shop"]) }
+    fleet(kind, config, 1, 0).await
+}
+
+/// `instances` shop servers over one store of `kind`, their app with `plain` more resources
+/// (`plain://0`…) that declare no watch record and count their handler's runs.
+async fn fleet(kind: Backend, config: ServerConfig, instances: usize, plain: usize) -> Counted {
+    let shared: Arc<dyn RecordStore> = Arc::new(Both(backend(kind).await));
+    let clock = relevo_protocol::ManualClock::at(NOW);
+    let (settings, issuer, _) = dev_auth();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let (mut stores, mut routers) = (Vec::new(), Vec::new());
+    for _ in 0..instances {
+        let store = Arc::new(Switchable::new(shared.clone()));
+        let mut ports = relevo_protocol::Ports::new(Some(store.clone()));
+        ports.clock = Arc::new(clock.clone());
+        let mut app = relevo_app::demo::app(&ports);
+        for n in 0..plain {
+            app = app.resource(counting_resource(&format!("plain://{n}"), runs.clone()));
+        }
+        let keys = Arc::new(relevo_auth::StaticKeySource(issuer.jwks()));
+        let auth = relevo_auth::BearerAuthenticator::new(settings.clone(), keys);
+        let server = relevo_protocol::McpServer::new(app, config.clone(), test_keys(), Arc::new(auth))
+            .with_store(store.clone())
+            .with_clock(Arc::new(clock.clone()));
+        let options = relevo_local::GatewayOptions { auth: Some(settings.clone()), ..gateway_options() };
+        routers.push(relevo_local::router(server, options));
+        stores.push(store);
+    }
+    Counted {
+        store: stores[0].clone(),
+        stores,
+        router: routers[0].clone(),
+        routers,
+        alice: dev_token(&issuer, "acme", "alice", &["shop"]),
+        runs,
+    }
+}
+
+/// A public resource whose content never changes, read through its handler (it declares no
+/// watch record), which counts its runs.
+fn counting_resource(uri: &str, runs: Arc<AtomicUsize>) -> Resource {
+    let address = uri.to_string();
+    Resource::new(
+        uri,
+        "plain",
+        "text/plain",
+        handler(move |_| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            let contents = vec![ResourceContents::text("unchanging", address.clone())];
+            async move { Ok(Outcome::contents(contents)) }
+        }),
+    )
 }
 
 impl Counted {
+    async fn tool(&self, instance: usize, name: &str, arguments: Value) -> Value {
+        let params = json!({ "name": name, "arguments": arguments });
+        send(&self.routers[instance], rpc_as(Some(&self.alice), 1, "tools/call", params)).await.json()
+    }
+
     async fn cart(&self) -> String {
-        let params = json!({ "name": "cart_create", "arguments": {} });
-        let created = send(&self.router, rpc_as(Some(&self.alice), 1, "tools/call", params)).await.json();
+        let created = self.tool(0, "cart_create", json!({})).await;
         created["result"]["structuredContent"]["cartId"].as_str().unwrap().to_string()
     }
 
@@ -324,4 +394,115 @@ async fn listen_admission_holds_on_dynamodb() {
     a_refused_listen_stream_reads_nothing_it_would_watch(Backend::Dynamo).await;
     a_listen_on_missing_resources_watches_none_of_them(Backend::Dynamo).await;
     every_poll_counts_against_the_tenant_quota_and_a_spent_quota_ends_the_stream(Backend::Dynamo).await;
+}
+
+/// Whether `op` names a record of `kind`.
+fn names(op: &Op, kind: &str) -> bool {
+    match op {
+        Op::Get(k) | Op::CountUp(k, _) => k == kind,
+        Op::GetMany(kinds) => kinds.iter().any(|k| k == kind),
+    }
+}
+
+/// The units of each quota count in `calls`, in order.
+fn units(calls: &[Op]) -> Vec<u32> {
+    calls
+        .iter()
+        .filter_map(|op| match op {
+            Op::CountUp(kind, n) if kind == relevo_state::rate::KIND => Some(*n),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn a_listen_poll_reads_declared_records_in_one_batch(kind: Backend) {
+    let quotas = relevo_protocol::quota::Quotas::parse(Some("10000/60"), None).unwrap();
+    let config = ServerConfig { listen_max_secs: 2, listen_poll_ms: 100, quotas, ..ServerConfig::default() };
+    let d = fleet(kind, config, 2, 0).await;
+    let carts = [d.cart().await, d.cart().await];
+    let uris: Vec<String> = carts.iter().map(|cart| format!("carts://{cart}")).collect();
+    d.store.take_calls();
+    let listening = d.listen(&uris);
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let add = json!({ "cartId": carts[0], "sku": "MUG-CER-300", "quantity": 1 });
+    assert_eq!(d.tool(1, "cart_add_item", add).await["result"]["isError"], false, "written through instance 1");
+    let (reply, _) = listening.await.unwrap();
+    let messages = reply.sse_messages();
+    assert_eq!(messages[0]["params"]["notifications"]["resourceSubscriptions"], json!(uris), "{messages:?}");
+    assert_eq!(updates(&messages), vec![uris[0].clone()], "the change made on the other instance, once: {messages:?}");
+
+    // Everything the stream's instance asked of the store, but its slot: the request's
+    // admission, the baseline, then each poll one 1-unit admission and one batch read.
+    let calls: Vec<Op> = d.stores[0].take_calls().into_iter().filter(|op| !names(op, "listen-streams")).collect();
+    let (admission, batch) = (Op::CountUp("rate".into(), 1), Op::GetMany(vec!["cart".into(), "cart".into()]));
+    assert_eq!(calls[..2], [admission.clone(), batch.clone()], "{calls:?}");
+    let polls = calls[2..].chunks(2).collect::<Vec<_>>();
+    assert!(polls.len() >= 5, "a poll every 100 ms for 2 s: {calls:?}");
+    for poll in polls {
+        assert_eq!(poll, [admission.clone(), batch.clone()], "no get, no handler run: {calls:?}");
+    }
+}
+
+/// Alice's deployment for the charged-poll scenarios, quota `quota` a minute: one instance whose
+/// app also has 30 resources without a watch declaration, two carts of hers, and the 32 URIs
+/// one stream of hers watches (30 read through their handlers, 2 declared records).
+async fn charged(kind: Backend, quota: &str, listen_max_secs: u64) -> (Counted, Vec<String>) {
+    let quotas = relevo_protocol::quota::Quotas::parse(Some(&format!("{quota}/60")), None).unwrap();
+    let config = ServerConfig { listen_max_secs, listen_poll_ms: 100, quotas, ..ServerConfig::default() };
+    let d = fleet(kind, config, 1, 30).await;
+    let mut uris: Vec<String> = (0..30).map(|n| format!("plain://{n}")).collect();
+    for _ in 0..2 {
+        uris.push(format!("carts://{}", d.cart().await));
+    }
+    d.store.take_calls();
+    (d, uris)
+}
+
+async fn a_listen_poll_is_charged_by_its_handler_reads(kind: Backend) {
+    let (d, uris) = charged(kind, "100000", 1).await;
+    let (reply, _) = d.listen(&uris).await.unwrap();
+    let messages = reply.sse_messages();
+    assert_eq!(messages[0]["params"]["notifications"]["resourceSubscriptions"], json!(uris), "all 32 watched");
+    let paid = units(&d.store.take_calls());
+    assert_eq!(paid[..2], [1, 30], "the request's admission, then its baseline's 30 handler reads: {paid:?}");
+    let polls = paid.len() - 2;
+    assert!(polls >= 3, "a poll every 100 ms for 1 s: {paid:?}");
+    assert!(paid[2..].iter().all(|&n| n == 31), "each poll costs 1 + 30 handler reads: {paid:?}");
+    assert_eq!(d.runs.load(Ordering::SeqCst), 30 * (1 + polls), "every paid handler read, and no other");
+
+    // 2 carts and the request: 3 units of 100; the baseline 30 (33); two polls 62 (95); the
+    // third poll's 31 do not fit in the 5 left.
+    let (d, uris) = charged(kind, "100", 20).await;
+    let (reply, lasted) = tokio::time::timeout(Duration::from_secs(15), d.listen(&uris)).await.unwrap().unwrap();
+    assert!(lasted < Duration::from_secs(5), "the poll the quota could not afford ended the stream: {lasted:?}");
+    let messages = reply.sse_messages();
+    assert_eq!(messages.last().unwrap()["result"]["resultType"], "complete", "ended cleanly: {messages:?}");
+    assert_eq!(units(&d.store.take_calls()), [1, 30, 31, 31, 31], "the refused poll asked for its 31");
+    assert_eq!(d.runs.load(Ordering::SeqCst), 30 * 3, "the refused poll read nothing");
+    let rate = relevo_state::rate::Rate { limit: 100, window_secs: 60 };
+    let window = relevo_state::rate::window_key("acme", "tenant", rate, NOW);
+    let spent = d.store.inner.get(&window, NOW).await.unwrap().unwrap().body;
+    assert_eq!(spent, json!({ "count": 95 }), "the refused poll spent none of its 31 units");
+    let next = send(&d.router, rpc_as(Some(&d.alice), 2, "tools/list", json!({}))).await;
+    assert_eq!(next.status, 200, "a request of one unit still fits: {}", next.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_listen_poll_reads_declared_records_in_one_batch_on_sqlite() {
+    a_listen_poll_reads_declared_records_in_one_batch(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_listen_poll_reads_declared_records_in_one_batch_on_dynamodb() {
+    a_listen_poll_reads_declared_records_in_one_batch(Backend::Dynamo).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_listen_poll_is_charged_by_its_handler_reads_on_sqlite() {
+    a_listen_poll_is_charged_by_its_handler_reads(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_listen_poll_is_charged_by_its_handler_reads_on_dynamodb() {
+    a_listen_poll_is_charged_by_its_handler_reads(Backend::Dynamo).await;
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use relevo_embedded::{SqliteQueue, SqliteStore};
-use relevo_gateway::Routing;
+use relevo_local::Routing;
 use relevo_protocol::McpServer;
 use relevo_protocol::quota::Quotas;
 use relevo_state::rate::KIND;
@@ -44,9 +44,9 @@ fn door(routing: Routing) -> Door {
     let server = McpServer::new(jobs.app.clone(), config, test_keys(), Arc::new(auth))
         .with_store(store.clone())
         .with_tasks(jobs.engine.clone());
-    let options = relevo_gateway::GatewayOptions { auth: Some(settings), routing, ..gateway_options() };
+    let options = relevo_local::GatewayOptions { auth: Some(settings), routing, ..gateway_options() };
     let token = dev_token(&issuer, "acme", "alice", SCOPES);
-    Door { router: relevo_gateway::router(server, options), store, queue, jobs, token }
+    Door { router: relevo_local::router(server, options), store, queue, jobs, token }
 }
 
 impl Door {

@@ -352,9 +352,10 @@ impl RecordStore for Dying {
             result
         })
     }
-    fn count_up<'a>(
+    fn count_up_by<'a>(
         &'a self,
         key: &'a relevo_state::RecordKey,
+        units: u32,
         limit: u32,
         expires_at: Option<u64>,
         now: u64,
@@ -363,7 +364,7 @@ impl RecordStore for Dying {
             if self.dead() {
                 return Err(killed());
             }
-            let result = self.inner.count_up(key, limit, expires_at, now).await;
+            let result = self.inner.count_up_by(key, units, limit, expires_at, now).await;
             self.wrote();
             result
         })

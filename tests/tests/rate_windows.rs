@@ -115,7 +115,14 @@ async fn a_failing_store_is_an_error_that_names_the_scope() {
         fn transact<'a>(&'a self, _: &'a [Write], _: u64) -> TransactFuture<'a> {
             Box::pin(async { Err(TransactError::Invalid("unused".into())) })
         }
-        fn count_up<'a>(&'a self, _: &'a RecordKey, _: u32, _: Option<u64>, _: u64) -> StoreFuture<'a, Option<u32>> {
+        fn count_up_by<'a>(
+            &'a self,
+            _: &'a RecordKey,
+            _: u32,
+            _: u32,
+            _: Option<u64>,
+            _: u64,
+        ) -> StoreFuture<'a, Option<u32>> {
             Box::pin(async { Err(StoreError::Unavailable("switched off".into())) })
         }
     }
@@ -161,15 +168,16 @@ impl RecordStore for Counting {
         self.called("transact");
         self.inner.transact(writes, now)
     }
-    fn count_up<'a>(
+    fn count_up_by<'a>(
         &'a self,
         key: &'a RecordKey,
+        units: u32,
         limit: u32,
         exp: Option<u64>,
         now: u64,
     ) -> StoreFuture<'a, Option<u32>> {
-        self.called("count_up");
-        self.inner.count_up(key, limit, exp, now)
+        self.called("count_up_by");
+        self.inner.count_up_by(key, units, limit, exp, now)
     }
 }
 
@@ -188,7 +196,7 @@ async fn each_request_is_one_atomic_count_with_no_read_and_no_retry() {
     let admitted = answers.iter().filter(|a| matches!(a, Ok(Admission::Allowed { .. }))).count();
     assert_eq!(admitted, 10);
     let made = calls.0.lock().unwrap().clone();
-    assert_eq!(made, vec!["count_up"; 64], "one counting write per request, nothing else");
+    assert_eq!(made, vec!["count_up_by"; 64], "one counting write per request, nothing else");
     let key = window_key("acme", "tenant", rate, 1_800_000_000);
     let window = store.get(&key, 1_800_000_000).await.unwrap().unwrap();
     assert_eq!((window.body, window.revision), (json!({ "count": 10 }), 10), "54 refusals wrote nothing");

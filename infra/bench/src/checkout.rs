@@ -51,16 +51,17 @@ impl RecordStore for Counted {
         self.calls.transact.fetch_add(1, Ordering::Relaxed);
         self.inner.transact(writes, now)
     }
-    fn count_up<'a>(
+    fn count_up_by<'a>(
         &'a self,
         key: &'a RecordKey,
+        units: u32,
         limit: u32,
         expires_at: Option<u64>,
         now: u64,
     ) -> StoreFuture<'a, Option<u32>> {
         // One conditional update of a counter record.
         self.calls.update.fetch_add(1, Ordering::Relaxed);
-        self.inner.count_up(key, limit, expires_at, now)
+        self.inner.count_up_by(key, units, limit, expires_at, now)
     }
 }
 

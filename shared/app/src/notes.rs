@@ -30,7 +30,13 @@ pub struct NotesPorts {
 }
 
 fn key(cx: &ToolContext, id: &str) -> RecordKey {
-    RecordKey::new(Owner::personal(&cx.principal().tenant, &cx.principal().subject), KIND, id)
+    note_record(Owner::personal(&cx.principal().tenant, &cx.principal().subject), id)
+}
+
+/// The record of note `id` of `owner`: what the tools write, the resource reads, and listeners
+/// watch.
+fn note_record(owner: Owner, id: &str) -> RecordKey {
+    RecordKey::new(owner, KIND, id)
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -123,4 +129,6 @@ pub fn note_resource(ports: NotesPorts) -> ResourceTemplate {
     .description("One of your notes")
     .private()
     .scopes(&["notes:read"])
+    // Its content is the note record alone: listen polls read it in their one batch.
+    .watch(|who, uri: NoteUri| note_record(who.personal(), &uri.note_id))
 }

@@ -115,7 +115,13 @@ fn owner(cx: &ToolContext) -> Owner {
 }
 
 fn cart_key(cx: &ToolContext, id: &str) -> RecordKey {
-    RecordKey::new(owner(cx), "cart", id)
+    cart_record(owner(cx), id)
+}
+
+/// The record of cart `id` of `owner`: what the tools write, the resource reads, and listeners
+/// watch.
+fn cart_record(owner: Owner, id: &str) -> RecordKey {
+    RecordKey::new(owner, "cart", id)
 }
 
 /// The order of a cart: one per cart, by construction.
@@ -497,7 +503,8 @@ struct CartUri {
     cart_id: String,
 }
 
-/// `carts://{cartId}`: your cart as JSON; listeners subscribed to it hear of every change.
+/// `carts://{cartId}`: your cart as JSON; listeners subscribed to it hear of every change (their
+/// polls read the cart record, declared with `watch`, without running this handler).
 pub fn cart_resource(ports: ShopPorts) -> ResourceTemplate {
     ResourceTemplate::typed("carts://{cartId}", "cart", "application/json", move |uri: CartUri, cx| {
         let ports = ports.clone();
@@ -517,6 +524,8 @@ pub fn cart_resource(ports: ShopPorts) -> ResourceTemplate {
     .description("One of your carts")
     .private()
     .scopes(&["shop"])
+    // Its content is the cart record alone: listen polls read it in their one batch.
+    .watch(|who, uri: CartUri| cart_record(who.personal(), &uri.cart_id))
 }
 
 /// The shop's tools over these ports.

@@ -377,14 +377,15 @@ impl RecordStore for DynamoStore {
         })
     }
 
-    fn count_up<'a>(
+    fn count_up_by<'a>(
         &'a self,
         key: &'a RecordKey,
+        units: u32,
         limit: u32,
         expires_at: Option<u64>,
         now: u64,
     ) -> StoreFuture<'a, Option<u32>> {
-        Box::pin(self.count_up_item(key, limit, expires_at, now))
+        Box::pin(self.count_up_item(key, units, limit, expires_at, now))
     }
 }
 
@@ -675,23 +676,25 @@ enum Counted {
 }
 
 impl DynamoStore {
-    /// [`RecordStore::count_up`]: one `UpdateItem` that `ADD`s 1 to `count` and `rev` under
-    /// `count < :limit` on a live item (an absent one is created, its `tenant` and TTL set with
-    /// `if_not_exists`), so concurrent callers never conflict and a refusal writes nothing. Only
-    /// an expired item that is still there (TTL deletes lazily) is restarted at 1 with a
-    /// conditional put, and counted again when another caller restarted it first.
+    /// [`RecordStore::count_up_by`]: one `UpdateItem` that `ADD`s `units` to `count` and 1 to `rev`
+    /// under `count <= :room` (`limit - units`) on a live item (an absent one is created, its
+    /// `tenant` and TTL set with `if_not_exists`), so concurrent callers never conflict and a
+    /// refusal writes nothing. Only an expired item that is still there (TTL deletes lazily) is
+    /// restarted at `units` with a conditional put, and counted again when another caller restarted
+    /// it first.
     async fn count_up_item(
         &self,
         key: &RecordKey,
+        units: u32,
         limit: u32,
         expires_at: Option<u64>,
         now: u64,
     ) -> Result<Option<u32>, StoreError> {
-        if limit == 0 {
+        if !relevo_state::records::check_count(units, limit)? {
             return Ok(None);
         }
         for _ in 0..COUNTER_RESTARTS {
-            let old = match self.add_one(key, limit, expires_at, now).await? {
+            let old = match self.add(key, units, limit - units, expires_at, now).await? {
                 Counted::Up(count) => return Ok(Some(count)),
                 Counted::Refused(Some(old)) => Some(old),
                 Counted::Refused(None) => self.get_item(key).await?,
@@ -705,14 +708,14 @@ impl DynamoStore {
                         ("pk".into(), s(key.storage_key())),
                         ("tenant".into(), s(&key.owner.tenant)),
                         ("rev".into(), n(1)),
-                        (COUNT.into(), n(1)),
+                        (COUNT.into(), n(u64::from(units))),
                     ]);
                     if let Some(expires_at) = expires_at {
                         item.insert("expires_at".into(), n(expires_at));
                     }
                     let values = Item::from([(":now".into(), n(now))]);
                     if self.put_if(item, "expires_at <= :now", values).await?.is_ok() {
-                        return Ok(Some(1));
+                        return Ok(Some(units));
                     }
                 }
             }
@@ -720,26 +723,29 @@ impl DynamoStore {
         Err(unavailable("the counter kept expiring and restarting under concurrent callers"))
     }
 
-    async fn add_one(
+    /// One `UpdateItem` that adds `units` to the count if it is at most `room` before.
+    async fn add(
         &self,
         key: &RecordKey,
-        limit: u32,
+        units: u32,
+        room: u32,
         expires_at: Option<u64>,
         now: u64,
     ) -> Result<Counted, StoreError> {
-        let mut update = "ADD #count :one, rev :one SET tenant = if_not_exists(tenant, :tenant)".to_string();
+        let mut update = "ADD #count :n, rev :one SET tenant = if_not_exists(tenant, :tenant)".to_string();
         let mut request = self
             .client
             .update_item()
             .table_name(&self.table)
             .key("pk", s(key.storage_key()))
             .condition_expression(
-                "(attribute_not_exists(#count) OR #count < :limit) \
+                "(attribute_not_exists(#count) OR #count <= :room) \
                  AND (attribute_not_exists(expires_at) OR expires_at > :now)",
             )
             .expression_attribute_names("#count", COUNT)
+            .expression_attribute_values(":n", n(u64::from(units)))
             .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":limit", n(u64::from(limit)))
+            .expression_attribute_values(":room", n(u64::from(room)))
             .expression_attribute_values(":now", n(now))
             .expression_attribute_values(":tenant", s(&key.owner.tenant))
             .return_values(ReturnValue::UpdatedNew)

@@ -33,6 +33,11 @@ async fn dynamodb_meets_the_record_store_contract() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dynamodb_counts_several_units_in_one_write_all_or_none() {
+    relevo_state::contract::count_by_contract(Arc::new(store().await)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn dynamodb_transactions_are_all_or_nothing_and_isolated_from_each_other() {
     // Concurrent: `infra/scripts/moto_serial.py` gives moto DynamoDB's isolation (its threaded
     // server alone lets a losing transaction's rollback erase the winner's write).

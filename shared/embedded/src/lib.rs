@@ -1,8 +1,8 @@
 //! SQLite adapters of the `relevo-state` ports: the same contract as DynamoDB, on one machine.
 //!
 //! Conditional writes are single SQL statements (`INSERT … ON CONFLICT … WHERE expired`,
-//! `UPDATE … WHERE revision = ?`, a counter's `INSERT … ON CONFLICT DO UPDATE … WHERE count <
-//! limit RETURNING count`), so they are atomic without explicit transactions. The database
+//! `UPDATE … WHERE revision = ?`, a counter's `INSERT … ON CONFLICT DO UPDATE … WHERE count <=
+//! limit - n RETURNING count`), so they are atomic without explicit transactions. The database
 //! survives restarts (WAL mode); `:memory:` is available for tests. Calls run on the blocking pool
 //! behind one connection, which serializes writers as SQLite would anyway.
 
@@ -244,48 +244,58 @@ impl RecordStore for SqliteStore {
         })
     }
 
-    fn count_up<'a>(
+    fn count_up_by<'a>(
         &'a self,
         key: &'a RecordKey,
+        n: u32,
         limit: u32,
         expires_at: Option<u64>,
         now: u64,
     ) -> StoreFuture<'a, Option<u32>> {
         let key = key.clone();
         Box::pin(async move {
-            if limit == 0 {
+            if !relevo_state::records::check_count(n, limit)? {
                 return Ok(None);
             }
-            self.run(move |connection| count_up(connection, &key, limit, expires_at, now)).await
+            self.run(move |connection| count_up_by(connection, &key, n, limit, expires_at, now)).await
         })
     }
 }
 
-/// One statement counts or refuses: a live counter below `limit` goes one up, an absent or
-/// expired one starts again at 1 (with the new expiry), and at `limit` the `WHERE` leaves the
-/// row untouched and returns nothing.
-fn count_up(
+/// One statement counts `n` or refuses: a live counter with room for `n` under `limit` goes `n`
+/// up, an absent or expired one starts again at `n` (with the new expiry), and without room the
+/// `WHERE` leaves the row untouched and returns nothing. The caller checked `1 <= n <= limit`.
+fn count_up_by(
     connection: &Connection,
     key: &RecordKey,
+    n: u32,
     limit: u32,
     expires_at: Option<u64>,
     now: u64,
 ) -> Result<Option<u32>, StoreError> {
     let counted: Option<i64> = connection
         .query_row(
-            "INSERT INTO records (pk, tenant, revision, body, expires_at) VALUES (?1, ?2, 1, '{\"count\":1}', ?3)
+            "INSERT INTO records (pk, tenant, revision, body, expires_at)
+             VALUES (?1, ?2, 1, json_object('count', ?6), ?3)
              ON CONFLICT (pk) DO UPDATE SET
                  revision = CASE WHEN records.expires_at IS NOT NULL AND records.expires_at <= ?4
                             THEN 1 ELSE records.revision + 1 END,
                  body = CASE WHEN records.expires_at IS NOT NULL AND records.expires_at <= ?4
                         THEN excluded.body
-                        ELSE json_object('count', json_extract(records.body, '$.count') + 1) END,
+                        ELSE json_object('count', json_extract(records.body, '$.count') + ?6) END,
                  expires_at = CASE WHEN records.expires_at IS NOT NULL AND records.expires_at <= ?4
                               THEN excluded.expires_at ELSE records.expires_at END
              WHERE (records.expires_at IS NOT NULL AND records.expires_at <= ?4)
-                OR json_extract(records.body, '$.count') < ?5
+                OR json_extract(records.body, '$.count') <= ?5 - ?6
              RETURNING json_extract(body, '$.count')",
-            params![key.storage_key(), key.owner.tenant, expires_at.map(|e| e as i64), now as i64, i64::from(limit)],
+            params![
+                key.storage_key(),
+                key.owner.tenant,
+                expires_at.map(|e| e as i64),
+                now as i64,
+                i64::from(limit),
+                i64::from(n)
+            ],
             |row| row.get(0),
         )
         .optional()

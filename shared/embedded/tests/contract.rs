@@ -25,6 +25,11 @@ async fn sqlite_file_meets_the_contract_and_survives_a_reopen() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_counts_several_units_in_one_write_all_or_none() {
+    relevo_state::contract::count_by_contract(Arc::new(SqliteStore::in_memory().unwrap())).await;
+}
+
 #[tokio::test]
 async fn sqlite_transactions_are_all_or_nothing() {
     let store = Arc::new(SqliteStore::in_memory().unwrap());

@@ -45,7 +45,7 @@ pub use pages::{CallerFuture, PageFuture, PageGate, PageSession, PageSessionErro
 pub use ports::{AppBuilder, Ports};
 pub use registry::{
     App, CachePolicy, Call, ClientContext, ElicitAction, ElicitAnswer, Handler, InputRequest, Outcome, Prompt,
-    PromptArgument, Resource, ResourceTemplate, TaskAccess, Tool, handler,
+    PromptArgument, Resource, ResourceTemplate, TaskAccess, Tool, WatchRecord, Who, handler,
 };
 pub use seal::{KeyError, KeyRing};
 pub use server::{Deadline, MAX_WATCHED, McpServer, Reply, ReplyBody, ServerConfig};

@@ -257,7 +257,14 @@ mod tests {
         fn transact<'a>(&'a self, _: &'a [Write], _: u64) -> TransactFuture<'a> {
             Box::pin(async { Err(relevo_state::records::TransactError::Invalid("unused".into())) })
         }
-        fn count_up<'a>(&'a self, _: &'a RecordKey, _: u32, _: Option<u64>, _: u64) -> StoreFuture<'a, Option<u32>> {
+        fn count_up_by<'a>(
+            &'a self,
+            _: &'a RecordKey,
+            _: u32,
+            _: u32,
+            _: Option<u64>,
+            _: u64,
+        ) -> StoreFuture<'a, Option<u32>> {
             Box::pin(async { Ok(None) })
         }
     }

@@ -6,8 +6,9 @@
 //! - `RELEVO_RATE_PER_TENANT=LIMIT/SECS`, e.g. `600/60`: every request of a tenant's principals
 //!   that makes the deployment work (authenticated): every 2026-07-28 method, every request of a
 //!   2025-11-25 session (its `initialize`, `ping`, `logging/setLevel`, subscriptions, answers,
-//!   GET stream and DELETE too), every poll of an open listen stream, and every request to the
-//!   app's pages that acts as someone (their sign-in too): the surfaces of
+//!   GET stream and DELETE too), every poll of an open listen stream (one unit, and one more
+//!   per resource it reads through a handler rather than as a declared record), and every
+//!   request to the app's pages that acts as someone (their sign-in too): the surfaces of
 //!   [`crate::server::Surface`].
 //! - `RELEVO_RATE_PER_TOOL=NAME:LIMIT/SECS[,NAME:LIMIT/SECS…]`, e.g.
 //!   `cart_checkout:30/60,*:120/60`: `tools/call` of one tool by one tenant; `*` is every tool

@@ -212,6 +212,8 @@ impl McpServer {
     /// The deployment's record store: 2025-11-25 sessions live in it, and so do the counts of
     /// what each caller holds (listen streams, sessions), so that limits hold across instances.
     /// Without a store, those limits are not enforced (and legacy clients are not served).
+    /// Listen streams read the watch records resources declare from it in one batch, so it must
+    /// be the store the app's handlers read (without one, they run the handlers instead).
     pub fn with_store(mut self, store: Arc<dyn RecordStore>) -> Self {
         self.store = Some(store.clone());
         self.legacy = Some(Legacy {

@@ -139,6 +139,54 @@ pub async fn counter_contract(store: Arc<dyn RecordStore>) {
     assert_eq!(store.get(&hot, NOW).await.unwrap().unwrap().body, json!({ "count": 10 }));
 }
 
+/// [`RecordStore::count_up_by`]: several units in one atomic conditional write, all or none.
+#[allow(clippy::unwrap_used, clippy::panic)]
+pub async fn count_by_contract(store: Arc<dyn RecordStore>) {
+    let window = RecordKey::new(Owner::tenant("acme"), "rate", "tenant/60@1800000000");
+    let end = Some(NOW + 60);
+
+    assert!(
+        matches!(store.count_up_by(&window, 0, 5, end, NOW).await, Err(StoreError::Unavailable(_))),
+        "counting no unit is refused"
+    );
+    assert_eq!(store.count_up_by(&window, 6, 5, end, NOW).await.unwrap(), None, "more units than the limit");
+    assert_eq!(store.get(&window, NOW).await.unwrap(), None, "neither refusal wrote anything");
+
+    assert_eq!(store.count_up_by(&window, 3, 5, end, NOW).await.unwrap(), Some(3), "a new counter starts at n");
+    assert_eq!(store.count_up_by(&window, 3, 5, end, NOW).await.unwrap(), None, "3 more do not fit under 5");
+    let counter = store.get(&window, NOW).await.unwrap().expect("the counter reads as a record");
+    assert_eq!(
+        (counter.body, counter.revision, counter.expires_at),
+        (json!({ "count": 3 }), 1, end),
+        "the refusal counted none of its units and wrote nothing"
+    );
+    assert_eq!(store.count_up_by(&window, 2, 5, end, NOW).await.unwrap(), Some(5), "2 fit exactly");
+    assert_eq!(store.count_up(&window, 5, end, NOW).await.unwrap(), None, "full");
+    assert_eq!(store.get(&window, NOW).await.unwrap().unwrap().revision, 2, "one revision per counting call");
+
+    // expiry: an expired counter starts again at n, with the new expiry
+    assert_eq!(store.count_up_by(&window, 4, 5, Some(NOW + 120), NOW + 60).await.unwrap(), Some(4), "restarts at n");
+    assert_eq!(store.get(&window, NOW + 60).await.unwrap().unwrap().expires_at, Some(NOW + 120));
+
+    // 12 concurrent callers of 3 units under 20: six fit (18), none half way, none lost
+    let hot = RecordKey::new(Owner::tenant("acme"), "rate", "hot-by");
+    let mut racers = tokio::task::JoinSet::new();
+    for _ in 0..12 {
+        let (store, hot) = (store.clone(), hot.clone());
+        racers.spawn(async move { store.count_up_by(&hot, 3, 20, end, NOW).await });
+    }
+    let results = racers.join_all().await;
+    let mut counted: Vec<u32> = results.iter().filter_map(|r| r.clone().unwrap()).collect();
+    counted.sort_unstable();
+    assert_eq!(counted, vec![3, 6, 9, 12, 15, 18], "each admitted caller counted its 3 units at once: {results:?}");
+    assert_eq!(
+        store.get(&hot, NOW).await.unwrap().unwrap().body,
+        json!({ "count": 18 }),
+        "the 6 refused wrote nothing"
+    );
+    assert_eq!(store.count_up_by(&hot, 2, 20, end, NOW).await.unwrap(), Some(20), "the room left is still there");
+}
+
 /// The behaviour every [`JobStore`](crate::JobStore) adapter must show.
 #[allow(clippy::unwrap_used, clippy::panic)]
 pub async fn job_store_contract(store: Arc<dyn crate::JobStore>) {

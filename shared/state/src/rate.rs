@@ -14,10 +14,11 @@
 //!
 //! Invariants:
 //! - Across any number of instances, at most `limit` requests are admitted per key per window:
-//!   an admission is one atomic conditional write, [`RecordStore::count_up`] (DynamoDB: one
-//!   `UpdateItem` that adds 1 under `count < limit`; SQLite: one `INSERT … ON CONFLICT DO
-//!   UPDATE … WHERE count < limit RETURNING`). Each admission gets its own count, 1 to `limit`,
-//!   so no two admissions can be counted as one.
+//!   an admission is one atomic conditional write, [`RecordStore::count_up_by`] (DynamoDB: one
+//!   `UpdateItem` that adds `n` under `count <= limit - n`; SQLite: one `INSERT … ON CONFLICT
+//!   DO UPDATE … WHERE count <= limit - n RETURNING`). Each admission gets its own count, 1 to
+//!   `limit`, so no two admissions can be counted as one; one that costs several units
+//!   ([`admit_units`]) is counted whole or refused whole, never half way.
 //! - No read, no retry loop, no contention: concurrent requests on one hot window are each
 //!   answered by their single write, admitted or [`Admission::Limited`]; a burst of honest callers
 //!   never gets a retryable "contention" from the quota itself.
@@ -91,13 +92,28 @@ pub async fn admit(
     rate: Rate,
     now: u64,
 ) -> Result<Admission, RateError> {
+    admit_units(records, tenant, scope, rate, 1, now).await
+}
+
+/// Counts `units` (at least 1) of `scope` for `tenant` at `now` in one conditional write
+/// ([`RecordStore::count_up_by`]): all of them if the window has room for all, else none
+/// ([`Admission::Limited`], nothing written). A request that makes the deployment do the work
+/// of several (a listen poll that runs several handlers) pays for each.
+pub async fn admit_units(
+    records: &dyn RecordStore,
+    tenant: &str,
+    scope: &str,
+    rate: Rate,
+    units: u32,
+    now: u64,
+) -> Result<Admission, RateError> {
     let end = rate.window_end(now);
     let limited = Admission::Limited { retry_after_secs: end.saturating_sub(now).max(1) };
     if rate.limit == 0 {
         return Ok(limited);
     }
     let key = window_key(tenant, scope, rate, now);
-    match records.count_up(&key, rate.limit, Some(end), now).await {
+    match records.count_up_by(&key, units.max(1), rate.limit, Some(end), now).await {
         Ok(Some(count)) => Ok(Admission::Allowed { count }),
         Ok(None) => Ok(limited),
         Err(source) => Err(RateError::Store { scope: scope.to_string(), source }),

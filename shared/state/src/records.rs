@@ -301,9 +301,32 @@ pub trait RecordStore: Send + Sync {
     /// The record reads (`get`) as the body `{"count": n}`, its revision one more on each count.
     /// Never a conflict: every concurrent caller is answered at once, at most `limit` of them
     /// with `Some`, each with its own count. `key` must name a counter only (no other write to it).
+    /// [`RecordStore::count_up_by`] with `n` = 1.
     fn count_up<'a>(
         &'a self,
         key: &'a RecordKey,
+        limit: u32,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> StoreFuture<'a, Option<u32>> {
+        self.count_up_by(key, 1, limit, expires_at, now)
+    }
+
+    /// Counts `n` more on the counter record `key` in one atomic conditional write, if the
+    /// count stays within `limit` (count + `n` <= `limit`): all `n` units or none. `Some(new
+    /// count)` when counted; `None` when they do not fit (or `limit` is 0), and then nothing is
+    /// written. Otherwise as [`RecordStore::count_up`]: no live record counts as 0 (the first
+    /// call creates it at count `n`, expiring at `expires_at`, later calls keep that expiry), the
+    /// revision grows by one per call, and concurrent callers never conflict: together they are
+    /// counted at most `limit`. `n` = 0 is refused as `Unavailable` before touching the store.
+    ///
+    /// Every adapter implements it with one write (DynamoDB: `UpdateItem` `ADD :n` under
+    /// `count <= limit - n`; SQLite: one `INSERT … ON CONFLICT DO UPDATE … WHERE`), never as
+    /// `n` calls of one unit, which could stop half way.
+    fn count_up_by<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        n: u32,
         limit: u32,
         expires_at: Option<u64>,
         now: u64,
@@ -343,6 +366,15 @@ pub trait RecordStore: Send + Sync {
 
 /// The most keys one [`RecordStore::get_many`] may read (DynamoDB's `BatchGetItem` limit).
 pub const MAX_BATCH_READ: usize = 100;
+
+/// Refuses a [`RecordStore::count_up_by`] of no unit: `Ok(false)` when `n` units cannot fit
+/// under `limit` at all (answer `None` without touching the store), `Ok(true)` when they might.
+pub fn check_count(n: u32, limit: u32) -> Result<bool, StoreError> {
+    if n == 0 {
+        return Err(StoreError::Unavailable(Cause::new("counting up by 0 units")));
+    }
+    Ok(n <= limit)
+}
 
 /// Refuses a batch read of more than [`MAX_BATCH_READ`] keys.
 pub fn check_batch(keys: &[RecordKey]) -> Result<(), StoreError> {

@@ -5,6 +5,12 @@
 //! `input_required` asking the client for input (MRTR) with optional state that the server seals
 //! before it leaves the process. Everything a handler needs across rounds comes back in
 //! [`Call::state`], verified; nothing is kept in memory between requests.
+//!
+//! A resource or template may also declare the record its content is read from
+//! (`.watch(…)`, [`WatchRecord`]): a `subscriptions/listen` stream then polls it in one batch read
+//! with the stream's other declared records, and runs no handler for it. Invariant: a watch
+//! key derives only from the caller's tenant and subject ([`Who`]) and the template's typed URI
+//! variables, and names one of the caller's own records (anything else is not read).
 
 mod app;
 mod call;
@@ -15,6 +21,7 @@ mod prompt;
 mod resource;
 mod template;
 mod tool;
+mod watch;
 
 pub use app::{App, TaskAccess};
 pub use call::{Call, ClientContext};
@@ -25,6 +32,7 @@ pub use prompt::{Prompt, PromptArgument};
 pub use resource::Resource;
 pub use template::ResourceTemplate;
 pub use tool::{CachePolicy, Schema, Tool};
+pub use watch::{WatchRecord, Who};
 
 use std::future::Future;
 use std::pin::Pin;

@@ -2,7 +2,9 @@
 
 use serde_json::{Value, json};
 
+use super::watch::{WatchRecord, Who};
 use super::{Handler, insert_some, owned};
+use relevo_state::RecordKey;
 
 /// A concrete resource with a fixed URI.
 #[derive(Clone)]
@@ -17,6 +19,8 @@ pub struct Resource {
     /// OAuth scopes a caller must hold to read it, list it, or subscribe to it.
     pub scopes: Vec<String>,
     pub handler: Handler,
+    /// The record its content is read from, if declared ([`Resource::watch`]).
+    pub watch: Option<WatchRecord>,
 }
 
 impl Resource {
@@ -30,6 +34,7 @@ impl Resource {
             private: false,
             scopes: Vec::new(),
             handler,
+            watch: None,
         }
     }
 
@@ -41,6 +46,17 @@ impl Resource {
     /// Marks the content as per-caller: reads carry `cacheScope: private`.
     pub fn private(mut self) -> Self {
         self.private = true;
+        self
+    }
+
+    /// Declares the record the content is read from, for the caller `who` (its tenant and
+    /// subject only): listen streams poll it in one batch with their other declared records
+    /// instead of running the handler ([`crate::registry::WatchRecord`]).
+    pub fn watch<F>(mut self, key: F) -> Self
+    where
+        F: Fn(&Who<'_>) -> RecordKey + Send + Sync + 'static,
+    {
+        self.watch = Some(WatchRecord::fixed(key));
         self
     }
 

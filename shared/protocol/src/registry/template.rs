@@ -4,8 +4,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use super::watch::{WatchRecord, Who};
 use super::{Handler, insert_some, owned};
 use crate::wire::JsonObject;
+use relevo_state::RecordKey;
+use serde::de::DeserializeOwned;
 
 /// A family of resources named by an RFC 6570 level-1 template such as `test://template/{id}/data`.
 #[derive(Clone)]
@@ -22,6 +25,8 @@ pub struct ResourceTemplate {
     /// OAuth scopes a caller must hold to read, list, complete or subscribe to its resources.
     pub scopes: Vec<String>,
     pub handler: Handler,
+    /// The record each resource's content is read from, if declared ([`ResourceTemplate::watch`]).
+    pub watch: Option<WatchRecord>,
 }
 
 impl ResourceTemplate {
@@ -36,7 +41,21 @@ impl ResourceTemplate {
             private: false,
             scopes: Vec::new(),
             handler,
+            watch: None,
         }
+    }
+
+    /// Declares the record each resource's content is read from, for the caller `who` (its
+    /// tenant and subject only) and the URI's variables as `V` (the template's typed URI
+    /// struct): listen streams poll it in one batch with their other declared records instead
+    /// of running the handler ([`crate::registry::WatchRecord`]).
+    pub fn watch<V, F>(mut self, key: F) -> Self
+    where
+        V: DeserializeOwned + 'static,
+        F: Fn(&Who<'_>, V) -> RecordKey + Send + Sync + 'static,
+    {
+        self.watch = Some(WatchRecord::typed(key));
+        self
     }
 
     pub fn scopes(mut self, scopes: &[&str]) -> Self {

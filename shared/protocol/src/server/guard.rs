@@ -39,7 +39,7 @@ use crate::error::{McpError, store_failure};
 use crate::ladder::ValidRequest;
 use crate::method::Method;
 use crate::quota::{QuotaScope, Quotas, Rate};
-use crate::registry::{Handler, Prompt, Tool};
+use crate::registry::{Handler, Prompt, Tool, WatchRecord};
 use crate::tasks::TOOL_TASK_KIND;
 use crate::wire::JsonObject;
 use relevo_state::Job;
@@ -72,7 +72,8 @@ pub enum Surface {
     SessionStream,
     /// DELETE of a session (removes its record).
     SessionDelete,
-    /// One poll of an open `subscriptions/listen` stream (reads every watched record).
+    /// One poll of an open `subscriptions/listen` stream: one unit, and one more per watched
+    /// resource read through its handler (declared records are read in one batch).
     ListenPoll,
     /// A request to the app's pages that acts as someone (their sign-in included).
     Page,
@@ -166,12 +167,13 @@ pub(crate) enum TaskUse {
     Write,
 }
 
-/// A readable resource the caller may read: its handler, the template variables it binds, and
-/// whether its content is private.
+/// A readable resource the caller may read: its handler, the template variables it binds,
+/// whether its content is private, and the record it declared to be read from, if any.
 pub(crate) struct Readable {
     pub handler: Handler,
     pub arguments: JsonObject,
     pub private: bool,
+    pub watch: Option<WatchRecord>,
 }
 
 pub(crate) fn require(principal: &Principal, scopes: &[String]) -> Result<(), McpError> {
@@ -195,7 +197,7 @@ impl McpServer {
             && let Some(tool) = request.target().and_then(|name| self.callable_tool(principal, name).ok())
             && let Some(quota) = quotas.for_tool(&tool.name)
         {
-            spend(store, tenant, QuotaScope::Tool, Some(&tool.name), quota, now).await?;
+            spend(store, tenant, QuotaScope::Tool, Some(&tool.name), quota, 1, now).await?;
         }
         admit_tenant(quotas, Some(store), tenant, now).await
     }
@@ -213,9 +215,21 @@ impl McpServer {
     /// Counts `surface` (not a method: those go through [`McpServer::admit`]) against the
     /// caller's tenant's quota, as [`Surface::admission`] decides.
     pub(crate) async fn admit_surface(&self, surface: Surface, principal: &Principal) -> Result<(), McpError> {
+        self.admit_surface_units(surface, principal, 1).await
+    }
+
+    /// [`McpServer::admit_surface`] for a request that costs `units` (at least 1): all of them
+    /// counted in one conditional write, or none (a refusal spends nothing).
+    pub(crate) async fn admit_surface_units(
+        &self,
+        surface: Surface,
+        principal: &Principal,
+        units: u32,
+    ) -> Result<(), McpError> {
         match surface.admission() {
             Decision::Counted => {
-                admit_tenant(&self.config.quotas, self.store.as_deref(), &principal.tenant, self.clock.now_unix()).await
+                let (quotas, store, now) = (&self.config.quotas, self.store.as_deref(), self.clock.now_unix());
+                admit_tenant_units(quotas, store, &principal.tenant, units, now).await
             }
             Decision::Exempt(_) => Ok(()),
         }
@@ -238,8 +252,8 @@ impl McpServer {
     pub(crate) fn readable(&self, principal: &Principal, uri: &str) -> Result<Readable, McpError> {
         if let Some(resource) = self.app.find_resource(uri) {
             require(principal, &resource.scopes)?;
-            let handler = resource.handler.clone();
-            return Ok(Readable { handler, arguments: JsonObject::new(), private: resource.per_caller() });
+            let (handler, watch) = (resource.handler.clone(), resource.watch.clone());
+            return Ok(Readable { handler, arguments: JsonObject::new(), private: resource.per_caller(), watch });
         }
         let (template, arguments) = self
             .app
@@ -247,7 +261,8 @@ impl McpServer {
             .find_map(|t| t.match_uri(uri).map(|vars| (t, vars)))
             .ok_or_else(|| McpError::resource_not_found(uri))?;
         require(principal, &template.scopes)?;
-        Ok(Readable { handler: template.handler.clone(), arguments, private: template.per_caller() })
+        let (handler, watch) = (template.handler.clone(), template.watch.clone());
+        Ok(Readable { handler, arguments, private: template.per_caller(), watch })
     }
 
     /// The completion candidates of `reference`'s argument `argument`, if the caller may reach
@@ -327,25 +342,38 @@ pub async fn admit_tenant(
     tenant: &str,
     now: u64,
 ) -> Result<(), McpError> {
-    let Some(quota) = quotas.per_tenant else { return Ok(()) };
-    let Some(store) = quota_store(store) else { return Ok(()) };
-    spend(store, tenant, QuotaScope::Tenant, None, quota, now).await
+    admit_tenant_units(quotas, store, tenant, 1, now).await
 }
 
-/// One unit of `quota` for `tenant`, or the refusal that says when the next window starts.
+/// `units` of `tenant`'s request-rate quota at once, all or none.
+pub(crate) async fn admit_tenant_units(
+    quotas: &Quotas,
+    store: Option<&dyn RecordStore>,
+    tenant: &str,
+    units: u32,
+    now: u64,
+) -> Result<(), McpError> {
+    let Some(quota) = quotas.per_tenant else { return Ok(()) };
+    let Some(store) = quota_store(store) else { return Ok(()) };
+    spend(store, tenant, QuotaScope::Tenant, None, quota, units, now).await
+}
+
+/// `units` of `quota` for `tenant` in one write, or the refusal that says when the next window
+/// starts (and then none is spent).
 async fn spend(
     store: &dyn RecordStore,
     tenant: &str,
     scope: QuotaScope,
     tool: Option<&str>,
     quota: Rate,
+    units: u32,
     now: u64,
 ) -> Result<(), McpError> {
     let key = match tool {
         Some(tool) => format!("tool:{tool}"),
         None => scope.as_str().to_string(),
     };
-    match rate::admit(store, tenant, &key, quota, now).await {
+    match rate::admit_units(store, tenant, &key, quota, units, now).await {
         Ok(Admission::Allowed { .. }) => Ok(()),
         Ok(Admission::Limited { retry_after_secs }) => Err(McpError::RateLimited {
             scope,

@@ -3,32 +3,52 @@
 //! On Lambda the change a listener wants to hear of is almost always made in another function
 //! environment than the one holding its stream, so in-process events alone would be silence. The
 //! store is the shared truth: the stream reads each subscribed resource every `listen_poll_ms`,
-//! as the listener and through the same handler as `resources/read`, and sends
-//! `notifications/resources/updated` when the digest of its contents changes. A change made on
-//! this instance is sent at once (and the resource read again, so the next poll does not send it
-//! twice).
+//! as the listener, and sends `notifications/resources/updated` when the digest of its contents
+//! changes. A change made on this instance is sent at once (and the resource read again, so the
+//! next poll does not send it twice).
+//!
+//! How a poll reads: a resource that declares its watch record (`Resource::watch`,
+//! `ResourceTemplate::watch`, [`crate::registry::WatchRecord`]) is read as that record, and every
+//! declared record of the stream is read in one [`get_many`](relevo_state::RecordStore::get_many) (one `BatchGetItem` on
+//! DynamoDB, one `IN (…)` query on SQLite), with no handler run; a resource without a
+//! declaration is read through the same handler as `resources/read`.
 //!
 //! Invariants and bounds:
 //! - The ack honours only subscriptions that name a resource the listener may read (a resource's
 //!   URI or a template's, with the scopes it declares): anything else could only be heard from the
 //!   instance that made the change, or is not the listener's to hear of.
-//! - At most [`MAX_WATCHED`] subscriptions per stream (more is invalid params), so an open stream
-//!   costs at most `MAX_WATCHED` reads per poll, and `listen_max_secs / listen_poll_ms` polls.
+//! - At most [`MAX_WATCHED`] subscriptions per stream (more is invalid params), and
+//!   `listen_max_secs / listen_poll_ms` polls.
+//! - A poll is paid for by what it reads, before it reads: 1 unit of the tenant's request-rate
+//!   quota, plus 1 per resource read through its handler (its declared records cost nothing more:
+//!   they are one batch read). The units are counted in one conditional write
+//!   ([`count_up_by`](relevo_state::RecordStore::count_up_by)), all or none: a poll the quota cannot afford spends nothing,
+//!   reads nothing, and ends the stream with the listen result, as its lifetime does (so does a
+//!   store that cannot count it). Opening a stream pays its handler reads the same way (its one
+//!   unit is the request's own admission), before it takes its slot.
+//! - So a tenant cannot make the deployment run more handler reads than its quota allows, however
+//!   many streams and subscriptions it holds: a stream of 32 undeclared resources costs 33 units
+//!   a poll; one of 32 declared records, 1 unit and one batch read.
 //! - The stream takes its slot (below) before it reads anything: a refused stream reads no
 //!   watched resource.
 //! - Only resources that exist when the stream opens are watched (and acknowledged): a
 //!   subscription to a missing resource, or to one the listener may not read (another
 //!   principal's reads as missing), costs the one read that found it absent and nothing after,
-//!   so made-up URIs cannot buy polling. A listener learns only what it could read.
-//! - Every poll is admitted like a request (`guard`, [`crate::server::Surface::ListenPoll`]):
-//!   it counts against the tenant's request-rate quota, and a spent quota (or a store that
-//!   cannot count it) ends the stream with the listen result, as its lifetime does.
+//!   so made-up URIs cannot buy polling. A listener learns only what it could read: a declared
+//!   record is one of the listener's own (tenant and subject from the verified token; anything
+//!   else is read through the handler instead).
 //! - When every read of a poll fails for [`FAILED_POLLS`] polls in a row (store unavailable,
 //!   timeouts), the stream ends with the listen result rather than go quiet; the client listens
 //!   again.
 //! - A principal holds at most `max_listen_streams` streams at once, counted in the store
 //!   across instances ([`relevo_state::slots`]); one more is refused with 429. A stream gives its
 //!   slot back when it ends, and a slot whose instance died lapses after the stream's lifetime.
+//!
+//! Threat model: an authenticated listener of one tenant (or a leaked token) choosing what to
+//! subscribe to, how many streams to open, and how often to reopen them, to make the operator
+//! pay (store reads, handler runs) or to learn of changes to others' records. Both are bounded
+//! above: every read is paid from its tenant's quota before it happens, and only what the
+//! listener may read is watched.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -44,10 +64,10 @@ use crate::auth::Principal;
 use crate::error::{McpError, slot_failure};
 use crate::ladder::ValidRequest;
 use crate::notify::Notifier;
-use crate::registry::{Call, ClientContext, Outcome};
+use crate::registry::{Call, ClientContext, Handler, Outcome, Who};
 use crate::wire::{JsonObject, meta};
 use relevo_state::slots::{self, Acquired};
-use relevo_state::{Owner, RecordKey};
+use relevo_state::{Owner, Record, RecordKey};
 
 /// Resource subscriptions one listen stream may hold.
 pub const MAX_WATCHED: usize = 32;
@@ -55,7 +75,7 @@ pub const MAX_WATCHED: usize = 32;
 pub const FAILED_POLLS: u32 = 3;
 /// A listen slot outlives its stream's lifetime by this much before it lapses on its own.
 const LISTEN_SLOT_SLACK_SECS: u64 = 30;
-/// One read of a watched resource gives up after this long.
+/// One read of a watched resource (or one batch read) gives up after this long.
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A stream's slot among its principal's open streams: the slot record and the holder id.
@@ -64,7 +84,7 @@ pub(super) type Slot = Option<(RecordKey, String)>;
 /// What one read of a watched resource saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Seen {
-    /// The digest of its contents.
+    /// The digest of its contents (of its record's body, for a declared record).
     Content(String),
     /// Not there, or not the listener's to read.
     Absent,
@@ -72,20 +92,45 @@ enum Seen {
     Failed,
 }
 
+/// How a watched resource is read.
+#[derive(Clone)]
+enum Source {
+    /// Its declared record, in the stream's one batch read.
+    Record(RecordKey),
+    /// Its handler, with the template variables the URI binds: one quota unit per read.
+    Handler(Handler, JsonObject),
+}
+
 /// The state one listen stream polls.
 struct Watch {
     server: McpServer,
     principal: Principal,
     client: ClientContext,
-    last: BTreeMap<String, Seen>,
+    /// Every watched resource: how it is read, and what its last read that saw anything saw.
+    watched: BTreeMap<String, (Source, Seen)>,
     tag: Value,
 }
 
 impl Watch {
-    async fn read(&self, uri: &str) -> Seen {
-        let Ok(readable) = self.server.readable(&self.principal, uri) else { return Seen::Absent };
+    /// How `uri` is read by this listener, if it may read it at all.
+    fn source(&self, uri: &str) -> Option<Source> {
+        let readable = self.server.readable(&self.principal, uri).ok()?;
+        let who = Who::new(&self.principal.tenant, &self.principal.subject);
+        let declared = self.server.store.as_ref().and(readable.watch.as_ref());
+        Some(match declared.and_then(|watch| watch.key(&who, &readable.arguments)) {
+            Some(key) => Source::Record(key),
+            None => Source::Handler(readable.handler, readable.arguments),
+        })
+    }
+
+    /// The quota units a poll of `sources` costs: 1, and 1 per handler read.
+    fn units<'a>(sources: impl Iterator<Item = &'a Source>) -> u32 {
+        1 + sources.filter(|source| matches!(source, Source::Handler(..))).count() as u32
+    }
+
+    async fn read_handler(&self, uri: &str, handler: &Handler, arguments: &JsonObject) -> Seen {
         let call = Call {
-            arguments: readable.arguments,
+            arguments: arguments.clone(),
             uri: Some(uri.to_string()),
             input_responses: JsonObject::new(),
             state: None,
@@ -94,7 +139,7 @@ impl Watch {
             notifier: Notifier::silent(),
             answers: None,
         };
-        match run_handler(&readable.handler, call, Some(tokio::time::Instant::now() + READ_TIMEOUT)).await {
+        match run_handler(handler, call, Some(tokio::time::Instant::now() + READ_TIMEOUT)).await {
             Ok(Outcome::Complete(result)) => {
                 Seen::Content(relevo_state::canonical_digest(result.get("contents").unwrap_or(&Value::Null)))
             }
@@ -102,6 +147,41 @@ impl Watch {
             Err(McpError::Retryable(_) | McpError::Internal) => Seen::Failed,
             Err(_) => Seen::Absent,
         }
+    }
+
+    /// The records of `keys` in one batch read: what each saw, in order (all failed when the
+    /// read failed).
+    async fn read_records(&self, keys: &[RecordKey]) -> Vec<Seen> {
+        let Some(store) = &self.server.store else { return vec![Seen::Failed; keys.len()] };
+        let read = tokio::time::timeout(READ_TIMEOUT, store.get_many(keys, self.server.clock.now_unix())).await;
+        match read {
+            Ok(Ok(records)) if records.len() == keys.len() => records.iter().map(seen_record).collect(),
+            Ok(Ok(_)) | Ok(Err(_)) | Err(_) => vec![Seen::Failed; keys.len()],
+        }
+    }
+
+    /// Reads every resource of `sources`: the declared records in one batch, then each other
+    /// resource through its handler.
+    async fn read_all(&self, sources: &[(String, Source)]) -> Vec<(String, Seen)> {
+        let declared: Vec<(&String, &RecordKey)> = sources
+            .iter()
+            .filter_map(|(uri, source)| match source {
+                Source::Record(key) => Some((uri, key)),
+                Source::Handler(..) => None,
+            })
+            .collect();
+        let mut seen = Vec::with_capacity(sources.len());
+        if !declared.is_empty() {
+            let keys: Vec<RecordKey> = declared.iter().map(|(_, key)| (*key).clone()).collect();
+            let records = self.read_records(&keys).await;
+            seen.extend(declared.iter().map(|(uri, _)| (*uri).clone()).zip(records));
+        }
+        for (uri, source) in sources {
+            if let Source::Handler(handler, arguments) = source {
+                seen.push((uri.clone(), self.read_handler(uri, handler, arguments).await));
+            }
+        }
+        seen
     }
 
     fn updated(&self, uri: &str) -> Bytes {
@@ -112,28 +192,51 @@ impl Watch {
         }))
     }
 
-    /// Reads `uri` again; true when it changed since the last read that saw anything.
-    async fn changed(&mut self, uri: &str) -> Option<bool> {
-        let seen = self.read(uri).await;
+    /// Keeps what a read of `uri` saw; true when it changed since the last read that saw
+    /// anything, `None` when the read failed.
+    fn changed(&mut self, uri: &str, seen: Seen) -> Option<bool> {
         if seen == Seen::Failed {
             return None;
         }
-        let before = self.last.insert(uri.to_string(), seen.clone());
-        Some(before.as_ref() != Some(&seen))
+        let (_, last) = self.watched.get_mut(uri)?;
+        let before = std::mem::replace(last, seen.clone());
+        Some(before != seen)
     }
 
-    /// One poll: the frames to send, and whether every read failed.
+    /// Reads `uri` again (alone); true when it changed.
+    async fn changed_one(&mut self, uri: &str) -> Option<bool> {
+        let (source, _) = self.watched.get(uri)?;
+        let sources = [(uri.to_string(), source.clone())];
+        let (_, seen) = self.read_all(&sources).await.pop()?;
+        self.changed(uri, seen)
+    }
+
+    /// The quota units the next poll costs.
+    fn poll_units(&self) -> u32 {
+        Self::units(self.watched.values().map(|(source, _)| source))
+    }
+
+    /// One poll (already paid for): the frames to send, and whether every read failed.
     async fn poll(&mut self) -> (Vec<Bytes>, bool) {
-        let uris: Vec<String> = self.last.keys().cloned().collect();
+        let sources: Vec<(String, Source)> =
+            self.watched.iter().map(|(uri, (source, _))| (uri.clone(), source.clone())).collect();
         let (mut frames, mut failed) = (Vec::new(), 0);
-        for uri in &uris {
-            match self.changed(uri).await {
-                Some(true) => frames.push(self.updated(uri)),
+        for (uri, seen) in self.read_all(&sources).await {
+            match self.changed(&uri, seen) {
+                Some(true) => frames.push(self.updated(&uri)),
                 Some(false) => {}
                 None => failed += 1,
             }
         }
-        (frames, !uris.is_empty() && failed == uris.len())
+        (frames, !sources.is_empty() && failed == sources.len())
+    }
+}
+
+/// What a read of a declared record saw: the digest of its body, or absent.
+fn seen_record(record: &Option<Record>) -> Seen {
+    match record {
+        Some(record) => Seen::Content(relevo_state::canonical_digest(&record.body)),
+        None => Seen::Absent,
     }
 }
 
@@ -158,26 +261,32 @@ impl McpServer {
         if subscriptions.len() > MAX_WATCHED {
             return Err(McpError::invalid_params(format!("at most {MAX_WATCHED} resourceSubscriptions per stream")));
         }
-        // Only what the caller may read (its scopes, through the one guard) can be watched.
-        let readable: Vec<String> =
-            subscriptions.into_iter().filter(|uri| self.readable(principal, uri).is_ok()).collect();
-        // The slot before any read: a refused stream costs no read of what it would watch.
-        let slot = self.take_stream_slot(principal, "listen-streams", "open listen streams").await?;
         let tag = json!({ meta::SUBSCRIPTION_ID: request.id.clone() });
         let mut watch = Watch {
             server: self.clone(),
             principal: principal.clone(),
             client: request.client.clone(),
-            last: BTreeMap::new(),
+            watched: BTreeMap::new(),
             tag: tag.clone(),
         };
+        // Only what the caller may read (its scopes, through the one guard) can be watched.
+        let sources: Vec<(String, Source)> =
+            subscriptions.into_iter().filter_map(|uri| watch.source(&uri).map(|source| (uri, source))).collect();
+        // The baseline's handler reads are paid for before anything is read or held (the
+        // request's own unit was its admission).
+        let handler_reads = Watch::units(sources.iter().map(|(_, source)| source)) - 1;
+        if handler_reads > 0 {
+            self.admit_surface_units(Surface::ListenPoll, principal, handler_reads).await?;
+        }
+        // The slot before any read: a refused stream costs no read of what it would watch.
+        let slot = self.take_stream_slot(principal, "listen-streams", "open listen streams").await?;
         // The baseline before the ack: a change after the ack is a change. What is absent now
         // is not watched.
+        let mut baseline: BTreeMap<String, Seen> = watch.read_all(&sources).await.into_iter().collect();
         let mut watched = Vec::new();
-        for uri in readable {
-            let seen = watch.read(&uri).await;
-            if seen != Seen::Absent {
-                watch.last.insert(uri.clone(), seen);
+        for (uri, source) in sources {
+            if let Some(seen) = baseline.remove(&uri).filter(|seen| *seen != Seen::Absent) {
+                watch.watched.insert(uri.clone(), (source, seen));
                 watched.push(uri);
             }
         }
@@ -260,8 +369,9 @@ async fn run(
         let frames = tokio::select! {
             () = &mut deadline => return true,
             () = tx.closed() => return false,
-            _ = ticker.tick(), if !watch.last.is_empty() => {
-                if let Err(error) = watch.server.admit_surface(Surface::ListenPoll, &watch.principal).await {
+            _ = ticker.tick(), if !watch.watched.is_empty() => {
+                let units = watch.poll_units();
+                if let Err(error) = watch.server.admit_surface_units(Surface::ListenPoll, &watch.principal, units).await {
                     tracing::info!(%error, "listen stream ended: its poll was not admitted");
                     return true;
                 }
@@ -292,14 +402,14 @@ async fn run(
 /// A change this instance made to `uri`: sent at once when it is (or is below) a watched
 /// resource, unless the poll already sent it.
 async fn local_change(watch: &mut Watch, uri: &str) -> Vec<Bytes> {
-    if watch.last.contains_key(uri) {
+    if watch.watched.contains_key(uri) {
         // Read again so the poll does not send it twice; a failed read still reports it.
-        return match watch.changed(uri).await {
+        return match watch.changed_one(uri).await {
             Some(false) => Vec::new(),
             _ => vec![watch.updated(uri)],
         };
     }
-    if watch.last.keys().any(|watched| uri.starts_with(watched.as_str())) {
+    if watch.watched.keys().any(|watched| uri.starts_with(watched.as_str())) {
         return vec![watch.updated(uri)];
     }
     Vec::new()
