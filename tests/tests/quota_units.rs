@@ -50,10 +50,11 @@ fn door(routing: Routing) -> Door {
 }
 
 impl Door {
-    /// Quota units counted so far, by quota (`tenant`, `tool:NAME`), refused attempts included.
+    /// Quota writes so far, by quota (`tenant`, `tool:NAME`), refused attempts included; every
+    /// write on these paths counts one unit.
     fn units(&self) -> BTreeMap<String, usize> {
         let mut units = BTreeMap::new();
-        for written in self.store.history().into_iter().filter(|w| w.call == "count_up") {
+        for written in self.store.history().into_iter().filter(|w| w.call == "count_up_by") {
             for (key, _) in written.writes.into_iter().filter(|(key, _)| key.kind == KIND) {
                 let quota = key.id.split('/').next().unwrap_or_default().to_string();
                 *units.entry(quota).or_insert(0) += 1;
