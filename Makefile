@@ -35,12 +35,14 @@ token:
 ## test: lint, the publishable crates' metadata and packages, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python and TypeScript SDK clients, the approval page in Chromium, the benchmark harness in its short mode
 test: lint package validate unit conformance clients browser iam-report starter bench-smoke
 
-## new-app: a new Relevo project with its own app in DIR (README "Your first tool")
+## new-app: `cargo relevo new DIR` with this checkout's cargo-relevo (README "Your first tool"); the
+## project depends on relevo by version, not on this checkout
 new-app:
 	@test -n "$(DIR)" || { echo "usage: make new-app DIR=../my-tools [NAME=my-tools]"; exit 2; }
-	infra/scripts/new-app.sh "$(DIR)" $(NAME)
+	$(CARGO) run --quiet -p cargo-relevo -- relevo new "$(DIR)" $(if $(NAME),--name $(NAME))
 
-## starter: `make new-app` into a temporary folder, then that project's `make test`
+## starter: the newcomer's path in a temporary folder: `cargo relevo new`, the project's `make test` on
+## this repository's packaged crates, `cargo relevo dev` + `cargo relevo token` + a curl'd tools/call
 starter:
 	infra/scripts/starter.sh
 
@@ -83,7 +85,7 @@ build:
 sam-build:
 	infra/scripts/sam-tools.sh
 	PATH="$(CURDIR)/.tools/sam/bin:$$PATH" SAM_CLI_TELEMETRY=0 AWS_CONFIG_FILE=/nonexistent \
-	  AWS_SHARED_CREDENTIALS_FILE=/nonexistent sam build --beta-features --region us-east-1 --parameter-overrides Architecture=$(ARCH)
+	  AWS_SHARED_CREDENTIALS_FILE=/nonexistent sam build --region us-east-1 --parameter-overrides Architecture=$(ARCH)
 	@find .aws-sam/build -name bootstrap -exec stat -c '%8s bytes  %n' {} \; | sort -k3
 
 ## deploy: sam build + sam deploy --guided (needs AWS credentials, SAM CLI and cargo-lambda)

@@ -1,17 +1,97 @@
 #!/usr/bin/env bash
-# starter.sh: what README "Your first tool" tells a team to do, done in a temporary folder: a new
-# project from `make new-app`, then its `make test` (lint, its two typed tools' tests through the
-# real server, the offline deploy check of its template). It builds in target/starter (its
-# binaries have the names of ours, so not in target/debug). Fails if the project is not a working
-# starting point; checks too that its functions link the project's app and not the example shop.
+# starter.sh: the newcomer's path, done in a temporary folder outside this repository, against
+# what would be published:
+#   1. `cargo relevo new my-tools` (this repository's cargo-relevo, on PATH as an installed one is);
+#   2. no file of the project names a path of this repository;
+#   3. the project resolves `relevo` from this repository's packaged crates (the folders
+#      `cargo package` verified, in target/package): a [patch.crates-io] in a .cargo/config.toml
+#      one folder above the project, so the project's own files stay as `new` wrote them; the
+#      registry crates are pinned by this repository's Cargo.lock, copied in, so CI builds what was
+#      tested here;
+#   4. the project's `make test` (lint, its tests, `cargo relevo template --check`,
+#      `cargo relevo validate`);
+#   5. its local server and tests link no AWS SDK and no example app (cargo tree);
+#   6. `cargo relevo dev` serves it on 127.0.0.1, `cargo relevo token` mints a token, and a
+#      `tools/call` of its own `hello` tool by curl answers with the greeting.
+# It builds in target/starter (shared between runs; the project's binaries have our names).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+cd "$root"
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-make -C "$root" --no-print-directory new-app DIR="$work/my-tools"
-CARGO_TARGET_DIR="$root/target/starter" make -C "$work/my-tools" --no-print-directory test
-CARGO_TARGET_DIR="$root/target/starter" cargo build --quiet --manifest-path "$work/my-tools/Cargo.toml" -p functions --bin tools-call
-binary="$root/target/starter/debug/tools-call"
-grep -q "Books a table after you confirm the deposit" "$binary" || { echo "starter: tools-call lacks the app's tool" >&2; exit 1; }
-if grep -q "cart_checkout" "$binary"; then echo "starter: tools-call links the example shop" >&2; exit 1; fi
-echo "starter: a new project's make test passed, and its functions serve its own app"
+server=
+cleanup() {
+  [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+step() { printf 'starter: %s (%ss)\n' "$1" "$SECONDS"; SECONDS=0; }
+
+# The packaged crates (make package, which `make test` runs first).
+cargo build --quiet -p relevo-package-check -p cargo-relevo
+mapfile -t crates < <(target/debug/relevo-package-check --list)
+version=$(cargo metadata --no-deps --format-version 1 | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "relevo"))')
+for crate in "${crates[@]}"; do
+  if [ ! -f "target/package/$crate-$version/Cargo.toml" ]; then infra/scripts/package.sh; break; fi
+done
+mkdir -p "$work/bin" "$work/.cargo"
+cp target/debug/cargo-relevo "$work/bin/"
+export PATH="$work/bin:$PATH"
+step "cargo-relevo and the packaged crates of relevo $version ready"
+
+# 1. The project, as a newcomer makes it.
+(cd "$work" && cargo relevo new my-tools)
+project="$work/my-tools"
+step "cargo relevo new my-tools"
+
+# 2. Nothing in it points at this checkout.
+if grep -rIl -- "$root" "$project"; then echo "starter: the files above name $root" >&2; exit 1; fi
+grep -q "^relevo = { version = \"$version\"" "$project/Cargo.toml" \
+  || { echo "starter: the project does not depend on relevo $version by version" >&2; exit 1; }
+step "no path of this repository in the project; relevo = \"$version\" by version"
+
+# 3. relevo from the packaged crates; everything else pinned as here.
+{
+  echo '[patch.crates-io]'
+  for crate in "${crates[@]}"; do echo "$crate = { path = \"$root/target/package/$crate-$version\" }"; done
+} >"$work/.cargo/config.toml"
+cp Cargo.lock "$project/Cargo.lock"
+export CARGO_TARGET_DIR="$root/target/starter" RELEVO_TOOLS_DIR="$root/.tools/sam"
+
+# 4. The project's own `make test`.
+make -C "$project" --no-print-directory test
+step "the project's make test"
+
+# 5. What make run and the tests link.
+tree=$(cd "$project" && cargo tree --quiet -e normal,dev -p local -p my-tools --prefix none)
+if grep -E '^(aws-|relevo-app|relevo-gateway|relevo-lambda)' <<<"$tree" | sort -u | grep .; then
+  echo "starter: the project's local server or tests link the crates above" >&2
+  exit 1
+fi
+grep -q '^relevo-local ' <<<"$tree" || { echo "starter: cargo tree shows no relevo-local" >&2; exit 1; }
+functions=$(cd "$project" && cargo tree --quiet -e normal -p functions --prefix none)
+grep -q '^aws-sdk-dynamodb ' <<<"$functions" || { echo "starter: the functions link no DynamoDB client" >&2; exit 1; }
+if grep -q '^relevo-app ' <<<"$functions"; then echo "starter: the functions link the example shop" >&2; exit 1; fi
+step "local server and tests: no aws-*, no example app; functions: the AWS SDK, no example app"
+
+# 6. The local server, a token and a call, as the project's README shows them.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+(cd "$project" && exec cargo relevo dev --port "$port") >"$work/dev.log" 2>&1 &
+server=$!
+for _ in $(seq 1 600); do
+  [ -f "$project/.relevo/dev-issuer.json" ] && curl -s -o /dev/null "http://127.0.0.1:$port/mcp" && break
+  kill -0 "$server" 2>/dev/null || { cat "$work/dev.log" >&2; echo "starter: cargo relevo dev exited" >&2; exit 1; }
+  sleep 0.5
+done
+token=$(cd "$project" && cargo relevo token)
+body='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hello","arguments":{"name":"Ada"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"curl","version":"1"}}}}'
+reply=$(curl -s --max-time 20 "http://127.0.0.1:$port/mcp" \
+  -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+  -H 'Accept: application/json, text/event-stream' \
+  -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: hello' -d "$body")
+grep -q '"greeting":"Hello, Ada!"' <<<"$reply" || { echo "starter: tools/call answered: $reply" >&2; cat "$work/dev.log" >&2; exit 1; }
+unauthorized=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/mcp" -H 'Content-Type: application/json' \
+  -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' \
+  -H 'Mcp-Name: hello' -d "$body")
+[ "$unauthorized" = 401 ] || { echo "starter: a call without a token got $unauthorized, not 401" >&2; exit 1; }
+step "cargo relevo dev + cargo relevo token + curl tools/call hello: $reply"
+echo "starter: a project made by cargo relevo new, on the packaged crates, passed its make test and served its own tool"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # validate.sh [PROJECT]: the offline deploy check of PROJECT/template.yaml (default: this
-# repository's; a project made by `make new-app` passes its own folder), no AWS credentials:
+# repository's; any project's folder), no AWS credentials:
 # `cargo relevo validate` (infra/cli/src/validate.rs) with its pinned tools in this repository's
 # .tools/sam: cfn-lint, `sam validate --lint`, the SAM translation (what `sam deploy` submits) and
 # the deploy check on it for both front doors (`target/debug/relevo-deploy-check --rules` lists

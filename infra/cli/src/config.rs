@@ -32,6 +32,23 @@ pub struct Config {
     pub quotas: Quotas,
     #[serde(default)]
     pub alarms: Alarms,
+    /// What `cargo relevo dev` runs (`cargo run -p PACKAGE --bin BIN`).
+    #[serde(default)]
+    pub local_server: LocalServer,
+}
+
+/// The project's local server.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LocalServer {
+    pub package: String,
+    pub bin: String,
+}
+
+impl Default for LocalServer {
+    fn default() -> Self {
+        LocalServer { package: "local".into(), bin: "local".into() }
+    }
 }
 
 /// Which optional parts the stack has.

@@ -1,5 +1,9 @@
 //! `cargo relevo`: the command a Relevo project's author installs once.
 //!
+//! - `cargo relevo new DIR [--name NAME]`: a project that stands alone (see [`new`]): its own
+//!   app, tests, functions, local server, Makefile, README and generated `template.yaml`, on the
+//!   one crate `relevo`.
+//! - `cargo relevo dev [--port N] [...]`: the project's local server on 127.0.0.1 (see [`dev`]).
 //! - `cargo relevo template [--check] [--manifest-path PATH] [--output PATH]` writes the project's
 //!   `template.yaml` from `[workspace.metadata.relevo]` (see [`config`] and [`render`]); `--check`
 //!   writes nothing and fails, naming the first differing line, when the file is not what the
@@ -15,6 +19,8 @@
 //! token verb prints a token, never the issuer's private key.
 
 mod config;
+mod dev;
+mod new;
 mod render;
 mod validate;
 
@@ -46,9 +52,13 @@ pub enum CliError {
     Translated { path: String, source: relevo_template::TemplateError },
     #[error(transparent)]
     Token(#[from] dev_token::TokenError),
+    #[error(transparent)]
+    New(#[from] new::NewError),
 }
 
-const USAGE: &str = "usage: cargo relevo template [--check] [--manifest-path PATH] [--output PATH]
+const USAGE: &str = "usage: cargo relevo new DIR [--name NAME]
+       cargo relevo dev [--port N] [--routing per-method|single]
+       cargo relevo template [--check] [--manifest-path PATH] [--output PATH]
        cargo relevo validate [TEMPLATE] [--tools DIR] [--out PATH]
        cargo relevo token [--tenant T] [--sub S] [--scopes \"a b\"] [--ttl SECS]";
 
@@ -61,6 +71,11 @@ fn main() -> ExitCode {
     let Some(verb) = args.first().cloned() else { return usage("a verb is required") };
     let rest = args.split_off(1);
     let result = match verb.as_str() {
+        "new" => match new::Args::parse(rest) {
+            Ok(args) => new::run(&args),
+            Err(problem) => return usage(&problem),
+        },
+        "dev" => dev::run(rest),
         "template" => match TemplateArgs::parse(rest) {
             Ok(args) => template(&args),
             Err(problem) => return usage(&problem),

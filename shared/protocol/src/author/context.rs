@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use relevo_state::{Engine, Ids, Job, Owner, RandomIds, canonical_digest};
+use relevo_state::{Engine, Ids, Job, JobRef, Owner, RandomIds, canonical_digest};
 
 use super::error::ToolError;
 use super::jobs::JobKind;
@@ -145,6 +145,15 @@ impl ToolContext {
     ) -> Result<Job, ToolError> {
         let principal = &self.call.principal;
         Ok(kind.start(engine, &principal.tenant, &principal.subject, operation_key, input).await?)
+    }
+
+    /// The caller's job `id` of `kind`, or `None`: absent, another principal's (jobs are keyed by
+    /// the verified tenant and subject, so another caller's id reads as absent, never as
+    /// forbidden), or of another kind.
+    pub async fn find_job<I>(&self, engine: &Engine, kind: &JobKind<I>, id: &str) -> Result<Option<Job>, ToolError> {
+        let principal = &self.call.principal;
+        let job = JobRef { tenant: principal.tenant.clone(), subject: principal.subject.clone(), id: id.to_string() };
+        Ok(engine.store.get_job(&job).await?.filter(|job| job.kind == kind.name()))
     }
 
     /// Starts a durable job of `kind` as [`ToolContext::start_job`] does; a client that declared
