@@ -30,9 +30,23 @@ step() { printf 'starter: %s (%ss)\n' "$1" "$SECONDS"; SECONDS=0; }
 cargo build --quiet -p relevo-package-check -p cargo-relevo
 mapfile -t crates < <(target/debug/relevo-package-check --list)
 version=$(cargo metadata --no-deps --format-version 1 | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "relevo"))')
-for crate in "${crates[@]}"; do
-  if [ ! -f "target/package/$crate-$version/Cargo.toml" ]; then infra/scripts/package.sh; break; fi
-done
+# Packaged again when a tarball is missing or older than a file of its crate.
+stale=$(cargo metadata --no-deps --format-version 1 | python3 -c '
+import json, os, sys
+wanted = set(sys.argv[1:])
+for package in json.load(sys.stdin)["packages"]:
+    if package["name"] not in wanted:
+        continue
+    tarball = os.path.join("target/package", "%s-%s.crate" % (package["name"], package["version"]))
+    built = os.path.getmtime(tarball) if os.path.exists(tarball) else 0
+    folder = os.path.dirname(package["manifest_path"])
+    for base, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d != "target"]
+        if any(os.path.getmtime(os.path.join(base, f)) > built for f in files):
+            print(package["name"])
+            break
+' "${crates[@]}")
+if [ -n "$stale" ]; then echo "starter: packaging again for" $stale; infra/scripts/package.sh; fi
 mkdir -p "$work/bin" "$work/.cargo"
 cp target/debug/cargo-relevo "$work/bin/"
 export PATH="$work/bin:$PATH"

@@ -26,17 +26,18 @@ use crate::CliError;
 use crate::config::{Config, Project};
 use crate::render::methods::METHODS;
 
-/// The files of a new project, `{{name}}`, `{{crate}}` and `{{version}}` to fill.
+/// The files of a new project, `{{name}}`, `{{crate}}` and `{{version}}` to fill. The manifests
+/// are kept as `Cargo.toml.in`: `cargo package` leaves out every folder that holds a `Cargo.toml`.
 const FILES: &[(&str, &str)] = &[
-    ("Cargo.toml", include_str!("../templates/new/Cargo.toml")),
+    ("Cargo.toml", include_str!("../templates/new/Cargo.toml.in")),
     ("Makefile", include_str!("../templates/new/Makefile")),
     ("README.md", include_str!("../templates/new/README.md")),
     ("rustfmt.toml", include_str!("../templates/new/rustfmt.toml")),
     (".gitignore", include_str!("../templates/new/gitignore")),
-    ("app/Cargo.toml", include_str!("../templates/new/app/Cargo.toml")),
+    ("app/Cargo.toml", include_str!("../templates/new/app/Cargo.toml.in")),
     ("app/src/lib.rs", include_str!("../templates/new/app/src/lib.rs")),
     ("app/tests/tools.rs", include_str!("../templates/new/app/tests/tools.rs")),
-    ("local/Cargo.toml", include_str!("../templates/new/local/Cargo.toml")),
+    ("local/Cargo.toml", include_str!("../templates/new/local/Cargo.toml.in")),
     ("local/src/main.rs", include_str!("../templates/new/local/src/main.rs")),
 ];
 
