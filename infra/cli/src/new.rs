@@ -171,14 +171,15 @@ fn functions_manifest(binaries: &[&str], watch_key: &str) -> String {
         "[package]\nname = \"functions\"\nversion.workspace = true\nedition.workspace = true\n\
          rust-version.workspace = true\npublish.workspace = true\n\n\
          [dependencies]\napp.workspace = true\nrelevo = { workspace = true, features = [\"lambda\"] }\n\n\
-         # `cargo lambda watch`: the functions under cargo-lambda's local Lambda emulator, tokens from the\n\
-         # dev issuer of `cargo relevo dev` (`cargo relevo token`), no table (the tools that need durable\n\
-         # jobs are left out), and a requestState key for this machine only: the deployed functions take\n\
-         # theirs from Secrets Manager (template.yaml).\n\
-         [package.metadata.lambda.env]\nRELEVO_AUTH = \"dev\"\nRELEVO_DEV_ISSUER_FILE = \".relevo/dev-issuer.json\"\n",
+         # `cargo lambda watch`: the functions under cargo-lambda's local Lambda emulator. They verify\n\
+         # tokens as deployed functions do (RELEVO_AUTH=required), against the dev issuer of a running\n\
+         # `make run` (its JWKS on 127.0.0.1:8080; `cargo relevo token` mints one); no table (the tools\n\
+         # that need durable jobs are left out); a requestState key for this machine only (the deployed\n\
+         # functions take theirs from Secrets Manager, template.yaml).\n\
+         [package.metadata.lambda.env]\nRELEVO_AUTH = \"required\"\nRELEVO_AUTH_ISSUER = \"http://127.0.0.1:8080\"\n\
+         RELEVO_AUTH_AUDIENCE = \"http://127.0.0.1:8080/mcp\"\n",
     );
-    out.push_str(&format!("RELEVO_STATE_KEYS = \"watch:{watch_key}\"\n\n"));
-    out.push_str("[package.metadata.lambda.watch.router]\n\"/mcp\" = \"mcp\"\n");
+    out.push_str(&format!("RELEVO_STATE_KEYS = \"watch:{watch_key}\"\n"));
     for binary in binaries {
         out.push_str(&format!("\n[[bin]]\nname = \"{binary}\"\npath = \"src/bin/{binary}.rs\"\ntest = false\n"));
     }
