@@ -15,6 +15,7 @@
 //! token verb prints a token, never the issuer's private key.
 
 mod config;
+mod ops;
 mod render;
 mod validate;
 
@@ -50,7 +51,8 @@ pub enum CliError {
 
 const USAGE: &str = "usage: cargo relevo template [--check] [--manifest-path PATH] [--output PATH]
        cargo relevo validate [TEMPLATE] [--tools DIR] [--out PATH]
-       cargo relevo token [--tenant T] [--sub S] [--scopes \"a b\"] [--ttl SECS]";
+       cargo relevo token [--tenant T] [--sub S] [--scopes \"a b\"] [--ttl SECS]
+       cargo relevo ops [BACKEND] COMMAND [OPTIONS] [--json]   (cargo relevo ops --help)";
 
 fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
@@ -72,6 +74,7 @@ fn main() -> ExitCode {
         "token" => TokenRequest::parse(rest).and_then(|request| request.mint()).map_err(CliError::from).map(|token| {
             println!("{token}");
         }),
+        "ops" => return ops::run(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             Ok(())
