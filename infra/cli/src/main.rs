@@ -21,6 +21,7 @@
 mod config;
 mod dev;
 mod new;
+mod ops;
 mod render;
 mod validate;
 
@@ -60,7 +61,8 @@ const USAGE: &str = "usage: cargo relevo new DIR [--name NAME]
        cargo relevo dev [--port N] [--routing per-method|single]
        cargo relevo template [--check] [--manifest-path PATH] [--output PATH]
        cargo relevo validate [TEMPLATE] [--tools DIR] [--out PATH]
-       cargo relevo token [--tenant T] [--sub S] [--scopes \"a b\"] [--ttl SECS]";
+       cargo relevo token [--tenant T] [--sub S] [--scopes \"a b\"] [--ttl SECS]
+       cargo relevo ops [BACKEND] COMMAND [OPTIONS] [--json]   (cargo relevo ops --help)";
 
 fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
@@ -87,6 +89,7 @@ fn main() -> ExitCode {
         "token" => TokenRequest::parse(rest).and_then(|request| request.mint()).map_err(CliError::from).map(|token| {
             println!("{token}");
         }),
+        "ops" => return ops::run(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             Ok(())

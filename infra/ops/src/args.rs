@@ -5,11 +5,16 @@ use std::collections::BTreeMap;
 
 use crate::error::CliError;
 
-pub const USAGE: &str = "\
-relevo-ops: the operator's CLI of a Relevo deployment
+/// The usage text of the program `program` (the binary's name, or `cargo relevo ops`).
+pub fn usage(program: &str) -> String {
+    USAGE.replace("{program}", program)
+}
+
+const USAGE: &str = "\
+{program}: the operator's CLI of a Relevo deployment
 
 USAGE
-  relevo-ops [BACKEND] COMMAND [OPTIONS] [--json]
+  {program} [BACKEND] COMMAND [OPTIONS] [--json]
 
 BACKEND (the store the functions use; flags win over the environment)
   --sqlite PATH                  the embedded store of `make run` (RELEVO_STORE=sqlite:PATH;
@@ -24,7 +29,8 @@ COMMANDS
                                      reconciliation times
   ops list [--state S] [--tenant T]  operations, `unknown` first, then oldest first
   ops show ID --tenant T             one operation with its whole history
-  ops reconcile ID --tenant T        settle one operation now (the reconciler's own code path)
+  ops reconcile ID --tenant T        settle one operation now (the app's own settle, through the
+                                     reconcile hook its ops binary registers)
   jobs stuck [--queued-deadline-secs N] [--max-attempts N]
                                      jobs queued past their deadline, running on an expired lease,
                                      failed with their attempts exhausted

@@ -16,6 +16,11 @@ pub enum CliError {
     },
     #[error("no operation {id:?} in tenant {tenant:?}")]
     NoSuchOperation { tenant: String, id: String },
+    /// `ops reconcile` in a CLI whose app registered no reconcile hook (exit status 1).
+    #[error(
+        "this operator CLI has no reconcile hook: settling an operation runs the app's own code, which the app registers (relevo_ops::Hooks::reconcile); run the app's own ops binary"
+    )]
+    NoReconcileHook,
     #[error("reconciling operation {id:?} failed: {reason}")]
     Reconcile { id: String, reason: String },
     #[error("no dead letter {0:?} (it may have been redriven or deleted already)")]
@@ -40,7 +45,7 @@ impl CliError {
     }
 
     /// The process exit status: 2 for a wrong command line, 1 for anything else.
-    pub fn exit_code(&self) -> i32 {
+    pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Usage(_) => 2,
             _ => 1,

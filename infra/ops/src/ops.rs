@@ -1,11 +1,13 @@
 //! `ops list`, `ops show`, `ops reconcile`: the operation ledger, one operation at a time.
 //!
-//! Reconciling is not reimplemented here: `ops reconcile` calls [`relevo_app::inventory::Inventory::settle`],
-//! the code the settle jobs of the worker and the agent's next apply run, over the same store.
-//! It asks the downstream for the operation's receipt (re-delivering from the outbox under the
-//! operation id, its idempotency key), never reads the current stock, and writes only through
-//! the ledger's conditional writes, so running it beside a live reconciler is safe: one of the two
-//! wins each transition, the other is refused and reads the result.
+//! Reconciling is not reimplemented here: `ops reconcile` calls the app's reconcile hook
+//! ([`crate::Hooks::reconcile`]), which is the app's own settle (the shop's is
+//! `Inventory::settle`, the code the settle jobs of the worker and the agent's next apply run),
+//! over the same store. The hook asks the downstream for the operation's receipt (re-delivering
+//! from the outbox under the operation id, its idempotency key) and writes only through the
+//! ledger's conditional writes, so running it beside a live reconciler is safe: one of the two
+//! wins each transition, the other is refused and reads the result. This module reads the
+//! operation before and after, and reports the transition.
 
 use std::sync::Arc;
 
@@ -15,6 +17,7 @@ use serde_json::{Value, json};
 
 use crate::backend::Backend;
 use crate::error::CliError;
+use crate::hooks::ReconcileFn;
 use crate::output::{Output, duration, inert, table};
 use crate::report::{attempts, in_state_since};
 
@@ -154,13 +157,17 @@ pub async fn show(backend: &Backend, tenant: &str, id: &str, now: u64) -> Result
     Ok(Output { json: operation.to_value(), text })
 }
 
-pub async fn reconcile(backend: &Backend, tenant: &str, id: &str, now: u64) -> Result<Output, CliError> {
+/// Settles operation `id` of `tenant` through the app's `hook`.
+pub async fn reconcile(
+    backend: &Backend,
+    hook: &ReconcileFn,
+    tenant: &str,
+    id: &str,
+    now: u64,
+) -> Result<Output, CliError> {
     let before = read(backend, tenant, id, now).await?;
-    let Some(inventory) = relevo_app::inventory(&Ports::new(Some(Arc::clone(&backend.records)))) else {
-        return Err(CliError::Reconcile { id: id.into(), reason: "the app has no inventory over this store".into() });
-    };
-    let after = inventory
-        .settle(tenant, id)
+    let ports = Ports::new(Some(Arc::clone(&backend.records)));
+    let after = hook(ports, tenant.into(), id.into())
         .await
         .map_err(|e| CliError::Reconcile { id: id.into(), reason: e.to_string() })?
         .ok_or_else(|| CliError::NoSuchOperation { tenant: tenant.into(), id: id.into() })?;

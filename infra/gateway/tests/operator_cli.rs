@@ -1,6 +1,8 @@
-//! The built `relevo-ops` binary against both backends: a temporary SQLite file, and DynamoDB,
-//! SQS and Secrets Manager on the moto emulator (`infra/scripts/with-moto.sh`, as `make test`
-//! runs it). The stores are seeded through the real ports (RecordStore, JobStore, Queue, the
+//! The shop's built `relevo-ops` binary (`src/bin/relevo-ops.rs`: the framework's operator CLI,
+//! `relevo_ops`, with the inventory's reconcile hook registered) against both backends: a
+//! temporary SQLite file, and DynamoDB, SQS and Secrets Manager on the moto emulator
+//! (`infra/scripts/with-moto.sh`, as `make test` runs it). The `ops reconcile` runs below are the
+//! hook being called: they settle through the inventory's own code. The stores are seeded through the real ports (RecordStore, JobStore, Queue, the
 //! app's simulated downstream), then every command runs as an operator would run it, in both
 //! output forms. Without `RELEVO_TEST_AWS_ENDPOINT` the emulator tests fail on purpose: a missing
 //! emulator must never look like a pass.
@@ -23,7 +25,7 @@ const REQUEST_STATE: &str = "request-state";
 
 fn endpoint() -> String {
     std::env::var("RELEVO_TEST_AWS_ENDPOINT").unwrap_or_else(|_| {
-        panic!("RELEVO_TEST_AWS_ENDPOINT is not set: these tests need the moto emulator; run them with `make test` (or infra/scripts/with-moto.sh cargo test -p relevo-ops)")
+        panic!("RELEVO_TEST_AWS_ENDPOINT is not set: these tests need the moto emulator; run them with `make test` (or infra/scripts/with-moto.sh cargo test -p relevo-gateway --test operator_cli)")
     })
 }
 
