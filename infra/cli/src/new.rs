@@ -205,7 +205,7 @@ fn write(root: &Path, relative: &str, text: &str) -> Result<(), CliError> {
     std::fs::write(&path, text).map_err(io("write", &path))
 }
 
-/// A random URL-safe Base64 key of 32 bytes.
+/// A random key of 32 bytes in standard Base64, as `RELEVO_STATE_KEYS` takes it.
 fn random_key() -> Result<String, CliError> {
     use base64::Engine as _;
     let mut key = [0u8; 32];
