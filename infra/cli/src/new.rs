@@ -269,6 +269,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             return Err(error);
         }
     };
+    // `absolute` keeps `..` as typed; the folder exists now, so name it plainly.
+    let dir = dir.canonicalize().unwrap_or(dir);
     println!("new: {name} in {} ({count} files)", dir.display());
     println!("  cd {} && make test    # lint, the app's tests, the template and deploy checks", dir.display());
     println!("  make run                 # the server on http://127.0.0.1:8080/mcp; `cargo relevo token` for a token");
