@@ -27,7 +27,11 @@ pub struct World {
 
 /// A fresh store of `kind`, raced by `seed`, and three instances over it.
 pub async fn world(kind: Backend, seed: Seed) -> World {
-    let store = Arc::new(RaceStore::new(Arc::new(Both(backend(kind).await)), seed, Duration::from_millis(3)));
+    let store = Arc::new(RaceStore::new(
+        Arc::new(Both(backend(kind).await)),
+        seed,
+        Duration::from_millis(3),
+    ));
     let clock = ManualClock::at(T0);
     let instances = (0..3)
         .map(|_| {
@@ -43,12 +47,19 @@ pub async fn world(kind: Backend, seed: Seed) -> World {
                 downstream: Arc::new(downstream),
                 clock: Arc::new(clock.clone()),
                 ids: Arc::new(RandomIds),
-                config: InventoryConfig { lease_secs: 30, approvals_url: "/approvals".into() },
+                config: InventoryConfig {
+                    lease_secs: 30,
+                    approvals_url: "/approvals".into(),
+                },
                 settler: None,
             }
         })
         .collect();
-    World { store, instances, clock }
+    World {
+        store,
+        instances,
+        clock,
+    }
 }
 
 impl World {
@@ -59,14 +70,27 @@ impl World {
 
     /// Stock commits per item, from the store's history.
     pub fn stock_commits(&self, sku: &str) -> usize {
-        self.store.applied("stock").iter().filter(|(key, _)| key.id.ends_with(&format!("/{sku}"))).count()
+        self.store
+            .applied("stock")
+            .iter()
+            .filter(|(key, _)| key.id.ends_with(&format!("/{sku}")))
+            .count()
     }
 
     /// Downstream effects per operation id.
     pub fn effects(&self) -> BTreeMap<String, usize> {
         let mut effects = BTreeMap::new();
-        for written in self.store.history().into_iter().filter(|w| w.applied && w.call == "create") {
-            for (key, _) in written.writes.into_iter().filter(|(key, _)| key.kind == "warehouse-api") {
+        for written in self
+            .store
+            .history()
+            .into_iter()
+            .filter(|w| w.applied && w.call == "create")
+        {
+            for (key, _) in written
+                .writes
+                .into_iter()
+                .filter(|(key, _)| key.kind == "warehouse-api")
+            {
                 *effects.entry(key.id).or_default() += 1;
             }
         }
@@ -75,16 +99,31 @@ impl World {
 
     /// (quantity, version) of `sku` in warehouse `main`.
     pub async fn stock(&self, sku: &str) -> (u64, u64) {
-        let stock = self.instances[0].read("acme", "main", sku).await.expect("the stock reads");
+        let stock = self.instances[0]
+            .read("acme", "main", sku)
+            .await
+            .expect("the stock reads");
         (stock.quantity, stock.version)
     }
 
     /// Stocks `sku` at `quantity` (from nothing) through a proposal policy authorizes.
     pub async fn seed_stock(&self, sku: &str, quantity: u64) {
         let agent = agent("setup");
-        let op = self.at(0).propose(&agent, &request(sku, quantity, 0)).await.expect("the stock is proposed");
-        assert_eq!(op.status, OpStatus::Authorized, "a first small stock needs no person");
-        let applied = self.at(0).apply(&agent, None).await.expect("the stock is applied");
+        let op = self
+            .at(0)
+            .propose(&agent, &request(sku, quantity, 0))
+            .await
+            .expect("the stock is proposed");
+        assert_eq!(
+            op.status,
+            OpStatus::Authorized,
+            "a first small stock needs no person"
+        );
+        let applied = self
+            .at(0)
+            .apply(&agent, None)
+            .await
+            .expect("the stock is applied");
         assert_eq!(applied[0]["status"], "succeeded", "{applied:?}");
     }
 }
@@ -101,6 +140,8 @@ pub fn person(subject: &str) -> Principal {
 
 /// A proposal to set `sku` in warehouse `main` to `to`, from `expected_version`.
 pub fn request(sku: &str, to: u64, expected_version: u64) -> ProposeRequest {
-    serde_json::from_value(json!({ "warehouse": "main", "sku": sku, "to": to, "expectedVersion": expected_version }))
-        .expect("a valid proposal")
+    serde_json::from_value(
+        json!({ "warehouse": "main", "sku": sku, "to": to, "expectedVersion": expected_version }),
+    )
+    .expect("a valid proposal")
 }

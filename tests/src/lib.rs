@@ -26,7 +26,10 @@ pub fn server(app: App, config: ServerConfig, clock: Arc<dyn Clock>) -> McpServe
 }
 
 pub fn gateway_options() -> relevo_local::GatewayOptions {
-    relevo_local::GatewayOptions { max_body_bytes: 1024 * 1024, ..Default::default() }
+    relevo_local::GatewayOptions {
+        max_body_bytes: 1024 * 1024,
+        ..Default::default()
+    }
 }
 
 pub fn router(server: McpServer) -> Router {
@@ -35,11 +38,19 @@ pub fn router(server: McpServer) -> Router {
 
 /// The default configuration, except that listen streams end at once (tests read whole bodies).
 pub fn test_config() -> ServerConfig {
-    ServerConfig { listen_max_secs: 0, ..ServerConfig::default() }
+    ServerConfig {
+        listen_max_secs: 0,
+        ..ServerConfig::default()
+    }
 }
 
 pub fn conformance_router() -> Router {
-    router(McpServer::new(relevo_conformance::app(), test_config(), test_keys(), Arc::new(NoAuth)))
+    router(McpServer::new(
+        relevo_conformance::app(),
+        test_config(),
+        test_keys(),
+        Arc::new(NoAuth),
+    ))
 }
 
 /// The standard `_meta` envelope with these client capabilities.
@@ -57,7 +68,12 @@ pub fn rpc(id: u64, method: &str, params: Value) -> Request<axum::body::Body> {
 }
 
 /// [`rpc`] with `Authorization: Bearer <token>` when a token is given.
-pub fn rpc_as(token: Option<&str>, id: u64, method: &str, mut params: Value) -> Request<axum::body::Body> {
+pub fn rpc_as(
+    token: Option<&str>,
+    id: u64,
+    method: &str,
+    mut params: Value,
+) -> Request<axum::body::Body> {
     if params.get("_meta").is_none() {
         params["_meta"] = envelope(json!({ "elicitation": {}, "sampling": {}, "roots": {} }));
     }
@@ -69,13 +85,20 @@ pub fn rpc_as(token: Option<&str>, id: u64, method: &str, mut params: Value) -> 
         .header("mcp-protocol-version", VERSION)
         .header("mcp-method", method);
     let params = &body["params"];
-    if let Some(name) = params.get("name").or(params.get("uri")).or(params.get("taskId")).and_then(Value::as_str) {
+    if let Some(name) = params
+        .get("name")
+        .or(params.get("uri"))
+        .or(params.get("taskId"))
+        .and_then(Value::as_str)
+    {
         builder = builder.header("mcp-name", name);
     }
     if let Some(token) = token {
         builder = builder.header("authorization", format!("Bearer {token}"));
     }
-    builder.body(axum::body::Body::from(body.to_string())).expect("a valid request")
+    builder
+        .body(axum::body::Body::from(body.to_string()))
+        .expect("a valid request")
 }
 
 /// A request with exactly these headers and this raw body.
@@ -87,14 +110,25 @@ pub fn legacy_post(token: &str, session: Option<&str>, body: &Value) -> Request<
         .header("accept", "application/json, text/event-stream")
         .header("authorization", format!("Bearer {token}"));
     if let Some(session) = session {
-        request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25");
+        request = request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25");
     }
-    request.body(axum::body::Body::from(body.to_string())).expect("a request built from valid parts")
+    request
+        .body(axum::body::Body::from(body.to_string()))
+        .expect("a request built from valid parts")
 }
 
-pub fn raw(method: &str, headers: &[(&str, &str)], body: impl Into<Bytes>) -> Request<axum::body::Body> {
-    let mut request =
-        Request::builder().method(method).uri("/mcp").body(axum::body::Body::from(body.into())).expect("valid");
+pub fn raw(
+    method: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<Bytes>,
+) -> Request<axum::body::Body> {
+    let mut request = Request::builder()
+        .method(method)
+        .uri("/mcp")
+        .body(axum::body::Body::from(body.into()))
+        .expect("valid");
     let map: &mut HeaderMap = request.headers_mut();
     for (name, value) in headers {
         map.append(
@@ -132,7 +166,9 @@ impl Reply {
     }
 
     pub fn is_sse(&self) -> bool {
-        self.headers.get("content-type").is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
+        self.headers
+            .get("content-type")
+            .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
     }
 
     pub fn sse_messages(&self) -> Vec<Value> {
@@ -145,23 +181,48 @@ impl Reply {
 }
 
 pub async fn send(router: &Router, request: Request<axum::body::Body>) -> Reply {
-    let response = router.clone().oneshot(request).await.expect("the router is infallible");
+    let response = router
+        .clone()
+        .oneshot(request)
+        .await
+        .expect("the router is infallible");
     let status = response.status();
     let headers = response.headers().clone();
-    let bytes = response.into_body().collect().await.expect("body reads").to_bytes();
-    Reply { status, headers, text: String::from_utf8_lossy(&bytes).into_owned() }
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body reads")
+        .to_bytes();
+    Reply {
+        status,
+        headers,
+        text: String::from_utf8_lossy(&bytes).into_owned(),
+    }
 }
 
 /// The dev issuer of `http://127.0.0.1:8080`, its settings and an authenticator trusting it.
-pub fn dev_auth() -> (relevo_auth::AuthSettings, relevo_auth::DevIssuer, relevo_auth::BearerAuthenticator) {
+pub fn dev_auth() -> (
+    relevo_auth::AuthSettings,
+    relevo_auth::DevIssuer,
+    relevo_auth::BearerAuthenticator,
+) {
     let origin = "http://127.0.0.1:8080";
     let vars = [("RELEVO_AUTH", "dev"), ("RELEVO_AUTH_ALGORITHMS", "ES256")];
-    let settings =
-        relevo_auth::AuthSettings::load(|n| vars.iter().find(|(k, _)| *k == n).map(|(_, v)| v.to_string()), origin)
-            .expect("dev settings are valid");
+    let settings = relevo_auth::AuthSettings::load(
+        |n| {
+            vars.iter()
+                .find(|(k, _)| *k == n)
+                .map(|(_, v)| v.to_string())
+        },
+        origin,
+    )
+    .expect("dev settings are valid");
     let issuer = relevo_auth::DevIssuer::generate(&settings.issuer, &settings.audience);
-    let auth =
-        relevo_auth::BearerAuthenticator::new(settings.clone(), Arc::new(relevo_auth::StaticKeySource(issuer.jwks())));
+    let auth = relevo_auth::BearerAuthenticator::new(
+        settings.clone(),
+        Arc::new(relevo_auth::StaticKeySource(issuer.jwks())),
+    );
     (settings, issuer, auth)
 }
 
@@ -180,11 +241,19 @@ pub fn shop_instances(
             let keys = Arc::new(relevo_auth::StaticKeySource(issuer.jwks()));
             let auth = relevo_auth::BearerAuthenticator::new(settings.clone(), keys);
             let ports = relevo_protocol::Ports::new(Some(store.clone()));
-            let mut server = McpServer::new(relevo_app::demo::app(&ports), config.clone(), test_keys(), Arc::new(auth));
+            let mut server = McpServer::new(
+                relevo_app::demo::app(&ports),
+                config.clone(),
+                test_keys(),
+                Arc::new(auth),
+            );
             if legacy_sessions {
                 server = server.with_store(store.clone());
             }
-            let options = relevo_local::GatewayOptions { auth: Some(settings.clone()), ..gateway_options() };
+            let options = relevo_local::GatewayOptions {
+                auth: Some(settings.clone()),
+                ..gateway_options()
+            };
             relevo_local::router(server, options)
         })
         .collect();
@@ -210,17 +279,28 @@ where
 {
     let clock = Arc::new(relevo_state::SystemClock);
     let ids = Arc::new(relevo_state::RandomIds);
-    let mut engine =
-        relevo_state::Engine::new(records.clone(), queue, clock, ids, relevo_state::EngineConfig::default());
+    let mut engine = relevo_state::Engine::new(
+        records.clone(),
+        queue,
+        clock,
+        ids,
+        relevo_state::EngineConfig::default(),
+    );
     if let Some(limits) = limits {
         engine = engine.with_admission(records.clone(), limits);
     }
     let engine = Arc::new(engine);
     let ports = relevo_protocol::Ports::new(Some(records)).with_jobs(engine.clone());
-    let config = relevo_app::ShopConfig { export_window: std::time::Duration::ZERO };
+    let config = relevo_app::ShopConfig {
+        export_window: std::time::Duration::ZERO,
+    };
     let app = Arc::new(relevo_app::app_with(&ports, &config));
     let worker = app.worker(engine.clone());
-    ShopJobs { app, engine, worker }
+    ShopJobs {
+        app,
+        engine,
+        worker,
+    }
 }
 
 /// Runs every job queued on `queue` through `worker`, as the worker function would, until the
@@ -233,14 +313,30 @@ pub async fn drain(queue: &dyn relevo_state::Queue, worker: &relevo_state::Worke
             return;
         }
         for message in messages {
-            worker.process_message(&message.body).await.expect("the worker takes the message");
-            queue.delete(&message.receipt).await.expect("the message is deleted");
+            worker
+                .process_message(&message.body)
+                .await
+                .expect("the worker takes the message");
+            queue
+                .delete(&message.receipt)
+                .await
+                .expect("the message is deleted");
         }
     }
 }
 
 /// A token of the dev issuer, valid for five minutes.
-pub fn dev_token(issuer: &relevo_auth::DevIssuer, tenant: &str, subject: &str, scopes: &[&str]) -> String {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    issuer.mint(tenant, subject, scopes, now, 300).expect("the dev issuer signs")
+pub fn dev_token(
+    issuer: &relevo_auth::DevIssuer,
+    tenant: &str,
+    subject: &str,
+    scopes: &[&str],
+) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    issuer
+        .mint(tenant, subject, scopes, now, 300)
+        .expect("the dev issuer signs")
 }

@@ -24,10 +24,15 @@ pub struct Seed(pub u64);
 impl Seed {
     /// `RELEVO_RACE_SEED`, or one from the clock; printed so a failing run can be replayed.
     pub fn from_env(test: &str) -> Seed {
-        let seed = std::env::var("RELEVO_RACE_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-            let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-            (nanos as u64) ^ u64::from(std::process::id()).rotate_left(32)
-        });
+        let seed = std::env::var("RELEVO_RACE_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                let nanos = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos());
+                (nanos as u64) ^ u64::from(std::process::id()).rotate_left(32)
+            });
         eprintln!("{test}: race seed {seed} (replay: RELEVO_RACE_SEED={seed})");
         Seed(seed)
     }
@@ -35,7 +40,11 @@ impl Seed {
     /// Asserts an invariant, naming the seed that broke it.
     #[track_caller]
     pub fn check(&self, holds: bool, invariant: impl std::fmt::Display) {
-        assert!(holds, "invariant broken with RELEVO_RACE_SEED={}: {invariant}", self.0);
+        assert!(
+            holds,
+            "invariant broken with RELEVO_RACE_SEED={}: {invariant}",
+            self.0
+        );
     }
 
     pub fn rng(&self, stream: u64) -> Rng {
@@ -86,7 +95,12 @@ pub struct RaceStore<S> {
 
 impl<S> RaceStore<S> {
     pub fn new(inner: Arc<S>, seed: Seed, max_pause: Duration) -> Self {
-        RaceStore { inner, history: Arc::default(), rng: Mutex::new(seed.rng(1)), max_pause }
+        RaceStore {
+            inner,
+            history: Arc::default(),
+            rng: Mutex::new(seed.rng(1)),
+            max_pause,
+        }
     }
 
     /// Every write so far, in the order they finished.
@@ -105,7 +119,11 @@ impl<S> RaceStore<S> {
     }
 
     async fn pause(&self) {
-        let micros = self.rng.lock().map(|mut r| r.below(self.max_pause.as_micros() as u64 + 1)).unwrap_or(0);
+        let micros = self
+            .rng
+            .lock()
+            .map(|mut r| r.below(self.max_pause.as_micros() as u64 + 1))
+            .unwrap_or(0);
         if micros == 0 {
             tokio::task::yield_now().await;
         } else {
@@ -115,7 +133,11 @@ impl<S> RaceStore<S> {
 
     fn record(&self, call: &'static str, writes: Vec<(RecordKey, Value)>, applied: bool) {
         if let Ok(mut history) = self.history.lock() {
-            history.push(Written { call, writes, applied });
+            history.push(Written {
+                call,
+                writes,
+                applied,
+            });
         }
     }
 }
@@ -187,7 +209,10 @@ impl<S: RecordStore + 'static> RecordStore for RaceStore<S> {
     ) -> StoreFuture<'a, Option<u32>> {
         Box::pin(async move {
             self.pause().await;
-            let result = self.inner.count_up_by(key, units, limit, expires_at, now).await;
+            let result = self
+                .inner
+                .count_up_by(key, units, limit, expires_at, now)
+                .await;
             let (body, applied) = match &result {
                 Ok(Some(count)) => (serde_json::json!({ "count": count }), true),
                 _ => (Value::Null, false),
@@ -197,7 +222,11 @@ impl<S: RecordStore + 'static> RecordStore for RaceStore<S> {
         })
     }
 
-    fn get_many<'a>(&'a self, keys: &'a [RecordKey], now: u64) -> StoreFuture<'a, Vec<Option<Record>>> {
+    fn get_many<'a>(
+        &'a self,
+        keys: &'a [RecordKey],
+        now: u64,
+    ) -> StoreFuture<'a, Vec<Option<Record>>> {
         Box::pin(async move {
             self.pause().await;
             self.inner.get_many(keys, now).await
@@ -214,7 +243,10 @@ impl<S: RecordStore + 'static> RecordStore for RaceStore<S> {
     ) -> StoreFuture<'a, Record> {
         Box::pin(async move {
             self.pause().await;
-            let result = self.inner.update_expiring(key, expected_revision, body, expires_at, now).await;
+            let result = self
+                .inner
+                .update_expiring(key, expected_revision, body, expires_at, now)
+                .await;
             self.record("update", vec![(key.clone(), body.clone())], result.is_ok());
             result
         })
@@ -229,7 +261,10 @@ impl<S: JobStore + 'static> JobStore for RaceStore<S> {
             let applied = matches!(result, Ok(Created::New(_)));
             self.record(
                 "create_job",
-                vec![(job.job.record_key(), serde_json::to_value(job).unwrap_or_default())],
+                vec![(
+                    job.job.record_key(),
+                    serde_json::to_value(job).unwrap_or_default(),
+                )],
                 applied,
             );
             result
@@ -249,7 +284,10 @@ impl<S: JobStore + 'static> JobStore for RaceStore<S> {
             let result = self.inner.put_job(job, expected_revision).await;
             self.record(
                 "put_job",
-                vec![(job.job.record_key(), serde_json::to_value(job).unwrap_or_default())],
+                vec![(
+                    job.job.record_key(),
+                    serde_json::to_value(job).unwrap_or_default(),
+                )],
                 result.is_ok(),
             );
             result
@@ -280,14 +318,21 @@ pub enum Backend {
 
 pub async fn backend(backend: Backend) -> Arc<dyn StoreBoth> {
     match backend {
-        Backend::Sqlite => Arc::new(relevo_embedded::SqliteStore::in_memory().expect("an in-memory SQLite store")),
+        Backend::Sqlite => {
+            Arc::new(relevo_embedded::SqliteStore::in_memory().expect("an in-memory SQLite store"))
+        }
         Backend::Dynamo => {
             let endpoint = std::env::var("RELEVO_TEST_AWS_ENDPOINT")
                 .expect("RELEVO_TEST_AWS_ENDPOINT is not set: run with `make test` (it starts the moto emulator)");
-            let client = aws_sdk_dynamodb::Client::new(&relevo_aws::emulator_config(&endpoint).await);
-            let table =
-                format!("races-{}", relevo_state::Ids::new_id(&relevo_state::RandomIds).replace(['_', '-'], "x"));
-            relevo_aws::create_table(&client, &table).await.expect("the emulator creates the table");
+            let client =
+                aws_sdk_dynamodb::Client::new(&relevo_aws::emulator_config(&endpoint).await);
+            let table = format!(
+                "races-{}",
+                relevo_state::Ids::new_id(&relevo_state::RandomIds).replace(['_', '-'], "x")
+            );
+            relevo_aws::create_table(&client, &table)
+                .await
+                .expect("the emulator creates the table");
             Arc::new(relevo_aws::DynamoStore::new(client, &table))
         }
     }
@@ -381,7 +426,10 @@ impl JobStore for Both {
     ) -> relevo_state::StoreFuture<'a, relevo_state::jobs::Job> {
         self.0.put_job(job, expected)
     }
-    fn list_active<'a>(&'a self, limit: usize) -> relevo_state::StoreFuture<'a, Vec<relevo_state::jobs::Job>> {
+    fn list_active<'a>(
+        &'a self,
+        limit: usize,
+    ) -> relevo_state::StoreFuture<'a, Vec<relevo_state::jobs::Job>> {
         self.0.list_active(limit)
     }
     fn keyed_job<'a>(

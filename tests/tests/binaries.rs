@@ -8,7 +8,11 @@
 use std::path::PathBuf;
 
 /// Names only the conformance fixtures use, and one only the shop uses.
-const FIXTURE_MARKERS: &[&str] = &["test_simple_text", "test_elicitation_sep1034_defaults", "test://static-binary"];
+const FIXTURE_MARKERS: &[&str] = &[
+    "test_simple_text",
+    "test_elicitation_sep1034_defaults",
+    "test://static-binary",
+];
 const SHOP_MARKER: &str = "Checks out your cart: asks you to confirm the exact total";
 
 fn binary(name: &str) -> Vec<u8> {
@@ -16,8 +20,12 @@ fn binary(name: &str) -> Vec<u8> {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
     let path = target.join("debug").join(name);
-    std::fs::read(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run `cargo build --workspace --bins` first)", path.display()))
+    std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run `cargo build --workspace --bins` first)",
+            path.display()
+        )
+    })
 }
 
 fn contains(haystack: &[u8], needle: &str) -> bool {
@@ -41,7 +49,10 @@ fn no_production_function_links_the_conformance_fixtures() {
     for function in &functions {
         let bytes = binary(function);
         for marker in FIXTURE_MARKERS {
-            assert!(!contains(&bytes, marker), "{function} links the conformance fixtures ({marker})");
+            assert!(
+                !contains(&bytes, marker),
+                "{function} links the conformance fixtures ({marker})"
+            );
         }
     }
 }
@@ -50,7 +61,12 @@ fn no_production_function_links_the_conformance_fixtures() {
 fn the_conformance_binaries_carry_the_fixtures_and_not_the_shop() {
     for name in ["relevo-conformance-function", "relevo-conformance-gateway"] {
         let bytes = binary(name);
-        assert!(FIXTURE_MARKERS.iter().all(|marker| contains(&bytes, marker)), "{name} lacks the fixtures");
+        assert!(
+            FIXTURE_MARKERS
+                .iter()
+                .all(|marker| contains(&bytes, marker)),
+            "{name} lacks the fixtures"
+        );
         assert!(!contains(&bytes, SHOP_MARKER), "{name} links the shop");
     }
 }
@@ -58,6 +74,9 @@ fn the_conformance_binaries_carry_the_fixtures_and_not_the_shop() {
 #[test]
 fn the_method_functions_serve_the_app_the_workspace_names() {
     for function in ["tools-call", "tools-list", "worker", "mcp"] {
-        assert!(contains(&binary(function), SHOP_MARKER), "{function} does not serve the shop");
+        assert!(
+            contains(&binary(function), SHOP_MARKER),
+            "{function} does not serve the shop"
+        );
     }
 }

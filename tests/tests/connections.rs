@@ -21,7 +21,12 @@ async fn serve_with(header_timeout: Duration) -> std::net::SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let forever = std::future::pending::<()>();
-    tokio::spawn(relevo_local::serve::serve(listener, conformance_router(), header_timeout, forever));
+    tokio::spawn(relevo_local::serve::serve(
+        listener,
+        conformance_router(),
+        header_timeout,
+        forever,
+    ));
     address
 }
 
@@ -38,7 +43,9 @@ fn post(stream: &mut TcpStream, body: &[u8]) -> (u16, String, Value) {
         body.len()
     );
     stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(body).expect("the whole body is written: the server reads what it refuses");
+    stream
+        .write_all(body)
+        .expect("the whole body is written: the server reads what it refuses");
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut status_line = String::new();
     reader.read_line(&mut status_line).unwrap();
@@ -57,7 +64,11 @@ fn post(stream: &mut TcpStream, body: &[u8]) -> (u16, String, Value) {
     }
     let mut answer = vec![0; length];
     reader.read_exact(&mut answer).unwrap();
-    (status, headers, serde_json::from_slice(&answer).unwrap_or(Value::Null))
+    (
+        status,
+        headers,
+        serde_json::from_slice(&answer).unwrap_or(Value::Null),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -34,19 +34,38 @@ async fn a_slow_tool_ends_with_the_retryable_deadline_error_before_the_function_
         json!({ "type": "object" }),
         handler(|_| async {
             tokio::time::sleep(Duration::from_secs(60)).await;
-            Ok(Outcome::tool(CallToolResult::success(vec![ContentBlock::text("too late")])))
+            Ok(Outcome::tool(CallToolResult::success(vec![
+                ContentBlock::text("too late"),
+            ])))
         }),
     ));
-    let server = server(app, ServerConfig::default(), Arc::new(ManualClock::at(1_800_000_000)));
+    let server = server(
+        app,
+        ServerConfig::default(),
+        Arc::new(ManualClock::at(1_800_000_000)),
+    );
     let mut request = call("sleepy");
-    request.extensions_mut().insert(Deadline::after(Duration::from_millis(200)));
+    request
+        .extensions_mut()
+        .insert(Deadline::after(Duration::from_millis(200)));
     let started = Instant::now();
     let reply = server.handle(Route::All, request).await;
     let waited = started.elapsed();
 
-    assert_eq!(reply.status(), 503, "a retryable failure, not a late answer");
-    assert_eq!(reply.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
-    let body: Value = serde_json::from_slice(&reply.into_body().collect().await).expect("a JSON-RPC error");
+    assert_eq!(
+        reply.status(),
+        503,
+        "a retryable failure, not a late answer"
+    );
+    assert_eq!(
+        reply
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("1")
+    );
+    let body: Value =
+        serde_json::from_slice(&reply.into_body().collect().await).expect("a JSON-RPC error");
     assert_eq!(body["id"], 7);
     assert_eq!(body["error"]["code"], -31000, "{body}");
     assert_eq!(

@@ -28,7 +28,11 @@ async fn shop(kind: Backend, seed: Seed, instances: usize) -> Shop {
     let inner = Arc::new(Both(backend(kind).await));
     let store = Arc::new(RaceStore::new(inner, seed, Duration::from_millis(3)));
     let (instances, issuer) = shop_instances(store.clone(), instances, test_config(), true);
-    Shop { store, instances, issuer }
+    Shop {
+        store,
+        instances,
+        issuer,
+    }
 }
 
 impl Shop {
@@ -40,17 +44,31 @@ impl Shop {
         let mut params = params;
         params["name"] = json!(name);
         let router = &self.instances[instance % self.instances.len()];
-        send(router, rpc_as(Some(&self.token()), 1, "tools/call", params)).await.json()
+        send(router, rpc_as(Some(&self.token()), 1, "tools/call", params))
+            .await
+            .json()
     }
 
     /// A cart with two grinders, and its quote: (cart id, requestState).
     async fn quoted_cart(&self) -> (String, Value) {
-        let cart = self.call(0, "cart_create", json!({ "arguments": {} })).await;
-        let cart_id = cart["result"]["structuredContent"]["cartId"].as_str().unwrap().to_string();
-        let add = json!({ "arguments": { "cartId": cart_id, "sku": "GRN-BURR-01", "quantity": 2 } });
+        let cart = self
+            .call(0, "cart_create", json!({ "arguments": {} }))
+            .await;
+        let cart_id = cart["result"]["structuredContent"]["cartId"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let add =
+            json!({ "arguments": { "cartId": cart_id, "sku": "GRN-BURR-01", "quantity": 2 } });
         let added = self.call(1, "cart_add_item", add).await;
         assert_eq!(added["result"]["isError"], false, "{added}");
-        let quote = self.call(0, "cart_checkout", json!({ "arguments": { "cartId": cart_id } })).await;
+        let quote = self
+            .call(
+                0,
+                "cart_checkout",
+                json!({ "arguments": { "cartId": cart_id } }),
+            )
+            .await;
         assert_eq!(quote["result"]["resultType"], "input_required", "{quote}");
         (cart_id, quote["result"]["requestState"].clone())
     }
@@ -80,16 +98,21 @@ fn decline() -> Value {
 }
 
 fn status(answer: &Value) -> &str {
-    answer["result"]["structuredContent"]["status"].as_str().unwrap_or_default()
+    answer["result"]["structuredContent"]["status"]
+        .as_str()
+        .unwrap_or_default()
 }
 
 fn order_id(answer: &Value) -> Option<String> {
-    answer["result"]["structuredContent"]["orderId"].as_str().map(String::from)
+    answer["result"]["structuredContent"]["orderId"]
+        .as_str()
+        .map(String::from)
 }
 
 /// Refused as a replay of an answered round: a clear JSON-RPC error, not -32603.
 fn refused_as_answered(answer: &Value) -> bool {
-    answer["error"]["code"] == -32602 && answer["error"]["data"]["reason"] == "round_already_answered"
+    answer["error"]["code"] == -32602
+        && answer["error"]["data"]["reason"] == "round_already_answered"
 }
 
 async fn a_declined_round_cannot_be_replayed_as_accept(kind: Backend) {
@@ -97,12 +120,24 @@ async fn a_declined_round_cannot_be_replayed_as_accept(kind: Backend) {
     let shop = shop(kind, seed, 2).await;
     let (cart, state) = shop.quoted_cart().await;
     let declined = shop.answer(0, &cart, &state, decline()).await;
-    seed.check(status(&declined) == "cancelled", format!("the decline cancels: {declined}"));
+    seed.check(
+        status(&declined) == "cancelled",
+        format!("the decline cancels: {declined}"),
+    );
     let replayed = shop.answer(1, &cart, &state, accept()).await;
-    seed.check(refused_as_answered(&replayed), format!("the accept replayed after a decline is refused: {replayed}"));
-    seed.check(shop.orders(&cart).is_empty(), format!("no order after a decline: {:?}", shop.orders(&cart)));
+    seed.check(
+        refused_as_answered(&replayed),
+        format!("the accept replayed after a decline is refused: {replayed}"),
+    );
+    seed.check(
+        shop.orders(&cart).is_empty(),
+        format!("no order after a decline: {:?}", shop.orders(&cart)),
+    );
     let again = shop.answer(1, &cart, &state, decline()).await;
-    seed.check(status(&again) == "cancelled", format!("the same decline again gets the same answer: {again}"));
+    seed.check(
+        status(&again) == "cancelled",
+        format!("the same decline again gets the same answer: {again}"),
+    );
 }
 
 async fn an_accepted_round_cannot_be_replayed_as_decline(kind: Backend) {
@@ -111,9 +146,15 @@ async fn an_accepted_round_cannot_be_replayed_as_decline(kind: Backend) {
     let (cart, state) = shop.quoted_cart().await;
     let accepted = shop.answer(0, &cart, &state, accept()).await;
     let order = order_id(&accepted);
-    seed.check(status(&accepted) == "ordered" && order.is_some(), format!("the accept orders: {accepted}"));
+    seed.check(
+        status(&accepted) == "ordered" && order.is_some(),
+        format!("the accept orders: {accepted}"),
+    );
     let replayed = shop.answer(1, &cart, &state, decline()).await;
-    seed.check(refused_as_answered(&replayed), format!("the decline replayed after an accept is refused: {replayed}"));
+    seed.check(
+        refused_as_answered(&replayed),
+        format!("the decline replayed after an accept is refused: {replayed}"),
+    );
     let orders = shop.orders(&cart);
     seed.check(
         orders.len() == 1 && order.as_ref().is_some_and(|o| orders.contains(o)),
@@ -127,12 +168,18 @@ async fn the_same_answer_twice_gets_the_same_result(kind: Backend) {
     let (cart, state) = shop.quoted_cart().await;
     let first = shop.answer(0, &cart, &state, accept()).await;
     let second = shop.answer(1, &cart, &state, accept()).await;
-    seed.check(order_id(&first).is_some(), format!("the first accept orders: {first}"));
+    seed.check(
+        order_id(&first).is_some(),
+        format!("the first accept orders: {first}"),
+    );
     seed.check(
         first["result"]["structuredContent"] == second["result"]["structuredContent"],
         format!("the second accept answers the same order: {first} / {second}"),
     );
-    seed.check(shop.orders(&cart).len() == 1, format!("one order: {:?}", shop.orders(&cart)));
+    seed.check(
+        shop.orders(&cart).len() == 1,
+        format!("one order: {:?}", shop.orders(&cart)),
+    );
 }
 
 /// An accept and a decline of one round at the same time, on two instances: exactly one decision
@@ -144,24 +191,49 @@ async fn accept_and_decline_at_once_make_one_decision(kind: Backend) {
     let mut answering = tokio::task::JoinSet::new();
     for (instance, answer) in [(0, accept()), (1, decline())] {
         let (shop, cart, state) = (shop.clone(), cart.clone(), state.clone());
-        answering.spawn(async move { (answer.clone(), shop.answer(instance, &cart, &state, answer).await) });
+        answering.spawn(async move {
+            (
+                answer.clone(),
+                shop.answer(instance, &cart, &state, answer).await,
+            )
+        });
     }
     let answers = answering.join_all().await;
-    let accepted = answers.iter().find(|(a, _)| *a == accept()).map(|(_, r)| r.clone()).unwrap();
-    let declined = answers.iter().find(|(a, _)| *a == decline()).map(|(_, r)| r.clone()).unwrap();
+    let accepted = answers
+        .iter()
+        .find(|(a, _)| *a == accept())
+        .map(|(_, r)| r.clone())
+        .unwrap();
+    let declined = answers
+        .iter()
+        .find(|(a, _)| *a == decline())
+        .map(|(_, r)| r.clone())
+        .unwrap();
     let orders = shop.orders(&cart);
     let accept_won = status(&accepted) == "ordered";
     let decline_won = status(&declined) == "cancelled";
-    seed.check(accept_won != decline_won, format!("exactly one decision wins: {accepted} / {declined}"));
+    seed.check(
+        accept_won != decline_won,
+        format!("exactly one decision wins: {accepted} / {declined}"),
+    );
     if accept_won {
-        seed.check(refused_as_answered(&declined), format!("the decline lost and is refused: {declined}"));
+        seed.check(
+            refused_as_answered(&declined),
+            format!("the decline lost and is refused: {declined}"),
+        );
         seed.check(
             orders.len() == 1 && order_id(&accepted).is_some_and(|o| orders.contains(&o)),
             format!("the accept's order is the one order: {orders:?}"),
         );
     } else {
-        seed.check(refused_as_answered(&accepted), format!("the accept lost and is refused: {accepted}"));
-        seed.check(orders.is_empty(), format!("the decline won: no order, yet {orders:?}"));
+        seed.check(
+            refused_as_answered(&accepted),
+            format!("the accept lost and is refused: {accepted}"),
+        );
+        seed.check(
+            orders.is_empty(),
+            format!("the decline won: no order, yet {orders:?}"),
+        );
     }
 }
 

@@ -14,13 +14,20 @@ use relevo_tests::race::{Backend, Seed};
 use serde_json::Value;
 
 fn desk_key(subject: &str) -> RecordKey {
-    RecordKey::new(Owner::personal("acme", subject), "inventory-desk", "operations")
+    RecordKey::new(
+        Owner::personal("acme", subject),
+        "inventory-desk",
+        "operations",
+    )
 }
 
 /// The desk's (expiry, listed operation ids), read at `now`.
 async fn desk(w: &World, subject: &str, now: u64) -> Option<(Option<u64>, usize)> {
     let record = w.store.get(&desk_key(subject), now).await.unwrap()?;
-    Some((record.expires_at, record.body["operations"].as_array().map_or(0, Vec::len)))
+    Some((
+        record.expires_at,
+        record.body["operations"].as_array().map_or(0, Vec::len),
+    ))
 }
 
 async fn the_desk_expires_with_its_last_entry(kind: Backend) {
@@ -29,12 +36,23 @@ async fn the_desk_expires_with_its_last_entry(kind: Backend) {
     let first = w.at(0).propose(&ann, &request("CUP", 5, 0)).await.unwrap();
     assert_eq!(first.status, OpStatus::Authorized);
     let first_expiry = T0 + PROPOSAL_LIFETIME_SECS;
-    assert_eq!(desk(&w, "ann", T0).await, Some((Some(first_expiry), 1)), "a new desk expires with its only entry");
+    assert_eq!(
+        desk(&w, "ann", T0).await,
+        Some((Some(first_expiry), 1)),
+        "a new desk expires with its only entry"
+    );
 
     w.clock.advance(100);
-    w.at(1).propose(&ann, &request("SAUCER", 3, 0)).await.unwrap();
+    w.at(1)
+        .propose(&ann, &request("SAUCER", 3, 0))
+        .await
+        .unwrap();
     let second_expiry = first_expiry + 100;
-    assert_eq!(desk(&w, "ann", T0 + 100).await, Some((Some(second_expiry), 2)), "moved to the latest open entry");
+    assert_eq!(
+        desk(&w, "ann", T0 + 100).await,
+        Some((Some(second_expiry), 2)),
+        "moved to the latest open entry"
+    );
 
     // Both finish: the desk keeps them for the report window, then has nothing left.
     w.clock.advance(100);
@@ -43,16 +61,38 @@ async fn the_desk_expires_with_its_last_entry(kind: Backend) {
     let statuses: Vec<&Value> = applied.iter().map(|r| &r["status"]).collect();
     assert_eq!(statuses, ["succeeded", "succeeded"], "{applied:?}");
     let window_end = finished_at + REPORT_WINDOW_SECS;
-    assert_eq!(desk(&w, "ann", finished_at).await, Some((Some(window_end), 2)), "the finished marks plus the window");
-    assert!(desk(&w, "ann", window_end - 1).await.is_some(), "still there to report a repeated apply");
-    assert_eq!(desk(&w, "ann", window_end).await, None, "gone when its last entry leaves");
+    assert_eq!(
+        desk(&w, "ann", finished_at).await,
+        Some((Some(window_end), 2)),
+        "the finished marks plus the window"
+    );
+    assert!(
+        desk(&w, "ann", window_end - 1).await.is_some(),
+        "still there to report a repeated apply"
+    );
+    assert_eq!(
+        desk(&w, "ann", window_end).await,
+        None,
+        "gone when its last entry leaves"
+    );
 
     // A proposal after that starts a desk again; a later one moves the expiry past the finished marks.
     w.clock.advance(REPORT_WINDOW_SECS);
     let now = finished_at + REPORT_WINDOW_SECS;
-    w.at(0).propose(&ann, &request("PLATE", 2, 0)).await.unwrap();
-    assert_eq!(desk(&w, "ann", now).await, Some((Some(now + PROPOSAL_LIFETIME_SECS), 1)), "a fresh desk");
-    assert_eq!(desk(&w, "ann", now + PROPOSAL_LIFETIME_SECS).await, None, "an entry never applied expires with it");
+    w.at(0)
+        .propose(&ann, &request("PLATE", 2, 0))
+        .await
+        .unwrap();
+    assert_eq!(
+        desk(&w, "ann", now).await,
+        Some((Some(now + PROPOSAL_LIFETIME_SECS), 1)),
+        "a fresh desk"
+    );
+    assert_eq!(
+        desk(&w, "ann", now + PROPOSAL_LIFETIME_SECS).await,
+        None,
+        "an entry never applied expires with it"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -38,13 +38,16 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use relevo_app::inventory::{
-    BoxFuture, Downstream, DownstreamError, Inventory, InventoryConfig, InventoryError, ProposeRequest, stock_key,
+    BoxFuture, Downstream, DownstreamError, Inventory, InventoryConfig, InventoryError,
+    ProposeRequest, stock_key,
 };
 use relevo_embedded::SqliteStore;
 use relevo_protocol::Principal;
 use relevo_state::ledger::{LedgerError, OpStatus, is_valid_path};
 use relevo_state::records::{TransactFuture, Write};
-use relevo_state::{ManualClock, Queue, RandomIds, Record, RecordKey, RecordStore, StoreError, StoreFuture};
+use relevo_state::{
+    ManualClock, Queue, RandomIds, Record, RecordKey, RecordStore, StoreError, StoreFuture,
+};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
@@ -158,7 +161,13 @@ impl RecordStore for FaultyStore {
         self.inner.get(key, now)
     }
 
-    fn update<'a>(&'a self, key: &'a RecordKey, expected: u64, body: &'a Value, now: u64) -> StoreFuture<'a, Record> {
+    fn update<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        expected: u64,
+        body: &'a Value,
+        now: u64,
+    ) -> StoreFuture<'a, Record> {
         Box::pin(async move {
             let written = self.inner.update(key, expected, body, now).await?;
             self.injector.after_write().await.map_err(|_| lost())?;
@@ -169,7 +178,10 @@ impl RecordStore for FaultyStore {
     fn transact<'a>(&'a self, writes: &'a [Write], now: u64) -> TransactFuture<'a> {
         Box::pin(async move {
             let written = self.inner.transact(writes, now).await?;
-            self.injector.after_write().await.map_err(|_| relevo_state::TransactError::Store(lost()))?;
+            self.injector
+                .after_write()
+                .await
+                .map_err(|_| relevo_state::TransactError::Store(lost()))?;
             Ok(written)
         })
     }
@@ -183,7 +195,10 @@ impl RecordStore for FaultyStore {
         now: u64,
     ) -> StoreFuture<'a, Option<u32>> {
         Box::pin(async move {
-            let counted = self.inner.count_up_by(key, units, limit, expires_at, now).await?;
+            let counted = self
+                .inner
+                .count_up_by(key, units, limit, expires_at, now)
+                .await?;
             self.injector.after_write().await.map_err(|_| lost())?;
             Ok(counted)
         })
@@ -232,8 +247,19 @@ impl Downstream for CountingDownstream {
         })
     }
 
-    fn receipt<'a>(&'a self, tenant: &'a str, key: &'a str) -> BoxFuture<'a, Result<Option<Value>, DownstreamError>> {
-        Box::pin(async move { Ok(self.receipts.lock().unwrap().get(&(tenant.to_string(), key.to_string())).cloned()) })
+    fn receipt<'a>(
+        &'a self,
+        tenant: &'a str,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Value>, DownstreamError>> {
+        Box::pin(async move {
+            Ok(self
+                .receipts
+                .lock()
+                .unwrap()
+                .get(&(tenant.to_string(), key.to_string()))
+                .cloned())
+        })
     }
 }
 
@@ -246,8 +272,12 @@ struct World {
 }
 
 fn world(store: Arc<dyn RecordStore>, fault: Fault) -> World {
-    let injector =
-        Arc::new(Injector { fault, armed: false.into(), writes: AtomicUsize::new(0), crashed: Notify::new() });
+    let injector = Arc::new(Injector {
+        fault,
+        armed: false.into(),
+        writes: AtomicUsize::new(0),
+        crashed: Notify::new(),
+    });
     let downstream = Arc::new(CountingDownstream {
         receipts: Mutex::default(),
         effects: Mutex::default(),
@@ -255,14 +285,26 @@ fn world(store: Arc<dyn RecordStore>, fault: Fault) -> World {
     });
     let clock = ManualClock::at(T0);
     let inventory = Inventory {
-        records: Arc::new(FaultyStore { inner: store.clone(), injector: injector.clone() }),
+        records: Arc::new(FaultyStore {
+            inner: store.clone(),
+            injector: injector.clone(),
+        }),
         downstream: downstream.clone(),
         clock: Arc::new(clock.clone()),
         ids: Arc::new(RandomIds),
-        config: InventoryConfig { lease_secs: LEASE, approvals_url: "http://127.0.0.1/approvals".into() },
+        config: InventoryConfig {
+            lease_secs: LEASE,
+            approvals_url: "http://127.0.0.1/approvals".into(),
+        },
         settler: None,
     };
-    World { inventory, raw: store, clock, injector, downstream }
+    World {
+        inventory,
+        raw: store,
+        clock,
+        injector,
+        downstream,
+    }
 }
 
 impl World {
@@ -275,7 +317,13 @@ impl World {
     }
 
     fn effects(&self, tenant: &str, id: &str) -> usize {
-        self.downstream.effects.lock().unwrap().get(&(tenant.to_string(), id.to_string())).copied().unwrap_or(0)
+        self.downstream
+            .effects
+            .lock()
+            .unwrap()
+            .get(&(tenant.to_string(), id.to_string()))
+            .copied()
+            .unwrap_or(0)
     }
 }
 
@@ -300,14 +348,23 @@ fn request(to: u64) -> ProposeRequest {
 
 async fn propose(w: &World, tenant: &str) -> relevo_state::ledger::Operation {
     for _ in 0..3 {
-        if let Some(Ok(op)) = w.attempt(w.inventory.propose(&agent(tenant), &request(50))).await {
+        if let Some(Ok(op)) = w
+            .attempt(w.inventory.propose(&agent(tenant), &request(50)))
+            .await
+        {
             return op;
         }
     }
     panic!("propose never answered")
 }
 
-async fn run_schedule(store: Arc<dyn RecordStore>, n: usize, fault: Fault, duplicate: Duplicate, tenancy: Tenancy) {
+async fn run_schedule(
+    store: Arc<dyn RecordStore>,
+    n: usize,
+    fault: Fault,
+    duplicate: Duplicate,
+    tenancy: Tenancy,
+) {
     let label = format!("#{n} {fault:?} × {duplicate:?} × {tenancy:?}");
     let tenant = format!("acme-{n}");
     let w = world(store, fault);
@@ -325,20 +382,31 @@ async fn run_schedule(store: Arc<dyn RecordStore>, n: usize, fault: Fault, dupli
     // The agent proposes (a retry with the same request key finds the first proposal).
     let op = propose(&w, &tenant).await;
     let id = op.proposal.operation_id.clone();
-    assert_eq!(op.status, OpStatus::Proposed, "{label}: 40 units need a person");
+    assert_eq!(
+        op.status,
+        OpStatus::Proposed,
+        "{label}: 40 units need a person"
+    );
     if duplicate == Duplicate::OtherPayload {
         let other = w.inventory.propose(&agent(&tenant), &request(51)).await;
-        assert!(matches!(other, Err(InventoryError::KeyMismatch(_))), "{label}: D3 must be a mismatch: {other:?}");
+        assert!(
+            matches!(other, Err(InventoryError::KeyMismatch(_))),
+            "{label}: D3 must be a mismatch: {other:?}"
+        );
     }
 
     // A person approves; the answer may be lost or the process may die: they submit again.
     let mut approved = false;
     for _ in 0..3 {
-        match w.attempt(w.inventory.decide(&person(&tenant), &id, &op.digest, true)).await {
+        match w
+            .attempt(w.inventory.decide(&person(&tenant), &id, &op.digest, true))
+            .await
+        {
             Some(Ok(_)) => approved = true,
-            Some(Err(InventoryError::Ledger(LedgerError::IllegalTransition { from: "authorized", .. }))) => {
-                approved = true
-            }
+            Some(Err(InventoryError::Ledger(LedgerError::IllegalTransition {
+                from: "authorized",
+                ..
+            }))) => approved = true,
             _ => {}
         }
         if approved {
@@ -347,9 +415,17 @@ async fn run_schedule(store: Arc<dyn RecordStore>, n: usize, fault: Fault, dupli
     }
     assert!(approved, "{label}: the approval lands");
     if duplicate == Duplicate::ReplayedApproval {
-        let replay = w.inventory.decide(&person(&tenant), &id, &op.digest, true).await;
+        let replay = w
+            .inventory
+            .decide(&person(&tenant), &id, &op.digest, true)
+            .await;
         assert!(
-            matches!(replay, Err(InventoryError::Ledger(LedgerError::IllegalTransition { .. }))),
+            matches!(
+                replay,
+                Err(InventoryError::Ledger(
+                    LedgerError::IllegalTransition { .. }
+                ))
+            ),
             "{label}: {replay:?}"
         );
     }
@@ -358,7 +434,10 @@ async fn run_schedule(store: Arc<dyn RecordStore>, n: usize, fault: Fault, dupli
     let _ = w.attempt(w.inventory.apply(&agent(&tenant), None)).await;
     // D5: a retry while the first executor may still hold its lease starts nothing new.
     let _ = w.inventory.apply(&agent(&tenant), None).await;
-    assert!(w.effects(&tenant, &id) <= 1, "{label}: at most one effect while leased");
+    assert!(
+        w.effects(&tenant, &id) <= 1,
+        "{label}: at most one effect while leased"
+    );
 
     // Time passes the lease; the reconciler settles by operation id.
     w.clock.advance(LEASE + 1);
@@ -383,12 +462,24 @@ async fn run_schedule(store: Arc<dyn RecordStore>, n: usize, fault: Fault, dupli
     }
     if duplicate == Duplicate::Late {
         w.clock.advance(3600);
-        let again = w.inventory.propose(&agent(&tenant), &request(50)).await.unwrap();
-        assert_eq!(again.proposal.operation_id, id, "{label}: the same request key names the first operation");
+        let again = w
+            .inventory
+            .propose(&agent(&tenant), &request(50))
+            .await
+            .unwrap();
+        assert_eq!(
+            again.proposal.operation_id, id,
+            "{label}: the same request key names the first operation"
+        );
         // Past the desk's report window a finished operation has left the desk: the plain apply
         // runs nothing again (the effect count below), and naming the operation reports it.
         w.inventory.apply(&agent(&tenant), None).await.unwrap();
-        replies.push(w.inventory.apply(&agent(&tenant), Some(std::slice::from_ref(&id))).await.unwrap());
+        replies.push(
+            w.inventory
+                .apply(&agent(&tenant), Some(std::slice::from_ref(&id)))
+                .await
+                .unwrap(),
+        );
     }
 
     // Tenancy: others find nothing and change nothing.
@@ -396,24 +487,67 @@ async fn run_schedule(store: Arc<dyn RecordStore>, n: usize, fault: Fault, dupli
         Tenancy::Same => {}
         Tenancy::OtherPrincipal => {
             let bob = Principal::new(&tenant, "bob", ["inventory:read", "inventory:write"]);
-            let theirs = w.inventory.apply(&bob, Some(std::slice::from_ref(&id))).await.unwrap();
-            assert_eq!(theirs, vec![json!({ "operationId": id, "status": "not_found" })], "{label}");
+            let theirs = w
+                .inventory
+                .apply(&bob, Some(std::slice::from_ref(&id)))
+                .await
+                .unwrap();
+            assert_eq!(
+                theirs,
+                vec![json!({ "operationId": id, "status": "not_found" })],
+                "{label}"
+            );
         }
         Tenancy::OtherTenant => {
             let foreign = format!("globex-{n}");
-            assert_eq!(w.inventory.operation(&foreign, &id).await.unwrap(), None, "{label}: no cross-tenant read");
-            let theirs = w.inventory.apply(&agent(&foreign), Some(std::slice::from_ref(&id))).await.unwrap();
-            assert_eq!(theirs, vec![json!({ "operationId": id, "status": "not_found" })], "{label}");
-            let decided = w.inventory.decide(&person(&foreign), &id, &op.digest, false).await;
-            assert_eq!(decided, Err(InventoryError::NotFound), "{label}: another tenant cannot decide");
+            assert_eq!(
+                w.inventory.operation(&foreign, &id).await.unwrap(),
+                None,
+                "{label}: no cross-tenant read"
+            );
+            let theirs = w
+                .inventory
+                .apply(&agent(&foreign), Some(std::slice::from_ref(&id)))
+                .await
+                .unwrap();
+            assert_eq!(
+                theirs,
+                vec![json!({ "operationId": id, "status": "not_found" })],
+                "{label}"
+            );
+            let decided = w
+                .inventory
+                .decide(&person(&foreign), &id, &op.digest, false)
+                .await;
+            assert_eq!(
+                decided,
+                Err(InventoryError::NotFound),
+                "{label}: another tenant cannot decide"
+            );
         }
     }
 
     // Invariants.
-    assert!(fault == Fault::None || !w.injector.armed.load(Ordering::SeqCst), "{label}: the fault was injected");
-    let (final_op, _) = w.inventory.operation(&tenant, &id).await.unwrap().expect("the operation is kept");
-    assert!(is_valid_path(&final_op.statuses()), "{label}: history {:?}", final_op.statuses());
-    assert!(final_op.status.is_terminal(), "{label}: nothing left {:?} after the reconciler", final_op.status);
+    assert!(
+        fault == Fault::None || !w.injector.armed.load(Ordering::SeqCst),
+        "{label}: the fault was injected"
+    );
+    let (final_op, _) = w
+        .inventory
+        .operation(&tenant, &id)
+        .await
+        .unwrap()
+        .expect("the operation is kept");
+    assert!(
+        is_valid_path(&final_op.statuses()),
+        "{label}: history {:?}",
+        final_op.statuses()
+    );
+    assert!(
+        final_op.status.is_terminal(),
+        "{label}: nothing left {:?} after the reconciler",
+        final_op.status
+    );
     let stock = w.inventory.read(&tenant, "main", "MUG").await.unwrap();
     let effects = w.effects(&tenant, &id);
     match final_op.status {
@@ -424,31 +558,59 @@ async fn run_schedule(store: Arc<dyn RecordStore>, n: usize, fault: Fault, dupli
                 "{label}: exactly one commit and one effect"
             );
             let receipt = final_op.receipt.clone().unwrap();
-            assert_eq!(receipt["downstreamReceipt"], json!(format!("r-{id}")), "{label}");
+            assert_eq!(
+                receipt["downstreamReceipt"],
+                json!(format!("r-{id}")),
+                "{label}"
+            );
             // Racing applies of a re-authorized operation: the one that won the execution
             // reports the receipt; a loser honestly reports it executing, and its next apply
             // reports the same receipt.
             let mut with_receipt = 0;
             for reply in &replies {
-                let ours: Vec<&Value> = reply.iter().filter(|r| r["operationId"] == json!(id)).collect();
+                let ours: Vec<&Value> = reply
+                    .iter()
+                    .filter(|r| r["operationId"] == json!(id))
+                    .collect();
                 assert_eq!(ours.len(), 1, "{label}: {reply:?}");
                 if ours[0]["status"] == "executing" && duplicate == Duplicate::Concurrent {
-                    assert_eq!(ours[0]["receipt"], Value::Null, "{label}: no receipt before the commit");
+                    assert_eq!(
+                        ours[0]["receipt"],
+                        Value::Null,
+                        "{label}: no receipt before the commit"
+                    );
                     continue;
                 }
-                assert_eq!(ours[0]["receipt"], receipt, "{label}: every finished reply carries the first receipt");
+                assert_eq!(
+                    ours[0]["receipt"], receipt,
+                    "{label}: every finished reply carries the first receipt"
+                );
                 with_receipt += 1;
             }
-            assert!(with_receipt >= 1 || duplicate == Duplicate::Concurrent, "{label}: some reply has the receipt");
-            let after = w.inventory.apply(&agent(&tenant), Some(std::slice::from_ref(&id))).await.unwrap();
-            assert_eq!(after[0]["receipt"], receipt, "{label}: the next apply reports the first receipt");
+            assert!(
+                with_receipt >= 1 || duplicate == Duplicate::Concurrent,
+                "{label}: some reply has the receipt"
+            );
+            let after = w
+                .inventory
+                .apply(&agent(&tenant), Some(std::slice::from_ref(&id)))
+                .await
+                .unwrap();
+            assert_eq!(
+                after[0]["receipt"], receipt,
+                "{label}: the next apply reports the first receipt"
+            );
         }
         // An executor that died before its commit leaves nothing applied: the operation is
         // authorized again and the next apply executes it, so nothing ends rejected.
         other => panic!("{label}: ended {other:?}: {:?}", final_op.reason),
     }
     // An executor that died before its commit made the first attempt; the next apply the second.
-    let attempts = if matches!(fault, Fault::DieAfterWrite(3) | Fault::LoseWriteAnswer(3)) { 2 } else { 1 };
+    let attempts = if matches!(fault, Fault::DieAfterWrite(3) | Fault::LoseWriteAnswer(3)) {
+        2
+    } else {
+        1
+    };
     assert!(
         final_op.attempts <= attempts,
         "{label}: {} execution attempts made, at most {attempts}",
@@ -460,7 +622,11 @@ fn faults() -> Vec<Fault> {
     let mut faults = vec![Fault::None];
     faults.extend((1..=5).map(Fault::DieAfterWrite));
     faults.extend((3..=5).map(Fault::LoseWriteAnswer));
-    faults.extend([Fault::DieAfterEffect, Fault::LoseEffectAnswer, Fault::HangBeforeEffect]);
+    faults.extend([
+        Fault::DieAfterEffect,
+        Fault::LoseEffectAnswer,
+        Fault::HangBeforeEffect,
+    ]);
     faults
 }
 
@@ -500,13 +666,21 @@ async fn every_fault_schedule_keeps_one_effect_a_valid_history_and_tenants_apart
 
 #[tokio::test]
 async fn every_fault_schedule_keeps_one_effect_a_valid_history_and_tenants_apart_on_dynamodb() {
-    let endpoint = std::env::var("RELEVO_TEST_AWS_ENDPOINT")
-        .expect("RELEVO_TEST_AWS_ENDPOINT is not set: run with `make test` (it starts the moto emulator)");
+    let endpoint = std::env::var("RELEVO_TEST_AWS_ENDPOINT").expect(
+        "RELEVO_TEST_AWS_ENDPOINT is not set: run with `make test` (it starts the moto emulator)",
+    );
     let client = aws_sdk_dynamodb::Client::new(&relevo_aws::emulator_config(&endpoint).await);
-    let table = format!("ledger-{}", relevo_state::Ids::new_id(&RandomIds).replace(['_', '-'], "x"));
+    let table = format!(
+        "ledger-{}",
+        relevo_state::Ids::new_id(&RandomIds).replace(['_', '-'], "x")
+    );
     relevo_aws::create_table(&client, &table).await.unwrap();
     // The emulator answers in milliseconds, not microseconds: the tenancies take turns here.
-    let schedules = matrix(Arc::new(relevo_aws::DynamoStore::new(client, &table)), false).await;
+    let schedules = matrix(
+        Arc::new(relevo_aws::DynamoStore::new(client, &table)),
+        false,
+    )
+    .await;
     assert_eq!(schedules, 12 * 6);
 }
 
@@ -518,8 +692,12 @@ async fn an_executor_that_dies_after_its_commit_is_settled_by_the_reconciler_wit
     let sqlite = SqliteStore::in_memory().unwrap();
     let mut w = world(Arc::new(sqlite.clone()), Fault::DieAfterWrite(4));
     let queue = relevo_embedded::SqliteQueue::new(sqlite.clone(), 5);
-    let config =
-        relevo_state::EngineConfig { lease_secs: 60, max_attempts: 5, queued_deadline_secs: 60, retention_secs: 3600 };
+    let config = relevo_state::EngineConfig {
+        lease_secs: 60,
+        max_attempts: 5,
+        queued_deadline_secs: 60,
+        retention_secs: 3600,
+    };
     let engine = Arc::new(relevo_state::Engine::new(
         Arc::new(sqlite),
         Arc::new(queue.clone()),
@@ -530,19 +708,42 @@ async fn an_executor_that_dies_after_its_commit_is_settled_by_the_reconciler_wit
     w.inventory.settler = Some(engine.clone());
     let (inventory, settle) = (w.inventory.clone(), relevo_app::inventory::SETTLE);
     let settle = settle.runner(move |input, cx| inventory.clone().settle_job(input, cx));
-    let engine = relevo_state::Worker::new(engine).runner(relevo_app::inventory::SETTLE.name(), settle);
+    let engine =
+        relevo_state::Worker::new(engine).runner(relevo_app::inventory::SETTLE.name(), settle);
 
     let tenant = "acme";
-    w.raw.create(&stock_key(tenant, "main", "MUG"), &json!({ "quantity": 10 }), None, T0).await.unwrap();
+    w.raw
+        .create(
+            &stock_key(tenant, "main", "MUG"),
+            &json!({ "quantity": 10 }),
+            None,
+            T0,
+        )
+        .await
+        .unwrap();
     w.injector.armed.store(true, Ordering::SeqCst);
     let op = propose(&w, tenant).await;
     let id = op.proposal.operation_id.clone();
-    w.inventory.decide(&person(tenant), &id, &op.digest, true).await.unwrap();
-    assert!(w.attempt(w.inventory.apply(&agent(tenant), None)).await.is_none(), "the executor dies after its commit");
+    w.inventory
+        .decide(&person(tenant), &id, &op.digest, true)
+        .await
+        .unwrap();
+    assert!(
+        w.attempt(w.inventory.apply(&agent(tenant), None))
+            .await
+            .is_none(),
+        "the executor dies after its commit"
+    );
     let stuck = w.inventory.operation(tenant, &id).await.unwrap().unwrap().0;
-    assert_eq!((stuck.status, w.effects(tenant, &id)), (OpStatus::Executing, 0));
+    assert_eq!(
+        (stuck.status, w.effects(tenant, &id)),
+        (OpStatus::Executing, 0)
+    );
     let now = relevo_state::Clock::now_unix(&w.clock);
-    assert!(queue.receive(10, 30, now).await.unwrap().is_empty(), "the settle job waits unqueued");
+    assert!(
+        queue.receive(10, 30, now).await.unwrap().is_empty(),
+        "the settle job waits unqueued"
+    );
 
     w.clock.advance(61);
     let report = engine.reconcile(100).await.unwrap();
@@ -556,8 +757,25 @@ async fn an_executor_that_dies_after_its_commit_is_settled_by_the_reconciler_wit
     assert!(is_valid_path(&settled.statuses()));
     assert_eq!(
         settled.statuses(),
-        [OpStatus::Proposed, OpStatus::Authorized, OpStatus::Executing, OpStatus::Unknown, OpStatus::Succeeded]
+        [
+            OpStatus::Proposed,
+            OpStatus::Authorized,
+            OpStatus::Executing,
+            OpStatus::Unknown,
+            OpStatus::Succeeded
+        ]
     );
-    assert_eq!(w.effects(tenant, &id), 1, "one effect, delivered from the outbox");
-    assert_eq!(w.inventory.read(tenant, "main", "MUG").await.unwrap().quantity, 50);
+    assert_eq!(
+        w.effects(tenant, &id),
+        1,
+        "one effect, delivered from the outbox"
+    );
+    assert_eq!(
+        w.inventory
+            .read(tenant, "main", "MUG")
+            .await
+            .unwrap()
+            .quantity,
+        50
+    );
 }

@@ -27,7 +27,11 @@ use serde_json::Value;
 
 /// The reports about `id` in every answer.
 fn reports_of<'a>(answers: &'a [Vec<Value>], id: &str) -> Vec<&'a Value> {
-    answers.iter().flatten().filter(|r| r["operationId"] == id).collect()
+    answers
+        .iter()
+        .flatten()
+        .filter(|r| r["operationId"] == id)
+        .collect()
 }
 
 /// Concurrent `inventory_apply` by one agent on every instance: each authorized operation is
@@ -40,7 +44,11 @@ async fn concurrent_applies_make_one_effect_per_operation(kind: Backend) {
     let skus: Vec<String> = (0..4).map(|i| format!("MUG-{i}")).collect();
     let mut ids = Vec::new();
     for (i, sku) in skus.iter().enumerate() {
-        let op = w.at(i).propose(&agent, &request(sku, 5 + i as u64, 0)).await.unwrap();
+        let op = w
+            .at(i)
+            .propose(&agent, &request(sku, 5 + i as u64, 0))
+            .await
+            .unwrap();
         assert_eq!(op.status, OpStatus::Authorized);
         ids.push(op.proposal.operation_id);
     }
@@ -49,15 +57,32 @@ async fn concurrent_applies_make_one_effect_per_operation(kind: Backend) {
         let (inventory, agent) = (w.at(racer), agent.clone());
         racing.spawn(async move { inventory.apply(&agent, None).await });
     }
-    let answers: Vec<Vec<Value>> = racing.join_all().await.into_iter().map(|a| a.unwrap()).collect();
+    let answers: Vec<Vec<Value>> = racing
+        .join_all()
+        .await
+        .into_iter()
+        .map(|a| a.unwrap())
+        .collect();
     let last = w.at(0).apply(&agent, None).await.unwrap();
     let effects = w.effects();
     for (i, (id, sku)) in ids.iter().zip(&skus).enumerate() {
-        seed.check(effects.get(id).copied() == Some(1), format!("{id}: {:?} downstream effects", effects.get(id)));
-        seed.check(w.stock_commits(sku) == 1, format!("{sku}: {} stock commits", w.stock_commits(sku)));
-        seed.check(w.stock(sku).await == (5 + i as u64, 1), format!("{sku}: stock {:?}", w.stock(sku).await));
+        seed.check(
+            effects.get(id).copied() == Some(1),
+            format!("{id}: {:?} downstream effects", effects.get(id)),
+        );
+        seed.check(
+            w.stock_commits(sku) == 1,
+            format!("{sku}: {} stock commits", w.stock_commits(sku)),
+        );
+        seed.check(
+            w.stock(sku).await == (5 + i as u64, 1),
+            format!("{sku}: stock {:?}", w.stock(sku).await),
+        );
         let final_report = reports_of(std::slice::from_ref(&last), id);
-        seed.check(final_report.len() == 1 && final_report[0]["status"] == "succeeded", format!("{id}: {last:?}"));
+        seed.check(
+            final_report.len() == 1 && final_report[0]["status"] == "succeeded",
+            format!("{id}: {last:?}"),
+        );
         let receipt = &final_report[0]["receipt"];
         for report in reports_of(&answers, id) {
             seed.check(
@@ -82,20 +107,30 @@ async fn proposals_on_one_version_have_one_winner(kind: Backend) {
     for round in 0..4u64 {
         let sku = format!("CUP-{round}");
         w.seed_stock(&sku, 10).await;
-        let agents: Vec<Principal> = (0..4).map(|i| agent(&format!("agent-{round}-{i}"))).collect();
+        let agents: Vec<Principal> = (0..4)
+            .map(|i| agent(&format!("agent-{round}-{i}")))
+            .collect();
         let mut ops = Vec::new();
         for (i, agent) in agents.iter().enumerate() {
             // Even agents want a small change; odd ones a large one that needs a person.
-            let to = if i % 2 == 0 { 12 + i as u64 } else { 100 + i as u64 };
+            let to = if i % 2 == 0 {
+                12 + i as u64
+            } else {
+                100 + i as u64
+            };
             ops.push(w.at(i).propose(agent, &request(&sku, to, 1)).await.unwrap());
         }
         let mut racing = tokio::task::JoinSet::new();
         for (i, (agent, op)) in agents.iter().zip(&ops).enumerate() {
-            let (inventory, agent, op, wait) = (w.at(i + 1), agent.clone(), op.clone(), rng.below(10));
+            let (inventory, agent, op, wait) =
+                (w.at(i + 1), agent.clone(), op.clone(), rng.below(10));
             racing.spawn(async move {
                 tokio::time::sleep(Duration::from_millis(wait)).await;
                 if op.status == OpStatus::Proposed {
-                    inventory.decide(&person("boss"), &op.proposal.operation_id, &op.digest, true).await.unwrap();
+                    inventory
+                        .decide(&person("boss"), &op.proposal.operation_id, &op.digest, true)
+                        .await
+                        .unwrap();
                 }
                 inventory.apply(&agent, None).await.unwrap()
             });
@@ -105,28 +140,58 @@ async fn proposals_on_one_version_have_one_winner(kind: Backend) {
         for (agent, op) in agents.iter().zip(&ops) {
             let id = &op.proposal.operation_id;
             let (final_op, _) = w.at(0).operation("acme", id).await.unwrap().unwrap();
-            outcomes.insert(id.clone(), (final_op.status, op.proposal.arguments["to"].as_u64().unwrap()));
-            let reports = w.at(2).apply(agent, Some(std::slice::from_ref(id))).await.unwrap();
-            seed.check(reports[0]["status"] == final_op.status.as_str(), format!("{id}: {reports:?} vs {final_op:?}"));
+            outcomes.insert(
+                id.clone(),
+                (
+                    final_op.status,
+                    op.proposal.arguments["to"].as_u64().unwrap(),
+                ),
+            );
+            let reports = w
+                .at(2)
+                .apply(agent, Some(std::slice::from_ref(id)))
+                .await
+                .unwrap();
+            seed.check(
+                reports[0]["status"] == final_op.status.as_str(),
+                format!("{id}: {reports:?} vs {final_op:?}"),
+            );
         }
-        let winners: Vec<u64> =
-            outcomes.values().filter(|(s, _)| *s == OpStatus::Succeeded).map(|(_, to)| *to).collect();
-        seed.check(winners.len() == 1, format!("round {round}: winners {outcomes:?}"));
+        let winners: Vec<u64> = outcomes
+            .values()
+            .filter(|(s, _)| *s == OpStatus::Succeeded)
+            .map(|(_, to)| *to)
+            .collect();
         seed.check(
-            outcomes.values().all(|(s, _)| [OpStatus::Succeeded, OpStatus::Rejected].contains(s)),
+            winners.len() == 1,
+            format!("round {round}: winners {outcomes:?}"),
+        );
+        seed.check(
+            outcomes
+                .values()
+                .all(|(s, _)| [OpStatus::Succeeded, OpStatus::Rejected].contains(s)),
             format!("round {round}: unfinished {outcomes:?}"),
         );
-        seed.check(w.stock(&sku).await == (winners[0], 2), format!("round {round}: stock {:?}", w.stock(&sku).await));
+        seed.check(
+            w.stock(&sku).await == (winners[0], 2),
+            format!("round {round}: stock {:?}", w.stock(&sku).await),
+        );
         seed.check(
             w.stock_commits(&sku) == 2,
-            format!("round {round}: {} commits (1 seed + 1)", w.stock_commits(&sku)),
+            format!(
+                "round {round}: {} commits (1 seed + 1)",
+                w.stock_commits(&sku)
+            ),
         );
         let effects = w.effects();
         for (id, (status, _)) in &outcomes {
             let expected = usize::from(*status == OpStatus::Succeeded);
             seed.check(
                 effects.get(id).copied().unwrap_or(0) == expected,
-                format!("round {round}: {id} {status:?} has {:?} effects", effects.get(id)),
+                format!(
+                    "round {round}: {id} {status:?} has {:?} effects",
+                    effects.get(id)
+                ),
             );
         }
     }
@@ -142,13 +207,29 @@ async fn two_people_deciding_at_once_make_one_decision(kind: Backend) {
     w.seed_stock("BOWL", 10).await;
     for round in 0..6 {
         let (_, version) = w.stock("BOWL").await;
-        let op = w.at(0).propose(&agent, &request("BOWL", 500 + 100 * round, version)).await.unwrap();
-        assert_eq!(op.status, OpStatus::Proposed, "a large change needs a person");
+        let op = w
+            .at(0)
+            .propose(&agent, &request("BOWL", 500 + 100 * round, version))
+            .await
+            .unwrap();
+        assert_eq!(
+            op.status,
+            OpStatus::Proposed,
+            "a large change needs a person"
+        );
         let id = op.proposal.operation_id.clone();
         let mut deciding = tokio::task::JoinSet::new();
-        for (i, (who, approve)) in [("pat", true), ("quinn", false), ("pat", true), ("quinn", false)].iter().enumerate()
+        for (i, (who, approve)) in [
+            ("pat", true),
+            ("quinn", false),
+            ("pat", true),
+            ("quinn", false),
+        ]
+        .iter()
+        .enumerate()
         {
-            let (inventory, id, digest, wait) = (w.at(i), id.clone(), op.digest.clone(), rng.below(8));
+            let (inventory, id, digest, wait) =
+                (w.at(i), id.clone(), op.digest.clone(), rng.below(8));
             let (who, approve) = (person(who), *approve);
             deciding.spawn(async move {
                 tokio::time::sleep(Duration::from_millis(wait)).await;
@@ -156,28 +237,50 @@ async fn two_people_deciding_at_once_make_one_decision(kind: Backend) {
             });
         }
         let answers = deciding.join_all().await;
-        let accepted: Vec<bool> = answers.iter().filter(|(_, a)| a.is_ok()).map(|(approve, _)| *approve).collect();
-        seed.check(accepted.len() == 1, format!("round {round}: {} decisions accepted: {answers:?}", accepted.len()));
+        let accepted: Vec<bool> = answers
+            .iter()
+            .filter(|(_, a)| a.is_ok())
+            .map(|(approve, _)| *approve)
+            .collect();
+        seed.check(
+            accepted.len() == 1,
+            format!(
+                "round {round}: {} decisions accepted: {answers:?}",
+                accepted.len()
+            ),
+        );
         for (_, answer) in answers.iter().filter(|(_, a)| a.is_err()) {
             seed.check(
                 matches!(
                     answer,
-                    Err(InventoryError::Ledger(LedgerError::IllegalTransition { from: "authorized" | "rejected", .. }))
-                        | Err(InventoryError::Ledger(LedgerError::Raced))
+                    Err(InventoryError::Ledger(LedgerError::IllegalTransition {
+                        from: "authorized" | "rejected",
+                        ..
+                    })) | Err(InventoryError::Ledger(LedgerError::Raced))
                 ),
                 format!("round {round}: a losing decision answered {answer:?}"),
             );
         }
         let (final_op, _) = w.at(1).operation("acme", &id).await.unwrap().unwrap();
-        let expected = if accepted[0] { OpStatus::Authorized } else { OpStatus::Rejected };
-        seed.check(final_op.status == expected, format!("round {round}: decided {accepted:?}, ended {final_op:?}"));
+        let expected = if accepted[0] {
+            OpStatus::Authorized
+        } else {
+            OpStatus::Rejected
+        };
+        seed.check(
+            final_op.status == expected,
+            format!("round {round}: decided {accepted:?}, ended {final_op:?}"),
+        );
         let decisions = w
             .store
             .applied("operation")
             .into_iter()
             .filter(|(key, body)| key.id.ends_with(&id) && body["status"] != "proposed")
             .count();
-        seed.check(decisions == 1, format!("round {round}: {decisions} decision writes"));
+        seed.check(
+            decisions == 1,
+            format!("round {round}: {decisions} decision writes"),
+        );
         if accepted[0] {
             // Leave the desk clear for the next round.
             w.at(2).apply(&agent, None).await.unwrap();
@@ -196,15 +299,27 @@ async fn a_plan_is_applied_at_most_once(kind: Backend) {
         w.seed_stock(sku, 10).await;
     }
     let planner = agent("eve");
-    let lines: Vec<PlanLine> = skus.iter().map(|s| PlanLine { sku: s.to_string(), quantity: Some(15) }).collect();
+    let lines: Vec<PlanLine> = skus
+        .iter()
+        .map(|s| PlanLine {
+            sku: s.to_string(),
+            quantity: Some(15),
+        })
+        .collect();
     let plan = w.at(0).plan(&planner, "main", &lines).await.unwrap();
     let plan_id = plan["planId"].as_str().unwrap().to_string();
     let rival = agent("finn");
-    let rival_op = w.at(1).propose(&rival, &request("PLATE-B", 12, 1)).await.unwrap();
+    let rival_op = w
+        .at(1)
+        .propose(&rival, &request("PLATE-B", 12, 1))
+        .await
+        .unwrap();
     let mut racing = tokio::task::JoinSet::new();
     for racer in 0..6 {
         let (inventory, planner, plan_id) = (w.at(racer), planner.clone(), plan_id.clone());
-        racing.spawn(async move { Err::<Vec<Value>, _>(inventory.apply_plan(&planner, &plan_id, 100).await) });
+        racing.spawn(async move {
+            Err::<Vec<Value>, _>(inventory.apply_plan(&planner, &plan_id, 100).await)
+        });
     }
     {
         let (inventory, rival) = (w.at(2), rival.clone());
@@ -221,32 +336,66 @@ async fn a_plan_is_applied_at_most_once(kind: Backend) {
         .history()
         .into_iter()
         .filter(|h| h.applied && h.call == "transact")
-        .filter(|h| h.writes.iter().any(|(key, _)| key.kind == "inventory-plan" && key.id == plan_id))
+        .filter(|h| {
+            h.writes
+                .iter()
+                .any(|(key, _)| key.kind == "inventory-plan" && key.id == plan_id)
+        })
         .count();
-    seed.check(plan_commits <= 1, format!("the plan committed {plan_commits} times"));
-    let applied: BTreeSet<String> = plan_answers.iter().filter_map(|a| a.as_ref().ok()).map(Value::to_string).collect();
-    seed.check(applied.len() <= 1, format!("applies answered different results: {applied:?}"));
+    seed.check(
+        plan_commits <= 1,
+        format!("the plan committed {plan_commits} times"),
+    );
+    let applied: BTreeSet<String> = plan_answers
+        .iter()
+        .filter_map(|a| a.as_ref().ok())
+        .map(Value::to_string)
+        .collect();
+    seed.check(
+        applied.len() <= 1,
+        format!("applies answered different results: {applied:?}"),
+    );
     for answer in plan_answers.iter().filter_map(|a| a.as_ref().err()) {
         seed.check(
-            matches!(answer, InventoryError::VersionConflict { .. } | InventoryError::Ledger(LedgerError::Raced)),
+            matches!(
+                answer,
+                InventoryError::VersionConflict { .. } | InventoryError::Ledger(LedgerError::Raced)
+            ),
             format!("a plan apply failed with {answer:?}"),
         );
     }
-    let (rival_final, _) = w.at(0).operation("acme", &rival_op.proposal.operation_id).await.unwrap().unwrap();
+    let (rival_final, _) = w
+        .at(0)
+        .operation("acme", &rival_op.proposal.operation_id)
+        .await
+        .unwrap()
+        .unwrap();
     let plan_won = plan_commits == 1;
     seed.check(
         plan_won != (rival_final.status == OpStatus::Succeeded),
-        format!("PLATE-B: plan committed {plan_won}, rival {:?}", rival_final.status),
+        format!(
+            "PLATE-B: plan committed {plan_won}, rival {:?}",
+            rival_final.status
+        ),
     );
     seed.check(
         w.stock_commits("PLATE-B") == 2,
-        format!("PLATE-B: {} commits (1 seed + 1)", w.stock_commits("PLATE-B")),
+        format!(
+            "PLATE-B: {} commits (1 seed + 1)",
+            w.stock_commits("PLATE-B")
+        ),
     );
     let expected_b = if plan_won { 15 } else { 12 };
-    seed.check(w.stock("PLATE-B").await == (expected_b, 2), format!("PLATE-B {:?}", w.stock("PLATE-B").await));
+    seed.check(
+        w.stock("PLATE-B").await == (expected_b, 2),
+        format!("PLATE-B {:?}", w.stock("PLATE-B").await),
+    );
     let others = if plan_won { (15, 2) } else { (10, 1) };
     for sku in ["PLATE-A", "PLATE-C"] {
-        seed.check(w.stock(sku).await == others, format!("{sku} {:?} (plan won {plan_won})", w.stock(sku).await));
+        seed.check(
+            w.stock(sku).await == others,
+            format!("{sku} {:?} (plan won {plan_won})", w.stock(sku).await),
+        );
     }
 }
 
@@ -259,11 +408,17 @@ async fn small_changes_raced_at_once_never_add_up_past_the_threshold(kind: Backe
     w.seed_stock("SPOON", 10).await;
     let mut racing = tokio::task::JoinSet::new();
     for i in 0..8u64 {
-        let (inventory, agent, wait) = (w.at(i as usize), agent(&format!("slicer-{i}")), rng.below(10));
+        let (inventory, agent, wait) = (
+            w.at(i as usize),
+            agent(&format!("slicer-{i}")),
+            rng.below(10),
+        );
         racing.spawn(async move {
             tokio::time::sleep(Duration::from_millis(wait)).await;
             // Each +8: alone within the threshold of 20, three of them past it.
-            inventory.propose(&agent, &request("SPOON", 18 + i % 2, 1)).await
+            inventory
+                .propose(&agent, &request("SPOON", 18 + i % 2, 1))
+                .await
         });
     }
     let mut by_policy = 0;
@@ -272,7 +427,10 @@ async fn small_changes_raced_at_once_never_add_up_past_the_threshold(kind: Backe
         if proposed.status == OpStatus::Authorized {
             by_policy += proposed.proposal.arguments["to"].as_u64().unwrap() - 10;
         } else {
-            seed.check(proposed.status == OpStatus::Proposed, format!("{proposed:?}"));
+            seed.check(
+                proposed.status == OpStatus::Proposed,
+                format!("{proposed:?}"),
+            );
         }
     }
     seed.check(

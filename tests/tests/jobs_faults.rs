@@ -19,8 +19,8 @@ use relevo_embedded::{SqliteQueue, SqliteStore};
 use relevo_state::jobs::{Created, Job, JobRef, JobStatus, JobStore};
 use relevo_state::work::BoxFuture;
 use relevo_state::{
-    Engine, EngineConfig, JobContext, JobFailure, JobRunner, ManualClock, Queue, RandomIds, StartError, StoreFuture,
-    Worker,
+    Engine, EngineConfig, JobContext, JobFailure, JobRunner, ManualClock, Queue, RandomIds,
+    StartError, StoreFuture, Worker,
 };
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -37,7 +37,12 @@ struct Sink {
 
 impl Sink {
     fn apply(&self, job: &str, window: u64) {
-        *self.applied.lock().unwrap().entry((job.to_string(), window)).or_default() += 1;
+        *self
+            .applied
+            .lock()
+            .unwrap()
+            .entry((job.to_string(), window))
+            .or_default() += 1;
     }
 }
 
@@ -125,7 +130,10 @@ impl JobRunner for WindowRunner {
     fn run<'a>(&'a self, ctx: &'a JobContext) -> BoxFuture<'a, Result<Value, JobFailure>> {
         Box::pin(async move {
             let id = ctx.job().job.id.clone();
-            let mut next = ctx.checkpoint().and_then(|c| c["next"].as_u64()).unwrap_or(0);
+            let mut next = ctx
+                .checkpoint()
+                .and_then(|c| c["next"].as_u64())
+                .unwrap_or(0);
             while next < WINDOWS {
                 self.sink.apply(&id, next);
                 self.crash.maybe_die_after_effect(next).await;
@@ -158,8 +166,12 @@ async fn job_store(backend: Backend, sqlite: &SqliteStore) -> Arc<dyn JobStore> 
         Backend::Dynamo => {
             let endpoint = std::env::var("RELEVO_TEST_AWS_ENDPOINT")
                 .expect("RELEVO_TEST_AWS_ENDPOINT is not set: run with `make test` (it starts the moto emulator)");
-            let client = aws_sdk_dynamodb::Client::new(&relevo_aws::emulator_config(&endpoint).await);
-            let table = format!("faults-{}", relevo_state::Ids::new_id(&RandomIds).replace(['_', '-'], "x"));
+            let client =
+                aws_sdk_dynamodb::Client::new(&relevo_aws::emulator_config(&endpoint).await);
+            let table = format!(
+                "faults-{}",
+                relevo_state::Ids::new_id(&RandomIds).replace(['_', '-'], "x")
+            );
             relevo_aws::create_table(&client, &table).await.unwrap();
             Arc::new(relevo_aws::DynamoStore::new(client, &table))
         }
@@ -168,13 +180,27 @@ async fn job_store(backend: Backend, sqlite: &SqliteStore) -> Arc<dyn JobStore> 
 
 async fn harness(kill: Kill, backend: Backend) -> Harness {
     let sqlite = SqliteStore::in_memory().unwrap();
-    let crash = Arc::new(Crash { kill, writes: AtomicUsize::new(0), armed: false.into(), crashed: Notify::new() });
+    let crash = Arc::new(Crash {
+        kill,
+        writes: AtomicUsize::new(0),
+        armed: false.into(),
+        crashed: Notify::new(),
+    });
     let inner = job_store(backend, &sqlite).await;
-    let store = Arc::new(CrashingStore { inner, crash: crash.clone(), completions: AtomicUsize::new(0) });
+    let store = Arc::new(CrashingStore {
+        inner,
+        crash: crash.clone(),
+        completions: AtomicUsize::new(0),
+    });
     let queue = SqliteQueue::new(sqlite, 10);
     let clock = ManualClock::at(T0);
     let sink = Arc::new(Sink::default());
-    let config = EngineConfig { lease_secs: 30, max_attempts: 5, queued_deadline_secs: 60, retention_secs: 3600 };
+    let config = EngineConfig {
+        lease_secs: 30,
+        max_attempts: 5,
+        queued_deadline_secs: 60,
+        retention_secs: 3600,
+    };
     let engine = Worker::new(Arc::new(Engine::new(
         store.clone(),
         Arc::new(queue.clone()),
@@ -182,8 +208,21 @@ async fn harness(kill: Kill, backend: Backend) -> Harness {
         Arc::new(RandomIds),
         config,
     )))
-    .runner("windows", Arc::new(WindowRunner { sink: sink.clone(), crash: crash.clone() }));
-    Harness { engine: Arc::new(engine), store, queue, clock, sink, crash }
+    .runner(
+        "windows",
+        Arc::new(WindowRunner {
+            sink: sink.clone(),
+            crash: crash.clone(),
+        }),
+    );
+    Harness {
+        engine: Arc::new(engine),
+        store,
+        queue,
+        clock,
+        sink,
+        crash,
+    }
 }
 
 impl Harness {
@@ -217,11 +256,26 @@ impl Now for ManualClock {
 
 async fn run_schedule(kill: Kill, backend: Backend) {
     let h = harness(kill, backend).await;
-    let job = h.engine.start("acme", "alice", "windows", Some("op-1"), json!({ "dataset": "d" })).await.unwrap();
+    let job = h
+        .engine
+        .start(
+            "acme",
+            "alice",
+            "windows",
+            Some("op-1"),
+            json!({ "dataset": "d" }),
+        )
+        .await
+        .unwrap();
 
     // First worker: killed at the chosen point (its future is dropped, like a dead process).
     h.crash.armed.store(true, Ordering::SeqCst);
-    let message = h.queue.receive(1, 30, h.clock.now()).await.unwrap().remove(0);
+    let message = h
+        .queue
+        .receive(1, 30, h.clock.now())
+        .await
+        .unwrap()
+        .remove(0);
     let engine = h.engine.clone();
     let body = message.body.clone();
     tokio::select! {
@@ -240,24 +294,50 @@ async fn run_schedule(kill: Kill, backend: Backend) {
         h.deliver(2).await;
     }
 
-    let final_job = h.store.get_job(&job.job).await.unwrap().expect("no job is lost");
+    let final_job = h
+        .store
+        .get_job(&job.job)
+        .await
+        .unwrap()
+        .expect("no job is lost");
     assert_eq!(
         final_job.status,
         JobStatus::Succeeded,
         "{kill:?} on {backend:?}: ends terminal ({:?})",
         final_job.error
     );
-    assert_eq!(final_job.result, Some(json!({ "windows": WINDOWS })), "{kill:?}");
-    assert_eq!(h.store.completions.load(Ordering::SeqCst), 1, "{kill:?}: completed exactly once");
+    assert_eq!(
+        final_job.result,
+        Some(json!({ "windows": WINDOWS })),
+        "{kill:?}"
+    );
+    assert_eq!(
+        h.store.completions.load(Ordering::SeqCst),
+        1,
+        "{kill:?}: completed exactly once"
+    );
     let applied = h.sink.applied.lock().unwrap().clone();
     for window in 0..WINDOWS {
-        let times = applied.get(&(job.job.id.clone(), window)).copied().unwrap_or(0);
+        let times = applied
+            .get(&(job.job.id.clone(), window))
+            .copied()
+            .unwrap_or(0);
         // A kill between an effect and its checkpoint repeats that one effect on resume (which an
         // idempotent downstream absorbs); every other window is applied exactly once.
-        let allowed = if kill == Kill::AfterEffect(window) { 2 } else { 1 };
-        assert!((1..=allowed).contains(&times), "{kill:?} on {backend:?}: window {window} applied {times} times");
+        let allowed = if kill == Kill::AfterEffect(window) {
+            2
+        } else {
+            1
+        };
+        assert!(
+            (1..=allowed).contains(&times),
+            "{kill:?} on {backend:?}: window {window} applied {times} times"
+        );
     }
-    assert!(h.queue.dead_letters().await.unwrap().is_empty(), "{kill:?}: nothing dead-lettered");
+    assert!(
+        h.queue.dead_letters().await.unwrap().is_empty(),
+        "{kill:?}: nothing dead-lettered"
+    );
 }
 
 fn schedules() -> Vec<Kill> {
@@ -285,12 +365,45 @@ async fn killing_the_worker_at_any_write_point_loses_nothing_and_repeats_nothing
 #[tokio::test]
 async fn same_key_same_input_is_the_same_job_and_other_input_is_a_named_conflict() {
     let h = harness(Kill::Never, Backend::Sqlite).await;
-    let first = h.engine.start("acme", "alice", "windows", Some("k"), json!({ "a": 1, "b": 2 })).await.unwrap();
-    let again = h.engine.start("acme", "alice", "windows", Some("k"), json!({ "b": 2, "a": 1 })).await.unwrap();
-    assert_eq!(first.job.id, again.job.id, "key order does not change the digest");
-    match h.engine.start("acme", "alice", "windows", Some("k"), json!({ "a": 2 })).await {
-        Err(StartError::KeyConflict { operation_key, existing }) => {
-            assert_eq!((operation_key.as_str(), existing.as_str()), ("k", first.job.id.as_str()));
+    let first = h
+        .engine
+        .start(
+            "acme",
+            "alice",
+            "windows",
+            Some("k"),
+            json!({ "a": 1, "b": 2 }),
+        )
+        .await
+        .unwrap();
+    let again = h
+        .engine
+        .start(
+            "acme",
+            "alice",
+            "windows",
+            Some("k"),
+            json!({ "b": 2, "a": 1 }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        first.job.id, again.job.id,
+        "key order does not change the digest"
+    );
+    match h
+        .engine
+        .start("acme", "alice", "windows", Some("k"), json!({ "a": 2 }))
+        .await
+    {
+        Err(StartError::KeyConflict {
+            operation_key,
+            existing,
+        }) => {
+            assert_eq!(
+                (operation_key.as_str(), existing.as_str()),
+                ("k", first.job.id.as_str())
+            );
         }
         other => panic!("expected a key conflict, got {other:?}"),
     }
@@ -303,7 +416,12 @@ async fn concurrent_starts_with_one_key_make_one_job() {
     for _ in 0..8 {
         let engine = h.engine.clone();
         starts.spawn(async move {
-            engine.start("acme", "alice", "windows", Some("same"), json!({ "x": 1 })).await.unwrap().job.id
+            engine
+                .start("acme", "alice", "windows", Some("same"), json!({ "x": 1 }))
+                .await
+                .unwrap()
+                .job
+                .id
         });
     }
     let ids = starts.join_all().await;
@@ -314,14 +432,21 @@ async fn concurrent_starts_with_one_key_make_one_job() {
 #[tokio::test]
 async fn a_job_past_its_attempt_budget_fails_with_a_reason() {
     let h = harness(Kill::Never, Backend::Sqlite).await;
-    let job = h.engine.start("acme", "alice", "windows", None, json!({})).await.unwrap();
+    let job = h
+        .engine
+        .start("acme", "alice", "windows", None, json!({}))
+        .await
+        .unwrap();
     let mut stuck = h.store.get_job(&job.job).await.unwrap().unwrap();
     for _ in 0..5 {
         // A worker claims and dies without a trace: only the claim is written.
         let mut claimed = stuck.next(h.clock.now());
         claimed.status = JobStatus::Running;
         claimed.attempts += 1;
-        claimed.lease = Some(relevo_state::Lease { owner: "dead".into(), expires_at: h.clock.now() + 30 });
+        claimed.lease = Some(relevo_state::Lease {
+            owner: "dead".into(),
+            expires_at: h.clock.now() + 30,
+        });
         h.store.put_job(&claimed, stuck.revision).await.unwrap();
         h.clock.advance(31);
         h.engine.reconcile(100).await.unwrap();
@@ -334,13 +459,33 @@ async fn a_job_past_its_attempt_budget_fails_with_a_reason() {
 #[tokio::test]
 async fn cancel_is_idempotent_and_a_queued_job_never_runs() {
     let h = harness(Kill::Never, Backend::Sqlite).await;
-    let job = h.engine.start("acme", "alice", "windows", None, json!({})).await.unwrap();
+    let job = h
+        .engine
+        .start("acme", "alice", "windows", None, json!({}))
+        .await
+        .unwrap();
     let first = h.engine.cancel(&job.job).await.unwrap().unwrap();
     let second = h.engine.cancel(&job.job).await.unwrap().unwrap();
-    assert_eq!((first.status, second.status), (JobStatus::Cancelled, JobStatus::Cancelled));
-    assert_eq!(second.revision, first.revision, "a second cancel writes nothing");
+    assert_eq!(
+        (first.status, second.status),
+        (JobStatus::Cancelled, JobStatus::Cancelled)
+    );
+    assert_eq!(
+        second.revision, first.revision,
+        "a second cancel writes nothing"
+    );
     h.deliver(1).await;
-    assert!(h.sink.applied.lock().unwrap().is_empty(), "a cancelled job never runs");
-    let other = JobRef { tenant: "globex".into(), ..job.job.clone() };
-    assert_eq!(h.engine.cancel(&other).await.unwrap(), None, "another tenant cannot cancel it");
+    assert!(
+        h.sink.applied.lock().unwrap().is_empty(),
+        "a cancelled job never runs"
+    );
+    let other = JobRef {
+        tenant: "globex".into(),
+        ..job.job.clone()
+    };
+    assert_eq!(
+        h.engine.cancel(&other).await.unwrap(),
+        None,
+        "another tenant cannot cancel it"
+    );
 }

@@ -10,14 +10,23 @@ use serde_json::{Value, json};
 const ALLOWED_STATUSES: &[u16] = &[200, 202, 400, 403, 404, 405, 406, 413, 415];
 /// The 2026-07-28 codes, and the two only 2025-11-25 sessions get (-32001 session not found,
 /// -32002 resource not found).
-const KNOWN_CODES: &[i64] = &[-32700, -32600, -32601, -32602, -32603, -32020, -32021, -32022, -32001, -32002];
+const KNOWN_CODES: &[i64] = &[
+    -32700, -32600, -32601, -32602, -32603, -32020, -32021, -32022, -32001, -32002,
+];
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime")
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
 }
 
 fn check(reply: &Reply) -> Result<(), TestCaseError> {
-    prop_assert!(ALLOWED_STATUSES.contains(&reply.status.as_u16()), "status {}", reply.status);
+    prop_assert!(
+        ALLOWED_STATUSES.contains(&reply.status.as_u16()),
+        "status {}",
+        reply.status
+    );
     if reply.status == 202 {
         prop_assert!(reply.text.is_empty());
         return Ok(());
@@ -26,8 +35,8 @@ fn check(reply: &Reply) -> Result<(), TestCaseError> {
         prop_assert!(!reply.sse_messages().is_empty());
         return Ok(());
     }
-    let body: Value =
-        serde_json::from_str(&reply.text).map_err(|e| TestCaseError::fail(format!("not JSON: {e}: {}", reply.text)))?;
+    let body: Value = serde_json::from_str(&reply.text)
+        .map_err(|e| TestCaseError::fail(format!("not JSON: {e}: {}", reply.text)))?;
     prop_assert_eq!(&body["jsonrpc"], "2.0");
     if reply.status != 200 {
         let code = body["error"]["code"].as_i64().unwrap_or(0);
@@ -41,7 +50,9 @@ fn json_value() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(|n| json!(n)),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(|f| json!(f)),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| json!(f)),
         "[a-z/_ ]{0,12}".prop_map(Value::String),
     ];
     leaf.prop_recursive(3, 24, 4, |inner| {
@@ -86,7 +97,10 @@ fn legacy_router() -> (axum::Router, String) {
     let initialize = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "p", "version": "0" } } });
     let reply = runtime().block_on(send(&router, raw("POST", &headers, initialize.to_string())));
-    let session = reply.headers["mcp-session-id"].to_str().unwrap().to_string();
+    let session = reply.headers["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
     (router, session)
 }
 

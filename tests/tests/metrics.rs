@@ -23,8 +23,13 @@ const CHILD: &str = "RELEVO_METRICS_TEST_CHILD";
 /// The one value a dimension takes for anything outside its closed set.
 const OTHER: &str = "(other)";
 /// What a 2025-11-25 session may ask beyond the shared methods, and the non-POST verbs.
-const LEGACY_ONLY: [&str; 5] =
-    ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
+const LEGACY_ONLY: [&str; 5] = [
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
 const SEEN_WITHOUT_METHOD: [&str; 4] = ["GET", "DELETE", "(response)", "-"];
 
 /// CloudWatch API reference, `Dimension`: a value is 1 to 1024 characters, ASCII, with at least
@@ -45,13 +50,27 @@ fn cloudwatch_refuses(value: &str) -> Option<&'static str> {
 
 fn app() -> App {
     let answer = |text: &'static str| {
-        handler(move |_| async move { Ok(Outcome::tool(CallToolResult::success(vec![ContentBlock::text(text)]))) })
+        handler(move |_| async move {
+            Ok(Outcome::tool(CallToolResult::success(vec![
+                ContentBlock::text(text),
+            ])))
+        })
     };
     App::new("metrics-test", "0")
-        .tool(Tool::new("open_tool", "Anyone may call it.", json!({ "type": "object" }), answer("open")))
+        .tool(Tool::new(
+            "open_tool",
+            "Anyone may call it.",
+            json!({ "type": "object" }),
+            answer("open"),
+        ))
         .tool(
-            Tool::new("admin_tool", "Needs the admin scope.", json!({ "type": "object" }), answer("admin"))
-                .scopes(&["admin"]),
+            Tool::new(
+                "admin_tool",
+                "Needs the admin scope.",
+                json!({ "type": "object" }),
+                answer("admin"),
+            )
+            .scopes(&["admin"]),
         )
 }
 
@@ -59,15 +78,42 @@ fn app() -> App {
 fn names(seed: u64, count: usize) -> Vec<String> {
     let mut state = seed;
     let mut next = move || {
-        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
         state >> 33
     };
-    let pieces = ["a", "Z", "_", "-", "/", " ", "\t", "\u{7}", "\u{1b}[2J", "é", "名", "\u{85}", "\u{feff}", "0"];
-    let mut names: Vec<String> =
-        vec!["".into(), " ".into(), "\u{0}".into(), "tool\nname".into(), "x".repeat(2000), "admin_tool".into()];
+    let pieces = [
+        "a",
+        "Z",
+        "_",
+        "-",
+        "/",
+        " ",
+        "\t",
+        "\u{7}",
+        "\u{1b}[2J",
+        "é",
+        "名",
+        "\u{85}",
+        "\u{feff}",
+        "0",
+    ];
+    let mut names: Vec<String> = vec![
+        "".into(),
+        " ".into(),
+        "\u{0}".into(),
+        "tool\nname".into(),
+        "x".repeat(2000),
+        "admin_tool".into(),
+    ];
     while names.len() < count {
         let len = 1 + next() % 12;
-        names.push((0..len).map(|_| pieces[(next() % pieces.len() as u64) as usize]).collect());
+        names.push(
+            (0..len)
+                .map(|_| pieces[(next() % pieces.len() as u64) as usize])
+                .collect(),
+        );
     }
     names
 }
@@ -77,8 +123,12 @@ fn names(seed: u64, count: usize) -> Vec<String> {
 async fn serve_random_names() {
     let (settings, issuer, auth) = dev_auth();
     let store = Arc::new(SqliteStore::in_memory().unwrap());
-    let server = McpServer::new(app(), test_config(), test_keys(), Arc::new(auth)).with_store(store);
-    let options = relevo_local::GatewayOptions { auth: Some(settings), ..gateway_options() };
+    let server =
+        McpServer::new(app(), test_config(), test_keys(), Arc::new(auth)).with_store(store);
+    let options = relevo_local::GatewayOptions {
+        auth: Some(settings),
+        ..gateway_options()
+    };
     let router = relevo_local::router(server, options);
     let token = dev_token(&issuer, "tenant-a", "alice", &[]);
     for (at, name) in names(7, 60).iter().enumerate() {
@@ -94,17 +144,31 @@ async fn serve_random_names() {
             .body(axum::body::Body::from(body.to_string()))
             .unwrap();
         send(&router, request).await;
-        send(&router, rpc_as(Some(&token), 1, "tools/call", json!({ "name": "open_tool", "arguments": {} }))).await;
+        send(
+            &router,
+            rpc_as(
+                Some(&token),
+                1,
+                "tools/call",
+                json!({ "name": "open_tool", "arguments": {} }),
+            ),
+        )
+        .await;
     }
     let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "metrics", "version": "0" } } });
     let reply = send(&router, legacy_post(&token, None, &init)).await;
-    let session = reply.headers.get("mcp-session-id").unwrap().to_str().unwrap().to_string();
+    let session = reply
+        .headers
+        .get("mcp-session-id")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
     for (at, method) in names(11, 60).iter().enumerate() {
         let body = json!({ "jsonrpc": "2.0", "id": at + 1, "method": method, "params": { "name": "open_tool" } });
         send(&router, legacy_post(&token, Some(&session), &body)).await;
-        let call =
-            json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": method, "arguments": {} } });
+        let call = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": method, "arguments": {} } });
         send(&router, legacy_post(&token, Some(&session), &call)).await;
     }
 }
@@ -117,30 +181,51 @@ async fn random_names_add_no_dimension_value_and_every_value_is_one_cloudwatch_a
         return;
     }
     let child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "random_names_add_no_dimension_value_and_every_value_is_one_cloudwatch_accepts"])
+        .args([
+            "--exact",
+            "random_names_add_no_dimension_value_and_every_value_is_one_cloudwatch_accepts",
+        ])
         .args(["--nocapture", "--test-threads=1"])
         .env(CHILD, "1")
         .env("RELEVO_METRICS", "emf")
         .env("RUST_LOG", "off")
         .output()
         .unwrap();
-    assert!(child.status.success(), "the child failed: {}", String::from_utf8_lossy(&child.stderr));
+    assert!(
+        child.status.success(),
+        "the child failed: {}",
+        String::from_utf8_lossy(&child.stderr)
+    );
     let lines: Vec<Value> = String::from_utf8_lossy(&child.stdout)
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
         .filter(|line| line.get("_aws").is_some())
         .collect();
-    assert!(lines.len() > 200, "the child wrote {} EMF lines", lines.len());
+    assert!(
+        lines.len() > 200,
+        "the child wrote {} EMF lines",
+        lines.len()
+    );
 
-    let known_methods: BTreeSet<&str> =
-        Method::ALL.iter().map(|m| m.as_str()).chain(LEGACY_ONLY).chain(SEEN_WITHOUT_METHOD).chain([OTHER]).collect();
+    let known_methods: BTreeSet<&str> = Method::ALL
+        .iter()
+        .map(|m| m.as_str())
+        .chain(LEGACY_ONLY)
+        .chain(SEEN_WITHOUT_METHOD)
+        .chain([OTHER])
+        .collect();
     let mut tools = BTreeSet::new();
     let mut methods = BTreeSet::new();
     for line in &lines {
-        for set in line["_aws"]["CloudWatchMetrics"][0]["Dimensions"].as_array().unwrap() {
+        for set in line["_aws"]["CloudWatchMetrics"][0]["Dimensions"]
+            .as_array()
+            .unwrap()
+        {
             for name in set.as_array().unwrap() {
                 let name = name.as_str().unwrap();
-                let value = line[name].as_str().unwrap_or_else(|| panic!("dimension {name} is not a string: {line}"));
+                let value = line[name]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("dimension {name} is not a string: {line}"));
                 if let Some(why) = cloudwatch_refuses(value) {
                     panic!("dimension {name} = {value:?} is refused by CloudWatch ({why})");
                 }
@@ -152,9 +237,22 @@ async fn random_names_add_no_dimension_value_and_every_value_is_one_cloudwatch_a
             }
         }
     }
-    let allowed_tools: BTreeSet<String> = ["open_tool", OTHER].iter().map(|t| t.to_string()).collect();
-    assert!(tools.is_subset(&allowed_tools), "tool dimension values beyond the visible tools: {tools:?}");
-    assert!(tools.contains("open_tool") && tools.contains(OTHER), "{tools:?}");
-    let unknown: Vec<&String> = methods.iter().filter(|m| !known_methods.contains(m.as_str())).collect();
-    assert!(unknown.is_empty(), "method dimension values beyond the known methods: {unknown:?}");
+    let allowed_tools: BTreeSet<String> =
+        ["open_tool", OTHER].iter().map(|t| t.to_string()).collect();
+    assert!(
+        tools.is_subset(&allowed_tools),
+        "tool dimension values beyond the visible tools: {tools:?}"
+    );
+    assert!(
+        tools.contains("open_tool") && tools.contains(OTHER),
+        "{tools:?}"
+    );
+    let unknown: Vec<&String> = methods
+        .iter()
+        .filter(|m| !known_methods.contains(m.as_str()))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "method dimension values beyond the known methods: {unknown:?}"
+    );
 }

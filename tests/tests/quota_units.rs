@@ -40,13 +40,26 @@ fn door(routing: Routing) -> Door {
     let jobs = shop_jobs(store.clone(), Arc::new(queue.clone()), None);
     let (settings, issuer, auth) = dev_auth();
     let quotas = Quotas::parse(Some("1000/60"), Some("*:1000/60")).unwrap();
-    let config = relevo_protocol::ServerConfig { quotas, ..test_config() };
+    let config = relevo_protocol::ServerConfig {
+        quotas,
+        ..test_config()
+    };
     let server = McpServer::new(jobs.app.clone(), config, test_keys(), Arc::new(auth))
         .with_store(store.clone())
         .with_tasks(jobs.engine.clone());
-    let options = relevo_local::GatewayOptions { auth: Some(settings), routing, ..gateway_options() };
+    let options = relevo_local::GatewayOptions {
+        auth: Some(settings),
+        routing,
+        ..gateway_options()
+    };
     let token = dev_token(&issuer, "acme", "alice", SCOPES);
-    Door { router: relevo_local::router(server, options), store, queue, jobs, token }
+    Door {
+        router: relevo_local::router(server, options),
+        store,
+        queue,
+        jobs,
+        token,
+    }
 }
 
 impl Door {
@@ -54,8 +67,17 @@ impl Door {
     /// write on these paths counts one unit.
     fn units(&self) -> BTreeMap<String, usize> {
         let mut units = BTreeMap::new();
-        for written in self.store.history().into_iter().filter(|w| w.call == "count_up_by") {
-            for (key, _) in written.writes.into_iter().filter(|(key, _)| key.kind == KIND) {
+        for written in self
+            .store
+            .history()
+            .into_iter()
+            .filter(|w| w.call == "count_up_by")
+        {
+            for (key, _) in written
+                .writes
+                .into_iter()
+                .filter(|(key, _)| key.kind == KIND)
+            {
                 let quota = key.id.split('/').next().unwrap_or_default().to_string();
                 *units.entry(quota).or_insert(0) += 1;
             }
@@ -64,7 +86,10 @@ impl Door {
     }
 
     /// What `request` spent, and its answer.
-    async fn spent(&self, request: http::Request<axum::body::Body>) -> (BTreeMap<String, usize>, Value) {
+    async fn spent(
+        &self,
+        request: http::Request<axum::body::Body>,
+    ) -> (BTreeMap<String, usize>, Value) {
         let before = self.units();
         let reply = send(&self.router, request).await;
         assert_eq!(reply.status, 200, "{}", reply.text);
@@ -72,7 +97,10 @@ impl Door {
     }
 }
 
-fn difference(before: &BTreeMap<String, usize>, after: &BTreeMap<String, usize>) -> BTreeMap<String, usize> {
+fn difference(
+    before: &BTreeMap<String, usize>,
+    after: &BTreeMap<String, usize>,
+) -> BTreeMap<String, usize> {
     after
         .iter()
         .map(|(quota, n)| (quota.clone(), n - before.get(quota).copied().unwrap_or(0)))
@@ -89,10 +117,13 @@ fn greet() -> Value {
 }
 
 #[tokio::test]
-async fn a_call_on_the_all_methods_or_its_per_method_function_spends_one_tenant_and_one_tool_unit() {
+async fn a_call_on_the_all_methods_or_its_per_method_function_spends_one_tenant_and_one_tool_unit()
+{
     for routing in [Routing::Single, Routing::PerMethod] {
         let d = door(routing);
-        let (spent, answer) = d.spent(rpc_as(Some(&d.token), 1, "tools/call", greet())).await;
+        let (spent, answer) = d
+            .spent(rpc_as(Some(&d.token), 1, "tools/call", greet()))
+            .await;
         assert!(answer.get("result").is_some(), "{routing:?}: {answer}");
         assert_eq!(spent, one_each("greet"), "{routing:?}");
     }
@@ -103,13 +134,23 @@ async fn a_task_augmented_call_spends_one_tenant_and_one_tool_unit_and_its_task_
     for routing in [Routing::Single, Routing::PerMethod] {
         let d = door(routing);
         let mut params = json!({ "name": "export_start", "arguments": { "dataset": "orders", "purpose": "audit" } });
-        params["_meta"] = envelope(json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } }));
-        let (spent, answer) = d.spent(rpc_as(Some(&d.token), 1, "tools/call", params)).await;
-        assert_eq!(answer["result"]["resultType"], "task", "{routing:?}: {answer}");
+        params["_meta"] =
+            envelope(json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } }));
+        let (spent, answer) = d
+            .spent(rpc_as(Some(&d.token), 1, "tools/call", params))
+            .await;
+        assert_eq!(
+            answer["result"]["resultType"], "task",
+            "{routing:?}: {answer}"
+        );
         assert_eq!(spent, one_each("export_start"), "{routing:?}");
         let before = d.units();
         drain(&d.queue, &d.jobs.worker).await;
-        assert_eq!(difference(&before, &d.units()), BTreeMap::new(), "{routing:?}: running the task spends nothing");
+        assert_eq!(
+            difference(&before, &d.units()),
+            BTreeMap::new(),
+            "{routing:?}: running the task spends nothing"
+        );
     }
 }
 
@@ -119,7 +160,13 @@ async fn a_call_in_a_2025_11_25_session_spends_one_tenant_and_one_tool_unit() {
     let initialize = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "quota-units", "version": "0" } } });
     let reply = send(&d.router, legacy_post(&d.token, None, &initialize)).await;
-    let session = reply.headers.get("mcp-session-id").unwrap().to_str().unwrap().to_string();
+    let session = reply
+        .headers
+        .get("mcp-session-id")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
     let call = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": greet() });
     let (spent, answer) = d.spent(legacy_post(&d.token, Some(&session), &call)).await;
     assert!(answer.get("result").is_some(), "{answer}");

@@ -34,23 +34,46 @@ struct Deployment {
 }
 
 async fn deployment(kind: Backend, seed: Seed, quotas: Quotas) -> Deployment {
-    let store = Arc::new(RaceStore::new(Arc::new(Both(backend(kind).await)), seed, Duration::from_millis(1)));
+    let store = Arc::new(RaceStore::new(
+        Arc::new(Both(backend(kind).await)),
+        seed,
+        Duration::from_millis(1),
+    ));
     let clock = ManualClock::at(NOW);
     let (settings, issuer, _) = dev_auth();
-    let config = relevo_protocol::ServerConfig { quotas, ..test_config() };
+    let config = relevo_protocol::ServerConfig {
+        quotas,
+        ..test_config()
+    };
     let instances = (0..INSTANCES)
         .map(|_| {
             let keys = Arc::new(relevo_auth::StaticKeySource(issuer.jwks()));
-            let auth = Arc::new(relevo_auth::BearerAuthenticator::new(settings.clone(), keys));
+            let auth = Arc::new(relevo_auth::BearerAuthenticator::new(
+                settings.clone(),
+                keys,
+            ));
             let ports = relevo_protocol::Ports::new(Some(store.clone()));
-            let server = McpServer::new(relevo_app::demo::app(&ports), config.clone(), test_keys(), auth)
-                .with_store(store.clone())
-                .with_clock(Arc::new(clock.clone()));
-            let options = relevo_local::GatewayOptions { auth: Some(settings.clone()), ..gateway_options() };
+            let server = McpServer::new(
+                relevo_app::demo::app(&ports),
+                config.clone(),
+                test_keys(),
+                auth,
+            )
+            .with_store(store.clone())
+            .with_clock(Arc::new(clock.clone()));
+            let options = relevo_local::GatewayOptions {
+                auth: Some(settings.clone()),
+                ..gateway_options()
+            };
             relevo_local::router(server, options)
         })
         .collect();
-    Deployment { store, instances, issuer, clock }
+    Deployment {
+        store,
+        instances,
+        issuer,
+        clock,
+    }
 }
 
 fn quotas(per_tenant: &str, per_tool: &str) -> Quotas {
@@ -66,11 +89,19 @@ struct Ask {
 }
 
 fn greet(token: &str) -> Ask {
-    Ask { token: token.into(), method: "tools/call", tool: Some("greet") }
+    Ask {
+        token: token.into(),
+        method: "tools/call",
+        tool: Some("greet"),
+    }
 }
 
 fn add(token: &str) -> Ask {
-    Ask { token: token.into(), method: "tools/call", tool: Some("add") }
+    Ask {
+        token: token.into(),
+        method: "tools/call",
+        tool: Some("add"),
+    }
 }
 
 /// What a request got: its instance, status, `Retry-After` and body.
@@ -100,9 +131,22 @@ impl Deployment {
             Some(other) => json!({ "name": other, "arguments": {} }),
             None => json!({}),
         };
-        let reply = send(&self.instances[instance], rpc_as(Some(&ask.token), 1, ask.method, params)).await;
-        let retry_after = reply.headers.get("retry-after").and_then(|v| v.to_str().ok()).map(String::from);
-        Answer { instance, status: reply.status.as_u16(), retry_after, body: reply.json() }
+        let reply = send(
+            &self.instances[instance],
+            rpc_as(Some(&ask.token), 1, ask.method, params),
+        )
+        .await;
+        let retry_after = reply
+            .headers
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .map(String::from);
+        Answer {
+            instance,
+            status: reply.status.as_u16(),
+            retry_after,
+            body: reply.json(),
+        }
     }
 
     /// Every request of `asks`, sent by [`CLIENTS`] concurrent clients, request `n` to instance
@@ -112,7 +156,11 @@ impl Deployment {
     }
 
     /// [`Deployment::burst`] with `clients` concurrent clients.
-    async fn burst_from(self: &Arc<Self>, clients_at_once: usize, asks: Vec<Ask>) -> Vec<(Ask, Answer)> {
+    async fn burst_from(
+        self: &Arc<Self>,
+        clients_at_once: usize,
+        asks: Vec<Ask>,
+    ) -> Vec<(Ask, Answer)> {
         let asks = Arc::new(asks);
         let next = Arc::new(AtomicUsize::new(0));
         let mut clients = tokio::task::JoinSet::new();
@@ -122,14 +170,20 @@ impl Deployment {
                 let mut answered = Vec::new();
                 loop {
                     let n = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(ask) = asks.get(n) else { return answered };
+                    let Some(ask) = asks.get(n) else {
+                        return answered;
+                    };
                     answered.push((n, deployment.send(n % INSTANCES, ask).await));
                 }
             });
         }
-        let mut answers: Vec<(usize, Answer)> = clients.join_all().await.into_iter().flatten().collect();
+        let mut answers: Vec<(usize, Answer)> =
+            clients.join_all().await.into_iter().flatten().collect();
         answers.sort_by_key(|(n, _)| *n);
-        answers.into_iter().map(|(n, answer)| (asks[n].clone(), answer)).collect()
+        answers
+            .into_iter()
+            .map(|(n, answer)| (asks[n].clone(), answer))
+            .collect()
     }
 
     /// Invariant over the recorded history: each window record's applied writes set the counts
@@ -138,7 +192,9 @@ impl Deployment {
     fn windows_within(&self, seed: Seed, limit: impl Fn(&str) -> u64) -> BTreeMap<String, u64> {
         let mut counts: BTreeMap<String, Vec<u64>> = BTreeMap::new();
         for (key, body) in self.store.applied(KIND) {
-            let count = body["count"].as_u64().expect("a window record holds a count");
+            let count = body["count"]
+                .as_u64()
+                .expect("a window record holds a count");
             counts.entry(key.storage_key()).or_default().push(count);
         }
         counts
@@ -148,7 +204,10 @@ impl Deployment {
                 written.sort_unstable();
                 let max = limit(&key);
                 let expected: Vec<u64> = (1..=written.len() as u64).collect();
-                seed.check(written == expected, format!("{key}: counts written {written:?}, not 1, 2, … each once"));
+                seed.check(
+                    written == expected,
+                    format!("{key}: counts written {written:?}, not 1, 2, … each once"),
+                );
                 seed.check(
                     written.len() as u64 <= max,
                     format!("{key}: {} admitted over a limit of {max}", written.len()),
@@ -174,7 +233,10 @@ fn assert_rate_limited(seed: Seed, answer: &Answer, scope: &str, tool: Option<&s
     if let Some(tool) = tool {
         data["tool"] = json!(tool);
     }
-    seed.check(error["data"] == data, format!("data says which quota and when: {what}"));
+    seed.check(
+        error["data"] == data,
+        format!("data says which quota and when: {what}"),
+    );
 }
 
 /// 100 `tools/call` of one tenant (two principals) at a tenant quota of 25 per 60 s: exactly 25
@@ -183,27 +245,53 @@ fn assert_rate_limited(seed: Seed, answer: &Answer, scope: &str, tool: Option<&s
 async fn a_tenant_quota_admits_exactly_its_limit_across_instances(kind: Backend) {
     let seed = Seed::from_env(&format!("tenant quota on {kind:?}"));
     let deployment = Arc::new(deployment(kind, seed, quotas("25/60", "")).await);
-    let (alice, bob) = (deployment.token("acme", "alice"), deployment.token("acme", "bob"));
-    let asks = (0..100).map(|n| greet(if n % 2 == 0 { &alice } else { &bob })).collect();
+    let (alice, bob) = (
+        deployment.token("acme", "alice"),
+        deployment.token("acme", "bob"),
+    );
+    let asks = (0..100)
+        .map(|n| greet(if n % 2 == 0 { &alice } else { &bob }))
+        .collect();
     let answers = deployment.burst(asks).await;
 
-    let admitted: Vec<&Answer> = answers.iter().map(|(_, a)| a).filter(|a| a.admitted()).collect();
-    seed.check(admitted.len() == 25, format!("{} admitted, not 25", admitted.len()));
+    let admitted: Vec<&Answer> = answers
+        .iter()
+        .map(|(_, a)| a)
+        .filter(|a| a.admitted())
+        .collect();
+    seed.check(
+        admitted.len() == 25,
+        format!("{} admitted, not 25", admitted.len()),
+    );
     let serving: std::collections::BTreeSet<usize> = admitted.iter().map(|a| a.instance).collect();
-    seed.check(serving.len() > 1, format!("admissions came from one instance only: {serving:?}"));
+    seed.check(
+        serving.len() > 1,
+        format!("admissions came from one instance only: {serving:?}"),
+    );
     for (_, answer) in answers.iter().filter(|(_, a)| !a.admitted()) {
         assert_rate_limited(seed, answer, "tenant", None, 25);
     }
     let windows = deployment.windows_within(seed, |_| 25);
-    seed.check(windows.values().copied().eq([25]), format!("one window record counted 25: {windows:?}"));
+    seed.check(
+        windows.values().copied().eq([25]),
+        format!("one window record counted 25: {windows:?}"),
+    );
 
-    let globex = deployment.send(3, &greet(&deployment.token("globex", "gina"))).await;
-    seed.check(globex.admitted(), format!("another tenant has its own budget: {globex:?}"));
+    let globex = deployment
+        .send(3, &greet(&deployment.token("globex", "gina")))
+        .await;
+    seed.check(
+        globex.admitted(),
+        format!("another tenant has its own budget: {globex:?}"),
+    );
     let still = deployment.send(1, &greet(&alice)).await;
     assert_rate_limited(seed, &still, "tenant", None, 25);
     deployment.clock.advance(50);
     let next = deployment.send(2, &greet(&bob)).await;
-    seed.check(next.admitted(), format!("the next window admits again: {next:?}"));
+    seed.check(
+        next.admitted(),
+        format!("the next window admits again: {next:?}"),
+    );
 }
 
 /// A tool's quota is its own: at `greet:5/60,*:15/60` and 25 per tenant, 20 `greet` and 20 `add`
@@ -214,25 +302,60 @@ async fn a_tool_quota_is_counted_apart_from_the_tenant_quota(kind: Backend) {
     let seed = Seed::from_env(&format!("tool quota on {kind:?}"));
     let deployment = Arc::new(deployment(kind, seed, quotas("25/60", "greet:5/60,*:15/60")).await);
     let alice = deployment.token("acme", "alice");
-    let asks = (0..40).map(|n| if n % 2 == 0 { greet(&alice) } else { add(&alice) }).collect();
+    let asks = (0..40)
+        .map(|n| {
+            if n % 2 == 0 {
+                greet(&alice)
+            } else {
+                add(&alice)
+            }
+        })
+        .collect();
     let answers = deployment.burst(asks).await;
     for (tool, limit) in [("greet", 5), ("add", 15)] {
-        let calls: Vec<&Answer> = answers.iter().filter(|(ask, _)| ask.tool == Some(tool)).map(|(_, a)| a).collect();
+        let calls: Vec<&Answer> = answers
+            .iter()
+            .filter(|(ask, _)| ask.tool == Some(tool))
+            .map(|(_, a)| a)
+            .collect();
         let admitted = calls.iter().filter(|a| a.admitted()).count();
-        seed.check(admitted == limit, format!("{tool}: {admitted} admitted, not {limit}"));
+        seed.check(
+            admitted == limit,
+            format!("{tool}: {admitted} admitted, not {limit}"),
+        );
         for answer in calls.iter().filter(|a| !a.admitted()) {
             assert_rate_limited(seed, answer, "tool", Some(tool), limit as u64);
         }
     }
 
-    let unknown =
-        deployment.send(0, &Ask { token: alice.clone(), method: "tools/call", tool: Some("no_such_tool") }).await;
-    seed.check(unknown.status == 200 && unknown.body["error"]["code"] == -32602, format!("unknown tool: {unknown:?}"));
+    let unknown = deployment
+        .send(
+            0,
+            &Ask {
+                token: alice.clone(),
+                method: "tools/call",
+                tool: Some("no_such_tool"),
+            },
+        )
+        .await;
+    seed.check(
+        unknown.status == 200 && unknown.body["error"]["code"] == -32602,
+        format!("unknown tool: {unknown:?}"),
+    );
 
-    let lists = (0..8).map(|_| Ask { token: alice.clone(), method: "tools/list", tool: None }).collect();
+    let lists = (0..8)
+        .map(|_| Ask {
+            token: alice.clone(),
+            method: "tools/list",
+            tool: None,
+        })
+        .collect();
     let answers = deployment.burst(lists).await;
     let admitted = answers.iter().filter(|(_, a)| a.admitted()).count();
-    seed.check(admitted == 4, format!("tools/list: {admitted} admitted, not the tenant's last 4"));
+    seed.check(
+        admitted == 4,
+        format!("tools/list: {admitted} admitted, not the tenant's last 4"),
+    );
     for (_, answer) in answers.iter().filter(|(_, a)| !a.admitted()) {
         assert_rate_limited(seed, answer, "tenant", None, 25);
     }
@@ -252,7 +375,12 @@ async fn a_tool_quota_is_counted_apart_from_the_tenant_quota(kind: Backend) {
         .map(|(id, count)| (id.split_once(':').map_or(id, |(_, rest)| rest), count))
         .collect();
     seed.check(
-        scopes == [("tenant/60@1800000000", 25), ("tool:add/60@1800000000", 15), ("tool:greet/60@1800000000", 5)],
+        scopes
+            == [
+                ("tenant/60@1800000000", 25),
+                ("tool:add/60@1800000000", 15),
+                ("tool:greet/60@1800000000", 5),
+            ],
         format!("window records and their final counts: {scopes:?}"),
     );
 }
@@ -268,32 +396,54 @@ const CALLERS: usize = 64;
 async fn a_burst_of_callers_on_one_window_gets_only_admissions_and_429s(kind: Backend) {
     let seed = Seed::from_env(&format!("burst of {CALLERS} callers on {kind:?}"));
     let deployment = Arc::new(deployment(kind, seed, quotas("40/60", "")).await);
-    let tokens: Vec<String> = (0..8).map(|n| deployment.token("acme", &format!("caller{n}"))).collect();
+    let tokens: Vec<String> = (0..8)
+        .map(|n| deployment.token("acme", &format!("caller{n}")))
+        .collect();
     let asks: Vec<Ask> = (0..128).map(|n| greet(&tokens[n % tokens.len()])).collect();
     let requests = asks.len();
     let answers = deployment.burst_from(CALLERS, asks).await;
 
     let admitted = answers.iter().filter(|(_, a)| a.admitted()).count();
-    let unavailable: Vec<&Answer> = answers.iter().map(|(_, a)| a).filter(|a| a.status == 503).collect();
+    let unavailable: Vec<&Answer> = answers
+        .iter()
+        .map(|(_, a)| a)
+        .filter(|a| a.status == 503)
+        .collect();
     seed.check(
         unavailable.is_empty(),
-        format!("{} answered 503 by the quota itself: {unavailable:?}", unavailable.len()),
+        format!(
+            "{} answered 503 by the quota itself: {unavailable:?}",
+            unavailable.len()
+        ),
     );
     seed.check(admitted == 40, format!("{admitted} admitted, not 40"));
     for (_, answer) in answers.iter().filter(|(_, a)| !a.admitted()) {
         assert_rate_limited(seed, answer, "tenant", None, 40);
     }
     let windows = deployment.windows_within(seed, |_| 40);
-    seed.check(windows.values().copied().eq([40]), format!("one window record counted 40: {windows:?}"));
+    seed.check(
+        windows.values().copied().eq([40]),
+        format!("one window record counted 40: {windows:?}"),
+    );
 
-    let window_calls: Vec<Written> =
-        deployment.store.history().into_iter().filter(|w| w.writes.iter().any(|(key, _)| key.kind == KIND)).collect();
+    let window_calls: Vec<Written> = deployment
+        .store
+        .history()
+        .into_iter()
+        .filter(|w| w.writes.iter().any(|(key, _)| key.kind == KIND))
+        .collect();
     let applied = window_calls.iter().filter(|w| w.applied).count();
     seed.check(
         window_calls.len() == requests,
-        format!("{} store writes on the window for {requests} requests (one each, no retry)", window_calls.len()),
+        format!(
+            "{} store writes on the window for {requests} requests (one each, no retry)",
+            window_calls.len()
+        ),
     );
-    seed.check(applied == 40, format!("{applied} writes applied: only an admission writes"));
+    seed.check(
+        applied == 40,
+        format!("{applied} writes applied: only an admission writes"),
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -317,7 +467,16 @@ async fn no_quota_configured_writes_nothing() {
     let seed = Seed::from_env("no quota");
     let deployment = Arc::new(deployment(Backend::Sqlite, seed, Quotas::default()).await);
     let alice = deployment.token("acme", "alice");
-    let answers = deployment.burst((0..20).map(|_| greet(&alice)).collect()).await;
-    assert!(answers.iter().all(|(_, a)| a.admitted()), "every call is served");
-    assert!(deployment.store.history().is_empty(), "no store write: {:?}", deployment.store.history());
+    let answers = deployment
+        .burst((0..20).map(|_| greet(&alice)).collect())
+        .await;
+    assert!(
+        answers.iter().all(|(_, a)| a.admitted()),
+        "every call is served"
+    );
+    assert!(
+        deployment.store.history().is_empty(),
+        "no store write: {:?}",
+        deployment.store.history()
+    );
 }

@@ -35,7 +35,11 @@ async fn shop(kind: Backend, seed: Seed) -> Shop {
     let inner = Arc::new(Both(backend(kind).await));
     let store = Arc::new(RaceStore::new(inner, seed, Duration::from_millis(3)));
     let (instances, issuer) = shop_instances(store.clone(), 2, test_config(), false);
-    Shop { store, instances, issuer }
+    Shop {
+        store,
+        instances,
+        issuer,
+    }
 }
 
 impl Shop {
@@ -47,12 +51,19 @@ impl Shop {
         let mut params = params;
         params["name"] = json!(name);
         let router = &self.instances[instance % self.instances.len()];
-        send(router, rpc_as(Some(token), 1, "tools/call", params)).await.json()
+        send(router, rpc_as(Some(token), 1, "tools/call", params))
+            .await
+            .json()
     }
 
     async fn cart_with_items(&self, token: &str) -> String {
-        let cart = self.call(0, token, "cart_create", json!({ "arguments": {} })).await;
-        let cart_id = cart["result"]["structuredContent"]["cartId"].as_str().unwrap().to_string();
+        let cart = self
+            .call(0, token, "cart_create", json!({ "arguments": {} }))
+            .await;
+        let cart_id = cart["result"]["structuredContent"]["cartId"]
+            .as_str()
+            .unwrap()
+            .to_string();
         let added = self
             .call(
                 1,
@@ -93,10 +104,21 @@ async fn checkout_places_at_most_one_order_per_cart(kind: Backend) {
     let mut quoting = tokio::task::JoinSet::new();
     for cart in &carts {
         for q in 0..QUOTES {
-            let (shop, token, cart, instance) = (shop.clone(), token.clone(), cart.clone(), rng.below(2) as usize);
+            let (shop, token, cart, instance) = (
+                shop.clone(),
+                token.clone(),
+                cart.clone(),
+                rng.below(2) as usize,
+            );
             quoting.spawn(async move {
-                let answer =
-                    shop.call(instance, &token, "cart_checkout", json!({ "arguments": { "cartId": cart } })).await;
+                let answer = shop
+                    .call(
+                        instance,
+                        &token,
+                        "cart_checkout",
+                        json!({ "arguments": { "cartId": cart } }),
+                    )
+                    .await;
                 (cart, q, answer["result"]["requestState"].clone())
             });
         }
@@ -107,14 +129,27 @@ async fn checkout_places_at_most_one_order_per_cart(kind: Backend) {
     let mut confirming = tokio::task::JoinSet::new();
     let mut accepted: BTreeMap<String, usize> = BTreeMap::new();
     for (cart, _, state) in quotes {
-        seed.check(state.is_string(), format!("round one of {cart} gave a requestState"));
-        let answer = if cart == declined_cart || rng.chance(20) { decline() } else { accept() };
+        seed.check(
+            state.is_string(),
+            format!("round one of {cart} gave a requestState"),
+        );
+        let answer = if cart == declined_cart || rng.chance(20) {
+            decline()
+        } else {
+            accept()
+        };
         if answer == accept() {
             *accepted.entry(cart.clone()).or_default() += 1;
         }
         for _ in 0..COPIES {
-            let (shop, token, cart, state, answer, instance) =
-                (shop.clone(), token.clone(), cart.clone(), state.clone(), answer.clone(), rng.below(2) as usize);
+            let (shop, token, cart, state, answer, instance) = (
+                shop.clone(),
+                token.clone(),
+                cart.clone(),
+                state.clone(),
+                answer.clone(),
+                rng.below(2) as usize,
+            );
             confirming.spawn(async move {
                 let params =
                     json!({ "arguments": { "cartId": cart }, "inputResponses": answer, "requestState": state });
@@ -126,15 +161,25 @@ async fn checkout_places_at_most_one_order_per_cart(kind: Backend) {
 
     let mut orders: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (key, body) in shop.store.applied("order") {
-        orders.entry(body["cartId"].as_str().unwrap_or_default().to_string()).or_default().insert(key.id);
+        orders
+            .entry(body["cartId"].as_str().unwrap_or_default().to_string())
+            .or_default()
+            .insert(key.id);
     }
     for cart in &carts {
         let placed = orders.get(cart).cloned().unwrap_or_default();
-        seed.check(placed.len() <= 1, format!("cart {cart} has {} orders: {placed:?}", placed.len()));
+        seed.check(
+            placed.len() <= 1,
+            format!("cart {cart} has {} orders: {placed:?}", placed.len()),
+        );
         let named: BTreeSet<String> = answers
             .iter()
             .filter(|(c, _)| c == cart)
-            .filter_map(|(_, a)| a["result"]["structuredContent"]["orderId"].as_str().map(String::from))
+            .filter_map(|(_, a)| {
+                a["result"]["structuredContent"]["orderId"]
+                    .as_str()
+                    .map(String::from)
+            })
             .collect();
         let stored: BTreeSet<String> = shop
             .store
@@ -148,11 +193,17 @@ async fn checkout_places_at_most_one_order_per_cart(kind: Backend) {
             format!("answers for {cart} name {named:?}, the store holds {stored:?}"),
         );
         if !accepted.contains_key(cart) {
-            seed.check(placed.is_empty(), format!("cart {cart} was only ever declined, yet has {placed:?}"));
+            seed.check(
+                placed.is_empty(),
+                format!("cart {cart} was only ever declined, yet has {placed:?}"),
+            );
         } else {
             seed.check(
                 placed.len() == 1,
-                format!("cart {cart} was confirmed {} times and has no order", accepted[cart]),
+                format!(
+                    "cart {cart} was confirmed {} times and has no order",
+                    accepted[cart]
+                ),
             );
         }
     }
@@ -181,28 +232,53 @@ async fn concurrent_adds_are_counted_or_refused_as_retryable(kind: Backend) {
     let seed = Seed::from_env(&format!("cart race on {kind:?}"));
     let shop = Arc::new(shop(kind, seed).await);
     let token = shop.token("bob");
-    let cart =
-        shop.call(0, &token, "cart_create", json!({ "arguments": {} })).await["result"]["structuredContent"]["cartId"]
-            .as_str()
-            .unwrap()
-            .to_string();
+    let cart = shop
+        .call(0, &token, "cart_create", json!({ "arguments": {} }))
+        .await["result"]["structuredContent"]["cartId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let mut rng: Rng = seed.rng(3);
     let mut adding = tokio::task::JoinSet::new();
     for _ in 0..ADDS {
-        let (shop, token, cart, instance) = (shop.clone(), token.clone(), cart.clone(), rng.below(2) as usize);
+        let (shop, token, cart, instance) = (
+            shop.clone(),
+            token.clone(),
+            cart.clone(),
+            rng.below(2) as usize,
+        );
         adding.spawn(async move {
-            let params = json!({ "arguments": { "cartId": cart, "sku": "MUG-CER-300", "quantity": 1 } });
+            let params =
+                json!({ "arguments": { "cartId": cart, "sku": "MUG-CER-300", "quantity": 1 } });
             shop.call(instance, &token, "cart_add_item", params).await
         });
     }
     let answers = adding.join_all().await;
-    let counted = answers.iter().filter(|a| a["result"]["isError"] == false).count();
+    let counted = answers
+        .iter()
+        .filter(|a| a["result"]["isError"] == false)
+        .count();
     for answer in answers.iter().filter(|a| a["result"]["isError"] != false) {
-        seed.check(is_retryable(answer), format!("an add failed without saying it is retryable: {answer}"));
+        seed.check(
+            is_retryable(answer),
+            format!("an add failed without saying it is retryable: {answer}"),
+        );
     }
-    let view = shop.call(0, &token, "cart_view", json!({ "arguments": { "cartId": cart } })).await;
-    let quantity = view["result"]["structuredContent"]["lines"][0]["quantity"].as_u64().unwrap_or(0);
-    seed.check(quantity as usize == counted, format!("{counted} adds answered success, the cart holds {quantity}"));
+    let view = shop
+        .call(
+            0,
+            &token,
+            "cart_view",
+            json!({ "arguments": { "cartId": cart } }),
+        )
+        .await;
+    let quantity = view["result"]["structuredContent"]["lines"][0]["quantity"]
+        .as_u64()
+        .unwrap_or(0);
+    seed.check(
+        quantity as usize == counted,
+        format!("{counted} adds answered success, the cart holds {quantity}"),
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -220,7 +296,12 @@ async fn cart_race_on_dynamodb() {
 async fn retries_with_one_key_take_effect_once(kind: Backend) {
     let seed = Seed::from_env(&format!("idempotency key race on {kind:?}"));
     let shop = Arc::new(shop(kind, seed).await);
-    let token = dev_token(&shop.issuer, "acme", "cleo", &["shop", "notes:write", "notes:read"]);
+    let token = dev_token(
+        &shop.issuer,
+        "acme",
+        "cleo",
+        &["shop", "notes:write", "notes:read"],
+    );
     let mut rng: Rng = seed.rng(5);
     let mut racing = tokio::task::JoinSet::new();
     for racer in 0..12 {
@@ -229,9 +310,16 @@ async fn retries_with_one_key_take_effect_once(kind: Backend) {
             let (name, arguments) = if racer % 2 == 0 {
                 ("cart_create", json!({ "idempotencyKey": "retry-cart" }))
             } else {
-                ("note_create", json!({ "text": "remember", "idempotencyKey": "retry-note" }))
+                (
+                    "note_create",
+                    json!({ "text": "remember", "idempotencyKey": "retry-note" }),
+                )
             };
-            (name, shop.call(instance, &token, name, json!({ "arguments": arguments })).await)
+            (
+                name,
+                shop.call(instance, &token, name, json!({ "arguments": arguments }))
+                    .await,
+            )
         });
     }
     let answers = racing.join_all().await;
@@ -239,31 +327,71 @@ async fn retries_with_one_key_take_effect_once(kind: Backend) {
         let named: BTreeSet<String> = answers
             .iter()
             .filter(|(n, _)| *n == name)
-            .filter_map(|(_, a)| a["result"]["structuredContent"][field].as_str().map(String::from))
+            .filter_map(|(_, a)| {
+                a["result"]["structuredContent"][field]
+                    .as_str()
+                    .map(String::from)
+            })
             .collect();
-        seed.check(named.len() == 1, format!("{name} with one key named {named:?}: {answers:?}"));
-        let kind = if name == "cart_create" { "cart" } else { "note" };
-        let created = shop.store.applied(kind).into_iter().filter(|(key, _)| named.contains(&key.id)).count();
-        seed.check(created == 1, format!("{name} with one key wrote {created} records"));
+        seed.check(
+            named.len() == 1,
+            format!("{name} with one key named {named:?}: {answers:?}"),
+        );
+        let kind = if name == "cart_create" {
+            "cart"
+        } else {
+            "note"
+        };
+        let created = shop
+            .store
+            .applied(kind)
+            .into_iter()
+            .filter(|(key, _)| named.contains(&key.id))
+            .count();
+        seed.check(
+            created == 1,
+            format!("{name} with one key wrote {created} records"),
+        );
     }
-    let other = json!({ "arguments": { "text": "something else", "idempotencyKey": "retry-note" } });
+    let other =
+        json!({ "arguments": { "text": "something else", "idempotencyKey": "retry-note" } });
     let refused = shop.call(0, &token, "note_create", other).await;
-    seed.check(refused["result"]["isError"] == true, format!("the key with other arguments: {refused}"));
+    seed.check(
+        refused["result"]["isError"] == true,
+        format!("the key with other arguments: {refused}"),
+    );
 
-    let cart = answers.iter().find_map(|(_, a)| a["result"]["structuredContent"]["cartId"].as_str()).unwrap();
+    let cart = answers
+        .iter()
+        .find_map(|(_, a)| a["result"]["structuredContent"]["cartId"].as_str())
+        .unwrap();
     let mut adding = tokio::task::JoinSet::new();
     for _ in 0..8 {
         let (shop, token, instance) = (shop.clone(), token.clone(), rng.below(2) as usize);
-        let params =
-            json!({ "arguments": { "cartId": cart, "sku": "MUG-CER-300", "quantity": 1, "idempotencyKey": "add-1" } });
+        let params = json!({ "arguments": { "cartId": cart, "sku": "MUG-CER-300", "quantity": 1, "idempotencyKey": "add-1" } });
         adding.spawn(async move { shop.call(instance, &token, "cart_add_item", params).await });
     }
     for answer in adding.join_all().await {
-        seed.check(answer["result"]["isError"] == false || is_retryable(&answer), format!("an add answered {answer}"));
+        seed.check(
+            answer["result"]["isError"] == false || is_retryable(&answer),
+            format!("an add answered {answer}"),
+        );
     }
-    let view = shop.call(0, &token, "cart_view", json!({ "arguments": { "cartId": cart } })).await;
-    let quantity = view["result"]["structuredContent"]["lines"][0]["quantity"].as_u64().unwrap_or(0);
-    seed.check(quantity == 1, format!("eight adds with one key added {quantity}"));
+    let view = shop
+        .call(
+            0,
+            &token,
+            "cart_view",
+            json!({ "arguments": { "cartId": cart } }),
+        )
+        .await;
+    let quantity = view["result"]["structuredContent"]["lines"][0]["quantity"]
+        .as_u64()
+        .unwrap_or(0);
+    seed.check(
+        quantity == 1,
+        format!("eight adds with one key added {quantity}"),
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -290,7 +418,8 @@ impl Dying {
     }
 
     fn wrote(&self) {
-        self.writes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.writes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -320,7 +449,13 @@ impl RecordStore for Dying {
         key: &'a relevo_state::RecordKey,
         now: u64,
     ) -> relevo_state::StoreFuture<'a, Option<relevo_state::Record>> {
-        Box::pin(async move { if self.dead() { Err(killed()) } else { self.inner.get(key, now).await } })
+        Box::pin(async move {
+            if self.dead() {
+                Err(killed())
+            } else {
+                self.inner.get(key, now).await
+            }
+        })
     }
     fn update<'a>(
         &'a self,
@@ -364,7 +499,10 @@ impl RecordStore for Dying {
             if self.dead() {
                 return Err(killed());
             }
-            let result = self.inner.count_up_by(key, units, limit, expires_at, now).await;
+            let result = self
+                .inner
+                .count_up_by(key, units, limit, expires_at, now)
+                .await;
             self.wrote();
             result
         })
@@ -380,14 +518,27 @@ fn instance(
     let keys = Arc::new(relevo_auth::StaticKeySource(issuer.jwks()));
     let auth = relevo_auth::BearerAuthenticator::new(settings.clone(), keys);
     let ports = Ports::new(Some(store));
-    let server = McpServer::new(relevo_app::demo::app(&ports), test_config(), test_keys(), Arc::new(auth));
-    relevo_local::router(server, relevo_local::GatewayOptions { auth: Some(settings.clone()), ..gateway_options() })
+    let server = McpServer::new(
+        relevo_app::demo::app(&ports),
+        test_config(),
+        test_keys(),
+        Arc::new(auth),
+    );
+    relevo_local::router(
+        server,
+        relevo_local::GatewayOptions {
+            auth: Some(settings.clone()),
+            ..gateway_options()
+        },
+    )
 }
 
 async fn tool(router: &axum::Router, token: &str, name: &str, params: Value) -> Value {
     let mut params = params;
     params["name"] = json!(name);
-    send(router, rpc_as(Some(token), 1, "tools/call", params)).await.json()
+    send(router, rpc_as(Some(token), 1, "tools/call", params))
+        .await
+        .json()
 }
 
 /// A checkout whose function is killed right after each of its writes in turn (cart created, two
@@ -397,18 +548,31 @@ async fn tool(router: &axum::Router, token: &str, name: &str, params: Value) -> 
 async fn a_crash_after_any_write_of_checkout_leaves_at_most_one_order(kind: Backend) {
     let seed = Seed::from_env(&format!("checkout crashes on {kind:?}"));
     for die_after in 1..=5 {
-        let store = Arc::new(RaceStore::new(Arc::new(Both(backend(kind).await)), seed, Duration::ZERO));
+        let store = Arc::new(RaceStore::new(
+            Arc::new(Both(backend(kind).await)),
+            seed,
+            Duration::ZERO,
+        ));
         let (settings, issuer, _) = dev_auth();
         let token = dev_token(&issuer, "acme", "carol", &["shop"]);
         let dying = instance(
-            Arc::new(Dying { inner: store.clone(), die_after, writes: Default::default() }),
+            Arc::new(Dying {
+                inner: store.clone(),
+                die_after,
+                writes: Default::default(),
+            }),
             &issuer,
             &settings,
         );
         let fresh = instance(store.clone(), &issuer, &settings);
 
         let created = tool(&dying, &token, "cart_create", json!({ "arguments": {} })).await;
-        let Some(cart) = created["result"]["structuredContent"]["cartId"].as_str().map(String::from) else { continue };
+        let Some(cart) = created["result"]["structuredContent"]["cartId"]
+            .as_str()
+            .map(String::from)
+        else {
+            continue;
+        };
         for sku in ["GRN-BURR-01", "MUG-CER-300"] {
             tool(
                 &dying,
@@ -418,7 +582,13 @@ async fn a_crash_after_any_write_of_checkout_leaves_at_most_one_order(kind: Back
             )
             .await;
         }
-        let quote = tool(&dying, &token, "cart_checkout", json!({ "arguments": { "cartId": cart } })).await;
+        let quote = tool(
+            &dying,
+            &token,
+            "cart_checkout",
+            json!({ "arguments": { "cartId": cart } }),
+        )
+        .await;
         let state = quote["result"]["requestState"].clone();
         let confirm = |state: Value| json!({ "arguments": { "cartId": cart }, "inputResponses": accept(), "requestState": state });
         if state.is_string() {
@@ -428,25 +598,52 @@ async fn a_crash_after_any_write_of_checkout_leaves_at_most_one_order(kind: Back
         let mut named = BTreeSet::new();
         if state.is_string() {
             let retried = tool(&fresh, &token, "cart_checkout", confirm(state.clone())).await;
-            named.extend(retried["result"]["structuredContent"]["orderId"].as_str().map(String::from));
+            named.extend(
+                retried["result"]["structuredContent"]["orderId"]
+                    .as_str()
+                    .map(String::from),
+            );
         }
-        let again = tool(&fresh, &token, "cart_checkout", json!({ "arguments": { "cartId": cart } })).await;
+        let again = tool(
+            &fresh,
+            &token,
+            "cart_checkout",
+            json!({ "arguments": { "cartId": cart } }),
+        )
+        .await;
         if again["result"]["requestState"].is_string() {
-            let confirmed =
-                tool(&fresh, &token, "cart_checkout", confirm(again["result"]["requestState"].clone())).await;
-            named.extend(confirmed["result"]["structuredContent"]["orderId"].as_str().map(String::from));
+            let confirmed = tool(
+                &fresh,
+                &token,
+                "cart_checkout",
+                confirm(again["result"]["requestState"].clone()),
+            )
+            .await;
+            named.extend(
+                confirmed["result"]["structuredContent"]["orderId"]
+                    .as_str()
+                    .map(String::from),
+            );
         }
-        let orders: Vec<_> =
-            store.applied("order").into_iter().filter(|(_, body)| body["cartId"] == cart.as_str()).collect();
+        let orders: Vec<_> = store
+            .applied("order")
+            .into_iter()
+            .filter(|(_, body)| body["cartId"] == cart.as_str())
+            .collect();
         seed.check(
             orders.len() <= 1,
-            format!("killed after write {die_after}: cart {cart} has {} orders", orders.len()),
+            format!(
+                "killed after write {die_after}: cart {cart} has {} orders",
+                orders.len()
+            ),
         );
-        seed.check(named.len() <= 1, format!("killed after write {die_after}: answers name {named:?}"));
-        let has_items = store
-            .applied("cart")
-            .iter()
-            .any(|(key, body)| key.id == cart && body["lines"].as_array().is_some_and(|l| !l.is_empty()));
+        seed.check(
+            named.len() <= 1,
+            format!("killed after write {die_after}: answers name {named:?}"),
+        );
+        let has_items = store.applied("cart").iter().any(|(key, body)| {
+            key.id == cart && body["lines"].as_array().is_some_and(|l| !l.is_empty())
+        });
         if has_items {
             seed.check(
                 orders.len() == 1,
@@ -484,7 +681,12 @@ impl relevo_state::Queue for NoQueue {
     fn delete<'a>(&'a self, _: &'a str) -> relevo_state::StoreFuture<'a, ()> {
         Box::pin(async { Ok(()) })
     }
-    fn change_visibility<'a>(&'a self, _: &'a str, _: u64, _: u64) -> relevo_state::StoreFuture<'a, ()> {
+    fn change_visibility<'a>(
+        &'a self,
+        _: &'a str,
+        _: u64,
+        _: u64,
+    ) -> relevo_state::StoreFuture<'a, ()> {
         Box::pin(async { Ok(()) })
     }
 }
@@ -515,8 +717,15 @@ async fn engines(
     runner: Arc<Slow>,
     lease_secs: u64,
 ) -> (Arc<RaceStore<Both>>, Vec<Arc<relevo_state::Worker>>) {
-    let store = Arc::new(RaceStore::new(Arc::new(Both(backend(kind).await)), seed, Duration::from_millis(2)));
-    let config = relevo_state::EngineConfig { lease_secs, ..Default::default() };
+    let store = Arc::new(RaceStore::new(
+        Arc::new(Both(backend(kind).await)),
+        seed,
+        Duration::from_millis(2),
+    ));
+    let config = relevo_state::EngineConfig {
+        lease_secs,
+        ..Default::default()
+    };
     let engines = (0..2)
         .map(|_| {
             let engine = relevo_state::Worker::new(Arc::new(relevo_state::Engine::new(
@@ -536,19 +745,40 @@ async fn engines(
 /// Jobs: concurrent starts with one operation key, on both engines, make one job.
 async fn one_operation_key_makes_one_job(kind: Backend) {
     let seed = Seed::from_env(&format!("job start race on {kind:?}"));
-    let runner = Arc::new(Slow { runs: Default::default(), millis: 0 });
+    let runner = Arc::new(Slow {
+        runs: Default::default(),
+        millis: 0,
+    });
     let (store, engines) = engines(kind, seed, runner, 30).await;
     let mut starting = tokio::task::JoinSet::new();
     for i in 0..12 {
         let engine = engines[i % 2].clone();
         starting.spawn(async move {
-            engine.start("acme", "dan", "slow", Some("nightly"), json!({ "day": 1 })).await.map(|j| j.job.id)
+            engine
+                .start("acme", "dan", "slow", Some("nightly"), json!({ "day": 1 }))
+                .await
+                .map(|j| j.job.id)
         });
     }
-    let ids: BTreeSet<String> = starting.join_all().await.into_iter().map(|r| r.unwrap()).collect();
-    seed.check(ids.len() == 1, format!("one operation key gave jobs {ids:?}"));
-    let created = store.history().into_iter().filter(|w| w.call == "create_job" && w.applied).count();
-    seed.check(created == 1, format!("{created} jobs were created for one operation key"));
+    let ids: BTreeSet<String> = starting
+        .join_all()
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    seed.check(
+        ids.len() == 1,
+        format!("one operation key gave jobs {ids:?}"),
+    );
+    let created = store
+        .history()
+        .into_iter()
+        .filter(|w| w.call == "create_job" && w.applied)
+        .count();
+    seed.check(
+        created == 1,
+        format!("{created} jobs were created for one operation key"),
+    );
 }
 
 /// Jobs: cancellation racing the run and a second worker ends in exactly one terminal state,
@@ -556,10 +786,17 @@ async fn one_operation_key_makes_one_job(kind: Backend) {
 async fn cancel_racing_completion_ends_in_one_terminal_state(kind: Backend) {
     let seed = Seed::from_env(&format!("cancel race on {kind:?}"));
     let mut rng = seed.rng(4);
-    let runner = Arc::new(Slow { runs: Default::default(), millis: 20 });
+    let runner = Arc::new(Slow {
+        runs: Default::default(),
+        millis: 20,
+    });
     let (store, engines) = engines(kind, seed, runner.clone(), 30).await;
     for round in 0..6 {
-        let job = engines[0].start("acme", "erin", "slow", None, json!({ "round": round })).await.unwrap().job;
+        let job = engines[0]
+            .start("acme", "erin", "slow", None, json!({ "round": round }))
+            .await
+            .unwrap()
+            .job;
         let mut racing = tokio::task::JoinSet::new();
         for racer in 0..4 {
             let (engine, job, wait) = (engines[racer % 2].clone(), job.clone(), rng.below(30));
@@ -576,9 +813,15 @@ async fn cancel_racing_completion_ends_in_one_terminal_state(kind: Backend) {
         // A run the cancel interrupted may leave it running until a worker looks again.
         let _ = engines[1].process(&job).await;
         let statuses = read_statuses(&engines, &job).await;
-        seed.check(statuses.len() == 1, format!("round {round}: readers see {statuses:?}"));
+        seed.check(
+            statuses.len() == 1,
+            format!("round {round}: readers see {statuses:?}"),
+        );
         let status = statuses.iter().next().cloned().unwrap_or_default();
-        seed.check(["succeeded", "cancelled"].contains(&status.as_str()), format!("round {round}: ended {status}"));
+        seed.check(
+            ["succeeded", "cancelled"].contains(&status.as_str()),
+            format!("round {round}: ended {status}"),
+        );
         let terminal = store
             .history()
             .into_iter()
@@ -586,17 +829,24 @@ async fn cancel_racing_completion_ends_in_one_terminal_state(kind: Backend) {
             .filter(|w| {
                 w.writes.iter().any(|(key, body)| {
                     key.id == job.id
-                        && ["succeeded", "cancelled", "failed"].contains(&body["status"].as_str().unwrap_or(""))
+                        && ["succeeded", "cancelled", "failed"]
+                            .contains(&body["status"].as_str().unwrap_or(""))
                 })
             })
             .count();
-        seed.check(terminal == 1, format!("round {round}: {terminal} terminal writes"));
+        seed.check(
+            terminal == 1,
+            format!("round {round}: {terminal} terminal writes"),
+        );
     }
     let runs = runner.runs.load(std::sync::atomic::Ordering::SeqCst);
     seed.check(runs <= 6, format!("{runs} runs for 6 jobs"));
 }
 
-async fn read_statuses(engines: &[Arc<relevo_state::Worker>], job: &relevo_state::JobRef) -> BTreeSet<String> {
+async fn read_statuses(
+    engines: &[Arc<relevo_state::Worker>],
+    job: &relevo_state::JobRef,
+) -> BTreeSet<String> {
     let mut statuses = BTreeSet::new();
     for engine in engines {
         if let Some(found) = engine.store.get_job(job).await.unwrap() {
@@ -611,9 +861,16 @@ async fn read_statuses(engines: &[Arc<relevo_state::Worker>], job: &relevo_state
 async fn a_run_longer_than_its_lease_is_claimed_once(kind: Backend) {
     let seed = Seed::from_env(&format!("lease race on {kind:?}"));
     // Two seconds (the clock counts whole seconds), renewed every two thirds of a second.
-    let runner = Arc::new(Slow { runs: Default::default(), millis: 5_000 });
+    let runner = Arc::new(Slow {
+        runs: Default::default(),
+        millis: 5_000,
+    });
     let (_, engines) = engines(kind, seed, runner.clone(), 2).await;
-    let job = engines[0].start("acme", "fay", "slow", None, json!({})).await.unwrap().job;
+    let job = engines[0]
+        .start("acme", "fay", "slow", None, json!({}))
+        .await
+        .unwrap()
+        .job;
     let first = {
         let (engine, job) = (engines[0].clone(), job.clone());
         tokio::spawn(async move { engine.process(&job).await })
@@ -628,11 +885,17 @@ async fn a_run_longer_than_its_lease_is_claimed_once(kind: Backend) {
     }
     let finished = first.await.unwrap();
     seed.check(
-        finished == Ok(relevo_state::Processed::Finished(relevo_state::JobStatus::Succeeded)),
+        finished
+            == Ok(relevo_state::Processed::Finished(
+                relevo_state::JobStatus::Succeeded,
+            )),
         format!("{finished:?}"),
     );
     let runs = runner.runs.load(std::sync::atomic::Ordering::SeqCst);
-    seed.check(runs == 1, format!("a run longer than its lease ran {runs} times"));
+    seed.check(
+        runs == 1,
+        format!("a run longer than its lease ran {runs} times"),
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -20,14 +20,22 @@ fn binary(name: &str) -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
     let path = target.join("debug").join(name);
-    assert!(path.exists(), "{}: missing (run `cargo build --workspace --bins` first)", path.display());
+    assert!(
+        path.exists(),
+        "{}: missing (run `cargo build --workspace --bins` first)",
+        path.display()
+    );
     path
 }
 
 /// Two keys' base64 text (32 bytes each, patterns no output would contain by chance).
 fn keys() -> (String, String) {
-    let first: Vec<u8> = (0u8..32).map(|i| i.wrapping_mul(37).wrapping_add(11)).collect();
-    let second: Vec<u8> = (0u8..32).map(|i| i.wrapping_mul(53).wrapping_add(201)).collect();
+    let first: Vec<u8> = (0u8..32)
+        .map(|i| i.wrapping_mul(37).wrapping_add(11))
+        .collect();
+    let second: Vec<u8> = (0u8..32)
+        .map(|i| i.wrapping_mul(53).wrapping_add(201))
+        .collect();
     (STANDARD.encode(first), STANDARD.encode(second))
 }
 
@@ -35,15 +43,30 @@ fn keys() -> (String, String) {
 fn malformed() -> Vec<(&'static str, String, &'static str)> {
     let (first, second) = keys();
     vec![
-        ("the kid forgotten on the second entry", format!("k1:{first},{second}"), "entry 2"),
-        ("= for : on the first entry", format!("k1={first},k2:{second}"), "entry 1"),
-        ("the key before the kid", format!("k1:{first},{second}:k2"), "entry 2"),
+        (
+            "the kid forgotten on the second entry",
+            format!("k1:{first},{second}"),
+            "entry 2",
+        ),
+        (
+            "= for : on the first entry",
+            format!("k1={first},k2:{second}"),
+            "entry 1",
+        ),
+        (
+            "the key before the kid",
+            format!("k1:{first},{second}:k2"),
+            "entry 2",
+        ),
     ]
 }
 
 /// Runs `command` to its end (at most 60 s) and returns (exit success, stdout + stderr).
 fn run(mut command: Command) -> (bool, String) {
-    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let mut child = command.spawn().unwrap();
     let started = Instant::now();
     while child.try_wait().unwrap().is_none() {
@@ -54,7 +77,11 @@ fn run(mut command: Command) -> (bool, String) {
         std::thread::sleep(Duration::from_millis(20));
     }
     let output = child.wait_with_output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
     (output.status.success(), text)
 }
 
@@ -64,7 +91,10 @@ fn assert_no_key_material(what: &str, output: &str) {
     for key in [&first, &second] {
         for start in 0..=key.len() - 8 {
             let piece = &key[start..start + 8];
-            assert!(!output.contains(piece), "{what}: key material {piece:?} in the output:\n{output}");
+            assert!(
+                !output.contains(piece),
+                "{what}: key material {piece:?} in the output:\n{output}"
+            );
         }
     }
 }
@@ -73,12 +103,17 @@ fn check(what: &str, command: Command, position: &str) {
     let (succeeded, output) = run(command);
     assert!(!succeeded, "{what}: exited successfully:\n{output}");
     assert_no_key_material(what, &output);
-    assert!(output.contains(position), "{what}: the error does not name {position}:\n{output}");
+    assert!(
+        output.contains(position),
+        "{what}: the error does not name {position}:\n{output}"
+    );
 }
 
 /// A scratch directory of this test's own under the target directory.
 fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/tmp/secrets").join(name);
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/tmp/secrets")
+        .join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -91,7 +126,10 @@ fn with_keys(name: &str, spec: &str, dir: &std::path::Path) -> Command {
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("RUST_LOG", "debug")
         .env("RELEVO_STATE_KEYS", spec)
-        .env("RELEVO_STORE", format!("sqlite:{}", dir.join("store.db").display()))
+        .env(
+            "RELEVO_STORE",
+            format!("sqlite:{}", dir.join("store.db").display()),
+        )
         .env("RELEVO_DEV_ISSUER_FILE", dir.join("dev-issuer.json"))
         .current_dir(dir);
     command
@@ -113,7 +151,9 @@ fn a_function_refuses_malformed_keys_at_init_naming_the_entry_and_printing_no_ke
     for (what, spec, position) in malformed() {
         let mut command = with_keys("tools-call", &spec, &dir);
         // What the Lambda runtime would set; init fails before it is used.
-        command.env("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9").env("AWS_LAMBDA_FUNCTION_NAME", "tools-call");
+        command
+            .env("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9")
+            .env("AWS_LAMBDA_FUNCTION_NAME", "tools-call");
         check(&format!("tools-call, {what}"), command, position);
     }
 }
@@ -125,7 +165,10 @@ fn keys_list_refuses_a_malformed_keys_file_naming_the_entry_and_printing_no_key(
         let file = dir.join("keys");
         std::fs::write(&file, &spec).unwrap();
         let mut command = Command::new(binary("relevo-ops"));
-        command.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default()).env("RUST_LOG", "debug");
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("RUST_LOG", "debug");
         command.args(["keys", "list", "--keys-file"]).arg(&file);
         check(&format!("relevo-ops keys list, {what}"), command, position);
     }

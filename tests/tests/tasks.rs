@@ -25,10 +25,23 @@ fn fixture() -> Fixture {
     let sqlite = SqliteStore::in_memory().unwrap();
     let queue = SqliteQueue::new(sqlite.clone(), 5);
     let jobs = relevo_tests::shop_jobs(Arc::new(sqlite), Arc::new(queue.clone()), None);
-    let server = McpServer::new(jobs.app.clone(), ServerConfig::default(), test_keys(), Arc::new(auth))
-        .with_tasks(jobs.engine.clone());
-    let options = relevo_local::GatewayOptions { auth: Some(settings), ..gateway_options() };
-    Fixture { router: relevo_local::router(server, options), issuer, jobs, queue }
+    let server = McpServer::new(
+        jobs.app.clone(),
+        ServerConfig::default(),
+        test_keys(),
+        Arc::new(auth),
+    )
+    .with_tasks(jobs.engine.clone());
+    let options = relevo_local::GatewayOptions {
+        auth: Some(settings),
+        ..gateway_options()
+    };
+    Fixture {
+        router: relevo_local::router(server, options),
+        issuer,
+        jobs,
+        queue,
+    }
 }
 
 fn tasks_meta() -> Value {
@@ -38,7 +51,9 @@ fn tasks_meta() -> Value {
 impl Fixture {
     async fn rpc(&self, token: &str, method: &str, mut params: Value) -> Value {
         params["_meta"] = tasks_meta();
-        send(&self.router, rpc_as(Some(token), 1, method, params)).await.json()
+        send(&self.router, rpc_as(Some(token), 1, method, params))
+            .await
+            .json()
     }
 
     async fn drain(&self) {
@@ -60,21 +75,36 @@ async fn the_export_is_a_task_that_only_its_owner_can_read_or_cancel() {
     let task = &created["result"];
     assert_eq!(task["resultType"], "task", "{created}");
     assert_eq!(task["status"], "working");
-    assert!(task.get("requestState").is_none() && task.get("task").is_none(), "flat CreateTaskResult");
+    assert!(
+        task.get("requestState").is_none() && task.get("task").is_none(),
+        "flat CreateTaskResult"
+    );
     assert!(task["ttlMs"].is_u64() && task["pollIntervalMs"].is_u64());
     let id = task["taskId"].as_str().unwrap().to_string();
 
     let got = f.rpc(&alice, "tasks/get", json!({ "taskId": id })).await;
     assert_eq!(got["result"]["resultType"], "complete");
-    assert_eq!(got["result"]["status"], "working", "readable at once: created before the reply");
+    assert_eq!(
+        got["result"]["status"], "working",
+        "readable at once: created before the reply"
+    );
 
     for (who, token) in [
-        ("other principal", dev_token(&f.issuer, "acme", "bob", SCOPES)),
-        ("other tenant", dev_token(&f.issuer, "globex", "alice", SCOPES)),
+        (
+            "other principal",
+            dev_token(&f.issuer, "acme", "bob", SCOPES),
+        ),
+        (
+            "other tenant",
+            dev_token(&f.issuer, "globex", "alice", SCOPES),
+        ),
     ] {
         for method in ["tasks/get", "tasks/cancel"] {
             let refused = f.rpc(&token, method, json!({ "taskId": id })).await;
-            assert_eq!(refused["error"]["code"], -32602, "{who} {method}: {refused}");
+            assert_eq!(
+                refused["error"]["code"], -32602,
+                "{who} {method}: {refused}"
+            );
             assert_eq!(refused["error"]["message"], "Unknown task");
         }
     }
@@ -102,7 +132,11 @@ async fn the_export_is_a_task_that_only_its_owner_can_read_or_cancel() {
 async fn without_the_extension_tasks_methods_are_32021_and_the_export_is_synchronous() {
     let f = fixture();
     let alice = dev_token(&f.issuer, "acme", "alice", SCOPES);
-    let plain = send(&f.router, rpc_as(Some(&alice), 1, "tasks/get", json!({ "taskId": "x" }))).await;
+    let plain = send(
+        &f.router,
+        rpc_as(Some(&alice), 1, "tasks/get", json!({ "taskId": "x" })),
+    )
+    .await;
     assert_eq!(plain.status, 400);
     assert_eq!(
         plain.json()["error"]["data"]["requiredCapabilities"],
@@ -128,7 +162,10 @@ async fn discover_advertises_the_tasks_extension() {
     let f = fixture();
     let alice = dev_token(&f.issuer, "acme", "alice", &[]);
     let discover = f.rpc(&alice, "server/discover", json!({})).await;
-    assert_eq!(discover["result"]["capabilities"]["extensions"], json!({ "io.modelcontextprotocol/tasks": {} }));
+    assert_eq!(
+        discover["result"]["capabilities"]["extensions"],
+        json!({ "io.modelcontextprotocol/tasks": {} })
+    );
     assert!(discover["result"]["capabilities"].get("tasks").is_none());
 }
 
@@ -156,7 +193,10 @@ impl Logs {
 async fn a_task_result_that_breaks_its_output_schema_fails_the_task() {
     let logs = Logs::default();
     let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt().with_ansi(false).with_writer(move || writer.clone()).finish();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
     let _logging = tracing::subscriber::set_default(subscriber);
 
     // The tool returns a result its declared outputSchema refuses (`n` is not an integer).
@@ -188,7 +228,9 @@ async fn a_task_result_that_breaks_its_output_schema_fails_the_task() {
         relevo_state::EngineConfig::default(),
     ));
     let worker = app.worker(engine.clone());
-    let router = router(McpServer::new(app, test_config(), test_keys(), Arc::new(NoAuth)).with_tasks(engine));
+    let router = router(
+        McpServer::new(app, test_config(), test_keys(), Arc::new(NoAuth)).with_tasks(engine),
+    );
     let call = |id: u64, method: &str, params: Value| {
         let mut params = params;
         params["_meta"] = tasks_meta();
@@ -196,7 +238,12 @@ async fn a_task_result_that_breaks_its_output_schema_fails_the_task() {
     };
     let mut tasks = Vec::new();
     for name in ["keeps", "breaks"] {
-        let created = send(&router, call(1, "tools/call", json!({ "name": name, "arguments": {} }))).await.json();
+        let created = send(
+            &router,
+            call(1, "tools/call", json!({ "name": name, "arguments": {} })),
+        )
+        .await
+        .json();
         assert_eq!(created["result"]["resultType"], "task", "{name}: {created}");
         tasks.push(created["result"]["taskId"].as_str().unwrap().to_string());
     }
@@ -205,15 +252,36 @@ async fn a_task_result_that_breaks_its_output_schema_fails_the_task() {
 
     let kept = got(&tasks[0]).await.json();
     assert_eq!(kept["result"]["status"], "completed", "{kept}");
-    assert_eq!(kept["result"]["result"]["structuredContent"], json!({ "n": 1 }));
+    assert_eq!(
+        kept["result"]["result"]["structuredContent"],
+        json!({ "n": 1 })
+    );
 
     let broke = got(&tasks[1]).await.json();
-    assert_eq!(broke["result"]["status"], "failed", "a result that breaks the schema is no success: {broke}");
+    assert_eq!(
+        broke["result"]["status"], "failed",
+        "a result that breaks the schema is no success: {broke}"
+    );
     assert_eq!(broke["result"]["error"]["code"], -32603, "{broke}");
-    assert!(broke["result"]["error"]["message"].as_str().unwrap_or_default().contains("outputSchema"), "{broke}");
-    assert!(!broke.to_string().contains("private-words"), "no result content in the task: {broke}");
+    assert!(
+        broke["result"]["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("outputSchema"),
+        "{broke}"
+    );
+    assert!(
+        !broke.to_string().contains("private-words"),
+        "no result content in the task: {broke}"
+    );
     let logged = logs.text();
-    let line = logged.lines().find(|l| l.contains("broke its outputSchema")).unwrap_or_else(|| panic!("{logged}"));
+    let line = logged
+        .lines()
+        .find(|l| l.contains("broke its outputSchema"))
+        .unwrap_or_else(|| panic!("{logged}"));
     assert!(line.contains("breaks"), "the log names the tool: {line}");
-    assert!(!logged.contains("private-words"), "no result content in the log: {logged}");
+    assert!(
+        !logged.contains("private-words"),
+        "no result content in the log: {logged}"
+    );
 }

@@ -32,7 +32,8 @@ fn request(method: Method, name: Option<&str>, params: serde_json::Value) -> htt
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {}
     });
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method.as_str(), "params": params }).to_string();
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method.as_str(), "params": params })
+        .to_string();
     let mut builder = http::Request::post("/mcp")
         .header("host", "127.0.0.1:8080")
         .header("content-type", "application/json")
@@ -48,7 +49,10 @@ fn request(method: Method, name: Option<&str>, params: serde_json::Value) -> htt
 fn handle(c: &mut Criterion) {
     let app = relevo_app::app(&Ports::new(None));
     let server = McpServer::new(app, ServerConfig::default(), keys(), Arc::new(NoAuth));
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
     let mut group = c.benchmark_group("inprocess");
     let cases = [
         (
@@ -61,16 +65,29 @@ fn handle(c: &mut Criterion) {
     ];
     for (id, method, name, params) in cases {
         let probe = runtime.block_on(async {
-            server.handle(Route::Only(method), request(method, name, params.clone())).await.into_body().collect().await
+            server
+                .handle(Route::Only(method), request(method, name, params.clone()))
+                .await
+                .into_body()
+                .collect()
+                .await
         });
         let text = String::from_utf8_lossy(&probe);
-        assert!(text.contains("\"result\"") && !text.contains("\"error\""), "{id} must answer a result: {text}");
+        assert!(
+            text.contains("\"result\"") && !text.contains("\"error\""),
+            "{id} must answer a result: {text}"
+        );
         group.bench_function(id, |b| {
             b.iter_batched(
                 || request(method, name, params.clone()),
                 |request| {
                     runtime.block_on(async {
-                        server.handle(Route::Only(method), request).await.into_body().collect().await
+                        server
+                            .handle(Route::Only(method), request)
+                            .await
+                            .into_body()
+                            .collect()
+                            .await
                     })
                 },
                 BatchSize::SmallInput,
@@ -89,12 +106,19 @@ fn seal(c: &mut Criterion) {
     });
     let token = keys.seal("request-state", &payload, u64::MAX);
     let mut group = c.benchmark_group("inprocess");
-    group.bench_function("seal_request_state", |b| b.iter(|| keys.seal("request-state", &payload, u64::MAX)));
+    group.bench_function("seal_request_state", |b| {
+        b.iter(|| keys.seal("request-state", &payload, u64::MAX))
+    });
     group.bench_function("open_request_state", |b| {
-        b.iter(|| keys.open("request-state", &token, 0).expect("the token opens"))
+        b.iter(|| {
+            keys.open("request-state", &token, 0)
+                .expect("the token opens")
+        })
     });
     let cursor = cursor::encode(&keys, "tools", 100, 0);
-    group.bench_function("cursor_encode", |b| b.iter(|| cursor::encode(&keys, "tools", 100, 0)));
+    group.bench_function("cursor_encode", |b| {
+        b.iter(|| cursor::encode(&keys, "tools", 100, 0))
+    });
     group.bench_function("cursor_decode", |b| {
         b.iter(|| cursor::decode(&keys, "tools", &cursor, 0).expect("the cursor decodes"))
     });
@@ -106,7 +130,9 @@ fn state_binding(c: &mut Criterion) {
     let arguments = arguments.as_object().expect("an object").clone();
     let mut group = c.benchmark_group("inprocess");
     // What binds a requestState to its call: the digest of the call's canonical arguments.
-    group.bench_function("state_binding_greet", |b| b.iter(|| relevo_state::canonical_object_digest(&arguments)));
+    group.bench_function("state_binding_greet", |b| {
+        b.iter(|| relevo_state::canonical_object_digest(&arguments))
+    });
     group.finish();
 }
 
@@ -124,7 +150,11 @@ fn build_app(c: &mut Criterion) {
         relevo_state::EngineConfig::default(),
     );
     let ports = Ports::new(Some(Arc::new(sqlite))).with_jobs(Arc::new(engine));
-    assert_eq!(relevo_app::app(&ports).tools().count(), 19, "every tool of the shop");
+    assert_eq!(
+        relevo_app::app(&ports).tools().count(),
+        19,
+        "every tool of the shop"
+    );
     let mut group = c.benchmark_group("inprocess");
     group.bench_function("build_shop_app", |b| b.iter(|| relevo_app::app(&ports)));
     group.bench_function("derive_cart_view_schema", |b| {

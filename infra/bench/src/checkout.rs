@@ -43,7 +43,13 @@ impl RecordStore for Counted {
         self.calls.get.fetch_add(1, Ordering::Relaxed);
         self.inner.get(key, now)
     }
-    fn update<'a>(&'a self, key: &'a RecordKey, expected: u64, body: &'a Value, now: u64) -> StoreFuture<'a, Record> {
+    fn update<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        expected: u64,
+        body: &'a Value,
+        now: u64,
+    ) -> StoreFuture<'a, Record> {
         self.calls.update.fetch_add(1, Ordering::Relaxed);
         self.inner.update(key, expected, body, now)
     }
@@ -101,7 +107,8 @@ async fn call(server: &McpServer, tool: &str, params: Value) -> Result<Value, St
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} }
     });
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params }).to_string();
+    let body =
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params }).to_string();
     let request = http::Request::post("/mcp")
         .header("host", "127.0.0.1")
         .header("content-type", "application/json")
@@ -111,7 +118,12 @@ async fn call(server: &McpServer, tool: &str, params: Value) -> Result<Value, St
         .header("mcp-name", tool)
         .body(Bytes::from(body))
         .map_err(|e| e.to_string())?;
-    let reply = server.handle(Route::Only(Method::ToolsCall), request).await.into_body().collect().await;
+    let reply = server
+        .handle(Route::Only(Method::ToolsCall), request)
+        .await
+        .into_body()
+        .collect()
+        .await;
     let answer: Value = serde_json::from_slice(&reply).map_err(|e| format!("{tool}: {e}"))?;
     if answer.get("result").is_none() || answer["result"]["isError"] == true {
         return Err(format!("{tool} failed: {answer}"));
@@ -121,7 +133,10 @@ async fn call(server: &McpServer, tool: &str, params: Value) -> Result<Value, St
 
 pub async fn run() -> Result<Checkout, String> {
     let calls = Arc::new(Calls::default());
-    let store = Counted { inner: SqliteStore::in_memory().map_err(|e| e.to_string())?, calls: calls.clone() };
+    let store = Counted {
+        inner: SqliteStore::in_memory().map_err(|e| e.to_string())?,
+        calls: calls.clone(),
+    };
     let app = relevo_app::app(&Ports::new(Some(Arc::new(store))));
     let keys = KeyRing::new(vec![("bench".into(), vec![7u8; 32])]).map_err(|e| e.to_string())?;
     let server = McpServer::new(app, ServerConfig::default(), keys, Arc::new(NoAuth));
@@ -149,22 +164,40 @@ pub async fn run() -> Result<Checkout, String> {
         checkout(&server, &mut step).await?;
     }
     let cpu = crate::rig::process_run_secs("self").map_err(|e| e.to_string())? - before;
-    Ok(Checkout { fill, quote, confirm, cpu_us: cpu * 1e6 / f64::from(CPU_CHECKOUTS) })
+    Ok(Checkout {
+        fill,
+        quote,
+        confirm,
+        cpu_us: cpu * 1e6 / f64::from(CPU_CHECKOUTS),
+    })
 }
 
 /// One checkout: a cart filled with two items, the quote, the confirmation; the store calls of
 /// each of the three steps.
-async fn checkout(server: &McpServer, step: &mut impl FnMut() -> Step) -> Result<(Step, Step, Step), String> {
+async fn checkout(
+    server: &McpServer,
+    step: &mut impl FnMut() -> Step,
+) -> Result<(Step, Step, Step), String> {
     let cart = call(server, "cart_create", json!({ "arguments": {} })).await?;
-    let cart_id = cart["structuredContent"]["cartId"].as_str().ok_or("cart_create gave no cartId")?.to_string();
+    let cart_id = cart["structuredContent"]["cartId"]
+        .as_str()
+        .ok_or("cart_create gave no cartId")?
+        .to_string();
     for (sku, quantity) in [("GRN-BURR-01", 2), ("MUG-CER-300", 1)] {
         let arguments = json!({ "cartId": cart_id, "sku": sku, "quantity": quantity });
         call(server, "cart_add_item", json!({ "arguments": arguments })).await?;
     }
     let fill = step();
-    let quote = call(server, "cart_checkout", json!({ "arguments": { "cartId": cart_id } })).await?;
+    let quote = call(
+        server,
+        "cart_checkout",
+        json!({ "arguments": { "cartId": cart_id } }),
+    )
+    .await?;
     if quote["resultType"] != "input_required" {
-        return Err(format!("the first checkout round did not ask for a confirmation: {quote}"));
+        return Err(format!(
+            "the first checkout round did not ask for a confirmation: {quote}"
+        ));
     }
     let quote_calls = step();
     let retry = json!({

@@ -39,14 +39,24 @@ impl ColdStart {
         if n == 0 {
             return f64::NAN;
         }
-        let mid = if n % 2 == 1 { sorted[n / 2] as f64 } else { (sorted[n / 2 - 1] + sorted[n / 2]) as f64 / 2.0 };
+        let mid = if n % 2 == 1 {
+            sorted[n / 2] as f64
+        } else {
+            (sorted[n / 2 - 1] + sorted[n / 2]) as f64 / 2.0
+        };
         mid / 1000.0
     }
     pub fn min_ms(&self) -> f64 {
-        self.micros.iter().min().map_or(f64::NAN, |m| *m as f64 / 1000.0)
+        self.micros
+            .iter()
+            .min()
+            .map_or(f64::NAN, |m| *m as f64 / 1000.0)
     }
     pub fn max_ms(&self) -> f64 {
-        self.micros.iter().max().map_or(f64::NAN, |m| *m as f64 / 1000.0)
+        self.micros
+            .iter()
+            .max()
+            .map_or(f64::NAN, |m| *m as f64 / 1000.0)
     }
 }
 
@@ -54,24 +64,40 @@ impl ColdStart {
 pub(crate) fn event(function: &str) -> Value {
     match function {
         "worker" => return json!({ "Records": [] }),
-        "reconciler" => return json!({ "source": "aws.events", "detail-type": "Scheduled Event", "detail": {} }),
+        "reconciler" => {
+            return json!({ "source": "aws.events", "detail-type": "Scheduled Event", "detail": {} });
+        }
         "well-known" => {
             let mut headers = http::HeaderMap::new();
             headers.insert("host", http::HeaderValue::from_static("127.0.0.1"));
-            return proxy_event(&http::Method::GET, "/.well-known/oauth-protected-resource", &headers, b"");
+            return proxy_event(
+                &http::Method::GET,
+                "/.well-known/oauth-protected-resource",
+                &headers,
+                b"",
+            );
         }
         _ => {}
     }
-    let method = Method::ALL.iter().find(|m| m.function_name() == function).copied().unwrap_or(Method::ToolsCall);
+    let method = Method::ALL
+        .iter()
+        .find(|m| m.function_name() == function)
+        .copied()
+        .unwrap_or(Method::ToolsCall);
     let (name, params) = match method {
-        Method::ToolsCall => (Some("greet"), json!({ "name": "greet", "arguments": { "name": "bench" } })),
+        Method::ToolsCall => (
+            Some("greet"),
+            json!({ "name": "greet", "arguments": { "name": "bench" } }),
+        ),
         Method::PromptsGet => (Some("bench"), json!({ "name": "bench" })),
         Method::ResourcesRead => (Some("shop://bench"), json!({ "uri": "shop://bench" })),
         Method::Complete => (
             None,
             json!({ "ref": { "type": "ref/prompt", "name": "bench" }, "argument": { "name": "x", "value": "" } }),
         ),
-        Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => (None, json!({ "taskId": "bench" })),
+        Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => {
+            (None, json!({ "taskId": "bench" }))
+        }
         _ => (None, json!({})),
     };
     let mut params = params;
@@ -79,7 +105,8 @@ pub(crate) fn event(function: &str) -> Value {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {}
     });
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method.as_str(), "params": params }).to_string();
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method.as_str(), "params": params })
+        .to_string();
     let mut headers = http::HeaderMap::new();
     let pairs = [
         ("host", "127.0.0.1"),
@@ -114,12 +141,21 @@ fn proxy_event(method: &http::Method, path: &str, headers: &http::HeaderMap, bod
 
 /// The stub AWS endpoint: every request answers an empty DynamoDB page, except
 /// `/.well-known/jwks.json`, which answers `jwks` (the stub is the issuer of the token rows).
-pub(crate) async fn aws_stub(listener: tokio::net::TcpListener, jwks: Value) -> std::io::Result<String> {
+pub(crate) async fn aws_stub(
+    listener: tokio::net::TcpListener,
+    jwks: Value,
+) -> std::io::Result<String> {
     let address = listener.local_addr()?;
     let app = axum::Router::new()
-        .route("/.well-known/jwks.json", axum::routing::get(move || async move { axum::Json(jwks) }))
+        .route(
+            "/.well-known/jwks.json",
+            axum::routing::get(move || async move { axum::Json(jwks) }),
+        )
         .fallback(|| async {
-            ([(http::header::CONTENT_TYPE, "application/x-amz-json-1.0")], r#"{"Items":[],"Count":0,"ScannedCount":0}"#)
+            (
+                [(http::header::CONTENT_TYPE, "application/x-amz-json-1.0")],
+                r#"{"Items":[],"Count":0,"ScannedCount":0}"#,
+            )
         });
     tokio::spawn(async move { axum::serve(listener, app).await });
     Ok(format!("http://{address}"))
@@ -133,7 +169,10 @@ pub(crate) fn environment(endpoint: &str) -> Vec<(String, String)> {
         ("AWS_ACCESS_KEY_ID", "bench".into()),
         ("AWS_SECRET_ACCESS_KEY", "bench".into()),
         ("RELEVO_TABLE", "relevo-bench".into()),
-        ("RELEVO_QUEUE_URL", format!("{endpoint}/000000000000/relevo-bench")),
+        (
+            "RELEVO_QUEUE_URL",
+            format!("{endpoint}/000000000000/relevo-bench"),
+        ),
         ("RELEVO_STATE_KEYS", format!("bench:{key}")),
         ("RELEVO_AUTH", "off".into()),
         ("RUST_LOG", "warn".into()),
@@ -154,8 +193,12 @@ fn sample(function: &str, binary: &Path) -> Result<(u64, String), String> {
         .build()
         .map_err(|e| e.to_string())?;
     let result = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| e.to_string())?;
-        let endpoint = aws_stub(listener, json!({ "keys": [] })).await.map_err(|e| e.to_string())?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|e| e.to_string())?;
+        let endpoint = aws_stub(listener, json!({ "keys": [] }))
+            .await
+            .map_err(|e| e.to_string())?;
         let event = event(function);
         let started = Instant::now();
         let spec = FunctionSpec {
@@ -167,9 +210,15 @@ fn sample(function: &str, binary: &Path) -> Result<(u64, String), String> {
             environments: 1,
         };
         let running = start_function(spec).await.map_err(|e| e.to_string())?;
-        let answer = running.invoke(event, Duration::from_secs(30)).await.map_err(|e| e.to_string())?;
+        let answer = running
+            .invoke(event, Duration::from_secs(30))
+            .await
+            .map_err(|e| e.to_string())?;
         let elapsed = started.elapsed().as_micros() as u64;
-        let status = answer.get("statusCode").and_then(Value::as_u64).map_or("-".to_string(), |s| s.to_string());
+        let status = answer
+            .get("statusCode")
+            .and_then(Value::as_u64)
+            .map_or("-".to_string(), |s| s.to_string());
         Ok((elapsed, status))
     });
     runtime.shutdown_timeout(Duration::from_secs(5));
@@ -185,7 +234,8 @@ pub fn child(bin_dir: &Path, functions: &[String], samples: usize) -> Result<(),
             continue;
         }
         for _ in 0..samples {
-            let (micros, status) = sample(function, &binary).map_err(|e| format!("{function}: {e}"))?;
+            let (micros, status) =
+                sample(function, &binary).map_err(|e| format!("{function}: {e}"))?;
             println!("cold-start\t{function}\t{micros}\t{status}");
         }
     }
@@ -212,12 +262,18 @@ pub async fn measure(
         .output()
         .await?;
     if !output.status.success() {
-        return Err(format!("cold-start measurement failed: {}", String::from_utf8_lossy(&output.stderr)).into());
+        return Err(format!(
+            "cold-start measurement failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+        .into());
     }
     let mut results: Vec<ColdStart> = Vec::new();
     for line in String::from_utf8_lossy(&output.stdout).lines() {
         let fields: Vec<&str> = line.split('\t').collect();
-        let ["cold-start", function, micros, status] = fields.as_slice() else { continue };
+        let ["cold-start", function, micros, status] = fields.as_slice() else {
+            continue;
+        };
         let micros: u64 = micros.parse()?;
         match results.iter_mut().find(|r| r.function == *function) {
             Some(result) => result.micros.push(micros),

@@ -13,8 +13,8 @@ use relevo_embedded::{SqliteQueue, SqliteStore};
 use relevo_state::jobs::{Created, Job, JobRef, JobStore};
 use relevo_state::work::BoxFuture;
 use relevo_state::{
-    Engine, EngineConfig, JobContext, JobFailure, JobRunner, Queue, QueueMessage, RandomIds, StoreFuture, SystemClock,
-    Worker,
+    Engine, EngineConfig, JobContext, JobFailure, JobRunner, Queue, QueueMessage, RandomIds,
+    StoreFuture, SystemClock, Worker,
 };
 use serde_json::{Value, json};
 
@@ -60,7 +60,12 @@ impl<T: Queue> Queue for Counted<T> {
         self.calls.send.fetch_add(1, Ordering::Relaxed);
         self.inner.send(body)
     }
-    fn receive<'a>(&'a self, max: usize, visibility: u64, now: u64) -> StoreFuture<'a, Vec<QueueMessage>> {
+    fn receive<'a>(
+        &'a self,
+        max: usize,
+        visibility: u64,
+        now: u64,
+    ) -> StoreFuture<'a, Vec<QueueMessage>> {
         self.calls.receive.fetch_add(1, Ordering::Relaxed);
         self.inner.receive(max, visibility, now)
     }
@@ -68,7 +73,12 @@ impl<T: Queue> Queue for Counted<T> {
         self.calls.delete.fetch_add(1, Ordering::Relaxed);
         self.inner.delete(receipt)
     }
-    fn change_visibility<'a>(&'a self, receipt: &'a str, secs: u64, now: u64) -> StoreFuture<'a, ()> {
+    fn change_visibility<'a>(
+        &'a self,
+        receipt: &'a str,
+        secs: u64,
+        now: u64,
+    ) -> StoreFuture<'a, ()> {
         self.inner.change_visibility(receipt, secs, now)
     }
 }
@@ -80,7 +90,10 @@ struct Windows;
 impl JobRunner for Windows {
     fn run<'a>(&'a self, ctx: &'a JobContext) -> BoxFuture<'a, Result<Value, JobFailure>> {
         Box::pin(async move {
-            let mut next = ctx.checkpoint().and_then(|c| c["next"].as_u64()).unwrap_or(0);
+            let mut next = ctx
+                .checkpoint()
+                .and_then(|c| c["next"].as_u64())
+                .unwrap_or(0);
             while next < WINDOWS {
                 next += 1;
                 ctx.save_checkpoint(json!({ "next": next })).await?;
@@ -119,8 +132,14 @@ pub async fn run(jobs: u64) -> Result<Durable, Box<dyn std::error::Error>> {
     let dir = std::env::temp_dir().join(format!("relevo-bench-{}", std::process::id()));
     let sqlite = SqliteStore::open(&dir.join("bench.db"))?;
     let calls = Arc::new(Calls::default());
-    let store = Arc::new(Counted { inner: sqlite.clone(), calls: calls.clone() });
-    let queue = Arc::new(Counted { inner: SqliteQueue::new(sqlite, 5), calls: calls.clone() });
+    let store = Arc::new(Counted {
+        inner: sqlite.clone(),
+        calls: calls.clone(),
+    });
+    let queue = Arc::new(Counted {
+        inner: SqliteQueue::new(sqlite, 5),
+        calls: calls.clone(),
+    });
     let engine = Worker::new(Arc::new(Engine::new(
         store,
         queue.clone(),
@@ -134,13 +153,24 @@ pub async fn run(jobs: u64) -> Result<Durable, Box<dyn std::error::Error>> {
     let cpu_before = crate::rig::process_cpu_secs("self", ticks).map_err(|e| e.to_string())?;
     let started = Instant::now();
     for n in 0..jobs {
-        engine.start("bench", "runner", "windows", Some(&format!("job-{n}")), json!({ "n": n })).await?;
+        engine
+            .start(
+                "bench",
+                "runner",
+                "windows",
+                Some(&format!("job-{n}")),
+                json!({ "n": n }),
+            )
+            .await?;
     }
     let enqueued = started.elapsed();
     let mut done = 0;
     while done < jobs {
         let messages = queue.receive(10, 60, 0).await?;
-        let batch = messages.iter().map(|m| (m.id.clone(), m.body.clone())).collect();
+        let batch = messages
+            .iter()
+            .map(|m| (m.id.clone(), m.body.clone()))
+            .collect();
         let failed = engine.process_batch(batch).await;
         for message in messages.iter().filter(|m| !failed.contains(&m.id)) {
             queue.delete(&message.receipt).await?;
@@ -173,8 +203,14 @@ pub fn print(d: &Durable) {
         "durable work, embedded SQLite store and queue, {} jobs of {} checkpointed windows, batches of 10",
         d.jobs, d.windows
     );
-    println!("  starts (create + enqueue): {:.0} jobs/s", d.starts_per_sec);
-    println!("  end to end (start, claim, {} checkpoints, complete, delete): {:.0} jobs/s", d.windows, d.jobs_per_sec);
+    println!(
+        "  starts (create + enqueue): {:.0} jobs/s",
+        d.starts_per_sec
+    );
+    println!(
+        "  end to end (start, claim, {} checkpoints, complete, delete): {:.0} jobs/s",
+        d.windows, d.jobs_per_sec
+    );
     println!("  CPU per job, end to end: {:.0} µs", d.cpu_us_per_job);
     println!(
         "  DynamoDB-equivalent calls per job: {:.2} (TransactWriteItems {:.2}, GetItem {:.2}, PutItem {:.2})",

@@ -66,15 +66,36 @@ pub async fn measure(
 ) -> Result<Vec<Invocations>, Error> {
     let mut results = Vec::new();
     for (subject, file, _) in SUBJECTS {
-        let dir = if file.starts_with("peer-") { peer_dir } else { bin_dir };
+        let dir = if file.starts_with("peer-") {
+            peer_dir
+        } else {
+            bin_dir
+        };
         let binary = dir.join(file);
         let mut command = Rig::command(rig.load_core, &std::env::current_exe()?);
-        command.arg("invocations").arg("--subject").arg(subject).arg("--binary").arg(&binary);
-        command.args(["--count", &count.to_string(), "--cold", &cold.to_string(), "--work"]).arg(work);
+        command
+            .arg("invocations")
+            .arg("--subject")
+            .arg(subject)
+            .arg("--binary")
+            .arg(&binary);
+        command
+            .args([
+                "--count",
+                &count.to_string(),
+                "--cold",
+                &cold.to_string(),
+                "--work",
+            ])
+            .arg(work);
         if let Some(core) = rig.server_core {
             command.args(["--server-core", &core.to_string()]);
         }
-        let output = command.stdin(std::process::Stdio::null()).kill_on_drop(true).output().await?;
+        let output = command
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output()
+            .await?;
         if !output.status.success() {
             return Err(format!("{subject}: {}", String::from_utf8_lossy(&output.stderr)).into());
         }
@@ -125,14 +146,28 @@ pub struct Child {
 /// The `invocations` child: prints `invocation\tcold\tMICROS` per fresh process and one
 /// `invocation\twarm\tCOUNT\tCPU_US\tP50_US\tP99_US\tRSS_KIB\tFOREIGN` line.
 pub fn child(options: &Child) -> Result<(), Error> {
-    let (_, _, token) = SUBJECTS.iter().find(|(name, ..)| *name == options.subject).ok_or("unknown --subject")?;
-    let binary = std::fs::canonicalize(&options.binary)
-        .map_err(|e| format!("{}: {e} (infra/scripts/bench.sh builds it)", options.binary.display()))?;
+    let (_, _, token) = SUBJECTS
+        .iter()
+        .find(|(name, ..)| *name == options.subject)
+        .ok_or("unknown --subject")?;
+    let binary = std::fs::canonicalize(&options.binary).map_err(|e| {
+        format!(
+            "{}: {e} (infra/scripts/bench.sh builds it)",
+            options.binary.display()
+        )
+    })?;
     let launcher = launcher(&binary, &options.work, options.server_core)?;
     let ticks = crate::load::ticks_per_sec()?;
     for sample in 0..options.cold.max(1) {
-        let warm = if sample + 1 == options.cold.max(1) { options.count } else { 0 };
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+        let warm = if sample + 1 == options.cold.max(1) {
+            options.count
+        } else {
+            0
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()?;
         let result = runtime.block_on(one_process(&binary, &launcher, *token, warm, ticks));
         runtime.shutdown_timeout(Duration::from_secs(5));
         let (cold, warm) = result?;
@@ -149,10 +184,21 @@ pub fn child(options: &Child) -> Result<(), Error> {
 
 /// A script that execs `binary` on `core`: the function's pid is the binary's.
 fn launcher(binary: &Path, work: &Path, core: Option<usize>) -> Result<PathBuf, Error> {
-    let Some(core) = core else { return Ok(binary.to_path_buf()) };
-    let name = binary.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let Some(core) = core else {
+        return Ok(binary.to_path_buf());
+    };
+    let name = binary
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let script = work.join(format!("pinned-{name}.sh"));
-    std::fs::write(&script, format!("#!/bin/sh\nexec taskset -c {core} '{}' \"$@\"\n", binary.display()))?;
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nexec taskset -c {core} '{}' \"$@\"\n",
+            binary.display()
+        ),
+    )?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o700))?;
     Ok(script)
@@ -193,7 +239,11 @@ async fn one_process(
         environments: 1,
     };
     let function = relevo_gateway::lambda_local::start_function(spec).await?;
-    greeted(&function.invoke(event.clone(), Duration::from_secs(30)).await?)?;
+    greeted(
+        &function
+            .invoke(event.clone(), Duration::from_secs(30))
+            .await?,
+    )?;
     let cold = started.elapsed().as_micros() as u64;
     if warm == 0 {
         return Ok((cold, None));
@@ -204,7 +254,11 @@ async fn one_process(
     let mut walls = Vec::with_capacity(warm as usize);
     for _ in 0..warm {
         let sent = Instant::now();
-        greeted(&function.invoke(event.clone(), Duration::from_secs(30)).await?)?;
+        greeted(
+            &function
+                .invoke(event.clone(), Duration::from_secs(30))
+                .await?,
+        )?;
         walls.push(sent.elapsed().as_secs_f64() * 1e6);
     }
     let cpu = rig::process_run_secs(&pid)? - before;
@@ -237,9 +291,11 @@ fn greeted(answer: &Value) -> Result<(), Error> {
     } else {
         body.to_string()
     };
-    let greeting = serde_json::from_str::<Value>(&body)
-        .ok()
-        .and_then(|b| b["result"]["structuredContent"]["greeting"].as_str().map(String::from));
+    let greeting = serde_json::from_str::<Value>(&body).ok().and_then(|b| {
+        b["result"]["structuredContent"]["greeting"]
+            .as_str()
+            .map(String::from)
+    });
     if answer["statusCode"] != 200 || greeting.as_deref() != Some("Hello, bench!") {
         return Err(format!("the function did not greet: {answer}").into());
     }
@@ -248,9 +304,12 @@ fn greeted(answer: &Value) -> Result<(), Error> {
 
 /// The pid of the process whose executable is `binary`.
 fn pid_of(binary: &Path) -> Option<String> {
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let exe = std::fs::read_link(entry.path().join("exe")).ok()?;
-        (name.chars().all(|c| c.is_ascii_digit()) && exe == binary).then_some(name)
-    })
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let exe = std::fs::read_link(entry.path().join("exe")).ok()?;
+            (name.chars().all(|c| c.is_ascii_digit()) && exe == binary).then_some(name)
+        })
 }

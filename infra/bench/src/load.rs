@@ -48,14 +48,27 @@ impl Server {
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
-        let mut server = Server { name: name.into(), port, child };
+        let mut server = Server {
+            name: name.into(),
+            port,
+            child,
+        };
         let deadline = Instant::now() + Duration::from_secs(60);
-        while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
             if let Some(status) = server.child.try_wait()? {
-                return Err(format!("{name} exited before listening ({status}); see {}", logs.display()).into());
+                return Err(format!(
+                    "{name} exited before listening ({status}); see {}",
+                    logs.display()
+                )
+                .into());
             }
             if Instant::now() > deadline {
-                return Err(format!("{name} did not listen on 127.0.0.1:{port} within 60 s").into());
+                return Err(
+                    format!("{name} did not listen on 127.0.0.1:{port} within 60 s").into(),
+                );
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -63,7 +76,9 @@ impl Server {
     }
 
     pub fn pid(&self) -> Result<u32, Error> {
-        self.child.id().ok_or_else(|| format!("{} has exited", self.name).into())
+        self.child
+            .id()
+            .ok_or_else(|| format!("{} has exited", self.name).into())
     }
 
     /// utime + stime of the whole process so far, in seconds.
@@ -79,12 +94,16 @@ impl Server {
 
 /// A free loopback port (bound then released; the server binds it a moment later).
 pub fn free_port() -> Result<u16, Error> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 /// `getconf CLK_TCK`: the unit of utime and stime.
 pub fn ticks_per_sec() -> Result<f64, Error> {
-    let out = std::process::Command::new("getconf").arg("CLK_TCK").output()?;
+    let out = std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()?;
     Ok(String::from_utf8(out.stdout)?.trim().parse()?)
 }
 
@@ -150,16 +169,26 @@ pub async fn probe(port: u16, call: &Call) -> Result<String, Error> {
     for (name, value) in call.headers() {
         request.push_str(&format!("{name}: {value}\r\n"));
     }
-    request.push_str(&format!("Content-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()));
+    request.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
     let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
     stream.write_all(request.as_bytes()).await?;
     let mut answer = Vec::new();
     tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer)).await??;
     let answer = String::from_utf8_lossy(&answer).into_owned();
     let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-    let status_ok = head.lines().next().is_some_and(|l| l.split_whitespace().nth(1) == Some("200"));
+    let status_ok = head
+        .lines()
+        .next()
+        .is_some_and(|l| l.split_whitespace().nth(1) == Some("200"));
     if !status_ok || !body.contains("\"result\"") || body.contains("\"error\"") {
-        return Err(format!("port {port}: {} did not answer a result:\n{answer}", call.tool).into());
+        return Err(format!(
+            "port {port}: {} did not answer a result:\n{answer}",
+            call.tool
+        )
+        .into());
     }
     Ok(body.to_string())
 }
@@ -207,11 +236,28 @@ pub async fn measure(
 }
 
 /// wrk's report and the CPU seconds it used (bash's `times` for its children).
-async fn wrk(port: u16, script: &Path, connections: u32, secs: u32, rig: Rig) -> Result<(String, f64), Error> {
-    let pin = rig.load_core.map_or(String::new(), |core| format!("taskset -c {core} "));
+async fn wrk(
+    port: u16,
+    script: &Path,
+    connections: u32,
+    secs: u32,
+    rig: Rig,
+) -> Result<(String, f64), Error> {
+    let pin = rig
+        .load_core
+        .map_or(String::new(), |core| format!("taskset -c {core} "));
     let command = format!("{pin}wrk \"$@\"; status=$?; times; exit $status");
     let output = Command::new("bash")
-        .args(["-c", &command, "wrk", "-t1", &format!("-c{connections}"), &format!("-d{secs}s"), "--timeout", "5s"])
+        .args([
+            "-c",
+            &command,
+            "wrk",
+            "-t1",
+            &format!("-c{connections}"),
+            &format!("-d{secs}s"),
+            "--timeout",
+            "5s",
+        ])
         .args(["--latency", "-s"])
         .arg(script)
         .arg(format!("http://127.0.0.1:{port}/mcp"))
@@ -221,9 +267,14 @@ async fn wrk(port: u16, script: &Path, connections: u32, secs: u32, rig: Rig) ->
         .map_err(|e| format!("cannot run wrk (apt-get install -y wrk): {e}"))?;
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
     if !output.status.success() {
-        return Err(format!("wrk failed: {text}{}", String::from_utf8_lossy(&output.stderr)).into());
+        return Err(format!(
+            "wrk failed: {text}{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+        .into());
     }
-    let cpu = children_cpu(&text).ok_or_else(|| format!("no `times` line after wrk's report:\n{text}"))?;
+    let cpu = children_cpu(&text)
+        .ok_or_else(|| format!("no `times` line after wrk's report:\n{text}"))?;
     Ok((text, cpu))
 }
 
@@ -253,8 +304,12 @@ pub fn parse_wrk(output: &str) -> Result<Measured, String> {
         match words.as_slice() {
             ["50%", value] => measured.p50_us = micros(value)?,
             ["99%", value] => measured.p99_us = micros(value)?,
-            ["Requests/sec:", value] => measured.rps = value.parse().map_err(|_| "bad Requests/sec")?,
-            [count, "requests", "in", ..] => measured.requests = count.parse().map_err(|_| "bad request count")?,
+            ["Requests/sec:", value] => {
+                measured.rps = value.parse().map_err(|_| "bad Requests/sec")?
+            }
+            [count, "requests", "in", ..] => {
+                measured.requests = count.parse().map_err(|_| "bad request count")?
+            }
             ["Non-2xx", ..] => return Err(format!("non-2xx answers under load: {line}")),
             ["Socket", "errors:", ..] => return Err(format!("socket errors under load: {line}")),
             _ => {}
@@ -267,9 +322,13 @@ pub fn parse_wrk(output: &str) -> Result<Measured, String> {
 }
 
 fn micros(value: &str) -> Result<f64, String> {
-    let split = value.find(|c: char| c.is_ascii_alphabetic()).ok_or_else(|| format!("no unit in {value}"))?;
+    let split = value
+        .find(|c: char| c.is_ascii_alphabetic())
+        .ok_or_else(|| format!("no unit in {value}"))?;
     let (number, unit) = value.split_at(split);
-    let number: f64 = number.parse().map_err(|_| format!("bad number in {value}"))?;
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("bad number in {value}"))?;
     Ok(match unit {
         "us" => number,
         "ms" => number * 1e3,

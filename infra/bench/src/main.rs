@@ -37,23 +37,46 @@ pub struct Options {
 
 fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let value =
-        |flag: &str| -> Option<String> { args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned() };
-    let runtime = || tokio::runtime::Builder::new_multi_thread().enable_all().build();
+    let value = |flag: &str| -> Option<String> {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let runtime = || {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+    };
     let functions: Vec<String> = value("--functions")
-        .map(|list| list.split(',').filter(|f| !f.is_empty()).map(String::from).collect())
+        .map(|list| {
+            list.split(',')
+                .filter(|f| !f.is_empty())
+                .map(String::from)
+                .collect()
+        })
         .unwrap_or_default();
     match args.first().map(String::as_str) {
         Some("report") => {
             let short = args.iter().any(|a| a == "--short");
             let options = Options {
-                bin_dir: value("--bin-dir").map_or_else(|| PathBuf::from("target/release"), PathBuf::from),
-                peer_dir: value("--peer-dir").map_or_else(|| PathBuf::from("target/release"), PathBuf::from),
+                bin_dir: value("--bin-dir")
+                    .map_or_else(|| PathBuf::from("target/release"), PathBuf::from),
+                peer_dir: value("--peer-dir")
+                    .map_or_else(|| PathBuf::from("target/release"), PathBuf::from),
                 criterion_dir: value("--criterion-dir")
                     .map_or_else(|| PathBuf::from("target/criterion"), PathBuf::from),
-                zip_dir: value("--zip-dir").map_or_else(|| PathBuf::from("target/lambda"), PathBuf::from),
-                out: value("--out").map_or_else(|| PathBuf::from("target/bench/report.md"), PathBuf::from),
-                profile: value("--profile").unwrap_or_else(|| if short { "debug".into() } else { "release".into() }),
+                zip_dir: value("--zip-dir")
+                    .map_or_else(|| PathBuf::from("target/lambda"), PathBuf::from),
+                out: value("--out")
+                    .map_or_else(|| PathBuf::from("target/bench/report.md"), PathBuf::from),
+                profile: value("--profile").unwrap_or_else(|| {
+                    if short {
+                        "debug".into()
+                    } else {
+                        "release".into()
+                    }
+                }),
                 short,
                 functions: functions.clone(),
             };
@@ -68,7 +91,10 @@ fn main() -> Result<(), Error> {
         }
         Some("cold-start") => {
             let bin_dir = PathBuf::from(value("--bin-dir").ok_or("--bin-dir is required")?);
-            let samples = value("--samples").map(|s| s.parse()).transpose()?.unwrap_or(5);
+            let samples = value("--samples")
+                .map(|s| s.parse())
+                .transpose()?
+                .unwrap_or(5);
             Ok(cold::child(&bin_dir, &functions, samples)?)
         }
         Some("invocations") => {
@@ -85,15 +111,24 @@ fn main() -> Result<(), Error> {
         }
         Some("durable") | None => {
             let jobs = args.get(1).map(|n| n.parse()).transpose()?.unwrap_or(500);
-            durable::print(&runtime()?.block_on(durable::run(jobs)).map_err(|e| e.to_string())?);
+            durable::print(
+                &runtime()?
+                    .block_on(durable::run(jobs))
+                    .map_err(|e| e.to_string())?,
+            );
             Ok(())
         }
         Some(jobs) if jobs.parse::<u64>().is_ok() => {
-            durable::print(&runtime()?.block_on(durable::run(jobs.parse()?)).map_err(|e| e.to_string())?);
+            durable::print(
+                &runtime()?
+                    .block_on(durable::run(jobs.parse()?))
+                    .map_err(|e| e.to_string())?,
+            );
             Ok(())
         }
-        Some(other) => {
-            Err(format!("unknown command {other:?}: expected report, durable [JOBS], cold-start or invocations").into())
-        }
+        Some(other) => Err(format!(
+            "unknown command {other:?}: expected report, durable [JOBS], cold-start or invocations"
+        )
+        .into()),
     }
 }

@@ -37,11 +37,19 @@ const CONNECTIONS: [u32; 2] = [1, 16];
 const FRESH_TOKENS: usize = 5000;
 
 fn greet() -> Call {
-    Call { tool: "greet", arguments: json!({ "name": "bench" }), bearers: Vec::new() }
+    Call {
+        tool: "greet",
+        arguments: json!({ "name": "bench" }),
+        bearers: Vec::new(),
+    }
 }
 
 fn catalog() -> Call {
-    Call { tool: "catalog_list", arguments: json!({}), bearers: Vec::new() }
+    Call {
+        tool: "catalog_list",
+        arguments: json!({}),
+        bearers: Vec::new(),
+    }
 }
 
 pub async fn run(options: &Options) -> Result<String, Error> {
@@ -58,7 +66,10 @@ pub async fn run(options: &Options) -> Result<String, Error> {
         vec![
             ("RELEVO_AUTH".into(), auth.into()),
             ("RELEVO_STORE".into(), format!("sqlite:{}", store.display())),
-            ("RELEVO_DEV_ISSUER_FILE".into(), work.join("issuer.json").display().to_string()),
+            (
+                "RELEVO_DEV_ISSUER_FILE".into(),
+                work.join("issuer.json").display().to_string(),
+            ),
             ("RUST_LOG".into(), "info".into()),
         ]
     };
@@ -79,14 +90,23 @@ pub async fn run(options: &Options) -> Result<String, Error> {
         .await?;
         for call in [greet(), catalog()] {
             for connections in CONNECTIONS {
-                let measured = load::measure(&server, &call, connections, secs, warmup, &work, ticks, rig).await?;
-                rows.push(Row { server: "relevo", tool: call.tool, connections, measured });
+                let measured =
+                    load::measure(&server, &call, connections, secs, warmup, &work, ticks, rig)
+                        .await?;
+                rows.push(Row {
+                    server: "relevo",
+                    tool: call.tool,
+                    connections,
+                    measured,
+                });
             }
         }
         footprints.push(footprint("relevo", &gateway, &server)?);
     }
 
-    eprintln!("load: relevo-gateway, dev tokens (ES256): one token throughout, then a new one per request");
+    eprintln!(
+        "load: relevo-gateway, dev tokens (ES256): one token throughout, then a new one per request"
+    );
     {
         let _ = std::fs::remove_file(work.join("issuer.json"));
         let _ = std::fs::remove_file(work.join("store-dev.db"));
@@ -104,19 +124,37 @@ pub async fn run(options: &Options) -> Result<String, Error> {
         let issuer = wait_for_issuer(&work.join("issuer.json")).await?;
         let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
         let token = issuer.mint("bench", "bench", &[], now, 3600)?;
-        let call = Call { bearers: vec![token], ..greet() };
+        let call = Call {
+            bearers: vec![token],
+            ..greet()
+        };
         for connections in CONNECTIONS {
-            let measured = load::measure(&server, &call, connections, secs, warmup, &work, ticks, rig).await?;
-            rows.push(Row { server: "relevo (dev token)", tool: call.tool, connections, measured });
+            let measured =
+                load::measure(&server, &call, connections, secs, warmup, &work, ticks, rig).await?;
+            rows.push(Row {
+                server: "relevo (dev token)",
+                tool: call.tool,
+                connections,
+                measured,
+            });
         }
         // More distinct tokens than a process remembers, in turn: every request verifies a signature.
         let tokens = (0..if options.short { 50 } else { FRESH_TOKENS })
             .map(|i| issuer.mint("bench", &format!("bench-{i}"), &[], now, 3600))
             .collect::<Result<Vec<_>, _>>()?;
-        let call = Call { bearers: tokens, ..greet() };
+        let call = Call {
+            bearers: tokens,
+            ..greet()
+        };
         for connections in CONNECTIONS {
-            let measured = load::measure(&server, &call, connections, secs, warmup, &work, ticks, rig).await?;
-            rows.push(Row { server: "relevo (new dev token per request)", tool: call.tool, connections, measured });
+            let measured =
+                load::measure(&server, &call, connections, secs, warmup, &work, ticks, rig).await?;
+            rows.push(Row {
+                server: "relevo (new dev token per request)",
+                tool: call.tool,
+                connections,
+                measured,
+            });
         }
         footprints.push(footprint("relevo (dev token)", &gateway, &server)?);
     }
@@ -128,8 +166,23 @@ pub async fn run(options: &Options) -> Result<String, Error> {
         let args = ["--port".into(), port.to_string()];
         let server = Server::start(name, &binary, &args, &[], &work, port, rig.server_core).await?;
         for connections in CONNECTIONS {
-            let measured = load::measure(&server, &greet(), connections, secs, warmup, &work, ticks, rig).await?;
-            rows.push(Row { server: name, tool: "greet", connections, measured });
+            let measured = load::measure(
+                &server,
+                &greet(),
+                connections,
+                secs,
+                warmup,
+                &work,
+                ticks,
+                rig,
+            )
+            .await?;
+            rows.push(Row {
+                server: name,
+                tool: "greet",
+                connections,
+                measured,
+            });
         }
         footprints.push(footprint(name, &binary, &server)?);
     }
@@ -140,16 +193,34 @@ pub async fn run(options: &Options) -> Result<String, Error> {
 
     eprintln!("invocations under the Runtime API, concurrency 1");
     let (count, cold) = if options.short { (20, 1) } else { (5000, 7) };
-    let invocations = invocations::measure(&options.bin_dir, &options.peer_dir, &work, count, cold, rig).await?;
+    let invocations =
+        invocations::measure(&options.bin_dir, &options.peer_dir, &work, count, cold, rig).await?;
 
     eprintln!("durable path");
-    let durable = durable::run(if options.short { 50 } else { 1000 }).await.map_err(|e| e.to_string())?;
+    let durable = durable::run(if options.short { 50 } else { 1000 })
+        .await
+        .map_err(|e| e.to_string())?;
 
     let checkout = checkout::run().await?;
     let criterion = criterion_medians(&options.criterion_dir);
     let load_after = loadavg();
-    let measured = Measurements { rows, footprints, colds, invocations, criterion, durable, checkout, rig };
-    Ok(render(options, &measured, samples, secs, (&load_before, &load_after)))
+    let measured = Measurements {
+        rows,
+        footprints,
+        colds,
+        invocations,
+        criterion,
+        durable,
+        checkout,
+        rig,
+    };
+    Ok(render(
+        options,
+        &measured,
+        samples,
+        secs,
+        (&load_before, &load_after),
+    ))
 }
 
 async fn wait_for_issuer(path: &Path) -> Result<relevo_auth::DevIssuer, Error> {
@@ -165,7 +236,10 @@ async fn wait_for_issuer(path: &Path) -> Result<relevo_auth::DevIssuer, Error> {
 fn footprint(server: &'static str, binary: &Path, running: &Server) -> Result<Footprint, Error> {
     Ok(Footprint {
         server,
-        binary: binary.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        binary: binary
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
         bytes: std::fs::metadata(binary)?.len(),
         peak_rss_kib: running.peak_rss_kib()?,
     })
@@ -184,9 +258,14 @@ fn criterion_medians(dir: &Path) -> Vec<(String, f64)> {
     ];
     ids.iter()
         .filter_map(|id| {
-            let text = std::fs::read_to_string(dir.join("inprocess").join(id).join("new/estimates.json")).ok()?;
+            let text =
+                std::fs::read_to_string(dir.join("inprocess").join(id).join("new/estimates.json"))
+                    .ok()?;
             let estimates: Value = serde_json::from_str(&text).ok()?;
-            Some((id.to_string(), estimates["median"]["point_estimate"].as_f64()?))
+            Some((
+                id.to_string(),
+                estimates["median"]["point_estimate"].as_f64()?,
+            ))
         })
         .collect()
 }
@@ -206,7 +285,9 @@ fn machine() -> String {
                 .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
         })
         .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     format!("{cores} × {cpu}, Linux {}", kernel.trim())
 }
@@ -216,7 +297,11 @@ fn mib(bytes: u64) -> String {
 }
 
 fn ratio(a: f64, b: f64) -> String {
-    if b > 0.0 && a.is_finite() && b.is_finite() { format!("{:.2}×", a / b) } else { "–".into() }
+    if b > 0.0 && a.is_finite() && b.is_finite() {
+        format!("{:.2}×", a / b)
+    } else {
+        "–".into()
+    }
 }
 
 /// A goal on relevo's figure as a multiple of the peer's.
@@ -226,7 +311,14 @@ enum Goal {
 }
 
 /// One verdict line: `(relevo, peer)` figures, their ratio against the goal, none if noisy.
-fn goal_line(md: &mut String, what: &str, (ours, theirs): (f64, f64), unit: &str, goal: Goal, noisy: bool) {
+fn goal_line(
+    md: &mut String,
+    what: &str,
+    (ours, theirs): (f64, f64),
+    unit: &str,
+    goal: Goal,
+    noisy: bool,
+) {
     let (met, wanted) = match goal {
         Goal::AtLeast(factor) => (ours >= factor * theirs, format!("≥ {factor:.2}×")),
         Goal::AtMost(factor) => (ours <= factor * theirs, format!("≤ {factor:.2}×")),
@@ -247,11 +339,19 @@ fn goal_line(md: &mut String, what: &str, (ours, theirs): (f64, f64), unit: &str
 
 /// A ratio of two runs, withheld if either was noisy.
 fn quiet_ratio(a: f64, b: f64, runs: &[&Measured]) -> String {
-    if runs.iter().any(|r| r.foreign_share > NOISY_SHARE) { "noisy".into() } else { ratio(a, b) }
+    if runs.iter().any(|r| r.foreign_share > NOISY_SHARE) {
+        "noisy".into()
+    } else {
+        ratio(a, b)
+    }
 }
 
 fn latency(us: f64) -> String {
-    if us >= 1000.0 { format!("{:.2} ms", us / 1000.0) } else { format!("{us:.0} µs") }
+    if us >= 1000.0 {
+        format!("{:.2} ms", us / 1000.0)
+    } else {
+        format!("{us:.0} µs")
+    }
 }
 
 fn time_ns(ns: f64) -> String {
@@ -276,10 +376,29 @@ struct Measurements {
     rig: Rig,
 }
 
-fn render(options: &Options, measured: &Measurements, samples: usize, secs: u32, load: (&str, &str)) -> String {
-    let Measurements { rows, footprints, colds, invocations, criterion, durable, checkout, rig } = measured;
+fn render(
+    options: &Options,
+    measured: &Measurements,
+    samples: usize,
+    secs: u32,
+    load: (&str, &str),
+) -> String {
+    let Measurements {
+        rows,
+        footprints,
+        colds,
+        invocations,
+        criterion,
+        durable,
+        checkout,
+        rig,
+    } = measured;
     let mut md = String::new();
-    let mode = if options.short { "SHORT (CI smoke: tiny durations, figures meaningless)" } else { "full" };
+    let mode = if options.short {
+        "SHORT (CI smoke: tiny durations, figures meaningless)"
+    } else {
+        "full"
+    };
     let _ = writeln!(md, "# Relevo benchmark\n");
     let _ = writeln!(
         md,
@@ -298,7 +417,8 @@ fn render(options: &Options, measured: &Measurements, samples: usize, secs: u32,
     );
 
     let find = |server: &str, tool: &str, connections: u32| {
-        rows.iter().find(|r| r.server == server && r.tool == tool && r.connections == connections)
+        rows.iter()
+            .find(|r| r.server == server && r.tool == tool && r.connections == connections)
     };
     let _ = writeln!(md, "## `tools/call` over HTTP (loopback)\n");
     let _ = writeln!(
@@ -331,13 +451,27 @@ fn render(options: &Options, measured: &Measurements, samples: usize, secs: u32,
             m.cpu_us_per_request,
             m.foreign_share * 100.0,
             rmcp.map_or("–".into(), |r| quiet_ratio(m.rps, r.rps, &[m, r])),
-            rmcp.map_or("–".into(), |r| quiet_ratio(m.cpu_us_per_request, r.cpu_us_per_request, &[m, r])),
+            rmcp.map_or("–".into(), |r| quiet_ratio(
+                m.cpu_us_per_request,
+                r.cpu_us_per_request,
+                &[m, r]
+            )),
             hyper.map_or("–".into(), |h| quiet_ratio(m.rps, h.rps, &[m, h])),
         );
     }
-    let _ = writeln!(md, "\n| server | binary | size | peak RSS (VmHWM) |\n|---|---|---:|---:|");
+    let _ = writeln!(
+        md,
+        "\n| server | binary | size | peak RSS (VmHWM) |\n|---|---|---:|---:|"
+    );
     for f in footprints {
-        let _ = writeln!(md, "| {} | `{}` | {} | {} |", f.server, f.binary, mib(f.bytes), mib(f.peak_rss_kib * 1024));
+        let _ = writeln!(
+            md,
+            "| {} | `{}` | {} | {} |",
+            f.server,
+            f.binary,
+            mib(f.bytes),
+            mib(f.peak_rss_kib * 1024)
+        );
     }
 
     let _ = writeln!(md, "\n## Function binaries: size and cold start\n");
@@ -347,7 +481,10 @@ fn render(options: &Options, measured: &Measurements, samples: usize, secs: u32,
          invocation under the local Lambda Runtime API; median of {samples} (min–max). Zip = \
          `target/lambda/NAME/bootstrap.zip` when `make build` made it.\n"
     );
-    let _ = writeln!(md, "| function | binary | zip | cold start median | min–max | answer |");
+    let _ = writeln!(
+        md,
+        "| function | binary | zip | cold start median | min–max | answer |"
+    );
     let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|");
     let mut largest = 0u64;
     let mut slowest = 0f64;
@@ -371,12 +508,19 @@ fn render(options: &Options, measured: &Measurements, samples: usize, secs: u32,
             "| {function} | {} | {zip} | {} | {} | {} |",
             mib(bytes),
             cold.map_or("–".into(), |c| format!("{:.1} ms", c.median_ms())),
-            cold.map_or("–".into(), |c| format!("{:.1}–{:.1} ms", c.min_ms(), c.max_ms())),
+            cold.map_or("–".into(), |c| format!(
+                "{:.1}–{:.1} ms",
+                c.min_ms(),
+                c.max_ms()
+            )),
             cold.map_or("–".into(), |c| c.status.clone()),
         );
     }
 
-    let _ = writeln!(md, "\n## One invocation at a time under the Runtime API (what Lambda bills)\n");
+    let _ = writeln!(
+        md,
+        "\n## One invocation at a time under the Runtime API (what Lambda bills)\n"
+    );
     let _ = writeln!(
         md,
         "`tools/call greet` as a REST API proxy event through the local Lambda Runtime API, one \
@@ -391,11 +535,20 @@ fn render(options: &Options, measured: &Measurements, samples: usize, secs: u32,
         md,
         "| function | binary | invocations | CPU/invocation | wall p50 | wall p99 | other CPU | cold start median | min–max | peak RSS | CPU vs rmcp |"
     );
-    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        md,
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     let rmcp_invocation = invocations.iter().find(|i| i.subject.starts_with("rmcp"));
     for i in invocations {
-        let cold = ColdStart { function: i.subject.clone(), micros: i.cold_micros.clone(), status: String::new() };
-        let noisy = |other: &Invocations| i.foreign_share > NOISY_SHARE || other.foreign_share > NOISY_SHARE;
+        let cold = ColdStart {
+            function: i.subject.clone(),
+            micros: i.cold_micros.clone(),
+            status: String::new(),
+        };
+        let noisy = |other: &Invocations| {
+            i.foreign_share > NOISY_SHARE || other.foreign_share > NOISY_SHARE
+        };
         let _ = writeln!(
             md,
             "| {} | {} | {} | {:.1} µs | {} | {} | {:.1}% | {:.1} ms | {:.1}–{:.1} ms | {} | {} |",
@@ -410,13 +563,21 @@ fn render(options: &Options, measured: &Measurements, samples: usize, secs: u32,
             cold.min_ms(),
             cold.max_ms(),
             mib(i.peak_rss_kib * 1024),
-            rmcp_invocation.map_or("–".into(), |r| if noisy(r) { "noisy".into() } else { ratio(i.cpu_us, r.cpu_us) }),
+            rmcp_invocation.map_or("–".into(), |r| if noisy(r) {
+                "noisy".into()
+            } else {
+                ratio(i.cpu_us, r.cpu_us)
+            }),
         );
     }
 
     let _ = writeln!(md, "\n## In-process costs (criterion, median)\n");
     if criterion.is_empty() {
-        let _ = writeln!(md, "No criterion results in `{}`.", options.criterion_dir.display());
+        let _ = writeln!(
+            md,
+            "No criterion results in `{}`.",
+            options.criterion_dir.display()
+        );
     } else {
         let _ = writeln!(md, "| benchmark | median |\n|---|---:|");
         for (id, ns) in criterion {
@@ -430,7 +591,11 @@ fn render(options: &Options, measured: &Measurements, samples: usize, secs: u32,
         "{} jobs of {} checkpointed windows, worker batches of 10.\n\n| figure | value |\n|---|---:|",
         durable.jobs, durable.windows
     );
-    let _ = writeln!(md, "| starts (create + enqueue) | {:.0} jobs/s |", durable.starts_per_sec);
+    let _ = writeln!(
+        md,
+        "| starts (create + enqueue) | {:.0} jobs/s |",
+        durable.starts_per_sec
+    );
     let _ = writeln!(
         md,
         "| end to end (start, claim, checkpoints, complete, delete) | {:.0} jobs/s |",
@@ -466,8 +631,14 @@ fn render(options: &Options, measured: &Measurements, samples: usize, secs: u32,
     );
     for (step, calls) in [
         ("cart_create + 2 × cart_add_item", checkout.fill),
-        ("cart_checkout round 1 (quote, input_required)", checkout.quote),
-        ("cart_checkout round 2 (confirmed, order placed)", checkout.confirm),
+        (
+            "cart_checkout round 1 (quote, input_required)",
+            checkout.quote,
+        ),
+        (
+            "cart_checkout round 2 (confirmed, order placed)",
+            checkout.confirm,
+        ),
     ] {
         let _ = writeln!(
             md,
@@ -479,7 +650,11 @@ fn render(options: &Options, measured: &Measurements, samples: usize, secs: u32,
             calls.total()
         );
     }
-    let _ = writeln!(md, "| checkout (both rounds) | | | | | {} |", checkout.quote.total() + checkout.confirm.total());
+    let _ = writeln!(
+        md,
+        "| checkout (both rounds) | | | | | {} |",
+        checkout.quote.total() + checkout.confirm.total()
+    );
     let _ = writeln!(
         md,
         "\nCPU of one whole checkout (all five calls) in-process, relevo plus the embedded SQLite store: \
@@ -490,7 +665,10 @@ fn render(options: &Options, measured: &Measurements, samples: usize, secs: u32,
 
     let _ = writeln!(md, "\n## Targets, from this run\n");
     if options.short {
-        let _ = writeln!(md, "Short mode (debug builds, 1 s rows): these verdicts say nothing; run `make bench`.\n");
+        let _ = writeln!(
+            md,
+            "Short mode (debug builds, 1 s rows): these verdicts say nothing; run `make bench`.\n"
+        );
     }
     let token = "relevo (dev token)";
     for connections in CONNECTIONS {
@@ -503,7 +681,14 @@ fn render(options: &Options, measured: &Measurements, samples: usize, secs: u32,
         let noisy = relevo.foreign_share > NOISY_SHARE || rmcp.foreign_share > NOISY_SHARE;
         if connections == 16 {
             let what = format!("HTTP, {connections} connections, with a token: req/s");
-            goal_line(&mut md, &what, (relevo.rps, rmcp.rps), "", Goal::AtLeast(1.3), noisy);
+            goal_line(
+                &mut md,
+                &what,
+                (relevo.rps, rmcp.rps),
+                "",
+                Goal::AtLeast(1.3),
+                noisy,
+            );
         }
         let what = format!("HTTP, {connections} connection(s), with a token: CPU/request");
         goal_line(
@@ -519,13 +704,24 @@ fn render(options: &Options, measured: &Measurements, samples: usize, secs: u32,
     if let (Some(relevo), Some(rmcp)) = (relevo_invocation, rmcp_invocation) {
         let noisy = relevo.foreign_share > NOISY_SHARE || rmcp.foreign_share > NOISY_SHARE;
         let what = "Runtime API, concurrency 1, with a token (rmcp on lambda_http): CPU/invocation";
-        goal_line(&mut md, what, (relevo.cpu_us, rmcp.cpu_us), " µs", Goal::AtMost(0.7), noisy);
+        goal_line(
+            &mut md,
+            what,
+            (relevo.cpu_us, rmcp.cpu_us),
+            " µs",
+            Goal::AtMost(0.7),
+            noisy,
+        );
     }
     let _ = writeln!(
         md,
         "- of the {built} function binaries built: largest {largest} bytes, goal < 8 MB (8,000,000 bytes): {}; \
          slowest median cold start {slowest:.1} ms, goal < 20 ms: {}",
-        if largest < 8_000_000 { "met" } else { "NOT met" },
+        if largest < 8_000_000 {
+            "met"
+        } else {
+            "NOT met"
+        },
         if slowest < 20.0 { "met" } else { "NOT met" }
     );
     md

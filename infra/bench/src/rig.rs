@@ -36,15 +36,23 @@ impl Rig {
     pub fn detect() -> Rig {
         let cores = allowed_cores();
         match cores.as_slice() {
-            [server, load, ..] => Rig { server_core: Some(*server), load_core: Some(*load) },
-            _ => Rig { server_core: None, load_core: None },
+            [server, load, ..] => Rig {
+                server_core: Some(*server),
+                load_core: Some(*load),
+            },
+            _ => Rig {
+                server_core: None,
+                load_core: None,
+            },
         }
     }
 
     /// How the report names this rig.
     pub fn describe(&self) -> String {
         match (self.server_core, self.load_core) {
-            (Some(server), Some(load)) => format!("server pinned to core {server}, load generator to core {load}"),
+            (Some(server), Some(load)) => {
+                format!("server pinned to core {server}, load generator to core {load}")
+            }
             _ => "unpinned (fewer than two cores allowed): ratios are of shared cores".into(),
         }
     }
@@ -65,7 +73,11 @@ impl Rig {
 /// The cores in `Cpus_allowed_list` of `/proc/self/status` (e.g. `0-1,4`).
 fn allowed_cores() -> Vec<usize> {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let list = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap_or("").trim();
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap_or("")
+        .trim();
     let mut cores = Vec::new();
     for part in list.split(',').filter(|p| !p.is_empty()) {
         match part.split_once('-') {
@@ -83,14 +95,21 @@ fn allowed_cores() -> Vec<usize> {
 /// Busy seconds of the whole machine so far (all cores).
 pub fn machine_busy_secs(ticks_per_sec: f64) -> Result<f64, Error> {
     let stat = std::fs::read_to_string("/proc/stat")?;
-    let line = stat.lines().find(|l| l.starts_with("cpu ")).ok_or("no cpu line in /proc/stat")?;
+    let line = stat
+        .lines()
+        .find(|l| l.starts_with("cpu "))
+        .ok_or("no cpu line in /proc/stat")?;
     Ok(busy_ticks(line)? as f64 / ticks_per_sec)
 }
 
 /// user + nice + system + irq + softirq + steal of one `/proc/stat` cpu line (guest time is
 /// already inside user).
 fn busy_ticks(line: &str) -> Result<u64, Error> {
-    let fields: Vec<u64> = line.split_whitespace().skip(1).map(str::parse).collect::<Result<_, _>>()?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(str::parse)
+        .collect::<Result<_, _>>()?;
     let field = |i: usize| fields.get(i).copied().unwrap_or(0);
     Ok(field(0) + field(1) + field(2) + field(5) + field(6) + field(7))
 }
@@ -99,18 +118,32 @@ fn busy_ticks(line: &str) -> Result<u64, Error> {
 pub fn process_cpu_secs(pid: &str, ticks_per_sec: f64) -> Result<f64, Error> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
     // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
-    let rest = stat.rsplit_once(')').map(|(_, rest)| rest).ok_or("unreadable /proc/PID/stat")?;
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .ok_or("unreadable /proc/PID/stat")?;
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks =
-        |i: usize| -> Result<f64, Error> { Ok(fields.get(i).ok_or("short /proc/PID/stat")?.parse::<u64>()? as f64) };
+    let ticks = |i: usize| -> Result<f64, Error> {
+        Ok(fields
+            .get(i)
+            .ok_or("short /proc/PID/stat")?
+            .parse::<u64>()? as f64)
+    };
     Ok((ticks(11)? + ticks(12)?) / ticks_per_sec)
 }
 
 /// Peak resident set size of process `pid` so far (`VmHWM` of `/proc/PID/status`), in KiB.
 pub fn peak_rss_kib(pid: &str) -> Result<u64, Error> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).ok_or("no VmHWM in /proc/PID/status")?;
-    Ok(line.split_whitespace().nth(1).ok_or("bad VmHWM line")?.parse()?)
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .ok_or("no VmHWM in /proc/PID/status")?;
+    Ok(line
+        .split_whitespace()
+        .nth(1)
+        .ok_or("bad VmHWM line")?
+        .parse()?)
 }
 
 /// Time on a CPU of every live thread of process `pid`, in seconds, to the nanosecond (the first
@@ -120,7 +153,11 @@ pub fn process_run_secs(pid: &str) -> Result<f64, Error> {
     let mut nanos = 0u64;
     for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
         let schedstat = std::fs::read_to_string(task?.path().join("schedstat"))?;
-        nanos += schedstat.split_whitespace().next().ok_or("empty schedstat")?.parse::<u64>()?;
+        nanos += schedstat
+            .split_whitespace()
+            .next()
+            .ok_or("empty schedstat")?
+            .parse::<u64>()?;
     }
     Ok(nanos as f64 / 1e9)
 }
@@ -168,10 +205,15 @@ mod tests {
     fn a_process_spinning_beside_the_run_makes_it_noisy() {
         let ticks = crate::load::ticks_per_sec().unwrap();
         let window = Window::open(ticks).unwrap();
-        let spinner = std::process::Command::new("timeout").args(["0.6", "sh", "-c", "while :; do :; done"]).status();
+        let spinner = std::process::Command::new("timeout")
+            .args(["0.6", "sh", "-c", "while :; do :; done"])
+            .status();
         assert!(spinner.is_ok());
         let share = window.foreign_share(0.0).unwrap();
-        assert!(share > NOISY_SHARE * 4.0, "a spinning shell beside the run was not seen: {share:.3} of a core");
+        assert!(
+            share > NOISY_SHARE * 4.0,
+            "a spinning shell beside the run was not seen: {share:.3} of a core"
+        );
     }
 
     #[test]
@@ -181,7 +223,10 @@ mod tests {
         let before = process_run_secs("self").unwrap();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while process_run_secs("self").unwrap() - before < 0.04 {
-            assert!(std::time::Instant::now() < deadline, "10 s of spinning counted under 40 ms of CPU");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "10 s of spinning counted under 40 ms of CPU"
+            );
             for _ in 0..100_000 {
                 std::hint::black_box(0u64);
             }

@@ -47,7 +47,10 @@ pub struct LocalServer {
 
 impl Default for LocalServer {
     fn default() -> Self {
-        LocalServer { package: "local".into(), bin: "local".into() }
+        LocalServer {
+            package: "local".into(),
+            bin: "local".into(),
+        }
     }
 }
 
@@ -65,7 +68,11 @@ pub struct Parts {
 
 impl Default for Parts {
     fn default() -> Self {
-        Parts { jobs: true, pages: true, per_method_front_door: true }
+        Parts {
+            jobs: true,
+            pages: true,
+            per_method_front_door: true,
+        }
     }
 }
 
@@ -100,7 +107,10 @@ pub struct Memory {
 
 impl Default for Memory {
     fn default() -> Self {
-        Memory { default: 256, small: 128 }
+        Memory {
+            default: 256,
+            small: 128,
+        }
     }
 }
 
@@ -178,7 +188,12 @@ pub struct Alarms {
 
 impl Default for Alarms {
     fn default() -> Self {
-        Alarms { server_errors: 5, latency_p99_ms: 5000, throttled: 100, job_queue_lag_secs: 300 }
+        Alarms {
+            server_errors: 5,
+            latency_p99_ms: 5000,
+            throttled: 100,
+            job_queue_lag_secs: 300,
+        }
     }
 }
 
@@ -199,17 +214,27 @@ impl Project {
         if let Some(manifest) = manifest {
             command.arg("--manifest-path").arg(manifest);
         }
-        let output = command.output().map_err(|source| CliError::Spawn { what: "cargo metadata".into(), source })?;
+        let output = command.output().map_err(|source| CliError::Spawn {
+            what: "cargo metadata".into(),
+            source,
+        })?;
         if !output.status.success() {
-            return Err(CliError::Metadata(String::from_utf8_lossy(&output.stderr).trim().to_string()));
+            return Err(CliError::Metadata(
+                String::from_utf8_lossy(&output.stderr).trim().to_string(),
+            ));
         }
-        let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)
-            .map_err(|error| CliError::Metadata(format!("cargo metadata printed no JSON: {error}")))?;
+        let metadata: serde_json::Value =
+            serde_json::from_slice(&output.stdout).map_err(|error| {
+                CliError::Metadata(format!("cargo metadata printed no JSON: {error}"))
+            })?;
         let root = metadata["workspace_root"]
             .as_str()
             .map(PathBuf::from)
             .ok_or_else(|| CliError::Metadata("cargo metadata names no workspace_root".into()))?;
-        Ok(Project { config: table(&metadata, &root)?, root })
+        Ok(Project {
+            config: table(&metadata, &root)?,
+            root,
+        })
     }
 }
 
@@ -220,11 +245,16 @@ fn table(metadata: &serde_json::Value, root: &Path) -> Result<Config, CliError> 
         metadata["packages"]
             .as_array()?
             .iter()
-            .find(|package| package["manifest_path"].as_str().map(Path::new) == Some(manifest.as_path()))
+            .find(|package| {
+                package["manifest_path"].as_str().map(Path::new) == Some(manifest.as_path())
+            })
             .map(|package| package["metadata"]["relevo"].clone())
             .filter(|table| !table.is_null())
     };
-    let table = Some(metadata["metadata"]["relevo"].clone()).filter(|table| !table.is_null()).or_else(from_package);
+    let table = Some(metadata["metadata"]["relevo"].clone())
+        .filter(|table| !table.is_null())
+        .or_else(from_package);
     let table = table.ok_or_else(|| CliError::NoTable(manifest.display().to_string()))?;
-    serde_json::from_value(table).map_err(|error| CliError::BadTable(manifest.display().to_string(), error))
+    serde_json::from_value(table)
+        .map_err(|error| CliError::BadTable(manifest.display().to_string(), error))
 }

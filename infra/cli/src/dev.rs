@@ -21,12 +21,21 @@ pub fn run(args: Vec<String>) -> Result<(), CliError> {
     let mut command = Command::new(cargo);
     command
         .current_dir(&project.root)
-        .args(["run", "--quiet", "-p", &server.package, "--bin", &server.bin, "--"])
+        .args([
+            "run",
+            "--quiet",
+            "-p",
+            &server.package,
+            "--bin",
+            &server.bin,
+            "--",
+        ])
         .args(args);
     let quotas = &project.config.quotas;
-    for (variable, value) in
-        [("RELEVO_RATE_PER_TENANT", &quotas.rate_per_tenant), ("RELEVO_RATE_PER_TOOL", &quotas.rate_per_tool)]
-    {
+    for (variable, value) in [
+        ("RELEVO_RATE_PER_TENANT", &quotas.rate_per_tenant),
+        ("RELEVO_RATE_PER_TOOL", &quotas.rate_per_tool),
+    ] {
         if std::env::var_os(variable).is_none() && !value.is_empty() {
             command.env(variable, value);
         }
@@ -39,11 +48,24 @@ fn exec(mut command: Command) -> Result<(), CliError> {
     use std::os::unix::process::CommandExt;
     // Returns only when the exec failed.
     let source = command.exec();
-    Err(CliError::Spawn { what: "cargo run".into(), source })
+    Err(CliError::Spawn {
+        what: "cargo run".into(),
+        source,
+    })
 }
 
 #[cfg(not(unix))]
 fn exec(mut command: Command) -> Result<(), CliError> {
-    let status = command.status().map_err(|source| CliError::Spawn { what: "cargo run".into(), source })?;
-    if status.success() { Ok(()) } else { Err(CliError::Step { step: "the local server".into(), status }) }
+    let status = command.status().map_err(|source| CliError::Spawn {
+        what: "cargo run".into(),
+        source,
+    })?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(CliError::Step {
+            step: "the local server".into(),
+            status,
+        })
+    }
 }

@@ -34,7 +34,10 @@ use relevo_auth::dev_token::{self, TokenRequest};
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     #[error("cannot run {what}: {source}")]
-    Spawn { what: String, source: std::io::Error },
+    Spawn {
+        what: String,
+        source: std::io::Error,
+    },
     #[error("cargo metadata failed: {0}")]
     Metadata(String),
     #[error("{0} has no [workspace.metadata.relevo] (nor [package.metadata.relevo]) table")]
@@ -42,15 +45,25 @@ pub enum CliError {
     #[error("the [workspace.metadata.relevo] table of {0} is wrong: {1}")]
     BadTable(String, serde_json::Error),
     #[error("cannot {what} {path}: {source}")]
-    Io { what: &'static str, path: String, source: std::io::Error },
+    Io {
+        what: &'static str,
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{0} is stale: {1}; run `cargo relevo template`")]
     Stale(String, String),
     #[error("{step} failed ({status})")]
-    Step { step: String, status: std::process::ExitStatus },
+    Step {
+        step: String,
+        status: std::process::ExitStatus,
+    },
     #[error("the deploy check refused {0} finding(s)")]
     Refused(usize),
     #[error("the translated template {path} cannot be read: {source}")]
-    Translated { path: String, source: relevo_template::TemplateError },
+    Translated {
+        path: String,
+        source: relevo_template::TemplateError,
+    },
     #[error(transparent)]
     Token(#[from] dev_token::TokenError),
     #[error(transparent)]
@@ -70,7 +83,9 @@ fn main() -> ExitCode {
     if args.first().map(String::as_str) == Some("relevo") {
         args.remove(0);
     }
-    let Some(verb) = args.first().cloned() else { return usage("a verb is required") };
+    let Some(verb) = args.first().cloned() else {
+        return usage("a verb is required");
+    };
     let rest = args.split_off(1);
     let result = match verb.as_str() {
         "new" => match new::Args::parse(rest) {
@@ -86,9 +101,12 @@ fn main() -> ExitCode {
             Ok(args) => validate::run(&args),
             Err(problem) => return usage(&problem),
         },
-        "token" => TokenRequest::parse(rest).and_then(|request| request.mint()).map_err(CliError::from).map(|token| {
-            println!("{token}");
-        }),
+        "token" => TokenRequest::parse(rest)
+            .and_then(|request| request.mint())
+            .map_err(CliError::from)
+            .map(|token| {
+                println!("{token}");
+            }),
         "ops" => return ops::run(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
@@ -118,10 +136,18 @@ struct TemplateArgs {
 
 impl TemplateArgs {
     fn parse(args: Vec<String>) -> Result<Self, String> {
-        let mut parsed = TemplateArgs { check: false, manifest: None, output: None };
+        let mut parsed = TemplateArgs {
+            check: false,
+            manifest: None,
+            output: None,
+        };
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
-            let mut value = || args.next().map(PathBuf::from).ok_or_else(|| format!("{arg} needs a value"));
+            let mut value = || {
+                args.next()
+                    .map(PathBuf::from)
+                    .ok_or_else(|| format!("{arg} needs a value"))
+            };
             match arg.as_str() {
                 "--check" => parsed.check = true,
                 "--manifest-path" => parsed.manifest = Some(value()?),
@@ -137,7 +163,10 @@ impl TemplateArgs {
 fn template(args: &TemplateArgs) -> Result<(), CliError> {
     let project = config::Project::load(args.manifest.as_deref())?;
     let text = render::render(&project.config);
-    let path = args.output.clone().unwrap_or_else(|| project.root.join("template.yaml"));
+    let path = args
+        .output
+        .clone()
+        .unwrap_or_else(|| project.root.join("template.yaml"));
     if args.check {
         let current = std::fs::read_to_string(&path).map_err(|source| CliError::Io {
             what: "read",
@@ -147,11 +176,18 @@ fn template(args: &TemplateArgs) -> Result<(), CliError> {
         if let Some(difference) = first_difference(&current, &text) {
             return Err(CliError::Stale(path.display().to_string(), difference));
         }
-        println!("template: {} is what [workspace.metadata.relevo] gives", path.display());
+        println!(
+            "template: {} is what [workspace.metadata.relevo] gives",
+            path.display()
+        );
         return Ok(());
     }
     write_whole(&path, &text)?;
-    println!("template: wrote {} ({} lines)", path.display(), text.lines().count());
+    println!(
+        "template: wrote {} ({} lines)",
+        path.display(),
+        text.lines().count()
+    );
     Ok(())
 }
 
@@ -164,9 +200,17 @@ fn first_difference(current: &str, wanted: &str) -> Option<String> {
     for number in 1.. {
         match (old.next(), new.next()) {
             (Some(a), Some(b)) if a == b => continue,
-            (Some(a), Some(b)) => return Some(format!("line {number} is {a:?}, the table gives {b:?}")),
-            (Some(a), None) => return Some(format!("line {number} ({a:?}) is past the end of what the table gives")),
-            (None, Some(b)) => return Some(format!("line {number} is missing; the table gives {b:?}")),
+            (Some(a), Some(b)) => {
+                return Some(format!("line {number} is {a:?}, the table gives {b:?}"));
+            }
+            (Some(a), None) => {
+                return Some(format!(
+                    "line {number} ({a:?}) is past the end of what the table gives"
+                ));
+            }
+            (None, Some(b)) => {
+                return Some(format!("line {number} is missing; the table gives {b:?}"));
+            }
             (None, None) => break,
         }
     }
@@ -176,7 +220,11 @@ fn first_difference(current: &str, wanted: &str) -> Option<String> {
 /// Writes `text` to `path` through a temporary file renamed over it: readers never see half a file.
 fn write_whole(path: &Path, text: &str) -> Result<(), CliError> {
     let temporary = path.with_extension("yaml.tmp");
-    let io = |what, source| CliError::Io { what, path: path.display().to_string(), source };
+    let io = |what, source| CliError::Io {
+        what,
+        path: path.display().to_string(),
+        source,
+    };
     std::fs::write(&temporary, text).map_err(|source| io("write", source))?;
     std::fs::rename(&temporary, path).map_err(|source| {
         let _ = std::fs::remove_file(&temporary);

@@ -32,17 +32,40 @@ const FILES: &[(&str, &str)] = &[
     ("Cargo.toml", include_str!("../templates/new/Cargo.toml.in")),
     ("Makefile", include_str!("../templates/new/Makefile")),
     ("README.md", include_str!("../templates/new/README.md")),
-    ("rustfmt.toml", include_str!("../templates/new/rustfmt.toml")),
     (".gitignore", include_str!("../templates/new/gitignore")),
-    ("app/Cargo.toml", include_str!("../templates/new/app/Cargo.toml.in")),
-    ("app/src/lib.rs", include_str!("../templates/new/app/src/lib.rs")),
-    ("app/tests/tools.rs", include_str!("../templates/new/app/tests/tools.rs")),
-    ("local/Cargo.toml", include_str!("../templates/new/local/Cargo.toml.in")),
-    ("local/src/main.rs", include_str!("../templates/new/local/src/main.rs")),
+    (
+        "app/Cargo.toml",
+        include_str!("../templates/new/app/Cargo.toml.in"),
+    ),
+    (
+        "app/src/lib.rs",
+        include_str!("../templates/new/app/src/lib.rs"),
+    ),
+    (
+        "app/tests/tools.rs",
+        include_str!("../templates/new/app/tests/tools.rs"),
+    ),
+    (
+        "local/Cargo.toml",
+        include_str!("../templates/new/local/Cargo.toml.in"),
+    ),
+    (
+        "local/src/main.rs",
+        include_str!("../templates/new/local/src/main.rs"),
+    ),
 ];
 
 /// Package names of the project itself, which its app cannot take.
-const RESERVED: &[&str] = &["app", "functions", "local", "relevo", "cargo-relevo", "test", "core", "std"];
+const RESERVED: &[&str] = &[
+    "app",
+    "functions",
+    "local",
+    "relevo",
+    "cargo-relevo",
+    "test",
+    "core",
+    "std",
+];
 
 pub struct Args {
     dir: PathBuf,
@@ -56,12 +79,17 @@ impl Args {
         while let Some(arg) = args.next() {
             match arg.as_str() {
                 "--name" => name = Some(args.next().ok_or("--name needs a value")?),
-                flag if flag.starts_with('-') => return Err(format!("unexpected argument {flag:?}")),
+                flag if flag.starts_with('-') => {
+                    return Err(format!("unexpected argument {flag:?}"));
+                }
                 path if dir.is_none() => dir = Some(PathBuf::from(path)),
                 other => return Err(format!("unexpected argument {other:?}")),
             }
         }
-        Ok(Args { dir: dir.ok_or("new needs a folder: cargo relevo new DIR [--name NAME]")?, name })
+        Ok(Args {
+            dir: dir.ok_or("new needs a folder: cargo relevo new DIR [--name NAME]")?,
+            name,
+        })
     }
 }
 
@@ -84,7 +112,11 @@ pub fn check_name(name: &str) -> Result<(), NewError> {
         && name.len() <= 40
         && !name.ends_with('-')
         && !name.contains("--");
-    if well_formed && !RESERVED.contains(&name) { Ok(()) } else { Err(NewError::BadName(name.into())) }
+    if well_formed && !RESERVED.contains(&name) {
+        Ok(())
+    } else {
+        Err(NewError::BadName(name.into()))
+    }
 }
 
 /// The function binaries a template of `config` deploys, in its order: each gets a `main`.
@@ -106,7 +138,11 @@ pub fn functions(config: &Config) -> Vec<&'static str> {
 /// The `main` of function `binary`.
 fn function_main(binary: &str) -> String {
     let (doc, body, flavor) = match binary {
-        "worker" => ("the worker: an SQS batch of job messages in, the failed ones out.", "run_worker(app::app)", ""),
+        "worker" => (
+            "the worker: an SQS batch of job messages in, the failed ones out.",
+            "run_worker(app::app)",
+            "",
+        ),
         "reconciler" => (
             "the scheduled reconciler: re-enqueues jobs left queued past their deadline and requeues expired leases.",
             "run_reconciler(app::app)",
@@ -117,10 +153,16 @@ fn function_main(binary: &str) -> String {
             "run(relevo::lambda::Route::All, app::app)",
             ", flavor = \"current_thread\"",
         ),
-        "well-known" => {
-            ("the protected-resource metadata (RFC 9728).", "run_well_known()", ", flavor = \"current_thread\"")
-        }
-        "approvals" => ("the app's pages.", "run_pages(app::app)", ", flavor = \"current_thread\""),
+        "well-known" => (
+            "the protected-resource metadata (RFC 9728).",
+            "run_well_known()",
+            ", flavor = \"current_thread\"",
+        ),
+        "approvals" => (
+            "the app's pages.",
+            "run_pages(app::app)",
+            ", flavor = \"current_thread\"",
+        ),
         _ => {
             let Some(method) = METHODS.iter().find(|method| method.binary == binary) else {
                 unreachable!("functions() names only known binaries")
@@ -181,7 +223,9 @@ fn functions_manifest(binaries: &[&str], watch_key: &str) -> String {
     );
     out.push_str(&format!("RELEVO_STATE_KEYS = \"watch:{watch_key}\"\n"));
     for binary in binaries {
-        out.push_str(&format!("\n[[bin]]\nname = \"{binary}\"\npath = \"src/bin/{binary}.rs\"\ntest = false\n"));
+        out.push_str(&format!(
+            "\n[[bin]]\nname = \"{binary}\"\npath = \"src/bin/{binary}.rs\"\ntest = false\n"
+        ));
     }
     out
 }
@@ -226,21 +270,40 @@ fn write_project(root: &Path, name: &str) -> Result<usize, CliError> {
     // The table is read back as `cargo relevo template` reads it, through cargo, which wants every
     // member whole: first the functions with the one main every template deploys.
     let key = random_key()?;
-    write(root, "functions/Cargo.toml", &functions_manifest(&["mcp"], &key))?;
+    write(
+        root,
+        "functions/Cargo.toml",
+        &functions_manifest(&["mcp"], &key),
+    )?;
     write(root, "functions/src/bin/mcp.rs", &function_main("mcp"))?;
     let project = Project::load(Some(&root.join("Cargo.toml")))?;
     let binaries = functions(&project.config);
-    write(root, "functions/Cargo.toml", &functions_manifest(&binaries, &key))?;
+    write(
+        root,
+        "functions/Cargo.toml",
+        &functions_manifest(&binaries, &key),
+    )?;
     for binary in &binaries {
-        write(root, &format!("functions/src/bin/{binary}.rs"), &function_main(binary))?;
+        write(
+            root,
+            &format!("functions/src/bin/{binary}.rs"),
+            &function_main(binary),
+        )?;
     }
-    write(root, "template.yaml", &crate::render::render(&project.config))?;
+    write(
+        root,
+        "template.yaml",
+        &crate::render::render(&project.config),
+    )?;
     Ok(FILES.len() + binaries.len() + 2)
 }
 
 pub fn run(args: &Args) -> Result<(), CliError> {
     let dir = std::path::absolute(&args.dir).map_err(io("find", &args.dir))?;
-    let folder_name = dir.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    let folder_name = dir
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let name = args.name.clone().unwrap_or(folder_name);
     check_name(&name)?;
     let empty = match std::fs::read_dir(&dir) {
@@ -272,8 +335,13 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     // `absolute` keeps `..` as typed; the folder exists now, so name it plainly.
     let dir = dir.canonicalize().unwrap_or(dir);
     println!("new: {name} in {} ({count} files)", dir.display());
-    println!("  cd {} && make test    # lint, the app's tests, the template and deploy checks", dir.display());
-    println!("  make run                 # the server on http://127.0.0.1:8080/mcp; `cargo relevo token` for a token");
+    println!(
+        "  cd {} && make test    # lint, the app's tests, the template and deploy checks",
+        dir.display()
+    );
+    println!(
+        "  make run                 # the server on http://127.0.0.1:8080/mcp; `cargo relevo token` for a token"
+    );
     Ok(())
 }
 
@@ -305,13 +373,20 @@ mod tests {
 
     #[test]
     fn every_function_the_template_deploys_gets_a_main_and_no_other() {
-        for (jobs, pages, per_method) in
-            [(true, true, true), (true, false, true), (false, false, false), (false, true, false)]
-        {
+        for (jobs, pages, per_method) in [
+            (true, true, true),
+            (true, false, true),
+            (false, false, false),
+            (false, true, false),
+        ] {
             let config = config(jobs, pages, per_method);
             let mut mains: Vec<String> = functions(&config).into_iter().map(String::from).collect();
             mains.sort();
-            assert_eq!(mains, deployed(&config), "parts jobs={jobs} pages={pages} per-method={per_method}");
+            assert_eq!(
+                mains,
+                deployed(&config),
+                "parts jobs={jobs} pages={pages} per-method={per_method}"
+            );
         }
     }
 
@@ -320,7 +395,9 @@ mod tests {
         let main = function_main("tools-call");
         assert!(main.contains("Route::Only(Method::ToolsCall)"), "{main}");
         for method in METHODS {
-            assert!(function_main(method.binary).contains(&format!("Method::{}", variant(method.name))));
+            assert!(
+                function_main(method.binary).contains(&format!("Method::{}", variant(method.name)))
+            );
         }
     }
 
@@ -329,10 +406,24 @@ mod tests {
         for good in ["my-tools", "tables", "a1", "x-2-y"] {
             assert!(check_name(good).is_ok(), "{good}");
         }
-        for bad in
-            ["", "My-Tools", "1tools", "-x", "x-", "a--b", "a_b", "a b", "a\"b", "local", "relevo", &"a".repeat(41)]
-        {
-            assert!(matches!(check_name(bad), Err(NewError::BadName(_))), "{bad:?}");
+        for bad in [
+            "",
+            "My-Tools",
+            "1tools",
+            "-x",
+            "x-",
+            "a--b",
+            "a_b",
+            "a b",
+            "a\"b",
+            "local",
+            "relevo",
+            &"a".repeat(41),
+        ] {
+            assert!(
+                matches!(check_name(bad), Err(NewError::BadName(_))),
+                "{bad:?}"
+            );
         }
     }
 

@@ -46,23 +46,37 @@ impl Args {
         let mut out = None;
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
-            let mut value = || args.next().map(PathBuf::from).ok_or_else(|| format!("{arg} needs a value"));
+            let mut value = || {
+                args.next()
+                    .map(PathBuf::from)
+                    .ok_or_else(|| format!("{arg} needs a value"))
+            };
             match arg.as_str() {
                 "--tools" => tools = Some(value()?),
                 "--out" => out = Some(value()?),
-                flag if flag.starts_with('-') => return Err(format!("unexpected argument {flag:?}")),
+                flag if flag.starts_with('-') => {
+                    return Err(format!("unexpected argument {flag:?}"));
+                }
                 path if template.is_none() => template = Some(PathBuf::from(path)),
                 other => return Err(format!("unexpected argument {other:?}")),
             }
         }
-        Ok(Args { template: template.unwrap_or_else(|| "template.yaml".into()), tools, out })
+        Ok(Args {
+            template: template.unwrap_or_else(|| "template.yaml".into()),
+            tools,
+            out,
+        })
     }
 }
 
 /// The default tools folder: one per set of pins, in the user's cache.
 fn default_tools() -> PathBuf {
     let digest = Sha256::digest(PINS.join("\n").as_bytes());
-    let hex: String = digest.iter().take(6).map(|byte| format!("{byte:02x}")).collect();
+    let hex: String = digest
+        .iter()
+        .take(6)
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
@@ -72,8 +86,18 @@ fn default_tools() -> PathBuf {
 
 /// Runs `command`, its output passing through; a failure names `step`.
 fn step(step: &str, command: &mut Command) -> Result<(), CliError> {
-    let status = command.status().map_err(|source| CliError::Spawn { what: step.into(), source })?;
-    if status.success() { Ok(()) } else { Err(CliError::Step { step: step.into(), status }) }
+    let status = command.status().map_err(|source| CliError::Spawn {
+        what: step.into(),
+        source,
+    })?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(CliError::Step {
+            step: step.into(),
+            status,
+        })
+    }
 }
 
 /// The pinned tools in `dir`, installed there first when any pin is missing.
@@ -89,11 +113,20 @@ fn ensure_tools(dir: &Path) -> Result<(), CliError> {
     if installed {
         return Ok(());
     }
-    println!("tools: installing {} into {}", PINS.join(" "), dir.display());
-    step("python3 -m venv", Command::new("python3").arg("-m").arg("venv").arg(dir))?;
+    println!(
+        "tools: installing {} into {}",
+        PINS.join(" "),
+        dir.display()
+    );
+    step(
+        "python3 -m venv",
+        Command::new("python3").arg("-m").arg("venv").arg(dir),
+    )?;
     step(
         "pip install",
-        Command::new(dir.join("bin/pip")).args(["install", "--quiet", "--disable-pip-version-check"]).args(PINS),
+        Command::new(dir.join("bin/pip"))
+            .args(["install", "--quiet", "--disable-pip-version-check"])
+            .args(PINS),
     )
 }
 
@@ -133,12 +166,25 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         "sam validate --lint",
         tool(&tools, "sam")
             .current_dir(&folder)
-            .args(["validate", "--lint", "--region", "us-east-1", "--template-file"])
+            .args([
+                "validate",
+                "--lint",
+                "--region",
+                "us-east-1",
+                "--template-file",
+            ])
             .arg(&template),
     )?;
 
-    let out = args.out.clone().unwrap_or_else(|| folder.join("target/sam/template.json"));
-    let io = |what, path: &Path, source| CliError::Io { what, path: path.display().to_string(), source };
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| folder.join("target/sam/template.json"));
+    let io = |what, path: &Path, source| CliError::Io {
+        what,
+        path: path.display().to_string(),
+        source,
+    };
     if let Some(parent) = out.parent() {
         std::fs::create_dir_all(parent).map_err(|source| io("create", parent, source))?;
     }
@@ -146,13 +192,20 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     if std::fs::read_to_string(&script).ok().as_deref() != Some(TRANSLATE) {
         std::fs::write(&script, TRANSLATE).map_err(|source| io("write", &script, source))?;
     }
-    step("the SAM translation", tool(&tools, "python").arg(&script).arg(&template).arg(&out))?;
-    let translated =
-        Template::load(&out).map_err(|source| CliError::Translated { path: out.display().to_string(), source })?;
+    step(
+        "the SAM translation",
+        tool(&tools, "python").arg(&script).arg(&template).arg(&out),
+    )?;
+    let translated = Template::load(&out).map_err(|source| CliError::Translated {
+        path: out.display().to_string(),
+        source,
+    })?;
     println!(
         "SAM translation: {} ({} resources)",
         out.display(),
-        translated.json()["Resources"].as_object().map_or(0, |resources| resources.len())
+        translated.json()["Resources"]
+            .as_object()
+            .map_or(0, |resources| resources.len())
     );
 
     // Front door A's parameters exist only in a template that has that door.
@@ -162,14 +215,25 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         .filter(|topology| has_domain || !topology.parameters.contains_key("DomainName"))
         .collect();
     let findings = check(&translated, &topologies);
-    let names: Vec<&str> = topologies.iter().map(|topology| topology.name.as_str()).collect();
+    let names: Vec<&str> = topologies
+        .iter()
+        .map(|topology| topology.name.as_str())
+        .collect();
     for finding in &findings {
         eprintln!("deploy check: {finding}");
     }
     if !findings.is_empty() {
-        println!("deploy check: {} finding(s) in {}", findings.len(), names.join(", "));
+        println!(
+            "deploy check: {} finding(s) in {}",
+            findings.len(),
+            names.join(", ")
+        );
         return Err(CliError::Refused(findings.len()));
     }
-    println!("deploy check: {} rules, topologies {}: nothing refused", RULES.len(), names.join(", "));
+    println!(
+        "deploy check: {} rules, topologies {}: nothing refused",
+        RULES.len(),
+        names.join(", ")
+    );
     Ok(())
 }

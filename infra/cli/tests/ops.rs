@@ -39,7 +39,11 @@ fn ledger_report_over_an_empty_store_succeeds() {
     let (dir, db) = empty_store("report");
     let report = relevo(&["ops", "--sqlite", &db, "ledger", "report"]);
     assert!(report.status.success(), "{}", stderr(&report));
-    assert!(stdout(&report).contains("Ledger: 0 operations"), "{}", stdout(&report));
+    assert!(
+        stdout(&report).contains("Ledger: 0 operations"),
+        "{}",
+        stdout(&report)
+    );
     let json = relevo(&["ops", "--sqlite", &db, "ledger", "report", "--json"]);
     assert!(json.status.success(), "{}", stderr(&json));
     let value: serde_json::Value = serde_json::from_slice(&json.stdout).expect("one JSON document");
@@ -52,17 +56,40 @@ fn reconcile_without_the_app_s_hook_fails_naming_it() {
     let (dir, db) = empty_store("reconcile");
     let before = std::fs::read(&db).expect("the store");
     let refused = relevo(&["ops", "--sqlite", &db, "reconcile", "X", "--tenant", "t"]);
-    assert_eq!(refused.status.code(), Some(2), "`reconcile` alone is no command: {}", stderr(&refused));
-    let refused = relevo(&["ops", "--sqlite", &db, "ops", "reconcile", "X", "--tenant", "t"]);
+    assert_eq!(
+        refused.status.code(),
+        Some(2),
+        "`reconcile` alone is no command: {}",
+        stderr(&refused)
+    );
+    let refused = relevo(&[
+        "ops",
+        "--sqlite",
+        &db,
+        "ops",
+        "reconcile",
+        "X",
+        "--tenant",
+        "t",
+    ]);
     assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
     assert!(
-        stderr(&refused).starts_with("cargo relevo ops: error: this operator CLI has no reconcile hook"),
+        stderr(&refused)
+            .starts_with("cargo relevo ops: error: this operator CLI has no reconcile hook"),
         "{}",
         stderr(&refused)
     );
-    assert!(stderr(&refused).contains("run the app's own ops binary"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("run the app's own ops binary"),
+        "{}",
+        stderr(&refused)
+    );
     assert_eq!(stdout(&refused), "", "nothing printed");
-    assert_eq!(std::fs::read(&db).expect("the store"), before, "nothing written");
+    assert_eq!(
+        std::fs::read(&db).expect("the store"),
+        before,
+        "nothing written"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -70,7 +97,15 @@ fn reconcile_without_the_app_s_hook_fails_naming_it() {
 fn ops_help_names_cargo_relevo_ops() {
     let help = relevo(&["ops", "--help"]);
     assert!(help.status.success(), "{}", stderr(&help));
-    assert!(stdout(&help).contains("\n  cargo relevo ops [BACKEND] COMMAND"), "{}", stdout(&help));
+    assert!(
+        stdout(&help).contains("\n  cargo relevo ops [BACKEND] COMMAND"),
+        "{}",
+        stdout(&help)
+    );
     let usage = relevo(&["help"]);
-    assert!(stdout(&usage).contains("cargo relevo ops"), "{}", stdout(&usage));
+    assert!(
+        stdout(&usage).contains("cargo relevo ops"),
+        "{}",
+        stdout(&usage)
+    );
 }

@@ -64,10 +64,22 @@ pub fn router(issuer: DevIssuer, tenant: String, subject: String) -> Router {
 }
 
 fn build(issuer: DevIssuer, tenant: String, subject: String, code_ttl: Duration) -> Router {
-    let server = Arc::new(Server { issuer, tenant, subject, code_ttl, registry: Mutex::default() });
+    let server = Arc::new(Server {
+        issuer,
+        tenant,
+        subject,
+        code_ttl,
+        registry: Mutex::default(),
+    });
     Router::new()
-        .route("/.well-known/oauth-authorization-server", axum::routing::get(metadata))
-        .route("/.well-known/openid-configuration", axum::routing::get(metadata))
+        .route(
+            "/.well-known/oauth-authorization-server",
+            axum::routing::get(metadata),
+        )
+        .route(
+            "/.well-known/openid-configuration",
+            axum::routing::get(metadata),
+        )
         .route("/.well-known/jwks.json", axum::routing::get(jwks))
         .route("/register", axum::routing::post(register))
         .route("/authorize", axum::routing::get(authorize))
@@ -117,26 +129,41 @@ type Shared = State<Arc<Server>>;
 
 /// An OAuth error body (RFC 6749 §5.2), never cached.
 fn error(status: StatusCode, code: &str, description: &str) -> Response {
-    let mut response = (status, axum::Json(json!({ "error": code, "error_description": description }))).into_response();
+    let mut response = (
+        status,
+        axum::Json(json!({ "error": code, "error_description": description })),
+    )
+        .into_response();
     no_store(&mut response);
     response
 }
 
 fn no_store(response: &mut Response) {
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response.headers_mut().insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+        .headers_mut()
+        .insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
 }
 
 /// Refuses any request whose `Host` is not a loopback name (DNS rebinding).
 async fn loopback_only(request: Request, next: Next) -> Response {
     let host = match request.headers().get(header::HOST) {
         Some(value) => value.to_str().ok(),
-        None => request.uri().authority().map(|authority| authority.as_str()),
+        None => request
+            .uri()
+            .authority()
+            .map(|authority| authority.as_str()),
     };
     if host.is_some_and(is_loopback_authority) {
         next.run(request).await
     } else {
-        error(StatusCode::FORBIDDEN, "access_denied", "the dev authorization server answers loopback hosts only")
+        error(
+            StatusCode::FORBIDDEN,
+            "access_denied",
+            "the dev authorization server answers loopback hosts only",
+        )
     }
 }
 
@@ -144,7 +171,9 @@ async fn loopback_only(request: Request, next: Next) -> Response {
 fn is_loopback_authority(authority: &str) -> bool {
     let (host, port) = match authority.strip_prefix('[') {
         Some(rest) => match rest.split_once(']') {
-            Some((host, rest)) if rest.is_empty() || rest.starts_with(':') => (host, rest.strip_prefix(':')),
+            Some((host, rest)) if rest.is_empty() || rest.starts_with(':') => {
+                (host, rest.strip_prefix(':'))
+            }
             _ => return false,
         },
         None => match authority.split_once(':') {
@@ -152,9 +181,12 @@ fn is_loopback_authority(authority: &str) -> bool {
             None => (authority, None),
         },
     };
-    let port_ok =
-        port.is_none_or(|port| !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit()));
-    port_ok && (host.eq_ignore_ascii_case("localhost") || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback()))
+    let port_ok = port.is_none_or(|port| {
+        !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit())
+    });
+    port_ok
+        && (host.eq_ignore_ascii_case("localhost")
+            || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback()))
 }
 
 /// An absolute `http`/`https` URI on a loopback host, without userinfo or fragment.
@@ -162,9 +194,13 @@ fn is_loopback_redirect_uri(value: &str) -> bool {
     if value.len() > MAX_URI_LEN || value.contains('#') {
         return false;
     }
-    let Ok(uri) = value.parse::<http::Uri>() else { return false };
+    let Ok(uri) = value.parse::<http::Uri>() else {
+        return false;
+    };
     matches!(uri.scheme_str(), Some("http" | "https"))
-        && uri.authority().is_some_and(|authority| is_loopback_authority(authority.as_str()))
+        && uri
+            .authority()
+            .is_some_and(|authority| is_loopback_authority(authority.as_str()))
 }
 
 /// RFC 8414 authorization server metadata.
@@ -187,7 +223,10 @@ async fn metadata(State(server): Shared) -> Response {
         "authorization_response_iss_parameter_supported": true,
     }))
     .into_response();
-    response.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    response.headers_mut().insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
     response
 }
 
@@ -202,7 +241,9 @@ fn random_id(bytes: usize) -> Option<String> {
 }
 
 fn now_unix() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs())
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs())
 }
 
 /// True when the request's media type (parameters aside) is `expected`.
@@ -216,42 +257,75 @@ fn has_content_type(request: &Request, expected: &str) -> bool {
 }
 
 async fn read_body(request: Request) -> Result<axum::body::Bytes, Response> {
-    relevo_local::body::read_limited(request.into_body(), MAX_BODY_BYTES).await.map_err(|refusal| {
-        let mut refused = error(StatusCode::PAYLOAD_TOO_LARGE, "invalid_request", "the request body is too large");
-        relevo_local::body::close_unless_drained(&mut refused, refusal);
-        refused
-    })
+    relevo_local::body::read_limited(request.into_body(), MAX_BODY_BYTES)
+        .await
+        .map_err(|refusal| {
+            let mut refused = error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "invalid_request",
+                "the request body is too large",
+            );
+            relevo_local::body::close_unless_drained(&mut refused, refusal);
+            refused
+        })
 }
 
 /// RFC 7591 dynamic client registration: a public client with loopback redirect URIs.
 async fn register(State(server): Shared, request: Request) -> Response {
     let invalid = |code: &str, description: &str| error(StatusCode::BAD_REQUEST, code, description);
     if !has_content_type(&request, "application/json") {
-        return invalid("invalid_client_metadata", "the registration request must be application/json");
+        return invalid(
+            "invalid_client_metadata",
+            "the registration request must be application/json",
+        );
     }
     let body = match read_body(request).await {
         Ok(body) => body,
         Err(response) => return response,
     };
     let Ok(Value::Object(mut metadata)) = serde_json::from_slice::<Value>(&body) else {
-        return invalid("invalid_client_metadata", "the registration request must be a JSON object");
+        return invalid(
+            "invalid_client_metadata",
+            "the registration request must be a JSON object",
+        );
     };
     let redirect_uris: Vec<String> = match metadata.get("redirect_uris") {
-        Some(Value::Array(uris)) => uris.iter().filter_map(|uri| uri.as_str().map(String::from)).collect(),
+        Some(Value::Array(uris)) => uris
+            .iter()
+            .filter_map(|uri| uri.as_str().map(String::from))
+            .collect(),
         _ => Vec::new(),
     };
-    let listed = metadata.get("redirect_uris").and_then(Value::as_array).map_or(0, Vec::len);
-    if redirect_uris.is_empty() || redirect_uris.len() != listed || redirect_uris.len() > MAX_REDIRECT_URIS {
-        return invalid("invalid_redirect_uri", "redirect_uris must list 1 to 10 URIs");
-    }
-    if let Some(bad) = redirect_uris.iter().find(|uri| !is_loopback_redirect_uri(uri)) {
+    let listed = metadata
+        .get("redirect_uris")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    if redirect_uris.is_empty()
+        || redirect_uris.len() != listed
+        || redirect_uris.len() > MAX_REDIRECT_URIS
+    {
         return invalid(
             "invalid_redirect_uri",
-            &format!("{bad:?} is not a loopback http(s) URI without a fragment (this is a dev issuer)"),
+            "redirect_uris must list 1 to 10 URIs",
+        );
+    }
+    if let Some(bad) = redirect_uris
+        .iter()
+        .find(|uri| !is_loopback_redirect_uri(uri))
+    {
+        return invalid(
+            "invalid_redirect_uri",
+            &format!(
+                "{bad:?} is not a loopback http(s) URI without a fragment (this is a dev issuer)"
+            ),
         );
     }
     let Some(client_id) = random_id(16) else {
-        return error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", "no random source");
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "server_error",
+            "no random source",
+        );
     };
     {
         let mut registry = server.registry();
@@ -262,7 +336,9 @@ async fn register(State(server): Shared, request: Request) -> Response {
                 "too many registered clients; restart the dev authorization server",
             );
         }
-        registry.clients.insert(client_id.clone(), redirect_uris.clone());
+        registry
+            .clients
+            .insert(client_id.clone(), redirect_uris.clone());
     }
     tracing::info!(%client_id, "dev OAuth: client registered");
     // Echo the metadata, with the values this server substitutes (RFC 7591 §3.2.1).
@@ -286,7 +362,10 @@ impl Params {
     fn parse(input: &[u8]) -> Self {
         let mut params: HashMap<String, Vec<String>> = HashMap::new();
         for (name, value) in form_urlencoded::parse(input) {
-            params.entry(name.into_owned()).or_default().push(value.into_owned());
+            params
+                .entry(name.into_owned())
+                .or_default()
+                .push(value.into_owned());
         }
         Params(params)
     }
@@ -303,32 +382,50 @@ impl Params {
 
 /// `S256` challenge: base64url (no padding) of a SHA-256 digest, 43 characters.
 fn is_s256_challenge(value: &str) -> bool {
-    value.len() == 43 && value.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    value.len() == 43
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// RFC 7636 §4.1: 43 to 128 unreserved characters.
 fn is_code_verifier(value: &str) -> bool {
     (43..=128).contains(&value.len())
-        && value.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
 }
 
 /// RFC 6749 §3.3: scope tokens are NQCHAR (%x21 / %x23-5B / %x5D-7E).
 fn parse_scope(value: Option<&str>) -> Option<Vec<String>> {
-    let scopes: Vec<String> = value.unwrap_or("").split(' ').filter(|s| !s.is_empty()).map(String::from).collect();
-    let valid = scopes
-        .iter()
-        .all(|scope| scope.bytes().all(|b| b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b)));
+    let scopes: Vec<String> = value
+        .unwrap_or("")
+        .split(' ')
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
+    let valid = scopes.iter().all(|scope| {
+        scope
+            .bytes()
+            .all(|b| b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b))
+    });
     valid.then_some(scopes)
 }
 
 /// Equal strings compare in time that does not depend on where they differ.
 fn constant_time_eq(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
 }
 
 /// `redirect_uri` with `params` added to its query.
 fn redirect_to(redirect_uri: &str, params: &[(&str, &str)]) -> Response {
-    let query = form_urlencoded::Serializer::new(String::new()).extend_pairs(params).finish();
+    let query = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(params)
+        .finish();
     let separator = if redirect_uri.contains('?') { '&' } else { '?' };
     match HeaderValue::from_str(&format!("{redirect_uri}{separator}{query}")) {
         Ok(location) => {
@@ -337,14 +434,19 @@ fn redirect_to(redirect_uri: &str, params: &[(&str, &str)]) -> Response {
             no_store(&mut response);
             response
         }
-        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", "cannot build the redirect"),
+        Err(_) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "server_error",
+            "cannot build the redirect",
+        ),
     }
 }
 
 /// The authorization endpoint: auto-approves for the configured principal.
 async fn authorize(State(server): Shared, uri: http::Uri) -> Response {
     let params = Params::parse(uri.query().unwrap_or("").as_bytes());
-    let bad_request = |description: &str| error(StatusCode::BAD_REQUEST, "invalid_request", description);
+    let bad_request =
+        |description: &str| error(StatusCode::BAD_REQUEST, "invalid_request", description);
     // Until the client and its redirect URI are known good, errors are shown here, never redirected.
     let client_id = match params.one("client_id") {
         Ok(Some(client_id)) => client_id,
@@ -373,7 +475,14 @@ async fn authorize(State(server): Shared, uri: http::Uri) -> Response {
         redirect_to(redirect_uri, &pairs)
     };
     let mut values = HashMap::new();
-    for name in ["state", "response_type", "code_challenge", "code_challenge_method", "scope", "resource"] {
+    for name in [
+        "state",
+        "response_type",
+        "code_challenge",
+        "code_challenge_method",
+        "scope",
+        "resource",
+    ] {
         match params.one(name) {
             Ok(value) => values.insert(name, value),
             Err(repeated) => return fail("invalid_request", &repeated),
@@ -382,7 +491,12 @@ async fn authorize(State(server): Shared, uri: http::Uri) -> Response {
     let value = |name: &str| values.get(name).copied().flatten();
     match value("response_type") {
         Some("code") => {}
-        Some(_) => return fail("unsupported_response_type", "only response_type=code is supported"),
+        Some(_) => {
+            return fail(
+                "unsupported_response_type",
+                "only response_type=code is supported",
+            );
+        }
         None => return fail("invalid_request", "response_type is required"),
     }
     let Some(code_challenge) = value("code_challenge") else {
@@ -395,20 +509,31 @@ async fn authorize(State(server): Shared, uri: http::Uri) -> Response {
         return fail("invalid_request", "code_challenge is not an S256 challenge");
     }
     let Some(scopes) = parse_scope(value("scope")) else {
-        return fail("invalid_scope", "scope holds characters a scope token cannot");
+        return fail(
+            "invalid_scope",
+            "scope holds characters a scope token cannot",
+        );
     };
     let resource = value("resource");
     if resource.is_some_and(|resource| resource != server.issuer.audience) {
-        return fail("invalid_target", "this issuer only mints tokens for its audience");
+        return fail(
+            "invalid_target",
+            "this issuer only mints tokens for its audience",
+        );
     }
-    let Some(code) = random_id(32) else { return fail("server_error", "no random source") };
+    let Some(code) = random_id(32) else {
+        return fail("server_error", "no random source");
+    };
     {
         let mut registry = server.registry();
         let now = Instant::now();
         registry.codes.retain(|_, grant| grant.expires > now);
         if registry.codes.len() >= MAX_CODES {
             drop(registry);
-            return fail("temporarily_unavailable", "too many outstanding authorization codes");
+            return fail(
+                "temporarily_unavailable",
+                "too many outstanding authorization codes",
+            );
         }
         registry.codes.insert(
             code.clone(),
@@ -432,7 +557,10 @@ async fn authorize(State(server): Shared, uri: http::Uri) -> Response {
 async fn token(State(server): Shared, request: Request) -> Response {
     let refuse = |code: &str, description: &str| error(StatusCode::BAD_REQUEST, code, description);
     if !has_content_type(&request, "application/x-www-form-urlencoded") {
-        return refuse("invalid_request", "the token request must be application/x-www-form-urlencoded");
+        return refuse(
+            "invalid_request",
+            "the token request must be application/x-www-form-urlencoded",
+        );
     }
     let body = match read_body(request).await {
         Ok(body) => body,
@@ -440,7 +568,14 @@ async fn token(State(server): Shared, request: Request) -> Response {
     };
     let params = Params::parse(&body);
     let mut values = HashMap::new();
-    for name in ["grant_type", "code", "code_verifier", "redirect_uri", "client_id", "resource"] {
+    for name in [
+        "grant_type",
+        "code",
+        "code_verifier",
+        "redirect_uri",
+        "client_id",
+        "resource",
+    ] {
         match params.one(name) {
             Ok(value) => values.insert(name, value),
             Err(repeated) => return refuse("invalid_request", &repeated),
@@ -449,7 +584,12 @@ async fn token(State(server): Shared, request: Request) -> Response {
     let value = |name: &str| values.get(name).copied().flatten();
     match value("grant_type") {
         Some("authorization_code") => {}
-        Some(_) => return refuse("unsupported_grant_type", "only grant_type=authorization_code is supported"),
+        Some(_) => {
+            return refuse(
+                "unsupported_grant_type",
+                "only grant_type=authorization_code is supported",
+            );
+        }
         None => return refuse("invalid_request", "grant_type is required"),
     }
     let (Some(code), Some(client_id)) = (value("code"), value("client_id")) else {
@@ -459,39 +599,74 @@ async fn token(State(server): Shared, request: Request) -> Response {
     let grant = {
         let mut registry = server.registry();
         if !registry.clients.contains_key(client_id) {
-            return error(StatusCode::UNAUTHORIZED, "invalid_client", "unknown client_id");
+            return error(
+                StatusCode::UNAUTHORIZED,
+                "invalid_client",
+                "unknown client_id",
+            );
         }
         registry.codes.remove(code)
     };
-    let Some(grant) = grant else { return refuse("invalid_grant", "unknown or already used authorization code") };
+    let Some(grant) = grant else {
+        return refuse(
+            "invalid_grant",
+            "unknown or already used authorization code",
+        );
+    };
     if grant.expires <= Instant::now() {
         return refuse("invalid_grant", "the authorization code has expired");
     }
     if grant.client_id != client_id {
-        return refuse("invalid_grant", "the authorization code was issued to another client");
+        return refuse(
+            "invalid_grant",
+            "the authorization code was issued to another client",
+        );
     }
     if value("redirect_uri") != Some(grant.redirect_uri.as_str()) {
-        return refuse("invalid_grant", "redirect_uri does not match the authorization request");
+        return refuse(
+            "invalid_grant",
+            "redirect_uri does not match the authorization request",
+        );
     }
-    let Some(verifier) = value("code_verifier").filter(|verifier| is_code_verifier(verifier)) else {
+    let Some(verifier) = value("code_verifier").filter(|verifier| is_code_verifier(verifier))
+    else {
         return refuse("invalid_grant", "code_verifier is missing or malformed");
     };
     let challenge = B64.encode(Sha256::digest(verifier.as_bytes()));
     if !constant_time_eq(&challenge, &grant.code_challenge) {
-        return refuse("invalid_grant", "code_verifier does not match the code_challenge");
+        return refuse(
+            "invalid_grant",
+            "code_verifier does not match the code_challenge",
+        );
     }
     let audience = server.issuer.audience.as_str();
     if value("resource").is_some_and(|resource| resource != audience)
-        || grant.resource.as_deref().is_some_and(|resource| resource != audience)
+        || grant
+            .resource
+            .as_deref()
+            .is_some_and(|resource| resource != audience)
     {
-        return refuse("invalid_target", "this issuer only mints tokens for its audience");
+        return refuse(
+            "invalid_target",
+            "this issuer only mints tokens for its audience",
+        );
     }
     let scopes: Vec<&str> = grant.scopes.iter().map(String::as_str).collect();
-    let access_token = match server.issuer.mint(&server.tenant, &server.subject, &scopes, now_unix(), TOKEN_TTL_SECS) {
+    let access_token = match server.issuer.mint(
+        &server.tenant,
+        &server.subject,
+        &scopes,
+        now_unix(),
+        TOKEN_TTL_SECS,
+    ) {
         Ok(token) => token,
         Err(failure) => {
             tracing::error!(%failure, "dev OAuth: cannot mint a token");
-            return error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", "cannot sign the token");
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "server_error",
+                "cannot sign the token",
+            );
         }
     };
     tracing::info!(client_id, tenant = %server.tenant, subject = %server.subject, "dev OAuth: token issued");
@@ -548,8 +723,10 @@ mod tests {
     }
 
     async fn get(router: &Router, path_and_query: &str) -> Reply {
-        let request =
-            http::Request::get(path_and_query).header(header::HOST, "127.0.0.1:9100").body(Body::empty()).unwrap();
+        let request = http::Request::get(path_and_query)
+            .header(header::HOST, "127.0.0.1:9100")
+            .body(Body::empty())
+            .unwrap();
         send(router, request).await
     }
 
@@ -563,7 +740,9 @@ mod tests {
     }
 
     fn form(pairs: &[(&str, &str)]) -> String {
-        form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish()
+        form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(pairs)
+            .finish()
     }
 
     async fn register_client(router: &Router) -> String {
@@ -580,8 +759,12 @@ mod tests {
     fn redirect_params(reply: &Reply) -> BTreeMap<String, String> {
         assert_eq!(reply.status, StatusCode::FOUND, "{}", reply.body);
         let location = reply.headers[header::LOCATION].to_str().unwrap();
-        let query = location.strip_prefix(&format!("{REDIRECT}?")).unwrap_or_else(|| panic!("{location}"));
-        form_urlencoded::parse(query.as_bytes()).into_owned().collect()
+        let query = location
+            .strip_prefix(&format!("{REDIRECT}?"))
+            .unwrap_or_else(|| panic!("{location}"));
+        form_urlencoded::parse(query.as_bytes())
+            .into_owned()
+            .collect()
     }
 
     fn authorize_query(client_id: &str, extra: &[(&str, &str)]) -> String {
@@ -625,7 +808,13 @@ mod tests {
             pairs.retain(|(existing, _)| existing != name);
             pairs.push((name, value));
         }
-        post(router, "/token", "application/x-www-form-urlencoded", form(&pairs)).await
+        post(
+            router,
+            "/token",
+            "application/x-www-form-urlencoded",
+            form(&pairs),
+        )
+        .await
     }
 
     fn payload(token: &str) -> Value {
@@ -636,7 +825,10 @@ mod tests {
     #[tokio::test]
     async fn metadata_names_the_endpoints_at_both_well_known_paths() {
         let router = dev_router(CODE_TTL);
-        for path in ["/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"] {
+        for path in [
+            "/.well-known/oauth-authorization-server",
+            "/.well-known/openid-configuration",
+        ] {
             let reply = get(&router, path).await;
             assert_eq!(reply.status, StatusCode::OK);
             let doc = reply.body;
@@ -648,7 +840,10 @@ mod tests {
             assert_eq!(doc["response_types_supported"], json!(["code"]));
             assert_eq!(doc["grant_types_supported"], json!(["authorization_code"]));
             assert_eq!(doc["code_challenge_methods_supported"], json!(["S256"]));
-            assert_eq!(doc["token_endpoint_auth_methods_supported"], json!(["none"]));
+            assert_eq!(
+                doc["token_endpoint_auth_methods_supported"],
+                json!(["none"])
+            );
             assert!(doc["scopes_supported"].is_array());
         }
         let jwks = get(&router, "/.well-known/jwks.json").await;
@@ -674,22 +869,41 @@ mod tests {
             (&json!(ISSUER), &json!(AUDIENCE), &json!("alice"))
         );
         assert_eq!(claims["tenant"], "acme");
-        assert_eq!(claims["exp"].as_u64().unwrap() - claims["iat"].as_u64().unwrap(), 600);
+        assert_eq!(
+            claims["exp"].as_u64().unwrap() - claims["iat"].as_u64().unwrap(),
+            600
+        );
 
         // The signature, with the resource server's own verifier, against the published JWKS.
         let jwks = get(&router, "/.well-known/jwks.json").await.body;
-        let env = [("RELEVO_AUTH", "dev"), ("RELEVO_AUTH_ISSUER", ISSUER), ("RELEVO_AUTH_AUDIENCE", AUDIENCE)];
+        let env = [
+            ("RELEVO_AUTH", "dev"),
+            ("RELEVO_AUTH_ISSUER", ISSUER),
+            ("RELEVO_AUTH_AUDIENCE", AUDIENCE),
+        ];
         let settings = AuthSettings::load(
-            |name| env.iter().find(|(key, _)| *key == name).map(|(_, value)| value.to_string()),
+            |name| {
+                env.iter()
+                    .find(|(key, _)| *key == name)
+                    .map(|(_, value)| value.to_string())
+            },
             ISSUER,
         )
         .unwrap();
-        let verifier =
-            BearerAuthenticator::new(settings, Arc::new(StaticKeySource(serde_json::from_value(jwks).unwrap())));
+        let verifier = BearerAuthenticator::new(
+            settings,
+            Arc::new(StaticKeySource(serde_json::from_value(jwks).unwrap())),
+        );
         let mut headers = http::HeaderMap::new();
-        headers.insert(header::AUTHORIZATION, format!("Bearer {token}").parse().unwrap());
+        headers.insert(
+            header::AUTHORIZATION,
+            format!("Bearer {token}").parse().unwrap(),
+        );
         let principal = verifier.verify(&headers).await.unwrap();
-        assert_eq!((principal.tenant.as_str(), principal.subject.as_str()), ("acme", "alice"));
+        assert_eq!(
+            (principal.tenant.as_str(), principal.subject.as_str()),
+            ("acme", "alice")
+        );
         assert!(principal.scopes.contains("notes:write"));
     }
 
@@ -700,10 +914,22 @@ mod tests {
         let code = code_for(&router, &client_id).await;
         let wrong = "0000000000000000000000000000000000000000000000000000000000000000";
         let reply = redeem(&router, &client_id, &code, &[("code_verifier", wrong)]).await;
-        assert_eq!((reply.status, &reply.body["error"]), (StatusCode::BAD_REQUEST, &json!("invalid_grant")));
+        assert_eq!(
+            (reply.status, &reply.body["error"]),
+            (StatusCode::BAD_REQUEST, &json!("invalid_grant"))
+        );
         let retry = redeem(&router, &client_id, &code, &[]).await;
-        assert_eq!(retry.body["error"], "invalid_grant", "a code is presented once");
-        let missing = redeem(&router, &client_id, &code_for(&router, &client_id).await, &[("code_verifier", "")]).await;
+        assert_eq!(
+            retry.body["error"], "invalid_grant",
+            "a code is presented once"
+        );
+        let missing = redeem(
+            &router,
+            &client_id,
+            &code_for(&router, &client_id).await,
+            &[("code_verifier", "")],
+        )
+        .await;
         assert_eq!(missing.body["error"], "invalid_grant");
     }
 
@@ -712,9 +938,15 @@ mod tests {
         let router = dev_router(CODE_TTL);
         let client_id = register_client(&router).await;
         let code = code_for(&router, &client_id).await;
-        assert_eq!(redeem(&router, &client_id, &code, &[]).await.status, StatusCode::OK);
+        assert_eq!(
+            redeem(&router, &client_id, &code, &[]).await.status,
+            StatusCode::OK
+        );
         let again = redeem(&router, &client_id, &code, &[]).await;
-        assert_eq!((again.status, &again.body["error"]), (StatusCode::BAD_REQUEST, &json!("invalid_grant")));
+        assert_eq!(
+            (again.status, &again.body["error"]),
+            (StatusCode::BAD_REQUEST, &json!("invalid_grant"))
+        );
     }
 
     #[tokio::test]
@@ -724,15 +956,26 @@ mod tests {
         let code = code_for(&router, &client_id).await;
         let reply = redeem(&router, &client_id, &code, &[]).await;
         assert_eq!(reply.body["error"], "invalid_grant");
-        assert_eq!(reply.body["error_description"], "the authorization code has expired");
+        assert_eq!(
+            reply.body["error_description"],
+            "the authorization code has expired"
+        );
     }
 
     #[tokio::test]
     async fn an_unregistered_redirect_uri_is_shown_not_redirected() {
         let router = dev_router(CODE_TTL);
         let client_id = register_client(&router).await;
-        for redirect in ["http://127.0.0.1:33418/other", "https://attacker.example/callback", ""] {
-            let reply = get(&router, &authorize_query(&client_id, &[("redirect_uri", redirect)])).await;
+        for redirect in [
+            "http://127.0.0.1:33418/other",
+            "https://attacker.example/callback",
+            "",
+        ] {
+            let reply = get(
+                &router,
+                &authorize_query(&client_id, &[("redirect_uri", redirect)]),
+            )
+            .await;
             assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{redirect}");
             assert!(!reply.headers.contains_key(header::LOCATION));
             assert_eq!(reply.body["error"], "invalid_request");
@@ -748,14 +991,27 @@ mod tests {
     async fn a_plain_or_missing_challenge_is_refused() {
         let router = dev_router(CODE_TTL);
         let client_id = register_client(&router).await;
-        let plain = [("code_challenge", VERIFIER), ("code_challenge_method", "plain")];
-        for extra in [&plain[..], &[("code_challenge_method", "")], &[("code_challenge", "")]] {
+        let plain = [
+            ("code_challenge", VERIFIER),
+            ("code_challenge_method", "plain"),
+        ];
+        for extra in [
+            &plain[..],
+            &[("code_challenge_method", "")],
+            &[("code_challenge", "")],
+        ] {
             let params = redirect_params(&get(&router, &authorize_query(&client_id, extra)).await);
             assert_eq!(params["error"], "invalid_request", "{extra:?}");
             assert_eq!(params["state"], "xyz");
             assert!(!params.contains_key("code"));
         }
-        let params = redirect_params(&get(&router, &authorize_query(&client_id, &[("response_type", "token")])).await);
+        let params = redirect_params(
+            &get(
+                &router,
+                &authorize_query(&client_id, &[("response_type", "token")]),
+            )
+            .await,
+        );
         assert_eq!(params["error"], "unsupported_response_type");
     }
 
@@ -765,47 +1021,120 @@ mod tests {
         let client_id = register_client(&router).await;
         let other_client = register_client(&router).await;
         let code = code_for(&router, &client_id).await;
-        assert_eq!(redeem(&router, &other_client, &code, &[]).await.body["error"], "invalid_grant");
+        assert_eq!(
+            redeem(&router, &other_client, &code, &[]).await.body["error"],
+            "invalid_grant"
+        );
         let code = code_for(&router, &client_id).await;
-        let reply = redeem(&router, &client_id, &code, &[("redirect_uri", "http://127.0.0.1:1/x")]).await;
+        let reply = redeem(
+            &router,
+            &client_id,
+            &code,
+            &[("redirect_uri", "http://127.0.0.1:1/x")],
+        )
+        .await;
         assert_eq!(reply.body["error"], "invalid_grant");
         let code = code_for(&router, &client_id).await;
-        let reply = redeem(&router, &client_id, &code, &[("resource", "http://127.0.0.1:1/mcp")]).await;
+        let reply = redeem(
+            &router,
+            &client_id,
+            &code,
+            &[("resource", "http://127.0.0.1:1/mcp")],
+        )
+        .await;
         assert_eq!(reply.body["error"], "invalid_target");
-        let params =
-            redirect_params(&get(&router, &authorize_query(&client_id, &[("resource", "https://other/mcp")])).await);
+        let params = redirect_params(
+            &get(
+                &router,
+                &authorize_query(&client_id, &[("resource", "https://other/mcp")]),
+            )
+            .await,
+        );
         assert_eq!(params["error"], "invalid_target");
-        let unknown = redeem(&router, "no-such-client", &code_for(&router, &client_id).await, &[]).await;
-        assert_eq!((unknown.status, &unknown.body["error"]), (StatusCode::UNAUTHORIZED, &json!("invalid_client")));
+        let unknown = redeem(
+            &router,
+            "no-such-client",
+            &code_for(&router, &client_id).await,
+            &[],
+        )
+        .await;
+        assert_eq!(
+            (unknown.status, &unknown.body["error"]),
+            (StatusCode::UNAUTHORIZED, &json!("invalid_client"))
+        );
         let refresh = redeem(&router, &client_id, "x", &[("grant_type", "refresh_token")]).await;
         assert_eq!(refresh.body["error"], "unsupported_grant_type");
         // Without `resource` the token is still for the issuer's audience.
         let code = code_for(&router, &client_id).await;
-        let mut pairs =
-            vec![("grant_type", "authorization_code"), ("code", code.as_str()), ("code_verifier", VERIFIER)];
-        pairs.extend([("redirect_uri", REDIRECT), ("client_id", client_id.as_str())]);
-        let reply = post(&router, "/token", "application/x-www-form-urlencoded", form(&pairs)).await;
-        assert_eq!(payload(reply.body["access_token"].as_str().unwrap())["aud"], AUDIENCE);
+        let mut pairs = vec![
+            ("grant_type", "authorization_code"),
+            ("code", code.as_str()),
+            ("code_verifier", VERIFIER),
+        ];
+        pairs.extend([
+            ("redirect_uri", REDIRECT),
+            ("client_id", client_id.as_str()),
+        ]);
+        let reply = post(
+            &router,
+            "/token",
+            "application/x-www-form-urlencoded",
+            form(&pairs),
+        )
+        .await;
+        assert_eq!(
+            payload(reply.body["access_token"].as_str().unwrap())["aud"],
+            AUDIENCE
+        );
     }
 
     #[tokio::test]
     async fn registration_takes_loopback_redirects_only_and_is_bounded() {
         let router = dev_router(CODE_TTL);
-        for uris in [json!([]), json!(["https://attacker.example/cb"]), json!(["http://127.0.0.1:1/cb#x"]), json!([7])]
-        {
-            let reply =
-                post(&router, "/register", "application/json", json!({ "redirect_uris": uris }).to_string()).await;
-            assert_eq!((reply.status, &reply.body["error"]), (StatusCode::BAD_REQUEST, &json!("invalid_redirect_uri")));
+        for uris in [
+            json!([]),
+            json!(["https://attacker.example/cb"]),
+            json!(["http://127.0.0.1:1/cb#x"]),
+            json!([7]),
+        ] {
+            let reply = post(
+                &router,
+                "/register",
+                "application/json",
+                json!({ "redirect_uris": uris }).to_string(),
+            )
+            .await;
+            assert_eq!(
+                (reply.status, &reply.body["error"]),
+                (StatusCode::BAD_REQUEST, &json!("invalid_redirect_uri"))
+            );
         }
-        let reply = post(&router, "/register", "text/plain", json!({ "redirect_uris": [REDIRECT] }).to_string()).await;
+        let reply = post(
+            &router,
+            "/register",
+            "text/plain",
+            json!({ "redirect_uris": [REDIRECT] }).to_string(),
+        )
+        .await;
         assert_eq!(reply.status, StatusCode::BAD_REQUEST);
-        let big = json!({ "redirect_uris": [REDIRECT], "client_name": "x".repeat(MAX_BODY_BYTES) }).to_string();
-        assert_eq!(post(&router, "/register", "application/json", big).await.status, StatusCode::PAYLOAD_TOO_LARGE);
+        let big = json!({ "redirect_uris": [REDIRECT], "client_name": "x".repeat(MAX_BODY_BYTES) })
+            .to_string();
+        assert_eq!(
+            post(&router, "/register", "application/json", big)
+                .await
+                .status,
+            StatusCode::PAYLOAD_TOO_LARGE
+        );
         for _ in 0..MAX_CLIENTS {
             register_client(&router).await;
         }
         let body = json!({ "redirect_uris": [REDIRECT] }).to_string();
-        assert_eq!(post(&router, "/register", "application/json", body).await.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            post(&router, "/register", "application/json", body)
+                .await
+                .status,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
     }
 
     #[tokio::test]
@@ -819,7 +1148,14 @@ mod tests {
         for host in ["127.0.0.1:9100", "localhost", "[::1]:9100", "127.0.0.2"] {
             assert!(is_loopback_authority(host), "{host}");
         }
-        for host in ["evil.com", "127.0.0.1.evil.com", "user@127.0.0.1", "[::1]x", "127.0.0.1:", "localhost:80a"] {
+        for host in [
+            "evil.com",
+            "127.0.0.1.evil.com",
+            "user@127.0.0.1",
+            "[::1]x",
+            "127.0.0.1:",
+            "localhost:80a",
+        ] {
             assert!(!is_loopback_authority(host), "{host}");
         }
     }

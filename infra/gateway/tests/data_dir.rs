@@ -34,13 +34,20 @@ fn scratch(name: &str) -> (PathBuf, PathBuf) {
 /// The real gateway with its dev issuer and store in `data`, its log (at warn) in `log`, once it
 /// accepts connections.
 fn start(data: &Path, log: &Path) -> Gateway {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let gateway = Gateway(
         Command::new(env!("CARGO_BIN_EXE_relevo-gateway"))
             .args(["--port", &port.to_string()])
             .env("RELEVO_AUTH", "dev")
             .env("RELEVO_STATE_KEYS", KEY)
-            .env("RELEVO_STORE", format!("sqlite:{}", data.join("store.db").display()))
+            .env(
+                "RELEVO_STORE",
+                format!("sqlite:{}", data.join("store.db").display()),
+            )
             .env("RELEVO_DEV_ISSUER_FILE", data.join("dev-issuer.json"))
             .env("RUST_LOG", "warn")
             .stdout(std::fs::File::create(log).unwrap())
@@ -50,7 +57,11 @@ fn start(data: &Path, log: &Path) -> Gateway {
     );
     let deadline = Instant::now() + Duration::from_secs(15);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the gateway did not start: {}", std::fs::read_to_string(log).unwrap());
+        assert!(
+            Instant::now() < deadline,
+            "the gateway did not start: {}",
+            std::fs::read_to_string(log).unwrap()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     gateway
@@ -64,8 +75,15 @@ fn mode(path: &Path) -> u32 {
 fn the_data_directory_the_gateway_makes_and_its_files_are_the_owner_s_only() {
     let (root, data) = scratch("data-dir");
     let gateway = start(&data, &root.join("gateway.log"));
-    assert_eq!(mode(&data), 0o700, ".relevo/ holds a private key and the store");
-    let files: Vec<_> = std::fs::read_dir(&data).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(
+        mode(&data),
+        0o700,
+        ".relevo/ holds a private key and the store"
+    );
+    let files: Vec<_> = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     for name in ["dev-issuer.json", "store.db"] {
         assert!(files.contains(&data.join(name)), "{name} in {files:?}");
     }
@@ -85,15 +103,27 @@ fn a_data_directory_left_readable_by_others_is_tightened_and_the_log_says_so() {
     std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
     for restart in 0..2 {
         let gateway = start(&data, &log);
-        assert_eq!(mode(&data), 0o700, "start {restart}: tightened at every start");
+        assert_eq!(
+            mode(&data),
+            0o700,
+            "start {restart}: tightened at every start"
+        );
         drop(gateway);
         let said = std::fs::read_to_string(&log).unwrap();
-        let line = said.lines().find(|l| l.contains("tightened the data folder"));
+        let line = said
+            .lines()
+            .find(|l| l.contains("tightened the data folder"));
         if restart == 0 {
             let line = line.unwrap_or_else(|| panic!("the log says so: {said}"));
-            assert!(line.contains(&*data.to_string_lossy()) && line.contains("755"), "{line}");
+            assert!(
+                line.contains(&*data.to_string_lossy()) && line.contains("755"),
+                "{line}"
+            );
         } else {
-            assert!(line.is_none(), "a folder already 0700 is not touched: {said}");
+            assert!(
+                line.is_none(),
+                "a folder already 0700 is not touched: {said}"
+            );
         }
     }
     std::fs::remove_dir_all(&root).unwrap();

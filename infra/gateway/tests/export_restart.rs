@@ -14,7 +14,11 @@ use serde_json::{Value, json};
 const KEY: &str = "test:QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9wcXJzdHV2d3h5eg==";
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A gateway process that is killed when dropped, so a failing test leaves nothing running.
@@ -39,7 +43,10 @@ fn start_gateway(dir: &Path, port: u16) -> Gateway {
         .args(["--port", &port.to_string()])
         .env("RELEVO_AUTH", "dev")
         .env("RELEVO_STATE_KEYS", KEY)
-        .env("RELEVO_STORE", format!("sqlite:{}", dir.join("store.db").display()))
+        .env(
+            "RELEVO_STORE",
+            format!("sqlite:{}", dir.join("store.db").display()),
+        )
         .env("RELEVO_DEV_ISSUER_FILE", dir.join("issuer.json"))
         .env("RELEVO_EXPORT_WINDOW_MS", "150")
         .env("RELEVO_LEASE_SECS", "2")
@@ -68,7 +75,11 @@ impl Client {
     async fn rpc(&mut self, method: &str, mut params: Value) -> Value {
         self.next_id += 1;
         params["_meta"] = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} });
-        let name = params.get("name").or(params.get("uri")).and_then(Value::as_str).map(String::from);
+        let name = params
+            .get("name")
+            .or(params.get("uri"))
+            .and_then(Value::as_str)
+            .map(String::from);
         let mut request = self
             .http
             .post(&self.url)
@@ -84,7 +95,12 @@ impl Client {
     }
 
     async fn tool(&mut self, name: &str, arguments: Value) -> Value {
-        self.rpc("tools/call", json!({ "name": name, "arguments": arguments })).await["result"].clone()
+        self.rpc(
+            "tools/call",
+            json!({ "name": name, "arguments": arguments }),
+        )
+        .await["result"]
+            .clone()
     }
 
     async fn status(&mut self, job: &str) -> Value {
@@ -100,16 +116,37 @@ async fn an_export_survives_a_gateway_crash_mid_way_and_completes_whole() {
     let port = free_port();
     let gateway = start_gateway(&dir, port);
 
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
     let issuer = DevIssuer::load(&dir.join("issuer.json")).unwrap();
-    let token = issuer.mint("acme", "alice", &["exports:read", "exports:write"], now, 600).unwrap();
-    let mut client =
-        Client { http: reqwest::Client::new(), url: format!("http://127.0.0.1:{port}/mcp"), token, next_id: 0 };
+    let token = issuer
+        .mint(
+            "acme",
+            "alice",
+            &["exports:read", "exports:write"],
+            now,
+            600,
+        )
+        .unwrap();
+    let mut client = Client {
+        http: reqwest::Client::new(),
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        token,
+        next_id: 0,
+    };
 
     let started = client
-        .tool("export_start", json!({ "dataset": "customers", "purpose": "audit", "operationKey": "audit-1" }))
+        .tool(
+            "export_start",
+            json!({ "dataset": "customers", "purpose": "audit", "operationKey": "audit-1" }),
+        )
         .await;
-    let job = started["structuredContent"]["jobId"].as_str().unwrap().to_string();
+    let job = started["structuredContent"]["jobId"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
     let deadline = Instant::now() + Duration::from_secs(20);
     let exported_before_crash = loop {
@@ -119,14 +156,20 @@ async fn an_export_survives_a_gateway_crash_mid_way_and_completes_whole() {
             assert!(rows < 240, "the crash must come mid-way: {status}");
             break rows;
         }
-        assert!(Instant::now() < deadline, "the export never started: {status}");
+        assert!(
+            Instant::now() < deadline,
+            "the export never started: {status}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     gateway.crash();
 
     let gateway = start_gateway(&dir, port);
     let again = client
-        .tool("export_start", json!({ "dataset": "customers", "purpose": "audit", "operationKey": "audit-1" }))
+        .tool(
+            "export_start",
+            json!({ "dataset": "customers", "purpose": "audit", "operationKey": "audit-1" }),
+        )
         .await;
     assert_eq!(
         again["structuredContent"]["jobId"],
@@ -143,17 +186,42 @@ async fn an_export_survives_a_gateway_crash_mid_way_and_completes_whole() {
             status["rowsExported"].as_u64().unwrap() >= exported_before_crash,
             "progress never goes back: {status}"
         );
-        assert!(Instant::now() < deadline, "the export did not finish after the restart: {status}");
+        assert!(
+            Instant::now() < deadline,
+            "the export did not finish after the restart: {status}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    let result = client.tool("export_result", json!({ "jobId": job })).await["structuredContent"].clone();
+    let result =
+        client.tool("export_result", json!({ "jobId": job })).await["structuredContent"].clone();
     assert_eq!(result["rows"], 240);
     let csv = result["csv"].as_str().unwrap();
-    assert_eq!(csv.lines().count(), 241, "a header and every row, none twice");
-    let ids: Vec<&str> = csv.lines().skip(1).map(|l| l.split(',').next().unwrap()).collect();
-    assert_eq!(ids, (0..240).map(|i| i.to_string()).collect::<Vec<_>>().iter().map(String::as_str).collect::<Vec<_>>());
-    let read = client.rpc("resources/read", json!({ "uri": format!("exports://{job}") })).await;
+    assert_eq!(
+        csv.lines().count(),
+        241,
+        "a header and every row, none twice"
+    );
+    let ids: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        (0..240)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+    );
+    let read = client
+        .rpc(
+            "resources/read",
+            json!({ "uri": format!("exports://{job}") }),
+        )
+        .await;
     assert_eq!(read["result"]["contents"][0]["text"], csv);
     assert_eq!(read["result"]["cacheScope"], "private");
 

@@ -26,13 +26,30 @@ use serde_json::{Value, json};
 #[tokio::test(flavor = "multi_thread")]
 async fn killing_the_worker_mid_export_loses_nothing() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let env = [("RELEVO_EXPORT_WINDOW_MS", "300"), ("RELEVO_LEASE_SECS", "3")];
+    let env = [
+        ("RELEVO_EXPORT_WINDOW_MS", "300"),
+        ("RELEVO_LEASE_SECS", "3"),
+    ];
     let lambda = start_lambda_mode("kill", &translated(), &QUICK_REDELIVERY, &env).await;
-    let (http, url, token, dir) = (reqwest::Client::new(), &lambda.url, &lambda.token, &lambda.dir);
+    let (http, url, token, dir) = (
+        reqwest::Client::new(),
+        &lambda.url,
+        &lambda.token,
+        &lambda.dir,
+    );
 
-    let started =
-        rpc(&http, url, token, "export_start", json!({ "dataset": "customers", "purpose": "kill test" })).await;
-    let job = started["result"]["structuredContent"]["jobId"].as_str().unwrap().to_string();
+    let started = rpc(
+        &http,
+        url,
+        token,
+        "export_start",
+        json!({ "dataset": "customers", "purpose": "kill test" }),
+    )
+    .await;
+    let job = started["result"]["structuredContent"]["jobId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let status =
@@ -43,7 +60,10 @@ async fn killing_the_worker_mid_export_loses_nothing() {
             assert!(rows < 240, "the kill must come mid-export: {status}");
             break;
         }
-        assert!(Instant::now() < deadline, "the export never started: {status}");
+        assert!(
+            Instant::now() < deadline,
+            "the export never started: {status}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     kill(&dir.join("pids").join("WorkerFunction.pid"));
@@ -56,14 +76,26 @@ async fn killing_the_worker_mid_export_loses_nothing() {
         if status["status"] == "succeeded" {
             break;
         }
-        assert!(Instant::now() < deadline, "the export did not finish after the worker was killed: {status}");
+        assert!(
+            Instant::now() < deadline,
+            "the export did not finish after the worker was killed: {status}"
+        );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     let result =
         rpc(&http, url, token, "export_result", json!({ "jobId": job })).await["result"]["structuredContent"].clone();
-    let ids: Vec<String> =
-        result["csv"].as_str().unwrap().lines().skip(1).map(|l| l.split(',').next().unwrap().to_string()).collect();
-    assert_eq!(ids, (0..240).map(|i| i.to_string()).collect::<Vec<_>>(), "every row once, in order");
+    let ids: Vec<String> = result["csv"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        ids,
+        (0..240).map(|i| i.to_string()).collect::<Vec<_>>(),
+        "every row once, in order"
+    );
 }
 
 /// `tools-call` runs with response streaming (its REST integration has `ResponseTransferMode:
@@ -73,22 +105,42 @@ async fn killing_the_worker_mid_export_loses_nothing() {
 async fn tools_call_progress_streams_through_the_runtime_api() {
     let _turn = ONE_AT_A_TIME.lock().await;
     let lambda = start_lambda_mode("stream", &translated(), &[], &[]).await;
-    let params = json!({ "name": "count", "arguments": { "to": 20 }, "_meta": { "progressToken": "p" } });
-    let mut response =
-        mcp_request(&reqwest::Client::new(), &lambda.url, &lambda.token, "tools/call", params).send().await.unwrap();
+    let params =
+        json!({ "name": "count", "arguments": { "to": 20 }, "_meta": { "progressToken": "p" } });
+    let mut response = mcp_request(
+        &reqwest::Client::new(),
+        &lambda.url,
+        &lambda.token,
+        "tools/call",
+        params,
+    )
+    .send()
+    .await
+    .unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let mut chunks = Vec::new();
     while let Some(chunk) = response.chunk().await.unwrap() {
         chunks.push(String::from_utf8(chunk.to_vec()).unwrap());
     }
-    assert!(chunks[0].contains("notifications/progress"), "the first chunk is progress: {:?}", chunks[0]);
-    assert!(!chunks[0].contains("\"result\""), "the first chunk came before the tool finished: {chunks:?}");
+    assert!(
+        chunks[0].contains("notifications/progress"),
+        "the first chunk is progress: {:?}",
+        chunks[0]
+    );
+    assert!(
+        !chunks[0].contains("\"result\""),
+        "the first chunk came before the tool finished: {chunks:?}"
+    );
     let all = chunks.concat();
     assert_eq!(all.matches("notifications/progress").count(), 20, "{all}");
     let last = all.trim_end().rsplit("data: ").next().unwrap();
     let result: Value = serde_json::from_str(last.trim()).unwrap();
-    assert_eq!(result["result"]["structuredContent"], json!({ "counted": 20 }), "{all}");
+    assert_eq!(
+        result["result"]["structuredContent"],
+        json!({ "counted": 20 }),
+        "{all}"
+    );
 }
 
 /// What API Gateway and Lambda answer themselves: a request over 10 MB is refused at the door
@@ -110,11 +162,16 @@ async fn api_gateway_answers_its_own_limits_and_remaps_headers() {
     assert_eq!(too_large.status(), 413);
     let over_lambda = post(7 * 1024 * 1024).await.unwrap();
     assert_eq!(over_lambda.status(), 500);
-    assert_eq!(over_lambda.json::<Value>().await.unwrap(), json!({ "message": "Internal server error" }));
+    assert_eq!(
+        over_lambda.json::<Value>().await.unwrap(),
+        json!({ "message": "Internal server error" })
+    );
     let unauthenticated = post(2).await.unwrap();
     assert_eq!(unauthenticated.status(), 401);
     assert!(unauthenticated.headers().get("www-authenticate").is_none());
-    let challenge = unauthenticated.headers()["x-amzn-remapped-www-authenticate"].to_str().unwrap();
+    let challenge = unauthenticated.headers()["x-amzn-remapped-www-authenticate"]
+        .to_str()
+        .unwrap();
     assert!(challenge.contains("resource_metadata="), "{challenge}");
 }
 
@@ -124,11 +181,15 @@ async fn api_gateway_answers_its_own_limits_and_remaps_headers() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_integration_timeout_answers_504_while_the_function_runs_on() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let mut template: Value = serde_json::from_str(&std::fs::read_to_string(translated()).unwrap()).unwrap();
+    let mut template: Value =
+        serde_json::from_str(&std::fs::read_to_string(translated()).unwrap()).unwrap();
     let resources = &mut template["Resources"];
-    let integration = &mut resources["ToolsCallApi"]["Properties"]["Body"]["paths"]["/mcp"]["Fn::If"][1]["x-amazon-apigateway-any-method"]
-        ["Fn::If"][1]["x-amazon-apigateway-integration"];
-    integration.as_object_mut().unwrap().remove("responseTransferMode");
+    let integration = &mut resources["ToolsCallApi"]["Properties"]["Body"]["paths"]["/mcp"]["Fn::If"]
+        [1]["x-amazon-apigateway-any-method"]["Fn::If"][1]["x-amazon-apigateway-integration"];
+    integration
+        .as_object_mut()
+        .unwrap()
+        .remove("responseTransferMode");
     integration["timeoutInMillis"] = json!(100);
     resources["ToolsCallFunction"]["Properties"]["Environment"]["Variables"]
         .as_object_mut()
@@ -141,12 +202,26 @@ async fn an_integration_timeout_answers_504_while_the_function_runs_on() {
     let lambda = start_lambda_mode("timeout", &dir.join("template.json"), &[], &[]).await;
     let started = Instant::now();
     let params = json!({ "name": "count", "arguments": { "to": 20 } });
-    let response =
-        mcp_request(&reqwest::Client::new(), &lambda.url, &lambda.token, "tools/call", params).send().await.unwrap();
+    let response = mcp_request(
+        &reqwest::Client::new(),
+        &lambda.url,
+        &lambda.token,
+        "tools/call",
+        params,
+    )
+    .send()
+    .await
+    .unwrap();
     let waited = started.elapsed();
     assert_eq!(response.status(), 504);
-    assert_eq!(response.json::<Value>().await.unwrap(), json!({ "message": "Endpoint request timed out" }));
-    assert!(waited >= Duration::from_millis(90), "answered after {waited:?}, before the integration timeout");
+    assert_eq!(
+        response.json::<Value>().await.unwrap(),
+        json!({ "message": "Endpoint request timed out" })
+    );
+    assert!(
+        waited >= Duration::from_millis(90),
+        "answered after {waited:?}, before the integration timeout"
+    );
     drop(lambda);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -159,36 +234,71 @@ async fn an_integration_timeout_answers_504_while_the_function_runs_on() {
 async fn a_stalled_store_fails_the_call_fast_and_writes_nothing_afterwards() {
     let _turn = ONE_AT_A_TIME.lock().await;
     // No tenant quota: its count is a store write too, and this is about a call that needs no store.
-    let lambda = start_lambda_mode("stall", &translated(), &["--parameter", "RatePerTenant="], &[]).await;
+    let lambda = start_lambda_mode(
+        "stall",
+        &translated(),
+        &["--parameter", "RatePerTenant="],
+        &[],
+    )
+    .await;
     let http = reqwest::Client::new();
     let created = rpc(&http, &lambda.url, &lambda.token, "cart_create", json!({})).await;
-    let cart = created["result"]["structuredContent"]["cartId"].as_str().unwrap().to_string();
+    let cart = created["result"]["structuredContent"]["cartId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let proxy = stack_of(&lambda)["awsProxy"].as_str().unwrap().to_string();
     let stall = |secs: u64| {
-        http.post(format!("{proxy}/_relevo/stall?secs={secs}&actions=dynamodb:PutItem,dynamodb:UpdateItem")).send()
+        http.post(format!(
+            "{proxy}/_relevo/stall?secs={secs}&actions=dynamodb:PutItem,dynamodb:UpdateItem"
+        ))
+        .send()
     };
     assert_eq!(stall(40).await.unwrap().status(), 204);
 
     let started = Instant::now();
-    let params =
-        json!({ "name": "cart_add_item", "arguments": { "cartId": cart, "sku": "MUG-CER-300", "quantity": 1 } });
-    let answer = mcp_request(&http, &lambda.url, &lambda.token, "tools/call", params).send().await.unwrap();
+    let params = json!({ "name": "cart_add_item", "arguments": { "cartId": cart, "sku": "MUG-CER-300", "quantity": 1 } });
+    let answer = mcp_request(&http, &lambda.url, &lambda.token, "tools/call", params)
+        .send()
+        .await
+        .unwrap();
     let waited = started.elapsed();
-    assert_eq!(answer.status(), 503, "a retryable failure, not the front door's 504");
+    assert_eq!(
+        answer.status(),
+        503,
+        "a retryable failure, not the front door's 504"
+    );
     assert!(answer.headers().contains_key("retry-after"));
     let body: Value = answer.json().await.unwrap();
     assert_eq!(body["error"]["code"], -31000, "{body}");
     assert_eq!(body["error"]["data"]["reason"], "store_timeout", "{body}");
-    assert!(waited < Duration::from_secs(15), "answered after {waited:?}, not within the SDK's timeouts");
+    assert!(
+        waited < Duration::from_secs(15),
+        "answered after {waited:?}, not within the SDK's timeouts"
+    );
 
     let started = Instant::now();
     let catalog = rpc(&http, &lambda.url, &lambda.token, "catalog_list", json!({})).await;
-    assert!(catalog["result"]["structuredContent"]["items"].is_array(), "{catalog}");
-    assert!(started.elapsed() < Duration::from_secs(5), "a call that needs no store waited {:?}", started.elapsed());
+    assert!(
+        catalog["result"]["structuredContent"]["items"].is_array(),
+        "{catalog}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "a call that needs no store waited {:?}",
+        started.elapsed()
+    );
 
     assert_eq!(stall(0).await.unwrap().status(), 204);
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let view = rpc(&http, &lambda.url, &lambda.token, "cart_view", json!({ "cartId": cart })).await;
+    let view = rpc(
+        &http,
+        &lambda.url,
+        &lambda.token,
+        "cart_view",
+        json!({ "cartId": cart }),
+    )
+    .await;
     assert_eq!(
         view["result"]["structuredContent"]["lines"],
         json!([]),
@@ -200,10 +310,16 @@ async fn a_stalled_store_fails_the_call_fast_and_writes_nothing_afterwards() {
 /// and what came.
 async fn listen_for(lambda: &LambdaMode, read: Duration) -> (bool, String) {
     let params = json!({ "notifications": { "resourceSubscriptions": ["carts://none"] } });
-    let mut response = mcp_request(&reqwest::Client::new(), &lambda.url, &lambda.token, "subscriptions/listen", params)
-        .send()
-        .await
-        .unwrap();
+    let mut response = mcp_request(
+        &reqwest::Client::new(),
+        &lambda.url,
+        &lambda.token,
+        "subscriptions/listen",
+        params,
+    )
+    .send()
+    .await
+    .unwrap();
     assert_eq!(response.status(), 200);
     let deadline = tokio::time::Instant::now() + read;
     let mut seen = String::new();
@@ -234,8 +350,16 @@ async fn listeners_in_two_environments_hear_a_change_made_in_another() {
     let mut streams = Vec::new();
     for _ in 0..2 {
         let params = json!({ "notifications": { "resourceSubscriptions": [uri] } });
-        let mut stream =
-            mcp_request(&http, &lambda.url, &lambda.token, "subscriptions/listen", params).send().await.unwrap();
+        let mut stream = mcp_request(
+            &http,
+            &lambda.url,
+            &lambda.token,
+            "subscriptions/listen",
+            params,
+        )
+        .send()
+        .await
+        .unwrap();
         assert_eq!(stream.status(), 200);
         let ack = read_until(&mut stream, "acknowledged", Duration::from_secs(10)).await;
         assert!(ack.contains(&uri), "the subscription is honoured: {ack}");
@@ -250,12 +374,26 @@ async fn listeners_in_two_environments_hear_a_change_made_in_another() {
     );
     assert_eq!(added.await["result"]["isError"], false);
     for stream in &mut streams {
-        let heard = read_until(stream, "notifications/resources/updated", Duration::from_secs(10)).await;
-        assert!(heard.contains("notifications/resources/updated") && heard.contains(&uri), "{heard}");
+        let heard = read_until(
+            stream,
+            "notifications/resources/updated",
+            Duration::from_secs(10),
+        )
+        .await;
+        assert!(
+            heard.contains("notifications/resources/updated") && heard.contains(&uri),
+            "{heard}"
+        );
     }
     let pids = lambda.dir.join("pids");
-    for environment in ["SubscriptionsListenFunction.pid", "SubscriptionsListenFunction.1.pid"] {
-        assert!(pids.join(environment).exists(), "each stream held its own environment: {environment}");
+    for environment in [
+        "SubscriptionsListenFunction.pid",
+        "SubscriptionsListenFunction.1.pid",
+    ] {
+        assert!(
+            pids.join(environment).exists(),
+            "each stream held its own environment: {environment}"
+        );
     }
 }
 
@@ -265,14 +403,35 @@ async fn listeners_in_two_environments_hear_a_change_made_in_another() {
 async fn keep_alives_hold_a_quiet_stream_past_the_idle_limit_and_silence_is_cut() {
     let _turn = ONE_AT_A_TIME.lock().await;
     let idle = ["--stream-idle-secs", "3"];
-    let kept = start_lambda_mode("keepalive", &translated(), &idle, &[("RELEVO_SSE_KEEPALIVE_SECS", "1")]).await;
+    let kept = start_lambda_mode(
+        "keepalive",
+        &translated(),
+        &idle,
+        &[("RELEVO_SSE_KEEPALIVE_SECS", "1")],
+    )
+    .await;
     let (open, seen) = listen_for(&kept, Duration::from_secs(6)).await;
-    assert!(open, "the stream was cut although it sent keep-alives: {seen}");
-    assert!(seen.contains("notifications/subscriptions/acknowledged") && seen.contains(": keep-alive"), "{seen}");
+    assert!(
+        open,
+        "the stream was cut although it sent keep-alives: {seen}"
+    );
+    assert!(
+        seen.contains("notifications/subscriptions/acknowledged") && seen.contains(": keep-alive"),
+        "{seen}"
+    );
     drop(kept);
-    let quiet = start_lambda_mode("quiet", &translated(), &idle, &[("RELEVO_SSE_KEEPALIVE_SECS", "20")]).await;
+    let quiet = start_lambda_mode(
+        "quiet",
+        &translated(),
+        &idle,
+        &[("RELEVO_SSE_KEEPALIVE_SECS", "20")],
+    )
+    .await;
     let (open, seen) = listen_for(&quiet, Duration::from_secs(8)).await;
-    assert!(!open, "a stream silent past the idle limit stayed open: {seen}");
+    assert!(
+        !open,
+        "a stream silent past the idle limit stayed open: {seen}"
+    );
 }
 
 /// Front door B: one HTTP API (payload 2.0 events, no remapping) in front of the all-methods
@@ -282,21 +441,66 @@ async fn front_door_b_serves_through_the_http_api() {
     let _turn = ONE_AT_A_TIME.lock().await;
     let lambda = start_lambda_mode("http-api", &translated(), &["--front-door", "b"], &[]).await;
     let http = reqwest::Client::new();
-    let answer = rpc(&http, &lambda.url, &lambda.token, "greet", json!({ "name": "Ada" })).await;
-    assert_eq!(answer["result"]["structuredContent"], json!({ "greeting": "Hello, Ada!" }), "{answer}");
-    let unauthenticated =
-        http.post(&lambda.url).header("content-type", "application/json").body("{}").send().await.unwrap();
-    assert_eq!(unauthenticated.status(), 401);
-    assert!(unauthenticated.headers()["www-authenticate"].to_str().unwrap().contains("resource_metadata="));
-    let login = http.get(lambda.url.replace("/mcp", "/approvals/login")).send().await.unwrap();
-    assert_eq!(login.status(), 200, "the approval page through the HTTP API");
-    let unknown = http.get(lambda.url.replace("/mcp", "/nothing")).send().await.unwrap();
+    let answer = rpc(
+        &http,
+        &lambda.url,
+        &lambda.token,
+        "greet",
+        json!({ "name": "Ada" }),
+    )
+    .await;
     assert_eq!(
-        (unknown.status().as_u16(), unknown.json::<Value>().await.unwrap()),
+        answer["result"]["structuredContent"],
+        json!({ "greeting": "Hello, Ada!" }),
+        "{answer}"
+    );
+    let unauthenticated = http
+        .post(&lambda.url)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unauthenticated.status(), 401);
+    assert!(
+        unauthenticated.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .contains("resource_metadata=")
+    );
+    let login = http
+        .get(lambda.url.replace("/mcp", "/approvals/login"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        login.status(),
+        200,
+        "the approval page through the HTTP API"
+    );
+    let unknown = http
+        .get(lambda.url.replace("/mcp", "/nothing"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            unknown.status().as_u16(),
+            unknown.json::<Value>().await.unwrap()
+        ),
         (404, json!({ "message": "Not Found" }))
     );
-    let called: Vec<String> = lambda.decisions().into_iter().map(|d| format!("{} {}", d.function, d.action)).collect();
-    assert!(called.iter().any(|c| c == "McpFunction secretsmanager:GetSecretValue"), "{called:?}");
+    let called: Vec<String> = lambda
+        .decisions()
+        .into_iter()
+        .map(|d| format!("{} {}", d.function, d.action))
+        .collect();
+    assert!(
+        called
+            .iter()
+            .any(|c| c == "McpFunction secretsmanager:GetSecretValue"),
+        "{called:?}"
+    );
 }
 
 /// The template with `dynamodb:PutItem` taken out of the write policy: `cart_create` (a
@@ -309,22 +513,47 @@ async fn a_permission_removed_from_the_template_fails_the_call_that_needs_it() {
     std::fs::create_dir_all(&dir).unwrap();
     let original = std::fs::read_to_string(root().join("template.yaml")).unwrap();
     let grant = "Action: [dynamodb:PutItem, dynamodb:UpdateItem, dynamodb:ConditionCheckItem]";
-    assert!(original.contains(grant), "the write policy's actions moved; update this test");
+    assert!(
+        original.contains(grant),
+        "the write policy's actions moved; update this test"
+    );
     std::fs::write(
         dir.join("template.yaml"),
-        original.replace(grant, "Action: [dynamodb:UpdateItem, dynamodb:ConditionCheckItem]"),
+        original.replace(
+            grant,
+            "Action: [dynamodb:UpdateItem, dynamodb:ConditionCheckItem]",
+        ),
     )
     .unwrap();
     translate(&dir.join("template.yaml"), &dir.join("template.json"));
 
     let mut lambda = start_lambda_mode("narrowed", &dir.join("template.json"), &[], &[]).await;
     lambda.check_iam = false;
-    let answer = rpc(&reqwest::Client::new(), &lambda.url, &lambda.token, "cart_create", json!({})).await;
-    assert!(answer["result"]["structuredContent"]["cartId"].is_null(), "a cart without PutItem: {answer}");
-    assert!(answer["error"].is_object() || answer["result"]["isError"] == true, "{answer}");
-    let denied: Vec<_> = lambda.decisions().into_iter().filter(|d| !d.allowed).collect();
+    let answer = rpc(
+        &reqwest::Client::new(),
+        &lambda.url,
+        &lambda.token,
+        "cart_create",
+        json!({}),
+    )
+    .await;
     assert!(
-        denied.iter().any(|d| d.function == "ToolsCallFunction" && d.action == "dynamodb:PutItem"),
+        answer["result"]["structuredContent"]["cartId"].is_null(),
+        "a cart without PutItem: {answer}"
+    );
+    assert!(
+        answer["error"].is_object() || answer["result"]["isError"] == true,
+        "{answer}"
+    );
+    let denied: Vec<_> = lambda
+        .decisions()
+        .into_iter()
+        .filter(|d| !d.allowed)
+        .collect();
+    assert!(
+        denied
+            .iter()
+            .any(|d| d.function == "ToolsCallFunction" && d.action == "dynamodb:PutItem"),
         "the refusal is logged: {denied:?}"
     );
     drop(lambda);

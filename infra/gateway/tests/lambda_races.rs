@@ -27,9 +27,14 @@ use serde_json::{Value, json};
 
 /// The run's seed: `RELEVO_RACE_SEED`, or one from the clock.
 fn seed(test: &str) -> u64 {
-    let seed = std::env::var("RELEVO_RACE_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
-    });
+    let seed = std::env::var("RELEVO_RACE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        });
     eprintln!("{test}: race seed {seed} (replay: RELEVO_RACE_SEED={seed})");
     seed
 }
@@ -52,7 +57,10 @@ async fn orders_by_cart(lambda: &LambdaMode) -> BTreeMap<String, Vec<String>> {
     let mut orders: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (_, body) in records_of_kind(lambda, "order").await {
         let cart = body["cartId"].as_str().unwrap_or_default().to_string();
-        orders.entry(cart).or_default().push(body["orderId"].as_str().unwrap_or_default().to_string());
+        orders
+            .entry(cart)
+            .or_default()
+            .push(body["orderId"].as_str().unwrap_or_default().to_string());
     }
     orders
 }
@@ -71,7 +79,10 @@ async fn cart_marks(lambda: &LambdaMode) -> BTreeMap<String, String> {
 
 async fn cart_with_item(http: &reqwest::Client, lambda: &LambdaMode) -> String {
     let created = rpc(http, &lambda.url, &lambda.token, "cart_create", json!({})).await;
-    let cart = created["result"]["structuredContent"]["cartId"].as_str().unwrap().to_string();
+    let cart = created["result"]["structuredContent"]["cartId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let item = json!({ "cartId": cart, "sku": "GRN-BURR-01", "quantity": 2 });
     let added = rpc(http, &lambda.url, &lambda.token, "cart_add_item", item).await;
     assert_eq!(added["result"]["isError"], false, "{added}");
@@ -84,9 +95,15 @@ async fn checkout_at(http: &reqwest::Client, url: &str, token: &str, params: Val
     let mut params = params;
     params["name"] = json!("cart_checkout");
     params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({ "elicitation": {} });
-    let response = mcp_request(http, url, token, "tools/call", params).send().await.unwrap();
+    let response = mcp_request(http, url, token, "tools/call", params)
+        .send()
+        .await
+        .unwrap();
     let status = response.status().as_u16();
-    response.json::<Value>().await.unwrap_or_else(|_| json!({ "httpStatus": status }))
+    response
+        .json::<Value>()
+        .await
+        .unwrap_or_else(|_| json!({ "httpStatus": status }))
 }
 
 async fn checkout(http: &reqwest::Client, lambda: &LambdaMode, params: Value) -> Value {
@@ -100,7 +117,9 @@ fn confirmation(cart: &str, state: &Value) -> Value {
 }
 
 fn named_order(answer: &Value) -> Option<String> {
-    answer["result"]["structuredContent"]["orderId"].as_str().map(String::from)
+    answer["result"]["structuredContent"]["orderId"]
+        .as_str()
+        .map(String::from)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -110,7 +129,12 @@ async fn checkout_and_cart_races_across_environments_keep_one_order_per_cart_and
     let mut rng = Rng(seed);
     let lambda = start_lambda_mode("races", &translated(), &["--environments", "3"], &[]).await;
     let http = reqwest::Client::new();
-    let check = |holds: bool, what: String| assert!(holds, "invariant broken with RELEVO_RACE_SEED={seed}: {what}");
+    let check = |holds: bool, what: String| {
+        assert!(
+            holds,
+            "invariant broken with RELEVO_RACE_SEED={seed}: {what}"
+        )
+    };
 
     let mut carts = Vec::new();
     for _ in 0..3 {
@@ -122,7 +146,13 @@ async fn checkout_and_cart_races_across_environments_keep_one_order_per_cart_and
             let (http, cart, lambda_url) = (http.clone(), cart.clone(), lambda.url.clone());
             let token = lambda.token.clone();
             quoting.spawn(async move {
-                let answer = checkout_at(&http, &lambda_url, &token, json!({ "arguments": { "cartId": cart } })).await;
+                let answer = checkout_at(
+                    &http,
+                    &lambda_url,
+                    &token,
+                    json!({ "arguments": { "cartId": cart } }),
+                )
+                .await;
                 (cart, answer["result"]["requestState"].clone())
             });
         }
@@ -130,9 +160,13 @@ async fn checkout_and_cart_races_across_environments_keep_one_order_per_cart_and
     let quotes = quoting.join_all().await;
     let mut confirming = tokio::task::JoinSet::new();
     for (cart, state) in quotes {
-        check(state.is_string(), format!("round one of {cart} gave a requestState"));
+        check(
+            state.is_string(),
+            format!("round one of {cart} gave a requestState"),
+        );
         for _ in 0..2 {
-            let (http, cart, state, wait) = (http.clone(), cart.clone(), state.clone(), rng.below(40));
+            let (http, cart, state, wait) =
+                (http.clone(), cart.clone(), state.clone(), rng.below(40));
             let (url, token) = (lambda.url.clone(), lambda.token.clone());
             confirming.spawn(async move {
                 tokio::time::sleep(Duration::from_millis(wait)).await;
@@ -145,10 +179,16 @@ async fn checkout_and_cart_races_across_environments_keep_one_order_per_cart_and
     let (orders, marks) = (orders_by_cart(&lambda).await, cart_marks(&lambda).await);
     for cart in &carts {
         let placed = orders.get(cart).cloned().unwrap_or_default();
-        check(placed.len() == 1, format!("cart {cart} has orders {placed:?} in the table"));
+        check(
+            placed.len() == 1,
+            format!("cart {cart} has orders {placed:?} in the table"),
+        );
         check(
             marks.get(cart) == placed.first(),
-            format!("cart {cart} is marked {:?}, holds {placed:?}", marks.get(cart)),
+            format!(
+                "cart {cart} is marked {:?}, holds {placed:?}",
+                marks.get(cart)
+            ),
         );
         for (_, answer) in answers.iter().filter(|(c, _)| c == cart) {
             let named = named_order(answer);
@@ -171,16 +211,35 @@ async fn checkout_and_cart_races_across_environments_keep_one_order_per_cart_and
         let (url, token) = (lambda.url.clone(), lambda.token.clone());
         adding.spawn(async move {
             tokio::time::sleep(Duration::from_millis(wait)).await;
-            rpc(&http, &url, &token, "cart_add_item", json!({ "cartId": cart, "sku": "MUG-CER-300", "quantity": 1 }))
-                .await
+            rpc(
+                &http,
+                &url,
+                &token,
+                "cart_add_item",
+                json!({ "cartId": cart, "sku": "MUG-CER-300", "quantity": 1 }),
+            )
+            .await
         });
     }
     let added = adding.join_all().await;
-    let counted = added.iter().filter(|a| a["result"]["isError"] == false).count();
+    let counted = added
+        .iter()
+        .filter(|a| a["result"]["isError"] == false)
+        .count();
     for answer in added.iter().filter(|a| a["result"]["isError"] != false) {
-        check(answer["error"]["data"]["retryable"] == true, format!("an add failed without saying retry: {answer}"));
+        check(
+            answer["error"]["data"]["retryable"] == true,
+            format!("an add failed without saying retry: {answer}"),
+        );
     }
-    let view = rpc(&http, &lambda.url, &lambda.token, "cart_view", json!({ "cartId": cart })).await;
+    let view = rpc(
+        &http,
+        &lambda.url,
+        &lambda.token,
+        "cart_view",
+        json!({ "cartId": cart }),
+    )
+    .await;
     let mugs = view["result"]["structuredContent"]["lines"]
         .as_array()
         .unwrap()
@@ -188,7 +247,10 @@ async fn checkout_and_cart_races_across_environments_keep_one_order_per_cart_and
         .filter(|l| l["sku"] == "MUG-CER-300")
         .map(|l| l["quantity"].as_u64().unwrap())
         .sum::<u64>();
-    check(mugs == counted as u64, format!("{counted} adds answered success, the cart holds {mugs} mugs: {view}"));
+    check(
+        mugs == counted as u64,
+        format!("{counted} adds answered success, the cart holds {mugs} mugs: {view}"),
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -205,12 +267,20 @@ async fn tools_call_killed_after_each_write_of_a_confirmation_never_places_a_sec
         let quote = checkout(&http, &lambda, json!({ "arguments": { "cartId": cart } })).await;
         let state = quote["result"]["requestState"].clone();
         assert!(state.is_string(), "{quote}");
-        let armed = http.post(format!("{proxy}/_relevo/kill?function=ToolsCallFunction&after={after}")).send();
+        let armed = http
+            .post(format!(
+                "{proxy}/_relevo/kill?function=ToolsCallFunction&after={after}"
+            ))
+            .send();
         assert_eq!(armed.await.unwrap().status(), 204);
         let first = checkout(&http, &lambda, confirmation(&cart, &state)).await;
         let killed = named_order(&first).is_none();
         kills += usize::from(killed);
-        let disarm = http.post(format!("{proxy}/_relevo/kill?function=ToolsCallFunction&after=0")).send();
+        let disarm = http
+            .post(format!(
+                "{proxy}/_relevo/kill?function=ToolsCallFunction&after=0"
+            ))
+            .send();
         assert_eq!(disarm.await.unwrap().status(), 204);
 
         // The client retries the same confirmation until it is answered (a new environment
@@ -221,23 +291,49 @@ async fn tools_call_killed_after_each_write_of_a_confirmation_never_places_a_sec
             if named_order(&answer).is_some() {
                 break answer;
             }
-            assert!(Instant::now() < deadline, "after {after}: the retry was never answered: {answer}");
+            assert!(
+                Instant::now() < deadline,
+                "after {after}: the retry was never answered: {answer}"
+            );
             tokio::time::sleep(Duration::from_millis(300)).await;
         };
         let again = checkout(&http, &lambda, json!({ "arguments": { "cartId": cart } })).await;
         if again["result"]["requestState"].is_string() {
-            let second = checkout(&http, &lambda, confirmation(&cart, &again["result"]["requestState"])).await;
+            let second = checkout(
+                &http,
+                &lambda,
+                confirmation(&cart, &again["result"]["requestState"]),
+            )
+            .await;
             assert!(
                 named_order(&second).is_none() || named_order(&second) == named_order(&retried),
                 "after {after}: a fresh checkout placed another order: {second}"
             );
         }
-        let orders = orders_by_cart(&lambda).await.remove(&cart).unwrap_or_default();
-        assert_eq!(orders.len(), 1, "after a kill after write {after}: orders {orders:?}");
-        assert_eq!(Some(&orders[0]), named_order(&retried).as_ref(), "the retry names the one order");
-        assert_eq!(cart_marks(&lambda).await.get(&cart), Some(&orders[0]), "the cart is marked with it");
+        let orders = orders_by_cart(&lambda)
+            .await
+            .remove(&cart)
+            .unwrap_or_default();
+        assert_eq!(
+            orders.len(),
+            1,
+            "after a kill after write {after}: orders {orders:?}"
+        );
+        assert_eq!(
+            Some(&orders[0]),
+            named_order(&retried).as_ref(),
+            "the retry names the one order"
+        );
+        assert_eq!(
+            cart_marks(&lambda).await.get(&cart),
+            Some(&orders[0]),
+            "the cart is marked with it"
+        );
         let ids: BTreeSet<&String> = orders.iter().collect();
         assert_eq!(ids.len(), 1);
     }
-    assert!(kills >= 1, "the confirmation's write was killed at least once");
+    assert!(
+        kills >= 1,
+        "the confirmation's write was killed at least once"
+    );
 }

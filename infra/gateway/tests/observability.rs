@@ -110,7 +110,10 @@ fn emf_schema() -> Value {
 fn emf_problems(line: &str) -> Vec<String> {
     let mut problems = Vec::new();
     if line.len() > 1024 * 1024 {
-        problems.push(format!("{} bytes: a log event holds at most 1 MB", line.len()));
+        problems.push(format!(
+            "{} bytes: a log event holds at most 1 MB",
+            line.len()
+        ));
     }
     let Ok(document) = serde_json::from_str::<Value>(line) else {
         return vec!["not one JSON value".into()];
@@ -125,14 +128,21 @@ fn emf_problems(line: &str) -> Vec<String> {
         return problems;
     }
     for directive in document["_aws"]["CloudWatchMetrics"].as_array().unwrap() {
-        for name in directive["Dimensions"].as_array().unwrap().iter().flat_map(|set| set.as_array().unwrap()) {
+        for name in directive["Dimensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|set| set.as_array().unwrap())
+        {
             let name = name.as_str().unwrap();
             match document.get(name) {
                 // CloudWatch API reference, `Dimension`: 1..=1024 ASCII characters, not all
                 // whitespace, no control characters.
                 Some(Value::String(value))
                     if relevo_state::emf::dimension_value_ok(value) && !value.starts_with(':') => {}
-                other => problems.push(format!("dimension {name:?} needs a value CloudWatch accepts, found {other:?}")),
+                other => problems.push(format!(
+                    "dimension {name:?} needs a value CloudWatch accepts, found {other:?}"
+                )),
             }
         }
         let mut seen = std::collections::HashSet::new();
@@ -141,11 +151,14 @@ fn emf_problems(line: &str) -> Vec<String> {
             if !seen.insert(name) {
                 problems.push(format!("metric {name:?} is defined twice in one directive"));
             }
-            let numbers = |values: &Vec<Value>| values.len() <= 100 && values.iter().all(Value::is_number);
+            let numbers =
+                |values: &Vec<Value>| values.len() <= 100 && values.iter().all(Value::is_number);
             match document.get(name) {
                 Some(Value::Number(_)) => {}
                 Some(Value::Array(values)) if numbers(values) => {}
-                other => problems.push(format!("metric {name:?} needs a number member, found {other:?}")),
+                other => problems.push(format!(
+                    "metric {name:?} needs a number member, found {other:?}"
+                )),
             }
         }
     }
@@ -166,12 +179,32 @@ fn the_emf_checker_refuses_what_the_specification_refuses() {
     let directive = "/_aws/CloudWatchMetrics/0";
     type Breaks = Box<dyn Fn(&mut Value)>;
     let bad: Vec<(&str, Breaks)> = vec![
-        ("no _aws", Box::new(|d| drop(d.as_object_mut().unwrap().remove("_aws")))),
-        ("no Timestamp", Box::new(|d| drop(d["_aws"].as_object_mut().unwrap().remove("Timestamp")))),
-        ("a string Timestamp", Box::new(|d| d["_aws"]["Timestamp"] = json!("now"))),
-        ("an extra _aws member", Box::new(|d| d["_aws"]["LogGroup"] = json!("x"))),
-        ("a blank namespace", Box::new(move |d| d.pointer_mut(directive).unwrap()["Namespace"] = json!(" "))),
-        ("an unknown unit", Box::new(move |d| d.pointer_mut(directive).unwrap()["Metrics"][0]["Unit"] = json!("Ms"))),
+        (
+            "no _aws",
+            Box::new(|d| drop(d.as_object_mut().unwrap().remove("_aws"))),
+        ),
+        (
+            "no Timestamp",
+            Box::new(|d| drop(d["_aws"].as_object_mut().unwrap().remove("Timestamp"))),
+        ),
+        (
+            "a string Timestamp",
+            Box::new(|d| d["_aws"]["Timestamp"] = json!("now")),
+        ),
+        (
+            "an extra _aws member",
+            Box::new(|d| d["_aws"]["LogGroup"] = json!("x")),
+        ),
+        (
+            "a blank namespace",
+            Box::new(move |d| d.pointer_mut(directive).unwrap()["Namespace"] = json!(" ")),
+        ),
+        (
+            "an unknown unit",
+            Box::new(move |d| {
+                d.pointer_mut(directive).unwrap()["Metrics"][0]["Unit"] = json!("Ms")
+            }),
+        ),
         (
             "31 dimensions in one set",
             Box::new(move |d| {
@@ -182,13 +215,34 @@ fn the_emf_checker_refuses_what_the_specification_refuses() {
                 d.pointer_mut(directive).unwrap()["Dimensions"] = json!([names]);
             }),
         ),
-        ("a metric without its member", Box::new(|d| drop(d.as_object_mut().unwrap().remove("Requests")))),
-        ("a metric that is text", Box::new(|d| d["Requests"] = json!("1"))),
-        ("a dimension that is a number", Box::new(|d| d["Method"] = json!(3))),
-        ("a dimension without its member", Box::new(|d| drop(d.as_object_mut().unwrap().remove("Method")))),
-        ("a blank dimension value", Box::new(|d| d["Method"] = json!("  "))),
-        ("a non-ASCII dimension value", Box::new(|d| d["Method"] = json!("caf\u{e9}"))),
-        ("a control character in a dimension value", Box::new(|d| d["Method"] = json!("a\u{1b}[2J"))),
+        (
+            "a metric without its member",
+            Box::new(|d| drop(d.as_object_mut().unwrap().remove("Requests"))),
+        ),
+        (
+            "a metric that is text",
+            Box::new(|d| d["Requests"] = json!("1")),
+        ),
+        (
+            "a dimension that is a number",
+            Box::new(|d| d["Method"] = json!(3)),
+        ),
+        (
+            "a dimension without its member",
+            Box::new(|d| drop(d.as_object_mut().unwrap().remove("Method"))),
+        ),
+        (
+            "a blank dimension value",
+            Box::new(|d| d["Method"] = json!("  ")),
+        ),
+        (
+            "a non-ASCII dimension value",
+            Box::new(|d| d["Method"] = json!("caf\u{e9}")),
+        ),
+        (
+            "a control character in a dimension value",
+            Box::new(|d| d["Method"] = json!("a\u{1b}[2J")),
+        ),
         (
             "a metric defined twice",
             Box::new(move |d| {
@@ -197,20 +251,32 @@ fn the_emf_checker_refuses_what_the_specification_refuses() {
                 metrics.as_array_mut().unwrap().push(first);
             }),
         ),
-        ("101 values of one metric", Box::new(|d| d["Requests"] = json!(vec![1; 101]))),
+        (
+            "101 values of one metric",
+            Box::new(|d| d["Requests"] = json!(vec![1; 101])),
+        ),
     ];
     for (what, break_it) in bad {
         let mut broken = document.clone();
         break_it(&mut broken);
-        assert!(!emf_problems(&broken.to_string()).is_empty(), "{what} must be refused: {broken}");
+        assert!(
+            !emf_problems(&broken.to_string()).is_empty(),
+            "{what} must be refused: {broken}"
+        );
     }
     document["Requests"] = json!([1, 2, 3]);
-    assert_eq!(emf_problems(&document.to_string()), Vec::<String>::new(), "an array of values is allowed");
+    assert_eq!(
+        emf_problems(&document.to_string()),
+        Vec::<String>::new(),
+        "an array of values is allowed"
+    );
 }
 
 /// The trace id a log line carries: the access line's own field, or its span's.
 fn trace_of(line: &Value) -> Option<&str> {
-    line["fields"]["trace_id"].as_str().or_else(|| line["span"]["trace_id"].as_str())
+    line["fields"]["trace_id"]
+        .as_str()
+        .or_else(|| line["span"]["trace_id"].as_str())
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -228,21 +294,30 @@ async fn one_trace_id_follows_a_tool_call_through_the_queue_into_the_worker() {
     });
     // The HTTP header names another trace: the request's own `_meta` is the more specific one.
     let started = mcp_request(&http, url, token, "tools/call", params)
-        .header("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+        .header(
+            "traceparent",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        )
         .send()
         .await
         .unwrap()
         .json::<Value>()
         .await
         .unwrap();
-    let job = started["result"]["structuredContent"]["jobId"].as_str().expect("a job").to_string();
+    let job = started["result"]["structuredContent"]["jobId"]
+        .as_str()
+        .expect("a job")
+        .to_string();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let status = rpc(&http, url, token, "export_status", json!({ "jobId": job })).await;
         if status["result"]["structuredContent"]["status"] == "succeeded" {
             break;
         }
-        assert!(Instant::now() < deadline, "the export did not finish: {status}");
+        assert!(
+            Instant::now() < deadline,
+            "the export did not finish: {status}"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     // The worker's last line is written after the status it reports: give it a moment.
@@ -250,10 +325,16 @@ async fn one_trace_id_follows_a_tool_call_through_the_queue_into_the_worker() {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let lines = log_lines(&lambda, "WorkerFunction");
-            if lines.iter().any(|l| l["fields"]["message"] == "job processed" && trace_of(l) == Some(trace_id)) {
+            if lines
+                .iter()
+                .any(|l| l["fields"]["message"] == "job processed" && trace_of(l) == Some(trace_id))
+            {
                 break lines;
             }
-            assert!(Instant::now() < deadline, "no worker line with the trace: {lines:#?}");
+            assert!(
+                Instant::now() < deadline,
+                "no worker line with the trace: {lines:#?}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     };
@@ -271,19 +352,34 @@ async fn one_trace_id_follows_a_tool_call_through_the_queue_into_the_worker() {
     assert_eq!(fields["function"], "tools-call");
     for id in ["apigw_request_id", "lambda_request_id"] {
         let value = fields[id].as_str().unwrap();
-        assert!(value != "-" && !value.is_empty(), "{id} is on the line: {access}");
+        assert!(
+            value != "-" && !value.is_empty(),
+            "{id} is on the line: {access}"
+        );
     }
     assert!(
-        calls.iter().all(|l| trace_of(l) != Some("0af7651916cd43dd8448eb211c80319c")),
+        calls
+            .iter()
+            .all(|l| trace_of(l) != Some("0af7651916cd43dd8448eb211c80319c")),
         "the header's trace lost to _meta's"
     );
 
-    let processed: Vec<&Value> =
-        worker.iter().filter(|l| l["fields"]["message"] == "job processed" && trace_of(l) == Some(trace_id)).collect();
-    assert!(processed.iter().any(|l| l["fields"]["result"] == "succeeded"), "{processed:#?}");
+    let processed: Vec<&Value> = worker
+        .iter()
+        .filter(|l| l["fields"]["message"] == "job processed" && trace_of(l) == Some(trace_id))
+        .collect();
+    assert!(
+        processed
+            .iter()
+            .any(|l| l["fields"]["result"] == "succeeded"),
+        "{processed:#?}"
+    );
     for line in &processed {
         assert_eq!(line["span"]["job"], json!(job), "{line}");
-        assert_eq!(line["span"]["trace_from"], "message", "the trace came in the SQS AWSTraceHeader: {line}");
+        assert_eq!(
+            line["span"]["trace_from"], "message",
+            "the trace came in the SQS AWSTraceHeader: {line}"
+        );
         assert_eq!(line["span"]["tenant"], "acme");
     }
 
@@ -292,14 +388,20 @@ async fn one_trace_id_follows_a_tool_call_through_the_queue_into_the_worker() {
     for entry in std::fs::read_dir(lambda.dir.join("logs")).unwrap() {
         let path = entry.unwrap().path();
         for line in std::fs::read_to_string(&path).unwrap().lines() {
-            let Ok(mut value) = serde_json::from_str::<Value>(line) else { continue };
+            let Ok(mut value) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
             if value.get("_aws").is_none() {
                 continue;
             }
             // Local Lambda mode adds the stream's name as CloudWatch records it; not ours.
             value.as_object_mut().unwrap().remove("logStream");
             let problems = emf_problems(&value.to_string());
-            assert!(problems.is_empty(), "{}: {line}: {problems:?}", path.display());
+            assert!(
+                problems.is_empty(),
+                "{}: {line}: {problems:?}",
+                path.display()
+            );
             emf.push(value);
         }
     }
@@ -311,12 +413,22 @@ async fn one_trace_id_follows_a_tool_call_through_the_queue_into_the_worker() {
         (&call["Method"], call["Requests"].as_f64(), &call["status"]),
         (&json!("tools/call"), Some(1.0), &json!(200))
     );
-    assert!(call["TokenVerification"].as_f64().is_some() && call["Latency"].as_f64().is_some(), "{call}");
-    let job_metrics =
-        emf.iter().find(|m| m["Kind"].is_string() && m["traceId"] == trace_id && m["result"] == "succeeded");
+    assert!(
+        call["TokenVerification"].as_f64().is_some() && call["Latency"].as_f64().is_some(),
+        "{call}"
+    );
+    let job_metrics = emf
+        .iter()
+        .find(|m| m["Kind"].is_string() && m["traceId"] == trace_id && m["result"] == "succeeded");
     let job_metrics = job_metrics.unwrap_or_else(|| panic!("no EMF line for the job: {emf:#?}"));
-    assert!(job_metrics["JobQueueLag"].as_f64().is_some() && job_metrics["JobAttempts"].as_f64() >= Some(1.0));
-    assert!(emf.iter().any(|m| m["ColdStart"] == 1.0), "the first request of an environment is a cold start");
+    assert!(
+        job_metrics["JobQueueLag"].as_f64().is_some()
+            && job_metrics["JobAttempts"].as_f64() >= Some(1.0)
+    );
+    assert!(
+        emf.iter().any(|m| m["ColdStart"] == 1.0),
+        "the first request of an environment is a cold start"
+    );
 }
 
 /// The OTLP/HTTP JSON shape of what we send (`ExportTraceServiceRequest`, with OTLP's JSON
@@ -363,7 +475,10 @@ fn otlp_problems(body: &Value) -> Option<String> {
     let mut schemas = boon::Schemas::new();
     compiler.add_resource("urn:otlp", otlp_schema()).unwrap();
     let index = compiler.compile("urn:otlp", &mut schemas).unwrap();
-    let problem = schemas.validate(body, index).err().map(|e| format!("{e:#}"));
+    let problem = schemas
+        .validate(body, index)
+        .err()
+        .map(|e| format!("{e:#}"));
     let ordered = body["resourceSpans"]
         .as_array()
         .into_iter()
@@ -371,7 +486,12 @@ fn otlp_problems(body: &Value) -> Option<String> {
         .flat_map(|r| r["scopeSpans"].as_array().into_iter().flatten())
         .flat_map(|s| s["spans"].as_array().into_iter().flatten())
         .all(|span| {
-            let time = |key: &str| span[key].as_str().and_then(|t| t.parse::<u128>().ok()).unwrap_or(0);
+            let time = |key: &str| {
+                span[key]
+                    .as_str()
+                    .and_then(|t| t.parse::<u128>().ok())
+                    .unwrap_or(0)
+            };
             time("startTimeUnixNano") <= time("endTimeUnixNano")
         });
     problem.or((!ordered).then(|| "a span ends before it starts".to_string()))
@@ -383,14 +503,22 @@ async fn otlp_receiver() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>
     let store = received.clone();
     let router = axum::Router::new().route(
         "/v1/traces",
-        axum::routing::post(move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
-            let store = store.clone();
-            async move {
-                assert_eq!(headers.get("content-type").and_then(|v| v.to_str().ok()), Some("application/json"));
-                store.lock().unwrap().push(serde_json::from_slice::<Value>(&body).unwrap());
-                "{}"
-            }
-        }),
+        axum::routing::post(
+            move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let store = store.clone();
+                async move {
+                    assert_eq!(
+                        headers.get("content-type").and_then(|v| v.to_str().ok()),
+                        Some("application/json")
+                    );
+                    store
+                        .lock()
+                        .unwrap()
+                        .push(serde_json::from_slice::<Value>(&body).unwrap());
+                    "{}"
+                }
+            },
+        ),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -413,7 +541,10 @@ fn the_otlp_checker_refuses_malformed_spans() {
     ] {
         let mut broken = good.clone();
         broken.pointer_mut(span).unwrap()[key] = bad.clone();
-        assert!(otlp_problems(&broken).is_some(), "{key} = {bad} must be refused");
+        assert!(
+            otlp_problems(&broken).is_some(),
+            "{key} = {bad} must be refused"
+        );
     }
 }
 
@@ -421,7 +552,10 @@ fn the_otlp_checker_refuses_malformed_spans() {
 async fn exported_spans_chain_the_caller_the_request_and_the_job() {
     let _turn = ONE_AT_A_TIME.lock().await;
     let (collector, received) = otlp_receiver().await;
-    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", collector.as_str()), ("RELEVO_EXPORT_WINDOW_MS", "50")];
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.as_str()),
+        ("RELEVO_EXPORT_WINDOW_MS", "50"),
+    ];
     let lambda = start_lambda_mode("otlp", &translated(), &[], &env).await;
     let (http, url, token) = (reqwest::Client::new(), &lambda.url, &lambda.token);
 
@@ -431,19 +565,28 @@ async fn exported_spans_chain_the_caller_the_request_and_the_job() {
         "arguments": { "dataset": "customers", "purpose": "otlp test" },
         "_meta": { "traceparent": format!("00-{trace_id}-{caller_span}-01") }
     });
-    let started =
-        mcp_request(&http, url, token, "tools/call", params).send().await.unwrap().json::<Value>().await.unwrap();
-    assert!(started["result"]["structuredContent"]["jobId"].is_string(), "{started}");
+    let started = mcp_request(&http, url, token, "tools/call", params)
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert!(
+        started["result"]["structuredContent"]["jobId"].is_string(),
+        "{started}"
+    );
 
     let spans_of = |received: &std::sync::Mutex<Vec<Value>>| -> Vec<(String, Value)> {
         let bodies = received.lock().unwrap().clone();
         bodies
             .iter()
             .flat_map(|body| {
-                let service = body["resourceSpans"][0]["resource"]["attributes"][0]["value"]["stringValue"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_string();
+                let service =
+                    body["resourceSpans"][0]["resource"]["attributes"][0]["value"]["stringValue"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string();
                 body["resourceSpans"][0]["scopeSpans"][0]["spans"]
                     .as_array()
                     .cloned()
@@ -457,23 +600,38 @@ async fn exported_spans_chain_the_caller_the_request_and_the_job() {
     let deadline = Instant::now() + Duration::from_secs(60);
     let spans = loop {
         let spans = spans_of(&received);
-        if spans.iter().any(|(_, s)| s["kind"] == 5 && s["attributes"].to_string().contains("succeeded")) {
+        if spans
+            .iter()
+            .any(|(_, s)| s["kind"] == 5 && s["attributes"].to_string().contains("succeeded"))
+        {
             break spans;
         }
-        assert!(Instant::now() < deadline, "no finished job span: {spans:#?}");
+        assert!(
+            Instant::now() < deadline,
+            "no finished job span: {spans:#?}"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     for body in received.lock().unwrap().iter() {
         assert_eq!(otlp_problems(body), None, "{body}");
     }
-    let (service, request) = spans.iter().find(|(_, s)| s["kind"] == 2).expect("the request's span");
+    let (service, request) = spans
+        .iter()
+        .find(|(_, s)| s["kind"] == 2)
+        .expect("the request's span");
     assert_eq!(service, "ToolsCallFunction");
     assert_eq!(request["name"], "tools/call export_start");
-    assert_eq!(request["parentSpanId"], caller_span, "the request's span is the caller's child");
+    assert_eq!(
+        request["parentSpanId"], caller_span,
+        "the request's span is the caller's child"
+    );
     let jobs: Vec<&(String, Value)> = spans.iter().filter(|(_, s)| s["kind"] == 5).collect();
     for (service, job) in &jobs {
         assert_eq!(service, "WorkerFunction");
-        assert_eq!(job["parentSpanId"], request["spanId"], "the job's span is the request's child: {job}");
+        assert_eq!(
+            job["parentSpanId"], request["spanId"],
+            "the job's span is the request's child: {job}"
+        );
         assert_ne!(job["spanId"], request["spanId"]);
     }
 }

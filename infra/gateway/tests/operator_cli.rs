@@ -14,11 +14,15 @@ use std::process::Command;
 use std::sync::Arc;
 
 use relevo_app::inventory::{Downstream, SimulatedWarehouse};
-use relevo_aws::{DynamoStore, SqsQueue, create_queue_with_dead_letters, create_table, emulator_config};
+use relevo_aws::{
+    DynamoStore, SqsQueue, create_queue_with_dead_letters, create_table, emulator_config,
+};
 use relevo_embedded::{SqliteQueue, SqliteStore};
 use relevo_state::ledger::{OpStatus, Operation, Proposal};
 use relevo_state::seal::{KeyRing, SealError};
-use relevo_state::{Ids, Job, JobRef, JobStatus, JobStore, Lease, Queue, RandomIds, RecordStore, WorkMessage};
+use relevo_state::{
+    Ids, Job, JobRef, JobStatus, JobStore, Lease, Queue, RandomIds, RecordStore, WorkMessage,
+};
 use serde_json::{Value, json};
 
 const REQUEST_STATE: &str = "request-state";
@@ -34,7 +38,10 @@ fn unique(prefix: &str) -> String {
 }
 
 fn now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
 }
 
 /// How the binary reaches a backend: its flags and environment.
@@ -46,7 +53,10 @@ struct Target {
 
 impl Target {
     fn sqlite(path: &Path) -> Target {
-        Target { flags: vec!["--sqlite".into(), path.display().to_string()], env: vec![] }
+        Target {
+            flags: vec!["--sqlite".into(), path.display().to_string()],
+            env: vec![],
+        }
     }
 
     fn aws(flags: &[&str]) -> Target {
@@ -71,22 +81,40 @@ struct Run {
 
 impl Run {
     fn json(&self) -> Value {
-        assert_eq!(self.code, 0, "stdout: {}\nstderr: {}", self.stdout, self.stderr);
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.stdout))
+        assert_eq!(
+            self.code, 0,
+            "stdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.stdout))
     }
 
     fn text(&self) -> &str {
-        assert_eq!(self.code, 0, "stdout: {}\nstderr: {}", self.stdout, self.stderr);
+        assert_eq!(
+            self.code, 0,
+            "stdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
         &self.stdout
     }
 }
 
 fn ops(target: &Target, args: &[&str]) -> Run {
     let mut command = Command::new(env!("CARGO_BIN_EXE_relevo-ops"));
-    for name in ["RELEVO_TABLE", "RELEVO_STORE", "RELEVO_QUEUE_URL", "RELEVO_DLQ_URL", "AWS_ENDPOINT_URL"] {
+    for name in [
+        "RELEVO_TABLE",
+        "RELEVO_STORE",
+        "RELEVO_QUEUE_URL",
+        "RELEVO_DLQ_URL",
+        "AWS_ENDPOINT_URL",
+    ] {
         command.env_remove(name);
     }
-    command.envs(target.env.iter().map(|(k, v)| (k, v))).args(&target.flags).args(args);
+    command
+        .envs(target.env.iter().map(|(k, v)| (k, v)))
+        .args(&target.flags)
+        .args(args);
     let output = command.output().unwrap();
     Run {
         code: output.status.code().unwrap_or(-1),
@@ -120,12 +148,19 @@ fn proposal(tenant: &str, id: &str, created_at: u64) -> Proposal {
 
 /// An operation authorized by the policy at `created_at`, then moved along `path`.
 fn operation(tenant: &str, id: &str, created_at: u64, path: &[(OpStatus, u64, &str)]) -> Operation {
-    let mut op = Operation::new(proposal(tenant, id, created_at), vec![], format!("auth-{id}"));
+    let mut op = Operation::new(
+        proposal(tenant, id, created_at),
+        vec![],
+        format!("auth-{id}"),
+    );
     for (status, at, by) in path {
         op = op.advanced(*status, *at, by, None).unwrap();
         if *status == OpStatus::Executing {
             op.attempts += 1;
-            op.lease = Some(Lease { owner: "executor".into(), expires_at: at + 30 });
+            op.lease = Some(Lease {
+                owner: "executor".into(),
+                expires_at: at + 30,
+            });
         }
     }
     op
@@ -140,14 +175,20 @@ async fn seed_ledger(records: Arc<dyn RecordStore>, now: u64) {
         "acme",
         "op-unknown-old",
         now - 7300,
-        &[(Executing, now - 7200, "agent"), (Unknown, now - 7000, "executor")],
+        &[
+            (Executing, now - 7200, "agent"),
+            (Unknown, now - 7000, "executor"),
+        ],
     );
     applied.committed = Some(json!({ "at": now - 7200, "version": 2 }));
     let mut silent = operation(
         "acme",
         "op-unknown-new",
         now - 100,
-        &[(Executing, now - 90, "agent"), (Unknown, now - 60, "executor")],
+        &[
+            (Executing, now - 90, "agent"),
+            (Unknown, now - 60, "executor"),
+        ],
     );
     silent.committed = Some(json!({ "at": now - 90, "version": 2 }));
     let retried = operation(
@@ -166,13 +207,30 @@ async fn seed_ledger(records: Arc<dyn RecordStore>, now: u64) {
         "acme",
         "op-conflict",
         now - 3000,
-        &[(Executing, now - 2990, "agent"), (Rejected, now - 2989, "executor")],
+        &[
+            (Executing, now - 2990, "agent"),
+            (Rejected, now - 2989, "executor"),
+        ],
     );
-    let waiting = Operation::new(proposal("acme", "op-waiting", now - 200), vec!["large change".into()], "a".into());
-    let other =
-        operation("beta", "op-beta", now - 400, &[(Executing, now - 390, "agent"), (Succeeded, now - 389, "executor")]);
+    let waiting = Operation::new(
+        proposal("acme", "op-waiting", now - 200),
+        vec!["large change".into()],
+        "a".into(),
+    );
+    let other = operation(
+        "beta",
+        "op-beta",
+        now - 400,
+        &[
+            (Executing, now - 390, "agent"),
+            (Succeeded, now - 389, "executor"),
+        ],
+    );
     for op in [applied, silent, retried, conflict, waiting, other] {
-        records.create(&op.record_key(), &op.to_value(), None, now).await.unwrap();
+        records
+            .create(&op.record_key(), &op.to_value(), None, now)
+            .await
+            .unwrap();
     }
     // The downstream applied op-unknown-old but its answer was lost: its receipt is there to find.
     let warehouse = SimulatedWarehouse {
@@ -181,14 +239,29 @@ async fn seed_ledger(records: Arc<dyn RecordStore>, now: u64) {
         ids: Arc::new(RandomIds),
         window_secs: 86_400,
     };
-    warehouse.deliver("acme", "op-unknown-old", &json!({ "operationId": "op-unknown-old" })).await.unwrap();
+    warehouse
+        .deliver(
+            "acme",
+            "op-unknown-old",
+            &json!({ "operationId": "op-unknown-old" }),
+        )
+        .await
+        .unwrap();
 }
 
 /// A job record as a worker would have left it (built from its JSON form, so fields added to
 /// `Job` later with a default do not break the seeding).
-fn job(id: &str, status: JobStatus, attempts: u32, updated_at: u64, lease: Option<u64>, now: u64) -> Job {
-    let error = (status == JobStatus::Failed)
-        .then(|| format!("attempt budget exhausted: {attempts} attempts, the last worker's lease expired"));
+fn job(
+    id: &str,
+    status: JobStatus,
+    attempts: u32,
+    updated_at: u64,
+    lease: Option<u64>,
+    now: u64,
+) -> Job {
+    let error = (status == JobStatus::Failed).then(|| {
+        format!("attempt budget exhausted: {attempts} attempts, the last worker's lease expired")
+    });
     serde_json::from_value(json!({
         "job": JobRef { tenant: "acme".into(), subject: "alice".into(), id: id.into() },
         "kind": "export", "operation_key": null, "digest": "d", "input": {}, "status": status, "revision": 1,
@@ -201,18 +274,44 @@ fn job(id: &str, status: JobStatus, attempts: u32, updated_at: u64, lease: Optio
 
 async fn seed_jobs(jobs: Arc<dyn JobStore>, now: u64) {
     for job in [
-        job("job-queued-late", JobStatus::Queued, 0, now - 600, None, now),
-        job("job-lease-expired", JobStatus::Running, 1, now - 300, Some(now - 10), now),
+        job(
+            "job-queued-late",
+            JobStatus::Queued,
+            0,
+            now - 600,
+            None,
+            now,
+        ),
+        job(
+            "job-lease-expired",
+            JobStatus::Running,
+            1,
+            now - 300,
+            Some(now - 10),
+            now,
+        ),
         job("job-exhausted", JobStatus::Failed, 5, now - 900, None, now),
         job("job-fine", JobStatus::Queued, 0, now, None, now),
-        job("job-running", JobStatus::Running, 1, now, Some(now + 600), now),
+        job(
+            "job-running",
+            JobStatus::Running,
+            1,
+            now,
+            Some(now + 600),
+            now,
+        ),
     ] {
         jobs.create_job(&job).await.unwrap();
     }
 }
 
 fn work_message() -> String {
-    WorkMessage::new(JobRef { tenant: "acme".into(), subject: "alice".into(), id: "job-queued-late".into() }).encode()
+    WorkMessage::new(JobRef {
+        tenant: "acme".into(),
+        subject: "alice".into(),
+        id: "job-queued-late".into(),
+    })
+    .encode()
 }
 
 /// Delivers the queue's only message until its queue dead-letters it (a budget of one).
@@ -228,7 +327,12 @@ async fn dead_letter_one(queue: &dyn Queue, now: u64) {
 // ---- the commands, the same on both backends -------------------------------------------------
 
 fn ids(list: &Value) -> Vec<String> {
-    list["operations"].as_array().unwrap().iter().map(|o| o["operationId"].as_str().unwrap().to_string()).collect()
+    list["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["operationId"].as_str().unwrap().to_string())
+        .collect()
 }
 
 fn ledger_commands_report_list_show_and_reconcile(target: &Target, now: u64) {
@@ -246,20 +350,42 @@ fn ledger_commands_report_list_show_and_reconcile(target: &Target, now: u64) {
         [&json!(2), &json!(2), &json!(1), &json!(1), &json!(0)],
         "{report:#}"
     );
-    assert_eq!((&report["attempts"]["max"], &report["attempts"]["executed"]), (&json!(2), &json!(5)), "{report:#}");
-    assert_eq!(report["attempts"]["distribution"], json!({ "0": 1, "1": 4, "2": 1 }));
-    assert_eq!(report["rejected"], json!({ "total": 1, "byCause": { "conflicting write": 1 } }));
+    assert_eq!(
+        (&report["attempts"]["max"], &report["attempts"]["executed"]),
+        (&json!(2), &json!(5)),
+        "{report:#}"
+    );
+    assert_eq!(
+        report["attempts"]["distribution"],
+        json!({ "0": 1, "1": 4, "2": 1 })
+    );
+    assert_eq!(
+        report["rejected"],
+        json!({ "total": 1, "byCause": { "conflicting write": 1 } })
+    );
     let uncertain = report["uncertain"].as_array().unwrap();
     assert_eq!(
-        uncertain.iter().map(|u| u["operationId"].as_str().unwrap()).collect::<Vec<_>>(),
+        uncertain
+            .iter()
+            .map(|u| u["operationId"].as_str().unwrap())
+            .collect::<Vec<_>>(),
         ["op-unknown-old", "op-unknown-new"]
     );
-    assert!(uncertain[0]["ageSecs"].as_u64().unwrap() >= 7000, "{report:#}");
+    assert!(
+        uncertain[0]["ageSecs"].as_u64().unwrap() >= 7000,
+        "{report:#}"
+    );
     assert_eq!(report["reconciliation"]["resolved"], 1);
     assert_eq!(report["reconciliation"]["maxSecs"], 120);
-    assert_eq!(report["reconciliation"]["resolvedTo"], json!({ "authorized": 1 }));
+    assert_eq!(
+        report["reconciliation"]["resolvedTo"],
+        json!({ "authorized": 1 })
+    );
     let beta = ops(target, &["ledger", "report", "--tenant", "beta", "--json"]).json();
-    assert_eq!((&beta["operations"], &beta["byState"]["succeeded"]), (&json!(1), &json!(1)));
+    assert_eq!(
+        (&beta["operations"], &beta["byState"]["succeeded"]),
+        (&json!(1), &json!(1))
+    );
     let text = ops(target, &["ledger", "report"]);
     for expected in [
         "Ledger: 6 operations",
@@ -269,48 +395,160 @@ fn ledger_commands_report_list_show_and_reconcile(target: &Target, now: u64) {
         "1 resolved, p50 2m00s",
         "max 2, mean 1.20",
     ] {
-        assert!(text.text().contains(expected), "{expected:?} in:\n{}", text.stdout);
+        assert!(
+            text.text().contains(expected),
+            "{expected:?} in:\n{}",
+            text.stdout
+        );
     }
 
     let list = ops(target, &["ops", "list", "--json"]).json();
     assert_eq!(
         ids(&list),
-        ["op-unknown-old", "op-unknown-new", "op-retried", "op-conflict", "op-beta", "op-waiting"],
+        [
+            "op-unknown-old",
+            "op-unknown-new",
+            "op-retried",
+            "op-conflict",
+            "op-beta",
+            "op-waiting"
+        ],
         "unknown first, then the oldest first"
     );
-    assert_eq!(ids(&ops(target, &["ops", "list", "--state", "unknown", "--tenant", "acme", "--json"]).json()).len(), 2);
-    assert_eq!(ids(&ops(target, &["ops", "list", "--tenant", "beta", "--json"]).json()), ["op-beta"]);
+    assert_eq!(
+        ids(&ops(
+            target,
+            &[
+                "ops", "list", "--state", "unknown", "--tenant", "acme", "--json"
+            ]
+        )
+        .json())
+        .len(),
+        2
+    );
+    assert_eq!(
+        ids(&ops(target, &["ops", "list", "--tenant", "beta", "--json"]).json()),
+        ["op-beta"]
+    );
     let text = ops(target, &["ops", "list", "--state", "rejected"]);
     let rows: Vec<&str> = text.text().lines().collect();
-    assert!(rows[0].contains("operation") && rows[0].contains("attempts"), "{}", text.stdout);
-    assert!(rows[1].starts_with("  op-conflict") && rows[1].contains("rejected") && rows.len() == 2, "{}", text.stdout);
-    assert_eq!(ops(target, &["ops", "list", "--state", "lost"]).code, 2, "an unknown state is a usage error");
+    assert!(
+        rows[0].contains("operation") && rows[0].contains("attempts"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        rows[1].starts_with("  op-conflict") && rows[1].contains("rejected") && rows.len() == 2,
+        "{}",
+        text.stdout
+    );
+    assert_eq!(
+        ops(target, &["ops", "list", "--state", "lost"]).code,
+        2,
+        "an unknown state is a usage error"
+    );
 
-    let shown = ops(target, &["ops", "show", "op-retried", "--tenant", "acme", "--json"]).json();
-    let history: Vec<&str> =
-        shown["history"].as_array().unwrap().iter().map(|t| t["status"].as_str().unwrap()).collect();
-    assert_eq!(history, ["proposed", "authorized", "executing", "unknown", "authorized", "executing", "succeeded"]);
+    let shown = ops(
+        target,
+        &["ops", "show", "op-retried", "--tenant", "acme", "--json"],
+    )
+    .json();
+    let history: Vec<&str> = shown["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        history,
+        [
+            "proposed",
+            "authorized",
+            "executing",
+            "unknown",
+            "authorized",
+            "executing",
+            "succeeded"
+        ]
+    );
     let text = ops(target, &["ops", "show", "op-retried", "--tenant", "acme"]);
-    assert!(text.text().contains("state      succeeded") && text.text().contains("reconciler"), "{}", text.stdout);
+    assert!(
+        text.text().contains("state      succeeded") && text.text().contains("reconciler"),
+        "{}",
+        text.stdout
+    );
     let elsewhere = ops(target, &["ops", "show", "op-retried", "--tenant", "beta"]);
     assert_eq!(elsewhere.code, 1, "another tenant's id reads as absent");
-    assert!(elsewhere.stderr.contains("no operation \"op-retried\" in tenant \"beta\""), "{}", elsewhere.stderr);
+    assert!(
+        elsewhere
+            .stderr
+            .contains("no operation \"op-retried\" in tenant \"beta\""),
+        "{}",
+        elsewhere.stderr
+    );
 
-    let settled = ops(target, &["ops", "reconcile", "op-unknown-old", "--tenant", "acme", "--json"]).json();
+    let settled = ops(
+        target,
+        &[
+            "ops",
+            "reconcile",
+            "op-unknown-old",
+            "--tenant",
+            "acme",
+            "--json",
+        ],
+    )
+    .json();
     assert_eq!(
         (&settled["before"], &settled["after"], &settled["changed"]),
         (&json!("unknown"), &json!("succeeded"), &json!(true))
     );
-    assert!(settled["operation"]["receipt"]["downstreamReceipt"].is_string(), "the downstream's receipt: {settled:#}");
-    let shown = ops(target, &["ops", "show", "op-unknown-old", "--tenant", "acme", "--json"]).json();
-    assert_eq!(shown["status"], "succeeded", "the settle was written to the store");
-    let silent = ops(target, &["ops", "reconcile", "op-unknown-new", "--tenant", "acme"]);
+    assert!(
+        settled["operation"]["receipt"]["downstreamReceipt"].is_string(),
+        "the downstream's receipt: {settled:#}"
+    );
+    let shown = ops(
+        target,
+        &[
+            "ops",
+            "show",
+            "op-unknown-old",
+            "--tenant",
+            "acme",
+            "--json",
+        ],
+    )
+    .json();
+    assert_eq!(
+        shown["status"], "succeeded",
+        "the settle was written to the store"
+    );
+    let silent = ops(
+        target,
+        &["ops", "reconcile", "op-unknown-new", "--tenant", "acme"],
+    );
     assert!(silent.text().contains("still unknown"), "{}", silent.stdout);
-    let done = ops(target, &["ops", "reconcile", "op-conflict", "--tenant", "acme"]);
-    assert!(done.text().contains("nothing to reconcile"), "{}", done.stdout);
+    let done = ops(
+        target,
+        &["ops", "reconcile", "op-conflict", "--tenant", "acme"],
+    );
+    assert!(
+        done.text().contains("nothing to reconcile"),
+        "{}",
+        done.stdout
+    );
     let after = ops(target, &["ledger", "report", "--json"]).json();
-    assert_eq!((&after["byState"]["unknown"], &after["reconciliation"]["resolved"]), (&json!(1), &json!(2)));
-    assert!(after["reconciliation"]["maxSecs"].as_u64().unwrap() >= 7000, "{after:#}");
+    assert_eq!(
+        (
+            &after["byState"]["unknown"],
+            &after["reconciliation"]["resolved"]
+        ),
+        (&json!(1), &json!(2))
+    );
+    assert!(
+        after["reconciliation"]["maxSecs"].as_u64().unwrap() >= 7000,
+        "{after:#}"
+    );
     let _ = now;
 }
 
@@ -327,12 +565,19 @@ fn jobs_stuck_lists_exactly_the_stuck_ones(target: &Target) {
         [
             ("job-exhausted", "failed: attempts exhausted"),
             ("job-queued-late", "queued past its deadline"),
-            ("job-lease-expired", "lease expired (the reconciler requeues it)"),
+            (
+                "job-lease-expired",
+                "lease expired (the reconciler requeues it)"
+            ),
         ],
         "{stuck:#}"
     );
     let text = ops(target, &["jobs", "stuck", "--queued-deadline-secs", "3600"]);
-    assert!(!text.text().contains("job-queued-late") && text.text().contains("job-lease-expired"), "{}", text.stdout);
+    assert!(
+        !text.text().contains("job-queued-late") && text.text().contains("job-lease-expired"),
+        "{}",
+        text.stdout
+    );
 }
 
 fn dlq_lists_and_redrives(target: &Target) {
@@ -344,17 +589,32 @@ fn dlq_lists_and_redrives(target: &Target) {
         (&json!("acme/alice/job-queued-late"), &json!(work_message()))
     );
     let text = ops(target, &["dlq", "list"]);
-    assert!(text.text().contains("acme/alice/job-queued-late"), "{}", text.stdout);
+    assert!(
+        text.text().contains("acme/alice/job-queued-late"),
+        "{}",
+        text.stdout
+    );
     let missing = ops(target, &["dlq", "redrive", "no-such-message"]);
     assert_eq!(missing.code, 1, "{}", missing.stdout);
-    assert!(missing.stderr.contains("no dead letter"), "{}", missing.stderr);
+    assert!(
+        missing.stderr.contains("no dead letter"),
+        "{}",
+        missing.stderr
+    );
     assert_eq!(ops(target, &["dlq", "redrive"]).code, 2, "--all or an id");
     let id = letters[0]["id"].as_str().unwrap();
     let moved = ops(target, &["dlq", "redrive", id, "--json"]).json();
     assert_eq!(moved["redriven"], json!([id]));
-    assert_eq!(ops(target, &["dlq", "list", "--json"]).json()["deadLetters"], json!([]));
+    assert_eq!(
+        ops(target, &["dlq", "list", "--json"]).json()["deadLetters"],
+        json!([])
+    );
     let again = ops(target, &["dlq", "redrive", "--all"]);
-    assert!(again.text().contains("redrove 0 message(s)"), "{}", again.stdout);
+    assert!(
+        again.text().contains("redrove 0 message(s)"),
+        "{}",
+        again.stdout
+    );
 }
 
 // ---- SQLite --------------------------------------------------------------------------------
@@ -373,14 +633,35 @@ async fn every_command_runs_against_the_sqlite_store_of_make_run() {
     ledger_commands_report_list_show_and_reconcile(&target, now);
     jobs_stuck_lists_exactly_the_stuck_ones(&target);
     dlq_lists_and_redrives(&target);
-    let redriven = SqliteQueue::new(store, 5).receive(10, 30, now + 1).await.unwrap();
-    assert_eq!(redriven.iter().map(|m| m.body.clone()).collect::<Vec<_>>(), [work_message()], "back on the work queue");
+    let redriven = SqliteQueue::new(store, 5)
+        .receive(10, 30, now + 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        redriven.iter().map(|m| m.body.clone()).collect::<Vec<_>>(),
+        [work_message()],
+        "back on the work queue"
+    );
 
     let absent = ops(&Target::sqlite(&dir.join("absent.db")), &["ops", "list"]);
-    assert_eq!(absent.code, 2, "a missing store is not created: {}", absent.stderr);
+    assert_eq!(
+        absent.code, 2,
+        "a missing store is not created: {}",
+        absent.stderr
+    );
     assert!(!dir.join("absent.db").exists());
-    let none = ops(&Target { flags: vec![], env: vec![] }, &["ops", "list"]);
-    assert!(none.code == 2 && none.stderr.contains("no backend"), "{}", none.stderr);
+    let none = ops(
+        &Target {
+            flags: vec![],
+            env: vec![],
+        },
+        &["ops", "list"],
+    );
+    assert!(
+        none.code == 2 && none.stderr.contains("no backend"),
+        "{}",
+        none.stderr
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -397,19 +678,36 @@ async fn every_command_runs_against_dynamodb_and_sqs_on_the_emulator() {
     seed_ledger(Arc::new(store.clone()), now).await;
     seed_jobs(Arc::new(store), now).await;
     let sqs = aws_sdk_sqs::Client::new(&config);
-    let (queue_url, dlq_url) = create_queue_with_dead_letters(&sqs, &unique("relevo-ops"), 1).await.unwrap();
+    let (queue_url, dlq_url) = create_queue_with_dead_letters(&sqs, &unique("relevo-ops"), 1)
+        .await
+        .unwrap();
     let queue = SqsQueue::new(sqs.clone(), &queue_url);
     dead_letter_one(&queue, now).await;
-    let target = Target::aws(&["--table", &table, "--queue-url", &queue_url, "--dlq-url", &dlq_url]);
+    let target = Target::aws(&[
+        "--table",
+        &table,
+        "--queue-url",
+        &queue_url,
+        "--dlq-url",
+        &dlq_url,
+    ]);
 
     ledger_commands_report_list_show_and_reconcile(&target, now);
     jobs_stuck_lists_exactly_the_stuck_ones(&target);
     dlq_lists_and_redrives(&target);
     let redriven = queue.receive(10, 30, now).await.unwrap();
-    assert_eq!(redriven.iter().map(|m| m.body.clone()).collect::<Vec<_>>(), [work_message()], "back on the work queue");
+    assert_eq!(
+        redriven.iter().map(|m| m.body.clone()).collect::<Vec<_>>(),
+        [work_message()],
+        "back on the work queue"
+    );
 
     let no_queue = ops(&Target::aws(&["--table", &table]), &["dlq", "list"]);
-    assert!(no_queue.code == 2 && no_queue.stderr.contains("--queue-url"), "{}", no_queue.stderr);
+    assert!(
+        no_queue.code == 2 && no_queue.stderr.contains("--queue-url"),
+        "{}",
+        no_queue.stderr
+    );
 }
 
 // ---- key rotation --------------------------------------------------------------------------
@@ -429,26 +727,49 @@ async fn rotation_keeps_old_states_open_only_during_the_overlap(
     assert!(sealed.starts_with("v1.old."), "{sealed}");
 
     let added = keys(&["keys", "add", "--kid", "new"]);
-    assert!(added.text().contains("added new as the active key"), "{}", added.stdout);
+    assert!(
+        added.text().contains("added new as the active key"),
+        "{}",
+        added.stdout
+    );
     let during = load().await;
-    assert_eq!(format!("{during:?}"), r#"KeyRing { key_ids: ["new", "old"] }"#);
+    assert_eq!(
+        format!("{during:?}"),
+        r#"KeyRing { key_ids: ["new", "old"] }"#
+    );
     assert_eq!(
         during.open(REQUEST_STATE, &sealed, now).unwrap(),
         json!({ "round": 1 }),
         "the overlap opens old states"
     );
     let fresh = during.seal(REQUEST_STATE, &json!({ "round": 2 }), now + 3600);
-    assert!(fresh.starts_with("v1.new."), "the new key is the active one: {fresh}");
-    assert_eq!(keys(&["keys", "add", "--kid", "new"]).code, 1, "a kid is never reused");
+    assert!(
+        fresh.starts_with("v1.new."),
+        "the new key is the active one: {fresh}"
+    );
+    assert_eq!(
+        keys(&["keys", "add", "--kid", "new"]).code,
+        1,
+        "a kid is never reused"
+    );
     let listed = keys(&["keys", "list", "--json"]).json();
     assert_eq!(listed["active"], "new");
     assert_eq!(
-        listed["keys"].as_array().unwrap().iter().map(|k| k["kid"].clone()).collect::<Vec<_>>(),
+        listed["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["kid"].clone())
+            .collect::<Vec<_>>(),
         [json!("new"), json!("old")]
     );
 
     let active = keys(&["keys", "retire", "new"]);
-    assert!(active.code == 1 && active.stderr.contains("active key"), "{}", active.stderr);
+    assert!(
+        active.code == 1 && active.stderr.contains("active key"),
+        "{}",
+        active.stderr
+    );
     let retired = keys(&["keys", "retire", "old", "--force"]);
     assert!(retired.text().contains("retired old"), "{}", retired.stdout);
     let after = load().await;
@@ -458,10 +779,20 @@ async fn rotation_keeps_old_states_open_only_during_the_overlap(
         Err(SealError::UnknownKey),
         "after the overlap the old state is refused"
     );
-    assert_eq!(after.open(REQUEST_STATE, &fresh, now).unwrap(), json!({ "round": 2 }));
+    assert_eq!(
+        after.open(REQUEST_STATE, &fresh, now).unwrap(),
+        json!({ "round": 2 })
+    );
 
-    let printed =
-        [added.stdout, added.stderr, listed.to_string(), retired.stdout, retired.stderr, active.stderr].concat();
+    let printed = [
+        added.stdout,
+        added.stderr,
+        listed.to_string(),
+        retired.stdout,
+        retired.stderr,
+        active.stderr,
+    ]
+    .concat();
     for secret in secrets().await {
         assert!(!printed.contains(&secret), "a key was printed");
     }
@@ -473,31 +804,75 @@ async fn key_rotation_in_a_keys_file_keeps_the_old_key_for_the_overlap_then_drop
     let path = dir.join("state-keys");
     let old_key = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [7u8; 32]);
     std::fs::write(&path, format!("old:{old_key}\n")).unwrap();
-    let target = Target { flags: vec![], env: vec![] };
+    let target = Target {
+        flags: vec![],
+        env: vec![],
+    };
     let file = path.display().to_string();
-    let load = async || KeyRing::from_config(std::fs::read_to_string(&path).unwrap().trim()).unwrap();
+    let load =
+        async || KeyRing::from_config(std::fs::read_to_string(&path).unwrap().trim()).unwrap();
     let secrets = async || {
         let text = std::fs::read_to_string(&path).unwrap();
-        let mut keys: Vec<String> = text.trim().split(',').map(|e| e.split_once(':').unwrap().1.to_string()).collect();
+        let mut keys: Vec<String> = text
+            .trim()
+            .split(',')
+            .map(|e| e.split_once(':').unwrap().1.to_string())
+            .collect();
         keys.push(old_key.clone());
         keys
     };
-    rotation_keeps_old_states_open_only_during_the_overlap(&target, &["--keys-file", &file], load, secrets).await;
+    rotation_keeps_old_states_open_only_during_the_overlap(
+        &target,
+        &["--keys-file", &file],
+        load,
+        secrets,
+    )
+    .await;
 
     // The two-step rotation: a staged key is accepted before any environment seals with it.
-    let staged = ops(&target, &["keys", "add", "--staged", "--kid", "next", "--keys-file", &file]);
-    assert!(staged.text().contains("added next as a staged key"), "{}", staged.stdout);
-    let ring = load().await;
-    assert_eq!(format!("{ring:?}"), r#"KeyRing { key_ids: ["new", "next"] }"#);
+    let staged = ops(
+        &target,
+        &[
+            "keys",
+            "add",
+            "--staged",
+            "--kid",
+            "next",
+            "--keys-file",
+            &file,
+        ],
+    );
     assert!(
-        ring.seal(REQUEST_STATE, &json!(1), now() + 60).starts_with("v1.new."),
+        staged.text().contains("added next as a staged key"),
+        "{}",
+        staged.stdout
+    );
+    let ring = load().await;
+    assert_eq!(
+        format!("{ring:?}"),
+        r#"KeyRing { key_ids: ["new", "next"] }"#
+    );
+    assert!(
+        ring.seal(REQUEST_STATE, &json!(1), now() + 60)
+            .starts_with("v1.new."),
         "still sealing with the active key"
     );
-    assert_eq!(ops(&target, &["keys", "activate", "next", "--keys-file", &file]).code, 0);
+    assert_eq!(
+        ops(&target, &["keys", "activate", "next", "--keys-file", &file]).code,
+        0
+    );
     let ring = load().await;
-    assert!(ring.seal(REQUEST_STATE, &json!(1), now() + 60).starts_with("v1.next."), "{ring:?}");
+    assert!(
+        ring.seal(REQUEST_STATE, &json!(1), now() + 60)
+            .starts_with("v1.next."),
+        "{ring:?}"
+    );
     use std::os::unix::fs::PermissionsExt;
-    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600, "the keys file is private");
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600,
+        "the keys file is private"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -519,16 +894,40 @@ async fn key_rotation_in_secrets_manager_keeps_the_old_key_for_the_overlap_then_
 
     let now = now();
     let sealed = load().await.seal(REQUEST_STATE, &json!(1), now + 3600);
-    assert_eq!(ops(&target, &["keys", "add", "--kid", "new", "--secret", &name]).code, 0);
+    assert_eq!(
+        ops(&target, &["keys", "add", "--kid", "new", "--secret", &name]).code,
+        0
+    );
     let early = ops(&target, &["keys", "retire", "old", "--secret", &name]);
     assert!(
         early.code == 1 && early.stderr.contains("overlap"),
         "retiring within the overlap is refused: {}",
         early.stderr
     );
-    assert!(load().await.open(REQUEST_STATE, &sealed, now).is_ok(), "the refused retire kept the old key");
-    assert_eq!(ops(&target, &["keys", "retire", "old", "--secret", &name, "--min-overlap-secs", "0"]).code, 0);
-    assert_eq!(load().await.open(REQUEST_STATE, &sealed, now), Err(SealError::UnknownKey));
+    assert!(
+        load().await.open(REQUEST_STATE, &sealed, now).is_ok(),
+        "the refused retire kept the old key"
+    );
+    assert_eq!(
+        ops(
+            &target,
+            &[
+                "keys",
+                "retire",
+                "old",
+                "--secret",
+                &name,
+                "--min-overlap-secs",
+                "0"
+            ]
+        )
+        .code,
+        0
+    );
+    assert_eq!(
+        load().await.open(REQUEST_STATE, &sealed, now),
+        Err(SealError::UnknownKey)
+    );
 
     // The full procedure again on a fresh secret, through the shared checks.
     let name = unique("relevo-ops-keys");
@@ -541,14 +940,33 @@ async fn key_rotation_in_secrets_manager_keeps_the_old_key_for_the_overlap_then_
         .unwrap();
     let load = async || relevo_aws::load_key_ring(&client, &name).await.unwrap();
     let secrets = async || {
-        let text =
-            client.get_secret_value().secret_id(&name).send().await.unwrap().secret_string().unwrap().to_string();
+        let text = client
+            .get_secret_value()
+            .secret_id(&name)
+            .send()
+            .await
+            .unwrap()
+            .secret_string()
+            .unwrap()
+            .to_string();
         let value: Value = serde_json::from_str(&text).unwrap();
         let mut keys = vec![value["key"].as_str().unwrap().to_string(), old_key.clone()];
-        keys.extend(value["previous"].as_array().unwrap().iter().map(|p| p["key"].as_str().unwrap().to_string()));
+        keys.extend(
+            value["previous"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["key"].as_str().unwrap().to_string()),
+        );
         keys
     };
-    rotation_keeps_old_states_open_only_during_the_overlap(&target, &["--secret", &name], load, secrets).await;
+    rotation_keeps_old_states_open_only_during_the_overlap(
+        &target,
+        &["--secret", &name],
+        load,
+        secrets,
+    )
+    .await;
 }
 
 // ---- hostile stored text -----------------------------------------------------------------------
@@ -560,19 +978,37 @@ const HOSTILE: &str = "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m\u{7f}\nfake row";
 /// Every byte a terminal acts on: C0 controls but the line breaks the printer writes, DEL, and
 /// the C1 controls (U+0080..U+009F).
 fn terminal_controls(text: &str) -> Vec<char> {
-    text.chars().filter(|c| (c.is_control() && *c != '\n') || ('\u{80}'..='\u{9f}').contains(c)).collect()
+    text.chars()
+        .filter(|c| (c.is_control() && *c != '\n') || ('\u{80}'..='\u{9f}').contains(c))
+        .collect()
 }
 
-async fn seed_hostile(records: Arc<dyn RecordStore>, jobs: Arc<dyn JobStore>, queue: &dyn Queue, now: u64) {
-    let mut op = operation("acme", "op-hostile", now - 100, &[(OpStatus::Executing, now - 90, HOSTILE)]);
+async fn seed_hostile(
+    records: Arc<dyn RecordStore>,
+    jobs: Arc<dyn JobStore>,
+    queue: &dyn Queue,
+    now: u64,
+) {
+    let mut op = operation(
+        "acme",
+        "op-hostile",
+        now - 100,
+        &[(OpStatus::Executing, now - 90, HOSTILE)],
+    );
     op.proposal.proposer = HOSTILE.into();
     op.proposal.resource = format!("stock/{HOSTILE}");
-    records.create(&op.record_key(), &op.to_value(), None, now).await.unwrap();
+    records
+        .create(&op.record_key(), &op.to_value(), None, now)
+        .await
+        .unwrap();
     let mut stuck = job("job-hostile", JobStatus::Failed, 5, now - 900, None, now);
     stuck.job.subject = HOSTILE.into();
     stuck.kind = HOSTILE.into();
     jobs.create_job(&stuck).await.unwrap();
-    queue.send(&format!("not a work message {HOSTILE}")).await.unwrap();
+    queue
+        .send(&format!("not a work message {HOSTILE}"))
+        .await
+        .unwrap();
     for _ in 0..5 {
         let _ = queue.receive(10, 0, now).await.unwrap();
     }
@@ -589,18 +1025,42 @@ fn hostile_text_reaches_the_terminal_inert(target: &Target) {
     for command in commands {
         let text = ops(target, command);
         let shown = text.text();
-        assert_eq!(terminal_controls(shown), Vec::<char>::new(), "{command:?} printed controls:\n{shown}");
-        assert!(!shown.lines().any(|line| line.starts_with("fake row")), "{command:?} let stored text add a line");
+        assert_eq!(
+            terminal_controls(shown),
+            Vec::<char>::new(),
+            "{command:?} printed controls:\n{shown}"
+        );
+        assert!(
+            !shown.lines().any(|line| line.starts_with("fake row")),
+            "{command:?} let stored text add a line"
+        );
         let json = ops(target, &[command, &["--json"]].concat());
-        assert_eq!(terminal_controls(&json.stdout), Vec::<char>::new(), "{command:?} --json printed controls");
+        assert_eq!(
+            terminal_controls(&json.stdout),
+            Vec::<char>::new(),
+            "{command:?} --json printed controls"
+        );
         let value = json.json();
         let carries = command[0] != "ledger" && command[0] != "dlq";
-        assert!(!carries || value.to_string().contains("pwned"), "the JSON keeps the text, escaped: {value}");
+        assert!(
+            !carries || value.to_string().contains("pwned"),
+            "the JSON keeps the text, escaped: {value}"
+        );
     }
-    assert!(ops(target, &["jobs", "stuck", "--json"]).json().to_string().contains(&json!(HOSTILE).to_string()[1..20]));
+    assert!(
+        ops(target, &["jobs", "stuck", "--json"])
+            .json()
+            .to_string()
+            .contains(&json!(HOSTILE).to_string()[1..20])
+    );
     let refused = ops(target, &["ops", "show", HOSTILE, "--tenant", HOSTILE]);
     assert_eq!(refused.code, 1, "{}", refused.stderr);
-    assert_eq!(terminal_controls(&refused.stderr), Vec::<char>::new(), "errors too: {}", refused.stderr);
+    assert_eq!(
+        terminal_controls(&refused.stderr),
+        Vec::<char>::new(),
+        "errors too: {}",
+        refused.stderr
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -608,7 +1068,13 @@ async fn stored_control_characters_reach_the_sqlite_operators_terminal_inert() {
     let dir = temporary_dir("relevo-ops-hostile");
     let path = dir.join("store.db");
     let store = SqliteStore::open(&path).unwrap();
-    seed_hostile(Arc::new(store.clone()), Arc::new(store.clone()), &SqliteQueue::new(store.clone(), 1), now()).await;
+    seed_hostile(
+        Arc::new(store.clone()),
+        Arc::new(store.clone()),
+        &SqliteQueue::new(store.clone(), 1),
+        now(),
+    )
+    .await;
     hostile_text_reaches_the_terminal_inert(&Target::sqlite(&path));
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -621,7 +1087,10 @@ async fn stored_control_characters_reach_the_dynamodb_operators_terminal_inert()
     create_table(&dynamo, &table).await.unwrap();
     let store = DynamoStore::new(dynamo, &table);
     let sqs = aws_sdk_sqs::Client::new(&config);
-    let (queue_url, dlq_url) = create_queue_with_dead_letters(&sqs, &unique("relevo-ops-hostile"), 1).await.unwrap();
+    let (queue_url, dlq_url) =
+        create_queue_with_dead_letters(&sqs, &unique("relevo-ops-hostile"), 1)
+            .await
+            .unwrap();
     let queue = SqsQueue::new(sqs, &queue_url);
     seed_hostile(Arc::new(store.clone()), Arc::new(store), &queue, now()).await;
     hostile_text_reaches_the_terminal_inert(&Target::aws(&[

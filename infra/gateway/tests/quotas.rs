@@ -24,7 +24,9 @@ const REQUESTS: usize = 100;
 const CLIENTS: usize = 16;
 
 fn now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// What one `greet` call got: status, `Retry-After`, body.
@@ -37,21 +39,45 @@ struct Answer {
 
 async fn greet(http: &reqwest::Client, url: &str, token: &str) -> Answer {
     let params = json!({ "name": "greet", "arguments": { "name": "Ada" } });
-    let response = mcp_request(http, url, token, "tools/call", params).send().await.expect("the front door answers");
+    let response = mcp_request(http, url, token, "tools/call", params)
+        .send()
+        .await
+        .expect("the front door answers");
     let status = response.status().as_u16();
-    let retry_after =
-        response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
-    let body = response.json::<Value>().await.unwrap_or_else(|_| json!({ "httpStatus": status }));
-    Answer { status, retry_after, body }
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let body = response
+        .json::<Value>()
+        .await
+        .unwrap_or_else(|_| json!({ "httpStatus": status }));
+    Answer {
+        status,
+        retry_after,
+        body,
+    }
 }
 
 /// The window records (kind `rate`) in the stack's table: storage key → count.
 async fn rate_windows(lambda: &LambdaMode) -> BTreeMap<String, u64> {
     let endpoint = std::env::var("RELEVO_TEST_AWS_ENDPOINT").expect("the emulator's endpoint");
     let client = aws_sdk_dynamodb::Client::new(&relevo_aws::emulator_config(&endpoint).await);
-    let table = stack_of(lambda)["tables"]["Table"].as_str().expect("the stack names its table").to_string();
-    let page = client.scan().table_name(&table).send().await.expect("the table scans");
-    assert!(page.last_evaluated_key().is_none(), "one page holds this test's records");
+    let table = stack_of(lambda)["tables"]["Table"]
+        .as_str()
+        .expect("the stack names its table")
+        .to_string();
+    let page = client
+        .scan()
+        .table_name(&table)
+        .send()
+        .await
+        .expect("the table scans");
+    assert!(
+        page.last_evaluated_key().is_none(),
+        "one page holds this test's records"
+    );
     page.items()
         .iter()
         .filter_map(|item| {
@@ -65,7 +91,8 @@ async fn rate_windows(lambda: &LambdaMode) -> BTreeMap<String, u64> {
 
 /// Which environments of `function` took invocations (`$RELEVO_LAMBDA_PID_DIR/invocations.log`).
 fn environments_that_served(lambda: &LambdaMode, function: &str) -> BTreeMap<usize, usize> {
-    let log = std::fs::read_to_string(lambda.dir.join("pids").join("invocations.log")).unwrap_or_default();
+    let log = std::fs::read_to_string(lambda.dir.join("pids").join("invocations.log"))
+        .unwrap_or_default();
     let mut served = BTreeMap::new();
     for line in log.lines() {
         let mut parts = line.split(' ');
@@ -89,13 +116,24 @@ async fn a_tenant_quota_admits_exactly_its_limit_across_two_environments_of_tool
     // The quota as a deployment sets it: the template's parameter, which also lets the read-only
     // functions write the table (their counted calls below are refused by IAM otherwise).
     let quota = format!("RatePerTenant={LIMIT}/{WINDOW_SECS}");
-    let lambda = start_lambda_mode("quotas", &translated(), &["--environments", "2", "--parameter", &quota], &[]).await;
+    let lambda = start_lambda_mode(
+        "quotas",
+        &translated(),
+        &["--environments", "2", "--parameter", &quota],
+        &[],
+    )
+    .await;
     let http = reqwest::Client::new();
 
     let mut clients = tokio::task::JoinSet::new();
     let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for _ in 0..CLIENTS {
-        let (http, url, token, next) = (http.clone(), lambda.url.clone(), lambda.token.clone(), next.clone());
+        let (http, url, token, next) = (
+            http.clone(),
+            lambda.url.clone(),
+            lambda.token.clone(),
+            next.clone(),
+        );
         clients.spawn(async move {
             let mut answers = Vec::new();
             while next.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < REQUESTS {
@@ -107,50 +145,116 @@ async fn a_tenant_quota_admits_exactly_its_limit_across_two_environments_of_tool
     let answers: Vec<Answer> = clients.join_all().await.into_iter().flatten().collect();
     assert_eq!(answers.len(), REQUESTS);
 
-    let admitted = answers.iter().filter(|a| a.status == 200 && a.body.get("result").is_some()).count();
-    assert_eq!(admitted, LIMIT, "exactly the limit is admitted across environments");
+    let admitted = answers
+        .iter()
+        .filter(|a| a.status == 200 && a.body.get("result").is_some())
+        .count();
+    assert_eq!(
+        admitted, LIMIT,
+        "exactly the limit is admitted across environments"
+    );
     for answer in answers.iter().filter(|a| a.status != 200) {
-        assert_eq!(answer.status, 429, "every other call is refused as rate limited: {answer:?}");
+        assert_eq!(
+            answer.status, 429,
+            "every other call is refused as rate limited: {answer:?}"
+        );
         let error = &answer.body["error"];
         assert_eq!(error["code"], -31002, "{answer:?}");
         let data = &error["data"];
         assert_eq!(
-            (&data["retryable"], &data["reason"], &data["scope"], &data["limit"], &data["windowSecs"]),
-            (&json!(true), &json!("rate_limited"), &json!("tenant"), &json!(LIMIT), &json!(WINDOW_SECS)),
+            (
+                &data["retryable"],
+                &data["reason"],
+                &data["scope"],
+                &data["limit"],
+                &data["windowSecs"]
+            ),
+            (
+                &json!(true),
+                &json!("rate_limited"),
+                &json!("tenant"),
+                &json!(LIMIT),
+                &json!(WINDOW_SECS)
+            ),
             "{answer:?}"
         );
         let retry_after = answer.retry_after.expect("a Retry-After header in seconds");
-        assert!((1..=WINDOW_SECS).contains(&retry_after), "Retry-After {retry_after} is within the window");
-        assert_eq!(data["retryAfterSecs"], json!(retry_after), "the header and the data agree: {answer:?}");
+        assert!(
+            (1..=WINDOW_SECS).contains(&retry_after),
+            "Retry-After {retry_after} is within the window"
+        );
+        assert_eq!(
+            data["retryAfterSecs"],
+            json!(retry_after),
+            "the header and the data agree: {answer:?}"
+        );
     }
 
     let served = environments_that_served(&lambda, "ToolsCallFunction");
     let environments: BTreeSet<usize> = served.keys().copied().collect();
-    assert_eq!(environments, BTreeSet::from([0, 1]), "both environments of tools-call served: {served:?}");
+    assert_eq!(
+        environments,
+        BTreeSet::from([0, 1]),
+        "both environments of tools-call served: {served:?}"
+    );
 
     let windows = rate_windows(&lambda).await;
-    assert_eq!(windows.len(), 1, "one window record for the tenant: {windows:?}");
-    assert_eq!(windows.values().next(), Some(&(LIMIT as u64)), "the table counted exactly the admissions");
+    assert_eq!(
+        windows.len(),
+        1,
+        "one window record for the tenant: {windows:?}"
+    );
+    assert_eq!(
+        windows.values().next(),
+        Some(&(LIMIT as u64)),
+        "the table counted exactly the admissions"
+    );
 
-    let issuer = relevo_auth::DevIssuer::load(&lambda.dir.join("issuer.json")).expect("the stack's issuer");
-    let globex = issuer.mint("globex", "gina", &["shop"], now(), 300).expect("the dev issuer signs");
+    let issuer =
+        relevo_auth::DevIssuer::load(&lambda.dir.join("issuer.json")).expect("the stack's issuer");
+    let globex = issuer
+        .mint("globex", "gina", &["shop"], now(), 300)
+        .expect("the dev issuer signs");
     let other = greet(&http, &lambda.url, &globex).await;
-    assert_eq!(other.status, 200, "another tenant has its own budget: {other:?}");
+    assert_eq!(
+        other.status, 200,
+        "another tenant has its own budget: {other:?}"
+    );
     assert!(other.body.get("result").is_some(), "{other:?}");
 
     // Every counted method's function may write its count (IAM), including the read-only ones.
     let counted = [
-        ("resources/read", json!({ "uri": "relevo://about" }), "relevo://about"),
-        ("prompts/get", json!({ "name": "explain", "arguments": { "topic": "quotas" } }), "explain"),
-        ("tasks/get", json!({ "taskId": "no-such-task" }), "no-such-task"),
+        (
+            "resources/read",
+            json!({ "uri": "relevo://about" }),
+            "relevo://about",
+        ),
+        (
+            "prompts/get",
+            json!({ "name": "explain", "arguments": { "topic": "quotas" } }),
+            "explain",
+        ),
+        (
+            "tasks/get",
+            json!({ "taskId": "no-such-task" }),
+            "no-such-task",
+        ),
     ];
     for (method, params, name) in counted {
-        let request = mcp_request(&http, &lambda.url, &globex, method, params).header("mcp-name", name);
+        let request =
+            mcp_request(&http, &lambda.url, &globex, method, params).header("mcp-name", name);
         let response = request.send().await.expect("an answer");
         let status = response.status().as_u16();
         let body = response.json::<Value>().await.unwrap_or(Value::Null);
-        assert!(status != 503 && body["error"]["data"]["retryable"] != json!(true), "{method}: {status} {body}");
+        assert!(
+            status != 503 && body["error"]["data"]["retryable"] != json!(true),
+            "{method}: {status} {body}"
+        );
     }
     let windows = rate_windows(&lambda).await;
-    assert_eq!(windows.values().sum::<u64>(), LIMIT as u64 + 4, "globex's four calls were counted: {windows:?}");
+    assert_eq!(
+        windows.values().sum::<u64>(),
+        LIMIT as u64 + 4,
+        "globex's four calls were counted: {windows:?}"
+    );
 }

@@ -84,7 +84,11 @@ impl Args {
         let mut args = Args::default();
         let mut raw = raw.into_iter();
         while let Some(arg) = raw.next() {
-            let arg = if arg == "-h" { "--help".to_string() } else { arg };
+            let arg = if arg == "-h" {
+                "--help".to_string()
+            } else {
+                arg
+            };
             if !arg.starts_with("--") {
                 args.words.push(arg);
                 continue;
@@ -96,7 +100,9 @@ impl Args {
             if let Some(flag) = VALUED.iter().find(|f| **f == name) {
                 let value = match inline {
                     Some(value) => value,
-                    None => raw.next().ok_or_else(|| CliError::Usage(format!("{flag} needs a value")))?,
+                    None => raw
+                        .next()
+                        .ok_or_else(|| CliError::Usage(format!("{flag} needs a value")))?,
                 };
                 if args.values.insert(flag, value).is_some() {
                     return Err(CliError::Usage(format!("{flag} given twice")));
@@ -118,15 +124,16 @@ impl Args {
     }
 
     pub fn required(&self, flag: &str, command: &str) -> Result<&str, CliError> {
-        self.value(flag).ok_or_else(|| CliError::Usage(format!("{command} needs {flag}")))
+        self.value(flag)
+            .ok_or_else(|| CliError::Usage(format!("{command} needs {flag}")))
     }
 
     pub fn number(&self, flag: &str, default: u64) -> Result<u64, CliError> {
         match self.value(flag) {
             None => Ok(default),
-            Some(text) => {
-                text.parse().map_err(|_| CliError::Usage(format!("{flag} must be a whole number, got {text:?}")))
-            }
+            Some(text) => text.parse().map_err(|_| {
+                CliError::Usage(format!("{flag} must be a whole number, got {text:?}"))
+            }),
         }
     }
 
@@ -154,16 +161,27 @@ mod tests {
     fn flags_may_come_anywhere_and_take_their_value_inline_or_next() {
         let args = parse("--sqlite a.db ops show op1 --tenant=acme --json").unwrap();
         assert_eq!(args.words, ["ops", "show", "op1"]);
-        assert_eq!((args.value("--sqlite"), args.value("--tenant")), (Some("a.db"), Some("acme")));
+        assert_eq!(
+            (args.value("--sqlite"), args.value("--tenant")),
+            (Some("a.db"), Some("acme"))
+        );
         assert!(args.switch("--json") && !args.switch("--all"));
         assert_eq!(args.rest(2), ["op1"]);
     }
 
     #[test]
     fn unknown_repeated_or_valueless_flags_are_usage_errors() {
-        for line in ["ops list --colour", "ops list --tenant", "--tenant a --tenant b", "--json=1"] {
+        for line in [
+            "ops list --colour",
+            "ops list --tenant",
+            "--tenant a --tenant b",
+            "--json=1",
+        ] {
             assert!(matches!(parse(line), Err(CliError::Usage(_))), "{line}");
         }
-        assert!(matches!(parse("--limit x").unwrap().number("--limit", 1), Err(CliError::Usage(_))));
+        assert!(matches!(
+            parse("--limit x").unwrap().number("--limit", 1),
+            Err(CliError::Usage(_))
+        ));
     }
 }

@@ -39,17 +39,22 @@ impl Backend {
         let sqlite = args.value("--sqlite").map(String::from);
         let table = args.value("--table").map(String::from);
         match (sqlite, table) {
-            (Some(_), Some(_)) => Err(CliError::Usage("choose one backend: --sqlite or --table".into())),
+            (Some(_), Some(_)) => Err(CliError::Usage(
+                "choose one backend: --sqlite or --table".into(),
+            )),
             (Some(path), None) => Self::sqlite(&path),
             (None, Some(table)) => Ok(Self::dynamo(&table, args)),
             (None, None) => match (env("RELEVO_TABLE"), env("RELEVO_STORE")) {
                 (Some(table), _) => Ok(Self::dynamo(&table, args)),
                 (None, Some(spec)) => match spec.strip_prefix("sqlite:") {
                     Some(path) => Self::sqlite(path),
-                    None => Err(CliError::Usage(format!("RELEVO_STORE must be sqlite:PATH here, got {spec:?}"))),
+                    None => Err(CliError::Usage(format!(
+                        "RELEVO_STORE must be sqlite:PATH here, got {spec:?}"
+                    ))),
                 },
                 (None, None) => Err(CliError::Usage(
-                    "no backend: give --sqlite PATH (make run: .relevo/store.db) or --table NAME".into(),
+                    "no backend: give --sqlite PATH (make run: .relevo/store.db) or --table NAME"
+                        .into(),
                 )),
             },
         }
@@ -61,29 +66,45 @@ impl Backend {
                 "no SQLite store at {path:?} (make run keeps it in .relevo/store.db)"
             )));
         }
-        let store = SqliteStore::open(Path::new(path)).map_err(CliError::store(format!("opening {path}")))?;
+        let store = SqliteStore::open(Path::new(path))
+            .map_err(CliError::store(format!("opening {path}")))?;
         let queue = SqliteQueue::new(store.clone(), SQLITE_MAX_RECEIVES);
-        Ok(Backend { records: Arc::new(store.clone()), view: Arc::new(store), dead_letters: Some(Arc::new(queue)) })
+        Ok(Backend {
+            records: Arc::new(store.clone()),
+            view: Arc::new(store),
+            dead_letters: Some(Arc::new(queue)),
+        })
     }
 
     fn dynamo(table: &str, args: &Args) -> Backend {
         let config = relevo_aws::sdk_config();
         let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&config), table);
-        let queue = args.value("--queue-url").map(String::from).or_else(|| env("RELEVO_QUEUE_URL"));
-        let dead = args.value("--dlq-url").map(String::from).or_else(|| env("RELEVO_DLQ_URL"));
+        let queue = args
+            .value("--queue-url")
+            .map(String::from)
+            .or_else(|| env("RELEVO_QUEUE_URL"));
+        let dead = args
+            .value("--dlq-url")
+            .map(String::from)
+            .or_else(|| env("RELEVO_DLQ_URL"));
         let dead_letters = match (queue, dead) {
-            (Some(queue), Some(dead)) => {
-                Some(Arc::new(SqsDeadLetters::new(aws_sdk_sqs::Client::new(&config), &queue, &dead))
-                    as Arc<dyn DeadLetters>)
-            }
+            (Some(queue), Some(dead)) => Some(Arc::new(SqsDeadLetters::new(
+                aws_sdk_sqs::Client::new(&config),
+                &queue,
+                &dead,
+            )) as Arc<dyn DeadLetters>),
             _ => None,
         };
-        Backend { records: Arc::new(store.clone()), view: Arc::new(store), dead_letters }
+        Backend {
+            records: Arc::new(store.clone()),
+            view: Arc::new(store),
+            dead_letters,
+        }
     }
 
     pub fn dead_letters(&self) -> Result<&dyn DeadLetters, CliError> {
-        self.dead_letters
-            .as_deref()
-            .ok_or_else(|| CliError::Usage("the dlq commands on DynamoDB need --queue-url and --dlq-url".into()))
+        self.dead_letters.as_deref().ok_or_else(|| {
+            CliError::Usage("the dlq commands on DynamoDB need --queue-url and --dlq-url".into())
+        })
     }
 }

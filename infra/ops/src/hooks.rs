@@ -59,6 +59,8 @@ impl Hooks {
 
 impl fmt::Debug for Hooks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Hooks").field("reconcile", &self.reconcile.is_some()).finish()
+        f.debug_struct("Hooks")
+            .field("reconcile", &self.reconcile.is_some())
+            .finish()
     }
 }

@@ -17,14 +17,21 @@ use crate::output::{Output, duration, excerpt, inert, table};
 /// Why a job is stuck, or `None` when it is not.
 pub fn stuck_reason(job: &Job, config: &EngineConfig, now: u64) -> Option<&'static str> {
     match job.status {
-        JobStatus::Queued if job.updated_at + config.queued_deadline_secs <= now => Some("queued past its deadline"),
+        JobStatus::Queued if job.updated_at + config.queued_deadline_secs <= now => {
+            Some("queued past its deadline")
+        }
         JobStatus::Running if !job.lease_live(now) && job.attempts >= config.max_attempts => {
             Some("lease expired, attempts exhausted (the reconciler fails it)")
         }
-        JobStatus::Running if !job.lease_live(now) => Some("lease expired (the reconciler requeues it)"),
+        JobStatus::Running if !job.lease_live(now) => {
+            Some("lease expired (the reconciler requeues it)")
+        }
         JobStatus::Failed
             if job.attempts >= config.max_attempts
-                || job.error.as_deref().is_some_and(|e| e.starts_with("attempt budget exhausted")) =>
+                || job
+                    .error
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with("attempt budget exhausted")) =>
         {
             Some("failed: attempts exhausted")
         }
@@ -32,11 +39,23 @@ pub fn stuck_reason(job: &Job, config: &EngineConfig, now: u64) -> Option<&'stat
     }
 }
 
-pub async fn stuck(backend: &Backend, config: &EngineConfig, limit: usize, now: u64) -> Result<Output, CliError> {
+pub async fn stuck(
+    backend: &Backend,
+    config: &EngineConfig,
+    limit: usize,
+    now: u64,
+) -> Result<Output, CliError> {
     let statuses = [JobStatus::Queued, JobStatus::Running, JobStatus::Failed];
-    let listing = backend.view.list_jobs(&statuses, limit).await.map_err(CliError::store("listing the jobs"))?;
-    let mut stuck: Vec<(&Job, &str)> =
-        listing.items.iter().filter_map(|job| stuck_reason(job, config, now).map(|why| (job, why))).collect();
+    let listing = backend
+        .view
+        .list_jobs(&statuses, limit)
+        .await
+        .map_err(CliError::store("listing the jobs"))?;
+    let mut stuck: Vec<(&Job, &str)> = listing
+        .items
+        .iter()
+        .filter_map(|job| stuck_reason(job, config, now).map(|why| (job, why)))
+        .collect();
     stuck.sort_by_key(|(job, _)| job.updated_at);
     let rows: Vec<Vec<String>> = stuck
         .iter()
@@ -53,7 +72,19 @@ pub async fn stuck(backend: &Backend, config: &EngineConfig, limit: usize, now: 
             ]
         })
         .collect();
-    let mut text = table(&["job", "tenant", "subject", "kind", "status", "attempts", "since write", "why"], &rows);
+    let mut text = table(
+        &[
+            "job",
+            "tenant",
+            "subject",
+            "kind",
+            "status",
+            "attempts",
+            "since write",
+            "why",
+        ],
+        &rows,
+    );
     if listing.truncated {
         text.push_str("  (listing cut at --limit: more jobs exist)\n");
     }
@@ -71,7 +102,8 @@ pub async fn stuck(backend: &Backend, config: &EngineConfig, limit: usize, now: 
 
 /// The job a dead letter names, when it is a work message.
 fn job_of(letter: &DeadLetter) -> Option<String> {
-    WorkMessage::decode(&letter.body).map(|m| format!("{}/{}/{}", m.job.tenant, m.job.subject, m.job.id))
+    WorkMessage::decode(&letter.body)
+        .map(|m| format!("{}/{}/{}", m.job.tenant, m.job.subject, m.job.id))
 }
 
 pub async fn dlq_list(backend: &Backend, limit: usize) -> Result<Output, CliError> {
@@ -83,7 +115,8 @@ pub async fn dlq_list(backend: &Backend, limit: usize) -> Result<Output, CliErro
     let rows: Vec<Vec<String>> = letters
         .iter()
         .map(|l| {
-            let what = job_of(l).unwrap_or_else(|| format!("(not a work message) {}", excerpt(&l.body, 60)));
+            let what = job_of(l)
+                .unwrap_or_else(|| format!("(not a work message) {}", excerpt(&l.body, 60)));
             vec![l.id.clone(), l.receive_count.to_string(), what]
         })
         .collect();
@@ -92,11 +125,18 @@ pub async fn dlq_list(backend: &Backend, limit: usize) -> Result<Output, CliErro
             "id": l.id, "receiveCount": l.receive_count, "body": l.body, "job": job_of(l),
         })).collect::<Vec<_>>(),
     });
-    Ok(Output { json, text: table(&["message", "receives", "job (tenant/subject/id)"], &rows) })
+    Ok(Output {
+        json,
+        text: table(&["message", "receives", "job (tenant/subject/id)"], &rows),
+    })
 }
 
 pub async fn dlq_redrive(backend: &Backend, which: Redrive<'_>) -> Result<Output, CliError> {
-    let moved = backend.dead_letters()?.redrive(which).await.map_err(CliError::store("redriving the dead letters"))?;
+    let moved = backend
+        .dead_letters()?
+        .redrive(which)
+        .await
+        .map_err(CliError::store("redriving the dead letters"))?;
     if let Redrive::One(id) = which
         && moved.is_empty()
     {
@@ -106,7 +146,10 @@ pub async fn dlq_redrive(backend: &Backend, which: Redrive<'_>) -> Result<Output
     for id in &moved {
         text.push_str(&format!("  {}\n", inert(id)));
     }
-    Ok(Output { json: json!({ "redriven": moved }), text })
+    Ok(Output {
+        json: json!({ "redriven": moved }),
+        text,
+    })
 }
 
 #[cfg(test)]
@@ -128,9 +171,15 @@ mod tests {
     #[test]
     fn a_job_is_stuck_only_past_its_deadline_lease_or_budget() {
         let config = EngineConfig::default();
-        assert_eq!(stuck_reason(&job(JobStatus::Queued, 0, 100, None), &config, 159), None);
+        assert_eq!(
+            stuck_reason(&job(JobStatus::Queued, 0, 100, None), &config, 159),
+            None
+        );
         assert!(stuck_reason(&job(JobStatus::Queued, 0, 100, None), &config, 160).is_some());
-        assert_eq!(stuck_reason(&job(JobStatus::Running, 1, 100, Some(500)), &config, 499), None);
+        assert_eq!(
+            stuck_reason(&job(JobStatus::Running, 1, 100, Some(500)), &config, 499),
+            None
+        );
         assert_eq!(
             stuck_reason(&job(JobStatus::Running, 1, 100, Some(500)), &config, 500),
             Some("lease expired (the reconciler requeues it)")
@@ -139,6 +188,10 @@ mod tests {
             stuck_reason(&job(JobStatus::Failed, 5, 100, None), &config, 100),
             Some("failed: attempts exhausted")
         );
-        assert_eq!(stuck_reason(&job(JobStatus::Failed, 1, 100, None), &config, 100), None, "a failure by the runner");
+        assert_eq!(
+            stuck_reason(&job(JobStatus::Failed, 1, 100, None), &config, 100),
+            None,
+            "a failure by the runner"
+        );
     }
 }

@@ -57,7 +57,10 @@ pub struct Entry {
 /// Where the ring lives and in which format.
 pub enum Source {
     File(PathBuf),
-    Secret { client: aws_sdk_secretsmanager::Client, name: String },
+    Secret {
+        client: aws_sdk_secretsmanager::Client,
+        name: String,
+    },
 }
 
 /// A ring as its format holds it: the active key first. `extra` keeps a secret's other fields.
@@ -69,7 +72,8 @@ pub struct Ring {
 
 fn random_key() -> Result<[u8; 32], CliError> {
     let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|e| CliError::Keys(format!("cannot be generated: no random source ({e})")))?;
+    getrandom::fill(&mut bytes)
+        .map_err(|e| CliError::Keys(format!("cannot be generated: no random source ({e})")))?;
     Ok(bytes)
 }
 
@@ -86,15 +90,28 @@ impl Ring {
             .map(str::trim)
             .filter(|e| !e.is_empty())
             .map(|entry| {
-                let (kid, key) = entry.split_once(':').ok_or_else(|| bad("an entry without kid:"))?;
-                Ok(Entry { kid: kid.trim().into(), key: KeyText(key.trim().into()), superseded_at: None })
+                let (kid, key) = entry
+                    .split_once(':')
+                    .ok_or_else(|| bad("an entry without kid:"))?;
+                Ok(Entry {
+                    kid: kid.trim().into(),
+                    key: KeyText(key.trim().into()),
+                    superseded_at: None,
+                })
             })
             .collect::<Result<_, CliError>>()?;
-        Ok(Ring { entries, extra: Map::new() })
+        Ok(Ring {
+            entries,
+            extra: Map::new(),
+        })
     }
 
     pub fn to_spec(&self) -> String {
-        self.entries.iter().map(|e| format!("{}:{}", e.kid, e.key.0)).collect::<Vec<_>>().join(",")
+        self.entries
+            .iter()
+            .map(|e| format!("{}:{}", e.kid, e.key.0))
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// Parses the secret's JSON.
@@ -105,19 +122,35 @@ impl Ring {
         };
         let entry = |v: &Value| -> Result<Entry, CliError> {
             Ok(Entry {
-                kid: v["kid"].as_str().ok_or_else(|| bad("a key without kid"))?.into(),
-                key: KeyText(v["key"].as_str().ok_or_else(|| bad("a key without key"))?.into()),
+                kid: v["kid"]
+                    .as_str()
+                    .ok_or_else(|| bad("a key without kid"))?
+                    .into(),
+                key: KeyText(
+                    v["key"]
+                        .as_str()
+                        .ok_or_else(|| bad("a key without key"))?
+                        .into(),
+                ),
                 superseded_at: v["supersededAt"].as_u64(),
             })
         };
         let mut entries = vec![entry(&Value::Object(top.clone()))?];
-        for previous in top.get("previous").and_then(Value::as_array).into_iter().flatten() {
+        for previous in top
+            .get("previous")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             entries.push(entry(previous)?);
         }
         for field in ["kid", "key", "previous", "supersededAt"] {
             top.remove(field);
         }
-        Ok(Ring { entries, extra: top })
+        Ok(Ring {
+            entries,
+            extra: top,
+        })
     }
 
     pub fn to_secret(&self) -> String {
@@ -145,11 +178,23 @@ impl Ring {
     /// Adds a new random key: first (the active one, the old active key superseded `now`), or,
     /// `staged`, second (accepted but not yet sealing with; [`Ring::activate`] promotes it).
     /// `encode` is the format's text for 32 key bytes.
-    pub fn add(&mut self, kid: &str, now: u64, staged: bool, encode: impl Fn(&[u8]) -> String) -> Result<(), CliError> {
+    pub fn add(
+        &mut self,
+        kid: &str,
+        now: u64,
+        staged: bool,
+        encode: impl Fn(&[u8]) -> String,
+    ) -> Result<(), CliError> {
         if self.entries.iter().any(|e| e.kid == kid) {
-            return Err(CliError::Keys(format!("already hold a key {kid:?}: choose another --kid")));
+            return Err(CliError::Keys(format!(
+                "already hold a key {kid:?}: choose another --kid"
+            )));
         }
-        let entry = Entry { kid: kid.into(), key: KeyText(encode(&random_key()?)), superseded_at: None };
+        let entry = Entry {
+            kid: kid.into(),
+            key: KeyText(encode(&random_key()?)),
+            superseded_at: None,
+        };
         if staged && !self.entries.is_empty() {
             self.entries.insert(1, entry);
             return Ok(());
@@ -178,7 +223,13 @@ impl Ring {
 
     /// Removes `kids`: never the active key, never one the ring does not hold, and (unless
     /// `force`) never one superseded less than `min_overlap_secs` ago where the time is known.
-    pub fn retire(&mut self, kids: &[String], now: u64, min_overlap_secs: u64, force: bool) -> Result<(), CliError> {
+    pub fn retire(
+        &mut self,
+        kids: &[String],
+        now: u64,
+        min_overlap_secs: u64,
+        force: bool,
+    ) -> Result<(), CliError> {
         for kid in kids {
             let Some(index) = self.entries.iter().position(|e| &e.kid == kid) else {
                 return Err(CliError::Keys(format!("hold no key {kid:?}")));
@@ -223,14 +274,24 @@ impl Source {
             Source::File(path) => match std::fs::read_to_string(path) {
                 Ok(text) => Ring::from_spec(text.trim()).map(Some),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(reason) => Err(CliError::Io { what: format!("reading {}", path.display()), reason }),
+                Err(reason) => Err(CliError::Io {
+                    what: format!("reading {}", path.display()),
+                    reason,
+                }),
             },
             Source::Secret { client, name } => {
-                let output = client.get_secret_value().secret_id(name).send().await.map_err(|e| CliError::Secrets {
-                    what: format!("reading {name}"),
-                    reason: aws_sdk_secretsmanager::error::DisplayErrorContext(e).to_string(),
-                })?;
-                let text = output.secret_string().ok_or_else(|| bad("the secret has no SecretString"))?;
+                let output = client
+                    .get_secret_value()
+                    .secret_id(name)
+                    .send()
+                    .await
+                    .map_err(|e| CliError::Secrets {
+                        what: format!("reading {name}"),
+                        reason: aws_sdk_secretsmanager::error::DisplayErrorContext(e).to_string(),
+                    })?;
+                let text = output
+                    .secret_string()
+                    .ok_or_else(|| bad("the secret has no SecretString"))?;
                 Ring::from_secret(text).map(Some)
             }
         }
@@ -241,18 +302,24 @@ impl Source {
         match self {
             Source::File(path) => {
                 let text = ring.to_spec();
-                KeyRing::from_config(&text).map_err(|e| CliError::Keys(format!("would not load: {e}")))?;
+                KeyRing::from_config(&text)
+                    .map_err(|e| CliError::Keys(format!("would not load: {e}")))?;
                 write_private(path, &text)
             }
             Source::Secret { client, name } => {
                 let text = ring.to_secret();
-                relevo_aws::key_ring_from_secret(&text).map_err(|e| CliError::Keys(format!("would not load: {e}")))?;
-                client.put_secret_value().secret_id(name).secret_string(text).send().await.map_err(|e| {
-                    CliError::Secrets {
+                relevo_aws::key_ring_from_secret(&text)
+                    .map_err(|e| CliError::Keys(format!("would not load: {e}")))?;
+                client
+                    .put_secret_value()
+                    .secret_id(name)
+                    .secret_string(text)
+                    .send()
+                    .await
+                    .map_err(|e| CliError::Secrets {
                         what: format!("writing {name}"),
                         reason: aws_sdk_secretsmanager::error::DisplayErrorContext(e).to_string(),
-                    }
-                })?;
+                    })?;
                 Ok(())
             }
         }
@@ -282,7 +349,10 @@ fn write_private(path: &Path, text: &str) -> Result<(), CliError> {
         .mode(0o600)
         .open(&temporary)
         .map_err(io("creating a temporary file beside"))?;
-    let written = file.write_all(text.as_bytes()).and_then(|()| file.write_all(b"\n")).and_then(|()| file.sync_all());
+    let written = file
+        .write_all(text.as_bytes())
+        .and_then(|()| file.write_all(b"\n"))
+        .and_then(|()| file.sync_all());
     if let Err(reason) = written.and_then(|()| std::fs::rename(&temporary, path)) {
         let _ = std::fs::remove_file(&temporary);
         return Err(io("writing")(reason));
@@ -296,9 +366,15 @@ fn ring_table(ring: &Ring, now: u64) -> String {
         .iter()
         .enumerate()
         .map(|(i, e)| {
-            let role = if i == 0 { "active (seals and opens)" } else { "previous (opens only)" };
-            let superseded =
-                e.superseded_at.map(|at| format!("{} ago", duration(now.saturating_sub(at)))).unwrap_or_default();
+            let role = if i == 0 {
+                "active (seals and opens)"
+            } else {
+                "previous (opens only)"
+            };
+            let superseded = e
+                .superseded_at
+                .map(|at| format!("{} ago", duration(now.saturating_sub(at))))
+                .unwrap_or_default();
             vec![e.kid.clone(), role.to_string(), superseded]
         })
         .collect();
@@ -315,17 +391,31 @@ fn ring_json(ring: &Ring) -> Value {
 }
 
 pub async fn list(source: &Source, now: u64) -> Result<Output, CliError> {
-    let ring = source.read().await?.ok_or_else(|| CliError::Keys(format!("are missing: no {}", source.describe())))?;
-    Ok(Output { json: ring_json(&ring), text: ring_table(&ring, now) })
+    let ring = source
+        .read()
+        .await?
+        .ok_or_else(|| CliError::Keys(format!("are missing: no {}", source.describe())))?;
+    Ok(Output {
+        json: ring_json(&ring),
+        text: ring_table(&ring, now),
+    })
 }
 
-pub async fn add(source: &Source, kid: Option<&str>, staged: bool, now: u64) -> Result<Output, CliError> {
+pub async fn add(
+    source: &Source,
+    kid: Option<&str>,
+    staged: bool,
+    now: u64,
+) -> Result<Output, CliError> {
     let mut ring = source.read().await?.unwrap_or_default();
     let kid = kid.map(String::from).unwrap_or_else(|| format!("k{now}"));
     ring.add(&kid, now, staged, |bytes| source.encode(bytes))?;
     source.write(&ring).await?;
-    let role =
-        if ring.entries.first().is_some_and(|e| e.kid == kid) { "the active key" } else { "a staged key (opens only)" };
+    let role = if ring.entries.first().is_some_and(|e| e.kid == kid) {
+        "the active key"
+    } else {
+        "a staged key (opens only)"
+    };
     let mut text = format!("added {kid} as {role} in the {}\n", source.describe());
     text.push_str(&ring_table(&ring, now));
     if ring.entries.len() > 1 {
@@ -334,17 +424,25 @@ pub async fn add(source: &Source, kid: Option<&str>, staged: bool, now: u64) -> 
              every environment has loaded this ring and the longest sealed lifetime has passed (requestState: 1 h).\n",
         );
     }
-    Ok(Output { json: ring_json(&ring), text })
+    Ok(Output {
+        json: ring_json(&ring),
+        text,
+    })
 }
 
 pub async fn activate(source: &Source, kid: &str, now: u64) -> Result<Output, CliError> {
-    let mut ring =
-        source.read().await?.ok_or_else(|| CliError::Keys(format!("are missing: no {}", source.describe())))?;
+    let mut ring = source
+        .read()
+        .await?
+        .ok_or_else(|| CliError::Keys(format!("are missing: no {}", source.describe())))?;
     ring.activate(kid, now)?;
     source.write(&ring).await?;
     let mut text = format!("{kid} is the active key in the {}\n", source.describe());
     text.push_str(&ring_table(&ring, now));
-    Ok(Output { json: ring_json(&ring), text })
+    Ok(Output {
+        json: ring_json(&ring),
+        text,
+    })
 }
 
 pub async fn retire(
@@ -357,11 +455,17 @@ pub async fn retire(
     if kids.is_empty() {
         return Err(CliError::Usage("keys retire needs at least one KID".into()));
     }
-    let mut ring =
-        source.read().await?.ok_or_else(|| CliError::Keys(format!("are missing: no {}", source.describe())))?;
+    let mut ring = source
+        .read()
+        .await?
+        .ok_or_else(|| CliError::Keys(format!("are missing: no {}", source.describe())))?;
     ring.retire(kids, now, min_overlap, force)?;
     source.write(&ring).await?;
-    let mut text = format!("retired {} from the {}\n", kids.join(", "), source.describe());
+    let mut text = format!(
+        "retired {} from the {}\n",
+        kids.join(", "),
+        source.describe()
+    );
     text.push_str(&ring_table(&ring, now));
     let mut json = ring_json(&ring);
     json["retired"] = json!(kids);
@@ -380,7 +484,10 @@ mod tests {
             "previous": [{ "kid": "k1", "key": "b".repeat(40), "supersededAt": 7 }] })
         .to_string();
         let ring = Ring::from_secret(&text).unwrap();
-        assert_eq!((ring.ids(), ring.entries[1].superseded_at), (vec!["k2".to_string(), "k1".into()], Some(7)));
+        assert_eq!(
+            (ring.ids(), ring.entries[1].superseded_at),
+            (vec!["k2".to_string(), "k1".into()], Some(7))
+        );
         assert_eq!(Ring::from_secret(&ring.to_secret()).unwrap(), ring);
         assert!(ring.to_secret().contains(r#""note":"x""#));
         assert!(!format!("{ring:?}").contains("aaaa"), "{ring:?}");
@@ -392,10 +499,28 @@ mod tests {
         ring.add("new", 100, false, |b| STANDARD.encode(b)).unwrap();
         assert_eq!(ring.ids(), ["new", "old"]);
         assert!(KeyRing::from_config(&ring.to_spec()).is_ok());
-        assert!(matches!(ring.add("old", 100, false, |b| STANDARD.encode(b)), Err(CliError::Keys(_))));
-        assert!(matches!(ring.retire(&["new".into()], 100, 0, true), Err(CliError::Keys(_))), "the active key stays");
-        assert!(matches!(ring.retire(&["gone".into()], 100, 0, true), Err(CliError::Keys(_))));
-        assert!(matches!(ring.retire(&["old".into()], 200, 3600, false), Err(CliError::Keys(_))), "overlap not over");
+        assert!(matches!(
+            ring.add("old", 100, false, |b| STANDARD.encode(b)),
+            Err(CliError::Keys(_))
+        ));
+        assert!(
+            matches!(
+                ring.retire(&["new".into()], 100, 0, true),
+                Err(CliError::Keys(_))
+            ),
+            "the active key stays"
+        );
+        assert!(matches!(
+            ring.retire(&["gone".into()], 100, 0, true),
+            Err(CliError::Keys(_))
+        ));
+        assert!(
+            matches!(
+                ring.retire(&["old".into()], 200, 3600, false),
+                Err(CliError::Keys(_))
+            ),
+            "overlap not over"
+        );
         ring.retire(&["old".into()], 3700, 3600, false).unwrap();
         assert_eq!(ring.ids(), ["new"]);
     }
@@ -407,12 +532,18 @@ mod tests {
         let secret = json!({ "kid": "k2", "key": second, "previous": [{ "kid": "k1", "key": "short-key" }] });
         for (error, position) in [
             (Ring::from_spec(&spec).unwrap_err(), "entry 2"),
-            (Ring::from_secret(&secret.to_string()).unwrap_err(), "entry 2"),
+            (
+                Ring::from_secret(&secret.to_string()).unwrap_err(),
+                "entry 2",
+            ),
         ] {
             let shown = format!("{error} {error:?}");
             assert!(shown.contains(position), "{shown}");
             for key in [&first, &second, &"short-key".to_string()] {
-                assert!(!shown.contains(&key[..8]) && !shown.contains(&key[key.len() - 8..]), "{shown}");
+                assert!(
+                    !shown.contains(&key[..8]) && !shown.contains(&key[key.len() - 8..]),
+                    "{shown}"
+                );
             }
         }
     }
@@ -421,10 +552,22 @@ mod tests {
     fn a_staged_key_is_accepted_first_and_seals_only_once_activated() {
         let mut ring = Ring::from_spec(&format!("old:{}", STANDARD.encode([1u8; 32]))).unwrap();
         ring.add("next", 100, true, |b| STANDARD.encode(b)).unwrap();
-        assert_eq!((ring.ids(), ring.entries[1].superseded_at), (vec!["old".to_string(), "next".into()], None));
-        assert!(matches!(ring.retire(&["old".into()], 100, 0, true), Err(CliError::Keys(_))), "old is still active");
+        assert_eq!(
+            (ring.ids(), ring.entries[1].superseded_at),
+            (vec!["old".to_string(), "next".into()], None)
+        );
+        assert!(
+            matches!(
+                ring.retire(&["old".into()], 100, 0, true),
+                Err(CliError::Keys(_))
+            ),
+            "old is still active"
+        );
         ring.activate("next", 200).unwrap();
-        assert_eq!((ring.ids(), ring.entries[1].superseded_at), (vec!["next".to_string(), "old".into()], Some(200)));
+        assert_eq!(
+            (ring.ids(), ring.entries[1].superseded_at),
+            (vec!["next".to_string(), "old".into()], Some(200))
+        );
         assert!(matches!(ring.activate("gone", 200), Err(CliError::Keys(_))));
     }
 }

@@ -61,7 +61,10 @@ use crate::error::CliError;
 use crate::output::Output;
 
 fn now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 /// The requestState lifetime (`ServerConfig::request_state_ttl_secs`): the least overlap.
@@ -69,13 +72,17 @@ const REQUEST_STATE_TTL_SECS: u64 = 3600;
 
 fn key_source(args: &Args) -> Result<keys::Source, CliError> {
     match (args.value("--secret"), args.value("--keys-file")) {
-        (Some(_), Some(_)) => Err(CliError::Usage("choose one: --secret NAME or --keys-file PATH".into())),
+        (Some(_), Some(_)) => Err(CliError::Usage(
+            "choose one: --secret NAME or --keys-file PATH".into(),
+        )),
         (Some(name), None) => Ok(keys::Source::Secret {
             client: aws_sdk_secretsmanager::Client::new(&relevo_aws::sdk_config()),
             name: name.into(),
         }),
         (None, Some(path)) => Ok(keys::Source::File(PathBuf::from(path))),
-        (None, None) => Err(CliError::Usage("the keys commands need --secret NAME or --keys-file PATH".into())),
+        (None, None) => Err(CliError::Usage(
+            "the keys commands need --secret NAME or --keys-file PATH".into(),
+        )),
     }
 }
 
@@ -88,12 +95,17 @@ async fn command(args: &Args, hooks: &Hooks) -> Result<Output, CliError> {
         if args.rest(count).is_empty() {
             Ok(())
         } else {
-            Err(CliError::Usage(format!("{command}: unexpected {:?}", args.rest(count))))
+            Err(CliError::Usage(format!(
+                "{command}: unexpected {:?}",
+                args.rest(count)
+            )))
         }
     };
     let one_id = |command: &str| match args.rest(2) {
         [id] => Ok(id.as_str()),
-        _ => Err(CliError::Usage(format!("{command} needs exactly one operation ID"))),
+        _ => Err(CliError::Usage(format!(
+            "{command} needs exactly one operation ID"
+        ))),
     };
     match words.as_slice() {
         ["ledger", "report", ..] => {
@@ -124,9 +136,11 @@ async fn command(args: &Args, hooks: &Hooks) -> Result<Output, CliError> {
             extra(2, "jobs stuck")?;
             let defaults = EngineConfig::default();
             let config = EngineConfig {
-                queued_deadline_secs: args.number("--queued-deadline-secs", defaults.queued_deadline_secs)?,
-                max_attempts: args.number("--max-attempts", u64::from(defaults.max_attempts))?.min(u64::from(u32::MAX))
-                    as u32,
+                queued_deadline_secs: args
+                    .number("--queued-deadline-secs", defaults.queued_deadline_secs)?,
+                max_attempts: args
+                    .number("--max-attempts", u64::from(defaults.max_attempts))?
+                    .min(u64::from(u32::MAX)) as u32,
                 ..defaults
             };
             jobs::stuck(&Backend::open(args)?, &config, limit, now).await
@@ -139,7 +153,11 @@ async fn command(args: &Args, hooks: &Hooks) -> Result<Output, CliError> {
             let which = match (args.switch("--all"), args.rest(2)) {
                 (true, []) => Redrive::All,
                 (false, [id]) => Redrive::One(id),
-                _ => return Err(CliError::Usage("dlq redrive needs --all or exactly one message ID".into())),
+                _ => {
+                    return Err(CliError::Usage(
+                        "dlq redrive needs --all or exactly one message ID".into(),
+                    ));
+                }
             };
             jobs::dlq_redrive(&Backend::open(args)?, which).await
         }
@@ -149,18 +167,36 @@ async fn command(args: &Args, hooks: &Hooks) -> Result<Output, CliError> {
         }
         ["keys", "add", ..] => {
             extra(2, "keys add")?;
-            keys::add(&key_source(args)?, args.value("--kid"), args.switch("--staged"), now).await
+            keys::add(
+                &key_source(args)?,
+                args.value("--kid"),
+                args.switch("--staged"),
+                now,
+            )
+            .await
         }
         ["keys", "activate", ..] => match args.rest(2) {
             [kid] => keys::activate(&key_source(args)?, kid, now).await,
-            _ => Err(CliError::Usage("keys activate needs exactly one KID".into())),
+            _ => Err(CliError::Usage(
+                "keys activate needs exactly one KID".into(),
+            )),
         },
         ["keys", "retire", ..] => {
             let min_overlap = args.number("--min-overlap-secs", REQUEST_STATE_TTL_SECS)?;
-            keys::retire(&key_source(args)?, args.rest(2), now, min_overlap, args.switch("--force")).await
+            keys::retire(
+                &key_source(args)?,
+                args.rest(2),
+                now,
+                min_overlap,
+                args.switch("--force"),
+            )
+            .await
         }
         [] => Err(CliError::Usage("no command".into())),
-        _ => Err(CliError::Usage(format!("unknown command {:?}", args.words.join(" ")))),
+        _ => Err(CliError::Usage(format!(
+            "unknown command {:?}",
+            args.words.join(" ")
+        ))),
     }
 }
 
@@ -172,7 +208,10 @@ async fn command(args: &Args, hooks: &Hooks) -> Result<Output, CliError> {
 /// It builds its own single-threaded tokio runtime: call it from `main`, not from inside a
 /// runtime.
 pub fn run(program: &str, args: Vec<String>, hooks: Hooks) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("{program}: error: cannot start the runtime: {error}");
@@ -186,12 +225,23 @@ pub fn run(program: &str, args: Vec<String>, hooks: Hooks) -> ExitCode {
 }
 
 /// [`run`] with its output streams given: the exit status.
-async fn execute(program: &str, args: Vec<String>, hooks: &Hooks, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+async fn execute(
+    program: &str,
+    args: Vec<String>,
+    hooks: &Hooks,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
     // A closed stdout or stderr (`| head`) is not worth a second error: what could be said was.
     let args = match Args::parse(args) {
         Ok(args) => args,
         Err(error) => {
-            let _ = writeln!(err, "{program}: {}\n\n{}", output::lines_inert(&error.to_string()), usage(program));
+            let _ = writeln!(
+                err,
+                "{program}: {}\n\n{}",
+                output::lines_inert(&error.to_string()),
+                usage(program)
+            );
             return error.exit_code();
         }
     };
@@ -239,7 +289,11 @@ mod tests {
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let args = args.iter().map(|a| a.to_string()).collect();
         let code = execute(program, args, hooks, &mut out, &mut err).await;
-        Ran { code, stdout: String::from_utf8(out).unwrap(), stderr: String::from_utf8(err).unwrap() }
+        Ran {
+            code,
+            stdout: String::from_utf8(out).unwrap(),
+            stderr: String::from_utf8(err).unwrap(),
+        }
     }
 
     fn scratch(name: &str) -> PathBuf {
@@ -270,7 +324,10 @@ mod tests {
             .advanced(OpStatus::Unknown, now - 60, "executor", None)
             .unwrap();
         let store = SqliteStore::open(path).unwrap();
-        store.create(&op.record_key(), &op.to_value(), None, now).await.unwrap();
+        store
+            .create(&op.record_key(), &op.to_value(), None, now)
+            .await
+            .unwrap();
         op
     }
 
@@ -281,38 +338,81 @@ mod tests {
         let sqlite = absent.display().to_string();
         let ran = ops(
             "cargo relevo ops",
-            &["--sqlite", &sqlite, "ops", "reconcile", "op-1", "--tenant", "acme"],
+            &[
+                "--sqlite",
+                &sqlite,
+                "ops",
+                "reconcile",
+                "op-1",
+                "--tenant",
+                "acme",
+            ],
             &Hooks::new(),
         )
         .await;
         assert_eq!(ran.code, 1, "{}", ran.stderr);
         assert!(
-            ran.stderr.starts_with("cargo relevo ops: error: this operator CLI has no reconcile hook"),
+            ran.stderr
+                .starts_with("cargo relevo ops: error: this operator CLI has no reconcile hook"),
             "{}",
             ran.stderr
         );
-        assert!(ran.stderr.contains("run the app's own ops binary"), "{}", ran.stderr);
+        assert!(
+            ran.stderr.contains("run the app's own ops binary"),
+            "{}",
+            ran.stderr
+        );
         assert_eq!(ran.stdout, "", "nothing printed");
         assert!(!absent.exists(), "the store was not even opened");
 
         // Over a real store, the operation stays as it was.
         let before = store_with_an_unknown_operation(&absent).await;
-        let ran =
-            ops("relevo-ops", &["--sqlite", &sqlite, "ops", "reconcile", "op-1", "--tenant", "acme"], &Hooks::new())
-                .await;
-        assert!(ran.code == 1 && ran.stderr.contains("no reconcile hook") && ran.stdout.is_empty(), "{}", ran.stderr);
+        let ran = ops(
+            "relevo-ops",
+            &[
+                "--sqlite",
+                &sqlite,
+                "ops",
+                "reconcile",
+                "op-1",
+                "--tenant",
+                "acme",
+            ],
+            &Hooks::new(),
+        )
+        .await;
+        assert!(
+            ran.code == 1 && ran.stderr.contains("no reconcile hook") && ran.stdout.is_empty(),
+            "{}",
+            ran.stderr
+        );
         let shown = ops(
             "relevo-ops",
-            &["--sqlite", &sqlite, "ops", "show", "op-1", "--tenant", "acme", "--json"],
+            &[
+                "--sqlite", &sqlite, "ops", "show", "op-1", "--tenant", "acme", "--json",
+            ],
             &Hooks::new(),
         )
         .await;
         assert_eq!(shown.code, 0, "{}", shown.stderr);
-        assert_eq!(serde_json::from_str::<Value>(&shown.stdout).unwrap(), before.to_value(), "nothing was written");
+        assert_eq!(
+            serde_json::from_str::<Value>(&shown.stdout).unwrap(),
+            before.to_value(),
+            "nothing was written"
+        );
 
         // A wrong command line is still a usage error first.
-        let wrong = ops("relevo-ops", &["--sqlite", &sqlite, "ops", "reconcile", "op-1"], &Hooks::new()).await;
-        assert!(wrong.code == 2 && wrong.stderr.contains("needs --tenant"), "{}", wrong.stderr);
+        let wrong = ops(
+            "relevo-ops",
+            &["--sqlite", &sqlite, "ops", "reconcile", "op-1"],
+            &Hooks::new(),
+        )
+        .await;
+        assert!(
+            wrong.code == 2 && wrong.stderr.contains("needs --tenant"),
+            "{}",
+            wrong.stderr
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -329,16 +429,31 @@ mod tests {
             async move {
                 // The ports reach the operator's store: the hook reads the operation there.
                 let records = ports.records.clone().unwrap();
-                let Some(record) = records.get(&Operation::key(&tenant, &id), now()).await? else { return Ok(None) };
+                let Some(record) = records.get(&Operation::key(&tenant, &id), now()).await? else {
+                    return Ok(None);
+                };
                 let op = Operation::from_record(&record)?;
                 Ok::<_, relevo_state::StoreError>(Some(
-                    op.advanced(OpStatus::Succeeded, now(), "test-hook", None).unwrap(),
+                    op.advanced(OpStatus::Succeeded, now(), "test-hook", None)
+                        .unwrap(),
                 ))
             }
         });
-        let settled =
-            ops("relevo-ops", &["--sqlite", &sqlite, "ops", "reconcile", "op-1", "--tenant", "acme", "--json"], &hooks)
-                .await;
+        let settled = ops(
+            "relevo-ops",
+            &[
+                "--sqlite",
+                &sqlite,
+                "ops",
+                "reconcile",
+                "op-1",
+                "--tenant",
+                "acme",
+                "--json",
+            ],
+            &hooks,
+        )
+        .await;
         assert_eq!(settled.code, 0, "{}", settled.stderr);
         let answer: Value = serde_json::from_str(&settled.stdout).unwrap();
         assert_eq!(
@@ -346,25 +461,61 @@ mod tests {
             (&json!("unknown"), &json!("succeeded"), &json!(true)),
             "{answer:#}"
         );
-        assert_eq!(*calls.lock().unwrap(), [("acme".to_string(), "op-1".to_string())]);
+        assert_eq!(
+            *calls.lock().unwrap(),
+            [("acme".to_string(), "op-1".to_string())]
+        );
 
-        let elsewhere =
-            ops("relevo-ops", &["--sqlite", &sqlite, "ops", "reconcile", "op-1", "--tenant", "beta"], &hooks).await;
+        let elsewhere = ops(
+            "relevo-ops",
+            &[
+                "--sqlite",
+                &sqlite,
+                "ops",
+                "reconcile",
+                "op-1",
+                "--tenant",
+                "beta",
+            ],
+            &hooks,
+        )
+        .await;
         assert!(
-            elsewhere.code == 1 && elsewhere.stderr.contains("no operation \"op-1\" in tenant \"beta\""),
+            elsewhere.code == 1
+                && elsewhere
+                    .stderr
+                    .contains("no operation \"op-1\" in tenant \"beta\""),
             "{}",
             elsewhere.stderr
         );
-        assert_eq!(calls.lock().unwrap().len(), 1, "an operation the tenant does not have never reaches the hook");
+        assert_eq!(
+            calls.lock().unwrap().len(),
+            1,
+            "an operation the tenant does not have never reaches the hook"
+        );
 
         let failing = Hooks::new().reconcile(|_: Ports, _: String, _: String| async {
             Err::<Option<Operation>, _>(std::io::Error::other("the downstream is down"))
         });
-        let failed =
-            ops("relevo-ops", &["--sqlite", &sqlite, "ops", "reconcile", "op-1", "--tenant", "acme"], &failing).await;
+        let failed = ops(
+            "relevo-ops",
+            &[
+                "--sqlite",
+                &sqlite,
+                "ops",
+                "reconcile",
+                "op-1",
+                "--tenant",
+                "acme",
+            ],
+            &failing,
+        )
+        .await;
         assert_eq!(failed.code, 1);
         assert!(
-            failed.stderr.contains("reconciling operation \"op-1\" failed: the downstream is down"),
+            failed
+                .stderr
+                .contains("reconciling operation \"op-1\" failed: the downstream is down"),
             "{}",
             failed.stderr
         );
@@ -376,15 +527,33 @@ mod tests {
         for program in ["relevo-ops", "cargo relevo ops"] {
             let help = ops(program, &["--help"], &Hooks::new()).await;
             assert_eq!(help.code, 0);
-            assert!(help.stdout.starts_with(&format!("{program}: the operator's CLI")), "{}", help.stdout);
-            assert!(help.stdout.contains(&format!("\n  {program} [BACKEND] COMMAND")), "{}", help.stdout);
+            assert!(
+                help.stdout
+                    .starts_with(&format!("{program}: the operator's CLI")),
+                "{}",
+                help.stdout
+            );
+            assert!(
+                help.stdout
+                    .contains(&format!("\n  {program} [BACKEND] COMMAND")),
+                "{}",
+                help.stdout
+            );
             let wrong = ops(program, &["ops", "frobnicate"], &Hooks::new()).await;
             assert!(
-                wrong.code == 2 && wrong.stderr.starts_with(&format!("{program}: unknown command")),
+                wrong.code == 2
+                    && wrong
+                        .stderr
+                        .starts_with(&format!("{program}: unknown command")),
                 "{}",
                 wrong.stderr
             );
         }
-        assert!(!ops("cargo relevo ops", &["--help"], &Hooks::new()).await.stdout.contains("relevo-ops"));
+        assert!(
+            !ops("cargo relevo ops", &["--help"], &Hooks::new())
+                .await
+                .stdout
+                .contains("relevo-ops")
+        );
     }
 }

@@ -38,7 +38,10 @@ pub async fn load(
         .items
         .iter()
         .map(|record| {
-            Operation::from_record(record).map_err(CliError::store(format!("reading operation {:?}", record.key.id)))
+            Operation::from_record(record).map_err(CliError::store(format!(
+                "reading operation {:?}",
+                record.key.id
+            )))
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok((operations, listing.truncated))
@@ -55,11 +58,16 @@ pub fn parse_state(text: &str) -> Result<OpStatus, CliError> {
 /// `unknown` first, then the oldest first (by creation), then by id.
 pub fn sort_for_operators(operations: &mut [Operation]) {
     operations.sort_by(|a, b| {
-        (a.status != OpStatus::Unknown, a.proposal.created_at, &a.proposal.operation_id).cmp(&(
-            b.status != OpStatus::Unknown,
-            b.proposal.created_at,
-            &b.proposal.operation_id,
-        ))
+        (
+            a.status != OpStatus::Unknown,
+            a.proposal.created_at,
+            &a.proposal.operation_id,
+        )
+            .cmp(&(
+                b.status != OpStatus::Unknown,
+                b.proposal.created_at,
+                &b.proposal.operation_id,
+            ))
     });
 }
 
@@ -79,7 +87,12 @@ fn summary(operation: &Operation, now: u64) -> Value {
     })
 }
 
-pub fn list(mut operations: Vec<Operation>, state: Option<OpStatus>, truncated: bool, now: u64) -> Output {
+pub fn list(
+    mut operations: Vec<Operation>,
+    state: Option<OpStatus>,
+    truncated: bool,
+    now: u64,
+) -> Output {
     operations.retain(|op| state.is_none_or(|s| op.status == s));
     sort_for_operators(&mut operations);
     let rows: Vec<Vec<String>> = operations
@@ -96,7 +109,18 @@ pub fn list(mut operations: Vec<Operation>, state: Option<OpStatus>, truncated: 
             ]
         })
         .collect();
-    let mut text = table(&["operation", "tenant", "state", "attempts", "age", "in state", "resource"], &rows);
+    let mut text = table(
+        &[
+            "operation",
+            "tenant",
+            "state",
+            "attempts",
+            "age",
+            "in state",
+            "resource",
+        ],
+        &rows,
+    );
     if truncated {
         text.push_str("  (listing cut at --limit: more operations exist)\n");
     }
@@ -113,7 +137,10 @@ async fn read(backend: &Backend, tenant: &str, id: &str, now: u64) -> Result<Ope
         .get(&Operation::key(tenant, id), now)
         .await
         .map_err(CliError::store(format!("reading operation {id:?}")))?
-        .ok_or_else(|| CliError::NoSuchOperation { tenant: tenant.into(), id: id.into() })?;
+        .ok_or_else(|| CliError::NoSuchOperation {
+            tenant: tenant.into(),
+            id: id.into(),
+        })?;
     Operation::from_record(&record).map_err(CliError::store(format!("reading operation {id:?}")))
 }
 
@@ -122,7 +149,12 @@ fn history_table(operation: &Operation) -> String {
         .history
         .iter()
         .map(|t| {
-            vec![t.at.to_string(), t.status.as_str().to_string(), t.by.clone(), t.note.clone().unwrap_or_default()]
+            vec![
+                t.at.to_string(),
+                t.status.as_str().to_string(),
+                t.by.clone(),
+                t.note.clone().unwrap_or_default(),
+            ]
         })
         .collect();
     table(&["at", "state", "by", "note"], &rows)
@@ -144,7 +176,11 @@ pub async fn show(backend: &Backend, tenant: &str, id: &str, now: u64) -> Result
         inert(&operation.digest),
     );
     if let Some(authorization) = &operation.authorization {
-        text.push_str(&format!("  authorized by {} at {}\n", inert(&authorization.by), authorization.at));
+        text.push_str(&format!(
+            "  authorized by {} at {}\n",
+            inert(&authorization.by),
+            authorization.at
+        ));
     }
     if let Some(reason) = &operation.reason {
         text.push_str(&format!("  reason     {}\n", inert(reason)));
@@ -154,7 +190,10 @@ pub async fn show(backend: &Backend, tenant: &str, id: &str, now: u64) -> Result
     }
     text.push_str("History\n");
     text.push_str(&history_table(&operation));
-    Ok(Output { json: operation.to_value(), text })
+    Ok(Output {
+        json: operation.to_value(),
+        text,
+    })
 }
 
 /// Settles operation `id` of `tenant` through the app's `hook`.
@@ -169,8 +208,14 @@ pub async fn reconcile(
     let ports = Ports::new(Some(Arc::clone(&backend.records)));
     let after = hook(ports, tenant.into(), id.into())
         .await
-        .map_err(|e| CliError::Reconcile { id: id.into(), reason: e.to_string() })?
-        .ok_or_else(|| CliError::NoSuchOperation { tenant: tenant.into(), id: id.into() })?;
+        .map_err(|e| CliError::Reconcile {
+            id: id.into(),
+            reason: e.to_string(),
+        })?
+        .ok_or_else(|| CliError::NoSuchOperation {
+            tenant: tenant.into(),
+            id: id.into(),
+        })?;
     let changed = after.history.len() != before.history.len();
     let outcome = match (before.status, after.status) {
         (from, _) if !matches!(from, OpStatus::Unknown | OpStatus::Executing) => {

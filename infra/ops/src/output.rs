@@ -21,19 +21,20 @@ impl Output {
     /// The answer as printed: either form, with nothing a terminal would act on.
     pub fn render(&self, json: bool) -> String {
         if json {
-            let text = serde_json::to_string_pretty(&self.json).unwrap_or_else(|_| self.json.to_string());
+            let text =
+                serde_json::to_string_pretty(&self.json).unwrap_or_else(|_| self.json.to_string());
             // Outside strings the pretty printer writes only punctuation, spaces and line breaks;
             // inside, serde escaped C0 (line breaks included), and `\uXXXX` is the same text.
-            let mut text: String =
-                text.chars()
-                    .map(|c| {
-                        if c != '\n' && acts_on_terminal(c) {
-                            format!("\\u{:04x}", u32::from(c))
-                        } else {
-                            c.to_string()
-                        }
-                    })
-                    .collect();
+            let mut text: String = text
+                .chars()
+                .map(|c| {
+                    if c != '\n' && acts_on_terminal(c) {
+                        format!("\\u{:04x}", u32::from(c))
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect();
             text.push('\n');
             text
         } else {
@@ -57,7 +58,9 @@ pub fn inert(text: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if acts_on_terminal(c) && u32::from(c) < 0x80 => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c if acts_on_terminal(c) && u32::from(c) < 0x80 => {
+                out.push_str(&format!("\\x{:02x}", u32::from(c)))
+            }
             c if acts_on_terminal(c) => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
             c => out.push(c),
         }
@@ -73,7 +76,10 @@ pub fn lines_inert(text: &str) -> String {
 /// A text table: a header row, then one row per entry, columns padded to their widest cell.
 /// An empty table prints `(none)` under its header.
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
-    let rows: Vec<Vec<String>> = rows.iter().map(|row| row.iter().map(|cell| inert(cell)).collect()).collect();
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| inert(cell)).collect())
+        .collect();
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -81,7 +87,11 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
         }
     }
     let line = |cells: Vec<&str>| {
-        let padded: Vec<String> = cells.iter().zip(&widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
         format!("  {}\n", padded.join("  ").trim_end())
     };
     let mut out = line(headers.to_vec());
@@ -120,7 +130,13 @@ mod tests {
 
     #[test]
     fn columns_align_and_an_empty_table_says_so() {
-        let text = table(&["id", "state"], &[vec!["a".into(), "unknown".into()], vec!["long-id".into(), "x".into()]]);
+        let text = table(
+            &["id", "state"],
+            &[
+                vec!["a".into(), "unknown".into()],
+                vec!["long-id".into(), "x".into()],
+            ],
+        );
         assert_eq!(text, "  id       state\n  a        unknown\n  long-id  x\n");
         assert_eq!(table(&["id"], &[]), "  id\n  (none)\n");
     }
@@ -128,7 +144,12 @@ mod tests {
     #[test]
     fn durations_read_as_a_person_would_say_them() {
         assert_eq!(
-            [duration(5), duration(725), duration(12_000), duration(187_200)],
+            [
+                duration(5),
+                duration(725),
+                duration(12_000),
+                duration(187_200)
+            ],
             ["5s", "12m05s", "3h20m", "2d04h"]
         );
         assert_eq!(excerpt("abcdef", 4), "abc…");
@@ -138,14 +159,31 @@ mod tests {
     fn control_characters_print_as_visible_escapes() {
         let sub = "\x1b]0;pwned\x07\x1b[2J";
         assert_eq!(inert(sub), "\\x1b]0;pwned\\x07\\x1b[2J");
-        assert_eq!(inert("a\u{9b}b\u{7f}\u{202e}\nc\td"), "a\\u{9b}b\\x7f\\u{202e}\\nc\\td");
+        assert_eq!(
+            inert("a\u{9b}b\u{7f}\u{202e}\nc\td"),
+            "a\\u{9b}b\\x7f\\u{202e}\\nc\\td"
+        );
         assert_eq!(inert("plain text, é 名"), "plain text, é 名");
         let cell = table(&["sub"], &[vec![format!("{sub}\nfake row")]]);
         assert_eq!(cell.lines().count(), 2, "{cell}");
-        assert!(!cell.chars().any(|c| c.is_control() && c != '\n'), "{cell:?}");
-        let output = Output { json: serde_json::json!({ "sub": "\u{1b}\u{7f}\u{9b}" }), text: format!("{sub}\n") };
-        assert!(!output.render(true).chars().any(|c| c.is_control() && c != '\n'), "{}", output.render(true));
-        let parsed: serde_json::Value = serde_json::from_str(&output.render(true)).expect("still JSON");
+        assert!(
+            !cell.chars().any(|c| c.is_control() && c != '\n'),
+            "{cell:?}"
+        );
+        let output = Output {
+            json: serde_json::json!({ "sub": "\u{1b}\u{7f}\u{9b}" }),
+            text: format!("{sub}\n"),
+        };
+        assert!(
+            !output
+                .render(true)
+                .chars()
+                .any(|c| c.is_control() && c != '\n'),
+            "{}",
+            output.render(true)
+        );
+        let parsed: serde_json::Value =
+            serde_json::from_str(&output.render(true)).expect("still JSON");
         assert_eq!(parsed["sub"], "\u{1b}\u{7f}\u{9b}");
         assert_eq!(output.render(false), "\\x1b]0;pwned\\x07\\x1b[2J\n");
     }

@@ -34,7 +34,11 @@ pub const ALL_STATES: [OpStatus; 6] = [
 
 /// How many times the operation entered `executing`, from its history.
 pub fn attempts(operation: &Operation) -> u32 {
-    operation.history.iter().filter(|t| t.status == OpStatus::Executing).count() as u32
+    operation
+        .history
+        .iter()
+        .filter(|t| t.status == OpStatus::Executing)
+        .count() as u32
 }
 
 /// When the operation last entered its current state.
@@ -59,7 +63,12 @@ pub fn reconciliations(operation: &Operation) -> Vec<(u64, OpStatus)> {
 
 /// Why a rejected operation was rejected, from who rejected it.
 pub fn rejection_cause(operation: &Operation) -> &'static str {
-    let by = operation.history.iter().rev().find(|t| t.status == OpStatus::Rejected).map(|t| t.by.as_str());
+    let by = operation
+        .history
+        .iter()
+        .rev()
+        .find(|t| t.status == OpStatus::Rejected)
+        .map(|t| t.by.as_str());
     match by {
         Some("executor") => "conflicting write",
         Some("policy") => "authorization no longer valid",
@@ -91,7 +100,10 @@ pub fn ledger_report(operations: &[Operation], now: u64, truncated: bool) -> Out
             *rejected.entry(rejection_cause(operation)).or_default() += 1;
         }
         let lease_expired = operation.status == OpStatus::Executing
-            && operation.lease.as_ref().is_none_or(|lease| lease.expires_at <= now);
+            && operation
+                .lease
+                .as_ref()
+                .is_none_or(|lease| lease.expires_at <= now);
         if operation.status == OpStatus::Unknown || lease_expired {
             let since = in_state_since(operation);
             uncertain.push((operation, since, now.saturating_sub(since)));
@@ -110,7 +122,11 @@ pub fn ledger_report(operations: &[Operation], now: u64, truncated: bool) -> Out
     } else {
         executed.iter().map(|a| f64::from(*a)).sum::<f64>() / executed.len() as f64
     };
-    let (p50, p90, max) = (percentile(&stays, 50), percentile(&stays, 90), stays.last().copied().unwrap_or(0));
+    let (p50, p90, max) = (
+        percentile(&stays, 50),
+        percentile(&stays, 90),
+        stays.last().copied().unwrap_or(0),
+    );
 
     let json = json!({
         "operations": operations.len(),
@@ -147,12 +163,21 @@ pub fn ledger_report(operations: &[Operation], now: u64, truncated: bool) -> Out
     let mut text = format!(
         "Ledger: {} operations{}\n\n",
         operations.len(),
-        if truncated { " (listing cut at --limit)" } else { "" }
+        if truncated {
+            " (listing cut at --limit)"
+        } else {
+            ""
+        }
     );
     text.push_str("By state\n");
     let state_rows: Vec<Vec<String>> = ALL_STATES
         .iter()
-        .map(|s| vec![s.as_str().to_string(), by_state.get(s.as_str()).copied().unwrap_or(0).to_string()])
+        .map(|s| {
+            vec![
+                s.as_str().to_string(),
+                by_state.get(s.as_str()).copied().unwrap_or(0).to_string(),
+            ]
+        })
         .collect();
     text.push_str(&table(&["state", "count"], &state_rows));
     text.push_str(&format!(
@@ -161,30 +186,56 @@ pub fn ledger_report(operations: &[Operation], now: u64, truncated: bool) -> Out
     ));
     text.push_str(&table(
         &["attempts", "operations"],
-        &distribution.iter().map(|(a, n)| vec![a.to_string(), n.to_string()]).collect::<Vec<_>>(),
+        &distribution
+            .iter()
+            .map(|(a, n)| vec![a.to_string(), n.to_string()])
+            .collect::<Vec<_>>(),
     ));
-    text.push_str(&format!("\nRejected: {}\n", rejected.values().sum::<usize>()));
+    text.push_str(&format!(
+        "\nRejected: {}\n",
+        rejected.values().sum::<usize>()
+    ));
     text.push_str(&table(
         &["cause", "count"],
-        &rejected.iter().map(|(c, n)| vec![c.to_string(), n.to_string()]).collect::<Vec<_>>(),
+        &rejected
+            .iter()
+            .map(|(c, n)| vec![c.to_string(), n.to_string()])
+            .collect::<Vec<_>>(),
     ));
-    text.push_str(&format!("\nUncertain: {} (unknown, or executing past the executor's lease)\n", uncertain.len()));
+    text.push_str(&format!(
+        "\nUncertain: {} (unknown, or executing past the executor's lease)\n",
+        uncertain.len()
+    ));
     text.push_str(&table(
         &["operation", "tenant", "state", "for"],
         &uncertain
             .iter()
             .map(|(op, _, age)| {
-                let state =
-                    if op.status == OpStatus::Executing { "executing (lease expired)" } else { op.status.as_str() };
-                vec![op.proposal.operation_id.clone(), op.proposal.tenant.clone(), state.to_string(), duration(*age)]
+                let state = if op.status == OpStatus::Executing {
+                    "executing (lease expired)"
+                } else {
+                    op.status.as_str()
+                };
+                vec![
+                    op.proposal.operation_id.clone(),
+                    op.proposal.tenant.clone(),
+                    state.to_string(),
+                    duration(*age),
+                ]
             })
             .collect::<Vec<_>>(),
     ));
-    text.push_str(&format!("\nReconciliation (time from entering unknown to leaving it): {} resolved", stays.len()));
+    text.push_str(&format!(
+        "\nReconciliation (time from entering unknown to leaving it): {} resolved",
+        stays.len()
+    ));
     if stays.is_empty() {
         text.push('\n');
     } else {
-        let to: Vec<String> = resolved_to.iter().map(|(s, n)| format!("{n} {s}")).collect();
+        let to: Vec<String> = resolved_to
+            .iter()
+            .map(|(s, n)| format!("{n} {s}"))
+            .collect();
         text.push_str(&format!(
             ", p50 {}, p90 {}, max {}; to {}\n",
             duration(p50),
@@ -248,7 +299,10 @@ mod tests {
         assert_eq!(report["rejected"]["byCause"]["conflicting write"], 1);
         assert_eq!(report["uncertain"][0]["ageSecs"], 300);
         assert_eq!(
-            (report["reconciliation"]["resolved"].clone(), report["reconciliation"]["maxSecs"].clone()),
+            (
+                report["reconciliation"]["resolved"].clone(),
+                report["reconciliation"]["maxSecs"].clone()
+            ),
             (json!(1), json!(60))
         );
     }
@@ -256,7 +310,14 @@ mod tests {
     #[test]
     fn percentiles_use_the_nearest_rank() {
         let values: Vec<u64> = (1..=10).collect();
-        assert_eq!([percentile(&values, 50), percentile(&values, 90), percentile(&values, 100)], [5, 9, 10]);
+        assert_eq!(
+            [
+                percentile(&values, 50),
+                percentile(&values, 90),
+                percentile(&values, 100)
+            ],
+            [5, 9, 10]
+        );
         assert_eq!(percentile(&[], 50), 0);
         assert_eq!(percentile(&[7], 90), 7);
     }

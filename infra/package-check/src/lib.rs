@@ -83,7 +83,9 @@ pub struct Dependency {
 
 impl Package {
     pub fn is_publishable(&self) -> bool {
-        self.publish.as_ref().is_none_or(|registries| !registries.is_empty())
+        self.publish
+            .as_ref()
+            .is_none_or(|registries| !registries.is_empty())
     }
 
     fn dir(&self) -> &Path {
@@ -116,7 +118,9 @@ impl fmt::Display for Finding {
         match self {
             Finding::NoDescription => write!(f, "no description"),
             Finding::NoLicense => write!(f, "no license (license.workspace = true)"),
-            Finding::NoRepository => write!(f, "no https:// repository (repository.workspace = true)"),
+            Finding::NoRepository => {
+                write!(f, "no https:// repository (repository.workspace = true)")
+            }
             Finding::NoReadme => write!(f, "no readme (readme.workspace = true)"),
             Finding::ReadmeMissing(path) => write!(f, "readme {} does not exist", path.display()),
             Finding::KeywordCount(n) => write!(f, "{n} keywords; crates.io takes 1 to 5"),
@@ -128,10 +132,15 @@ impl fmt::Display for Finding {
             }
             Finding::NoCategory => write!(f, "no category (categories.workspace = true)"),
             Finding::UnknownCategory(slug) => {
-                write!(f, "category {slug:?} is not one of the crates.io slugs in relevo_package_check::CATEGORIES")
+                write!(
+                    f,
+                    "category {slug:?} is not one of the crates.io slugs in relevo_package_check::CATEGORIES"
+                )
             }
             Finding::NoRustVersion => write!(f, "no rust-version (rust-version.workspace = true)"),
-            Finding::PlaceholderVersion => write!(f, "version 0.0.0 is a placeholder, not a release"),
+            Finding::PlaceholderVersion => {
+                write!(f, "version 0.0.0 is a placeholder, not a release")
+            }
             Finding::DependencyWithoutVersion(dep) => {
                 write!(
                     f,
@@ -139,7 +148,10 @@ impl fmt::Display for Finding {
                 )
             }
             Finding::DependencyNotPublishable(dep) => {
-                write!(f, "depends on {dep}, which is publish = false, so its package could never build from crates.io")
+                write!(
+                    f,
+                    "depends on {dep}, which is publish = false, so its package could never build from crates.io"
+                )
             }
             Finding::NoLicenseFile(path) => write!(f, "{} does not exist", path.display()),
         }
@@ -173,12 +185,21 @@ pub enum LoadError {
 pub fn load(manifest: &Path) -> Result<Metadata, LoadError> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let output = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline", "--manifest-path"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+            "--manifest-path",
+        ])
         .arg(manifest)
         .output()
         .map_err(LoadError::Spawn)?;
     if !output.status.success() {
-        return Err(LoadError::Failed { stderr: String::from_utf8_lossy(&output.stderr).trim().to_string() });
+        return Err(LoadError::Failed {
+            stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+        });
     }
     serde_json::from_slice(&output.stdout).map_err(LoadError::Parse)
 }
@@ -191,8 +212,15 @@ pub fn publishable(metadata: &Metadata) -> Vec<&Package> {
 }
 
 fn members(metadata: &Metadata) -> impl Iterator<Item = &Package> {
-    let ids: BTreeSet<&str> = metadata.workspace_members.iter().map(String::as_str).collect();
-    metadata.packages.iter().filter(move |p| ids.contains(p.id.as_str()))
+    let ids: BTreeSet<&str> = metadata
+        .workspace_members
+        .iter()
+        .map(String::as_str)
+        .collect();
+    metadata
+        .packages
+        .iter()
+        .filter(move |p| ids.contains(p.id.as_str()))
 }
 
 /// Every finding, crate by crate in name order; empty when the workspace is ready to package.
@@ -200,11 +228,17 @@ pub fn check(metadata: &Metadata) -> Vec<Problem> {
     let mut problems = Vec::new();
     let license = metadata.workspace_root.join("LICENSE");
     if !license.is_file() {
-        problems.push(Problem { package: "workspace".into(), finding: Finding::NoLicenseFile(license) });
+        problems.push(Problem {
+            package: "workspace".into(),
+            finding: Finding::NoLicenseFile(license),
+        });
     }
     for package in publishable(metadata) {
         for finding in check_package(metadata, package) {
-            problems.push(Problem { package: package.name.clone(), finding });
+            problems.push(Problem {
+                package: package.name.clone(),
+                finding,
+            });
         }
     }
     problems
@@ -212,13 +246,26 @@ pub fn check(metadata: &Metadata) -> Vec<Problem> {
 
 fn check_package(metadata: &Metadata, package: &Package) -> Vec<Finding> {
     let mut findings = Vec::new();
-    if package.description.as_deref().is_none_or(|d| d.trim().is_empty()) {
+    if package
+        .description
+        .as_deref()
+        .is_none_or(|d| d.trim().is_empty())
+    {
         findings.push(Finding::NoDescription);
     }
-    if package.license.as_deref().is_none_or(|l| l.trim().is_empty()) && package.license_file.is_none() {
+    if package
+        .license
+        .as_deref()
+        .is_none_or(|l| l.trim().is_empty())
+        && package.license_file.is_none()
+    {
         findings.push(Finding::NoLicense);
     }
-    if !package.repository.as_deref().is_some_and(|r| r.starts_with("https://")) {
+    if !package
+        .repository
+        .as_deref()
+        .is_some_and(|r| r.starts_with("https://"))
+    {
         findings.push(Finding::NoRepository);
     }
     match &package.readme {
@@ -239,7 +286,11 @@ fn check_package(metadata: &Metadata, package: &Package) -> Vec<Finding> {
     if package.categories.is_empty() {
         findings.push(Finding::NoCategory);
     }
-    for slug in package.categories.iter().filter(|c| !CATEGORIES.contains(&c.as_str())) {
+    for slug in package
+        .categories
+        .iter()
+        .filter(|c| !CATEGORIES.contains(&c.as_str()))
+    {
         findings.push(Finding::UnknownCategory(slug.clone()));
     }
     if package.rust_version.is_none() {
@@ -249,7 +300,9 @@ fn check_package(metadata: &Metadata, package: &Package) -> Vec<Finding> {
         findings.push(Finding::PlaceholderVersion);
     }
     for dependency in &package.dependencies {
-        let Some(path) = &dependency.path else { continue };
+        let Some(path) = &dependency.path else {
+            continue;
+        };
         let versioned = dependency.req != "*";
         let dev = dependency.kind.as_deref() == Some("dev");
         if !versioned && !dev {
@@ -269,5 +322,7 @@ fn check_package(metadata: &Metadata, package: &Package) -> Vec<Finding> {
 fn is_keyword(keyword: &str) -> bool {
     keyword.len() <= 20
         && keyword.starts_with(|c: char| c.is_ascii_alphabetic())
-        && keyword.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '+'))
+        && keyword
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '+'))
 }

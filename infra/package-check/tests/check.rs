@@ -14,7 +14,9 @@ struct Scratch {
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("package-check").join(name);
+        let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join("package-check")
+            .join(name);
         let _ = fs::remove_dir_all(&root);
         let scratch = Scratch { root };
         scratch.write(
@@ -77,8 +79,12 @@ tool = { path = "tool" }
     }
 
     fn problems(&self) -> Vec<(String, Finding)> {
-        let metadata = load(&self.root.join("Cargo.toml")).expect("cargo metadata of the scratch workspace");
-        check(&metadata).into_iter().map(|Problem { package, finding }| (package, finding)).collect()
+        let metadata =
+            load(&self.root.join("Cargo.toml")).expect("cargo metadata of the scratch workspace");
+        check(&metadata)
+            .into_iter()
+            .map(|Problem { package, finding }| (package, finding))
+            .collect()
     }
 }
 
@@ -91,7 +97,10 @@ fn a_complete_workspace_passes_and_only_crates_not_marked_publish_false_are_chec
     let scratch = Scratch::new("complete");
     assert_eq!(scratch.problems(), []);
     let metadata = load(&scratch.root.join("Cargo.toml")).expect("metadata");
-    let names: Vec<&str> = publishable(&metadata).iter().map(|p| p.name.as_str()).collect();
+    let names: Vec<&str> = publishable(&metadata)
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
     assert_eq!(names, ["core", "util"]);
 }
 
@@ -105,33 +114,76 @@ fn a_crate_without_a_description_is_named() {
 #[test]
 fn a_category_crates_io_does_not_list_is_refused() {
     let scratch = Scratch::new("category");
-    scratch.edit("Cargo.toml", "categories = [\"web-programming::http-server\"]", "categories = [\"mcp-servers\"]");
+    scratch.edit(
+        "Cargo.toml",
+        "categories = [\"web-programming::http-server\"]",
+        "categories = [\"mcp-servers\"]",
+    );
     let bad = || Finding::UnknownCategory("mcp-servers".into());
-    assert_eq!(scratch.problems(), [found("core", bad()), found("util", bad())]);
+    assert_eq!(
+        scratch.problems(),
+        [found("core", bad()), found("util", bad())]
+    );
 }
 
 #[test]
 fn a_workspace_without_a_license_file_is_refused() {
     let scratch = Scratch::new("license");
     fs::remove_file(scratch.root.join("LICENSE")).expect("remove LICENSE");
-    assert_eq!(scratch.problems(), [found("workspace", Finding::NoLicenseFile(scratch.root.join("LICENSE")))]);
+    assert_eq!(
+        scratch.problems(),
+        [found(
+            "workspace",
+            Finding::NoLicenseFile(scratch.root.join("LICENSE"))
+        )]
+    );
 }
 
 #[test]
 fn a_path_dependency_without_a_version_is_refused() {
     let scratch = Scratch::new("version");
-    scratch.edit("Cargo.toml", "util = { path = \"util\", version = \"0.1.0\" }", "util = { path = \"util\" }");
-    assert_eq!(scratch.problems(), [found("core", Finding::DependencyWithoutVersion("util".into()))]);
+    scratch.edit(
+        "Cargo.toml",
+        "util = { path = \"util\", version = \"0.1.0\" }",
+        "util = { path = \"util\" }",
+    );
+    assert_eq!(
+        scratch.problems(),
+        [found(
+            "core",
+            Finding::DependencyWithoutVersion("util".into())
+        )]
+    );
 }
 
 #[test]
 fn a_dependency_on_a_crate_marked_publish_false_is_refused_even_with_a_version() {
     let scratch = Scratch::new("unpublishable");
-    scratch.edit("Cargo.toml", "tool = { path = \"tool\" }", "tool = { path = \"tool\", version = \"0.1.0\" }");
+    scratch.edit(
+        "Cargo.toml",
+        "tool = { path = \"tool\" }",
+        "tool = { path = \"tool\", version = \"0.1.0\" }",
+    );
     // Kept as a versioned dev-dependency, it would be in the packaged manifest with nothing to resolve to.
-    assert_eq!(scratch.problems(), [found("core", Finding::DependencyNotPublishable("tool".into()))]);
-    scratch.edit("core/Cargo.toml", "[dev-dependencies]", "[build-dependencies]");
-    assert_eq!(scratch.problems(), [found("core", Finding::DependencyNotPublishable("tool".into()))]);
+    assert_eq!(
+        scratch.problems(),
+        [found(
+            "core",
+            Finding::DependencyNotPublishable("tool".into())
+        )]
+    );
+    scratch.edit(
+        "core/Cargo.toml",
+        "[dev-dependencies]",
+        "[build-dependencies]",
+    );
+    assert_eq!(
+        scratch.problems(),
+        [found(
+            "core",
+            Finding::DependencyNotPublishable("tool".into())
+        )]
+    );
 }
 
 #[test]
@@ -143,8 +195,14 @@ fn keywords_are_held_to_crates_io_count_and_form() {
         "keywords = [\"a\", \"b\", \"c\", \"d\", \"e\", \"model context\"]",
     );
     let problems = scratch.problems();
-    assert!(problems.contains(&found("util", Finding::KeywordCount(6))), "{problems:?}");
-    assert!(problems.contains(&found("util", Finding::BadKeyword("model context".into()))), "{problems:?}");
+    assert!(
+        problems.contains(&found("util", Finding::KeywordCount(6))),
+        "{problems:?}"
+    );
+    assert!(
+        problems.contains(&found("util", Finding::BadKeyword("model context".into()))),
+        "{problems:?}"
+    );
 }
 
 #[test]
@@ -153,11 +211,13 @@ fn a_readme_that_does_not_exist_and_a_missing_repository_are_refused() {
     fs::remove_file(scratch.root.join("README.md")).expect("remove README");
     scratch.edit("util/Cargo.toml", "repository.workspace = true\n", "");
     let problems = scratch.problems();
-    assert!(problems.contains(&found("util", Finding::NoRepository)), "{problems:?}");
     assert!(
-        problems
-            .iter()
-            .any(|(p, f)| p == "core" && matches!(f, Finding::ReadmeMissing(path) if path.ends_with("README.md"))),
+        problems.contains(&found("util", Finding::NoRepository)),
+        "{problems:?}"
+    );
+    assert!(
+        problems.iter().any(|(p, f)| p == "core"
+            && matches!(f, Finding::ReadmeMissing(path) if path.ends_with("README.md"))),
         "{problems:?}"
     );
 }
@@ -170,9 +230,22 @@ fn this_workspace_passes_and_publishes_the_user_facing_crates() {
     let metadata = load(&root.join("Cargo.toml")).expect("cargo metadata of this workspace");
     let problems: Vec<String> = check(&metadata).iter().map(ToString::to_string).collect();
     assert_eq!(problems, Vec::<String>::new());
-    let names: Vec<&str> = publishable(&metadata).iter().map(|p| p.name.as_str()).collect();
-    for name in ["relevo-protocol", "relevo-state", "relevo-auth", "relevo-embedded", "relevo-aws", "relevo-lambda"] {
-        assert!(names.contains(&name), "{name} is not publishable: {names:?}");
+    let names: Vec<&str> = publishable(&metadata)
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    for name in [
+        "relevo-protocol",
+        "relevo-state",
+        "relevo-auth",
+        "relevo-embedded",
+        "relevo-aws",
+        "relevo-lambda",
+    ] {
+        assert!(
+            names.contains(&name),
+            "{name} is not publishable: {names:?}"
+        );
     }
     for name in [
         "relevo-app",
@@ -183,6 +256,9 @@ fn this_workspace_passes_and_publishes_the_user_facing_crates() {
         "mcp",
         "tools-call",
     ] {
-        assert!(!names.contains(&name), "{name} is a tool of this repository, yet publishable");
+        assert!(
+            !names.contains(&name),
+            "{name} is a tool of this repository, yet publishable"
+        );
     }
 }

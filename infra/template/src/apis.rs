@@ -64,8 +64,16 @@ impl Api {
 
 /// How specifically `template` matches `path` (higher wins), or `None`.
 fn path_specificity(template: &str, path: &str) -> Option<Vec<u8>> {
-    let template: Vec<&str> = template.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
-    let path: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    let template: Vec<&str> = template
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
+    let path: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
     let mut score = Vec::new();
     for (index, segment) in template.iter().enumerate() {
         if segment.starts_with('{') && segment.ends_with("+}") {
@@ -110,7 +118,11 @@ impl Stack {
             let id = &resource.logical_id;
             let properties = self.properties(ids, id)?;
             let mut routes = Vec::new();
-            for (path, methods) in properties["Body"]["paths"].as_object().into_iter().flatten() {
+            for (path, methods) in properties["Body"]["paths"]
+                .as_object()
+                .into_iter()
+                .flatten()
+            {
                 for (method, operation) in methods.as_object().into_iter().flatten() {
                     let method = match method.as_str() {
                         "x-amazon-apigateway-any-method" => "ANY".to_string(),
@@ -120,11 +132,14 @@ impl Stack {
                     let integration = &operation["x-amazon-apigateway-integration"];
                     let uri = text(&integration["uri"]).unwrap_or_default();
                     let (arn, streaming_uri) = function_of_uri(&uri).ok_or_else(|| {
-                        TemplateError::model(id, format!("{method} {path}: not a Lambda integration: {uri}"))
+                        TemplateError::model(
+                            id,
+                            format!("{method} {path}: not a Lambda integration: {uri}"),
+                        )
                     })?;
-                    let function = ids
-                        .logical_id_of(arn)
-                        .ok_or_else(|| TemplateError::model(id, format!("{method} {path}: unknown function {arn}")))?;
+                    let function = ids.logical_id_of(arn).ok_or_else(|| {
+                        TemplateError::model(id, format!("{method} {path}: unknown function {arn}"))
+                    })?;
                     let default_timeout = match kind {
                         ApiKind::Rest => REST_DEFAULT_TIMEOUT_MS,
                         ApiKind::Http => HTTP_MAX_TIMEOUT_MS,
@@ -150,13 +165,21 @@ impl Stack {
                         .as_bool()
                 })
                 .unwrap_or(false);
-            apis.push(Api { logical_id: id.clone(), kind, routes, disable_execute_api_endpoint: disabled });
+            apis.push(Api {
+                logical_id: id.clone(),
+                kind,
+                routes,
+                disable_execute_api_endpoint: disabled,
+            });
         }
         Ok(apis)
     }
 
     /// The stages of REST and HTTP APIs: (API logical id, stage name, stage logical id).
-    pub fn stages(&self, ids: &PhysicalIds) -> Result<Vec<(String, String, String)>, TemplateError> {
+    pub fn stages(
+        &self,
+        ids: &PhysicalIds,
+    ) -> Result<Vec<(String, String, String)>, TemplateError> {
         let mut stages = Vec::new();
         for resource in self.resources.values() {
             let api_key = match resource.kind.as_str() {
@@ -167,7 +190,11 @@ impl Stack {
             let properties = self.properties(ids, &resource.logical_id)?;
             let api = text(&properties[api_key]).unwrap_or_default();
             let api = ids.logical_id_of(&api).map(String::from).unwrap_or(api);
-            stages.push((api, text(&properties["StageName"]).unwrap_or_default(), resource.logical_id.clone()));
+            stages.push((
+                api,
+                text(&properties["StageName"]).unwrap_or_default(),
+                resource.logical_id.clone(),
+            ));
         }
         Ok(stages)
     }

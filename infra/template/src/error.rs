@@ -4,9 +4,15 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum TemplateError {
     #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path} is not a translated template (JSON): {source}")]
-    Parse { path: PathBuf, source: serde_json::Error },
+    Parse {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
     #[error("parameter {0} has no default and no value was given")]
     MissingParameter(String),
     #[error("parameter {name}: {value:?} is not one of its AllowedValues")]
@@ -23,10 +29,16 @@ pub enum TemplateError {
 
 impl TemplateError {
     pub(crate) fn intrinsic(at: &str, message: impl Into<String>) -> Self {
-        TemplateError::Intrinsic { at: at.to_string(), message: message.into() }
+        TemplateError::Intrinsic {
+            at: at.to_string(),
+            message: message.into(),
+        }
     }
 
     pub(crate) fn model(resource: &str, message: impl Into<String>) -> Self {
-        TemplateError::Model { resource: resource.to_string(), message: message.into() }
+        TemplateError::Model {
+            resource: resource.to_string(),
+            message: message.into(),
+        }
     }
 }

@@ -28,7 +28,9 @@ pub struct Function {
 impl Function {
     /// Whether the function answers with Lambda response streaming (`RELEVO_RESPONSE_STREAMING`).
     pub fn streams(&self) -> bool {
-        self.environment.get("RELEVO_RESPONSE_STREAMING").is_some_and(|v| v == "true" || v == "1")
+        self.environment
+            .get("RELEVO_RESPONSE_STREAMING")
+            .is_some_and(|v| v == "true" || v == "1")
     }
 }
 
@@ -77,11 +79,17 @@ impl Stack {
                 .as_str()
                 .ok_or_else(|| TemplateError::model(id, "no Metadata.BuildProperties.Binary"))?;
             let mut environment = BTreeMap::new();
-            for (name, value) in properties["Environment"]["Variables"].as_object().into_iter().flatten() {
-                let value = text(value).ok_or_else(|| TemplateError::model(id, format!("{name} is not text")))?;
+            for (name, value) in properties["Environment"]["Variables"]
+                .as_object()
+                .into_iter()
+                .flatten()
+            {
+                let value = text(value)
+                    .ok_or_else(|| TemplateError::model(id, format!("{name} is not text")))?;
                 environment.insert(name.clone(), value);
             }
-            let role = text(&properties["Role"]).and_then(|arn| ids.logical_id_of(&arn).map(String::from));
+            let role =
+                text(&properties["Role"]).and_then(|arn| ids.logical_id_of(&arn).map(String::from));
             functions.push(Function {
                 logical_id: id.clone(),
                 binary: binary.to_string(),
@@ -116,24 +124,39 @@ impl Stack {
         Ok(queues)
     }
 
-    pub fn event_source_mappings(&self, ids: &PhysicalIds) -> Result<Vec<EventSourceMapping>, TemplateError> {
+    pub fn event_source_mappings(
+        &self,
+        ids: &PhysicalIds,
+    ) -> Result<Vec<EventSourceMapping>, TemplateError> {
         let mut mappings = Vec::new();
         for resource in self.of_type("AWS::Lambda::EventSourceMapping") {
             let id = &resource.logical_id;
             let properties = self.properties(ids, id)?;
             let function = text(&properties["FunctionName"]).unwrap_or_default();
-            let function = ids.logical_id_of(&function).map(String::from).unwrap_or(function);
+            let function = ids
+                .logical_id_of(&function)
+                .map(String::from)
+                .unwrap_or(function);
             let source = text(&properties["EventSourceArn"]).unwrap_or_default();
-            let source = ids.logical_id_of(&source).map(String::from).unwrap_or(source);
-            let response_types = properties["FunctionResponseTypes"].as_array().cloned().unwrap_or_default();
+            let source = ids
+                .logical_id_of(&source)
+                .map(String::from)
+                .unwrap_or(source);
+            let response_types = properties["FunctionResponseTypes"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
             mappings.push(EventSourceMapping {
                 logical_id: id.clone(),
                 function,
                 source,
                 // Lambda's default batch size for SQS.
                 batch_size: number(&properties["BatchSize"]).unwrap_or(10),
-                batching_window_secs: number(&properties["MaximumBatchingWindowInSeconds"]).unwrap_or(0),
-                report_batch_item_failures: response_types.iter().any(|t| t == "ReportBatchItemFailures"),
+                batching_window_secs: number(&properties["MaximumBatchingWindowInSeconds"])
+                    .unwrap_or(0),
+                report_batch_item_failures: response_types
+                    .iter()
+                    .any(|t| t == "ReportBatchItemFailures"),
                 maximum_concurrency: number(&properties["ScalingConfig"]["MaximumConcurrency"]),
                 enabled: properties["Enabled"].as_bool().unwrap_or(true),
             });
@@ -145,7 +168,9 @@ impl Stack {
         let mut schedules = Vec::new();
         for resource in self.of_type("AWS::Events::Rule") {
             let properties = self.properties(ids, &resource.logical_id)?;
-            let Some(expression) = text(&properties["ScheduleExpression"]) else { continue };
+            let Some(expression) = text(&properties["ScheduleExpression"]) else {
+                continue;
+            };
             let targets = properties["Targets"]
                 .as_array()
                 .into_iter()

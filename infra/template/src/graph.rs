@@ -39,14 +39,21 @@ fn collect(value: &Value, found: &mut BTreeSet<String>) {
         Some(("Fn::Sub", argument)) => {
             let (text, variables) = match argument {
                 Value::String(text) => (text.as_str(), None),
-                Value::Array(pair) => (pair.first().and_then(Value::as_str).unwrap_or_default(), pair.get(1)),
+                Value::Array(pair) => (
+                    pair.first().and_then(Value::as_str).unwrap_or_default(),
+                    pair.get(1),
+                ),
                 _ => ("", None),
             };
             let local: BTreeSet<&str> = variables
                 .and_then(Value::as_object)
                 .map(|m| m.keys().map(String::as_str).collect())
                 .unwrap_or_default();
-            for name in text.split("${").skip(1).filter_map(|rest| rest.split_once('}').map(|(name, _)| name)) {
+            for name in text
+                .split("${")
+                .skip(1)
+                .filter_map(|rest| rest.split_once('}').map(|(name, _)| name))
+            {
                 if name.starts_with('!') || local.contains(name) {
                     continue;
                 }
@@ -67,8 +74,10 @@ fn collect(value: &Value, found: &mut BTreeSet<String>) {
 /// Every cycle of the graph over `resources`: each strongly connected component with more than
 /// one member, with one closed path through it (`[A, B, A]`).
 pub fn cycles(resources: &BTreeMap<String, Resource>) -> Vec<(BTreeSet<String>, Vec<String>)> {
-    let edges: BTreeMap<&str, BTreeSet<String>> =
-        resources.iter().map(|(name, resource)| (name.as_str(), dependencies(resource, resources))).collect();
+    let edges: BTreeMap<&str, BTreeSet<String>> = resources
+        .iter()
+        .map(|(name, resource)| (name.as_str(), dependencies(resource, resources)))
+        .collect();
     let mut tarjan = Tarjan {
         edges: &edges,
         index: BTreeMap::new(),
@@ -94,12 +103,18 @@ pub fn cycles(resources: &BTreeMap<String, Resource>) -> Vec<(BTreeSet<String>, 
 }
 
 /// The shortest path through `component` from its first member back to it, for the message.
-fn closed_path(component: &BTreeSet<String>, edges: &BTreeMap<&str, BTreeSet<String>>) -> Vec<String> {
+fn closed_path(
+    component: &BTreeSet<String>,
+    edges: &BTreeMap<&str, BTreeSet<String>>,
+) -> Vec<String> {
     let start = component.iter().next().cloned().unwrap_or_default();
     let mut came_from: BTreeMap<String, String> = BTreeMap::new();
     let mut queue = std::collections::VecDeque::from([start.clone()]);
     while let Some(current) = queue.pop_front() {
-        for next in edges[current.as_str()].iter().filter(|n| component.contains(*n)) {
+        for next in edges[current.as_str()]
+            .iter()
+            .filter(|n| component.contains(*n))
+        {
             if *next == start {
                 let mut path = vec![start.clone(), current.clone()];
                 let mut at = current.clone();
@@ -136,7 +151,9 @@ impl<'a> Tarjan<'a> {
         self.stack.push(node);
         let edges = self.edges;
         for target in &edges[node] {
-            let Some((target, _)) = edges.get_key_value(target.as_str()) else { continue };
+            let Some((target, _)) = edges.get_key_value(target.as_str()) else {
+                continue;
+            };
             if !self.index.contains_key(target) {
                 self.visit(target);
                 let low = self.low[node].min(self.low[target]);
@@ -162,11 +179,17 @@ impl<'a> Tarjan<'a> {
 /// `resources` ordered so that each comes after everything it depends on (the order
 /// CloudFormation creates them in); `None` when there is a cycle.
 pub fn creation_order(resources: &BTreeMap<String, Resource>) -> Option<Vec<String>> {
-    let mut remaining: BTreeMap<&str, BTreeSet<String>> =
-        resources.iter().map(|(name, resource)| (name.as_str(), dependencies(resource, resources))).collect();
+    let mut remaining: BTreeMap<&str, BTreeSet<String>> = resources
+        .iter()
+        .map(|(name, resource)| (name.as_str(), dependencies(resource, resources)))
+        .collect();
     let mut order = Vec::with_capacity(remaining.len());
     while !remaining.is_empty() {
-        let ready: Vec<&str> = remaining.iter().filter(|(_, deps)| deps.is_empty()).map(|(name, _)| *name).collect();
+        let ready: Vec<&str> = remaining
+            .iter()
+            .filter(|(_, deps)| deps.is_empty())
+            .map(|(name, _)| *name)
+            .collect();
         if ready.is_empty() {
             return None;
         }

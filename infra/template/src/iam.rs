@@ -77,11 +77,17 @@ impl ExecutionPolicy {
                 object.insert("Version".into(), Value::String("2012-10-17".into()));
             }
             let policy = iam_rs::IAMPolicy::from_json(&document.to_string()).map_err(|e| {
-                TemplateError::model(&self.role, format!("policy {} does not parse: {e}", self.function))
+                TemplateError::model(
+                    &self.role,
+                    format!("policy {} does not parse: {e}", self.function),
+                )
             })?;
             policies.push(policy);
         }
-        Ok(Authorizer { evaluator: iam_rs::PolicyEvaluator::with_policies(policies), role: self.role.clone() })
+        Ok(Authorizer {
+            evaluator: iam_rs::PolicyEvaluator::with_policies(policies),
+            role: self.role.clone(),
+        })
     }
 }
 
@@ -103,29 +109,44 @@ pub struct Authorizer {
 impl Authorizer {
     /// Whether the role may call `action` (e.g. `dynamodb:PutItem`) on `resource` (an ARN).
     pub fn allows(&self, action: &str, resource: &str) -> bool {
-        let Ok(arn) = iam_rs::Arn::parse(resource) else { return false };
+        let Ok(arn) = iam_rs::Arn::parse(resource) else {
+            return false;
+        };
         let principal = iam_rs::Principal::Aws(iam_rs::PrincipalId::String(format!(
             "arn:aws:iam::{}:role/{}",
             crate::ACCOUNT_ID,
             self.role
         )));
         let request = iam_rs::IAMRequest::new(principal, action, arn);
-        self.evaluator.evaluate(&request).is_ok_and(|result| result.decision == iam_rs::Decision::Allow)
+        self.evaluator
+            .evaluate(&request)
+            .is_ok_and(|result| result.decision == iam_rs::Decision::Allow)
     }
 }
 
 impl Stack {
     /// The execution policy of every function, keyed by the function's logical id.
-    pub fn execution_policies(&self, ids: &PhysicalIds) -> Result<Vec<ExecutionPolicy>, TemplateError> {
+    pub fn execution_policies(
+        &self,
+        ids: &PhysicalIds,
+    ) -> Result<Vec<ExecutionPolicy>, TemplateError> {
         let mut policies = Vec::new();
         for function in self.functions(ids)? {
             let Some(role) = function.role.clone() else {
-                return Err(TemplateError::model(&function.logical_id, "its Role is not a role of this template"));
+                return Err(TemplateError::model(
+                    &function.logical_id,
+                    "its Role is not a role of this template",
+                ));
             };
             let role_properties = self.properties(ids, &role)?;
             let mut documents = Vec::new();
             let mut aws_managed = Vec::new();
-            for (index, inline) in role_properties["Policies"].as_array().into_iter().flatten().enumerate() {
+            for (index, inline) in role_properties["Policies"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
                 let name = text(&inline["PolicyName"]).unwrap_or_else(|| format!("inline {index}"));
                 documents.push(PolicyDocument {
                     source: format!("{role}/{name}"),
@@ -135,10 +156,16 @@ impl Stack {
             for arn in strings(&role_properties["ManagedPolicyArns"]) {
                 match ids.logical_id_of(&arn) {
                     Some(logical)
-                        if self.resources.get(logical).is_some_and(|r| r.kind == "AWS::IAM::ManagedPolicy") =>
+                        if self
+                            .resources
+                            .get(logical)
+                            .is_some_and(|r| r.kind == "AWS::IAM::ManagedPolicy") =>
                     {
                         let document = self.properties(ids, logical)?["PolicyDocument"].clone();
-                        documents.push(PolicyDocument { source: logical.to_string(), document });
+                        documents.push(PolicyDocument {
+                            source: logical.to_string(),
+                            document,
+                        });
                     }
                     _ => aws_managed.push(arn),
                 }
@@ -154,14 +181,21 @@ impl Stack {
                 let properties = self.properties(ids, &resource.logical_id)?;
                 let mut roles = strings(&properties["Roles"]);
                 roles.extend(text(&properties["RoleName"]));
-                if roles.contains(&role_name) && !documents.iter().any(|d| d.source == resource.logical_id) {
+                if roles.contains(&role_name)
+                    && !documents.iter().any(|d| d.source == resource.logical_id)
+                {
                     documents.push(PolicyDocument {
                         source: resource.logical_id.clone(),
                         document: properties["PolicyDocument"].clone(),
                     });
                 }
             }
-            policies.push(ExecutionPolicy { function: function.logical_id, role, documents, aws_managed });
+            policies.push(ExecutionPolicy {
+                function: function.logical_id,
+                role,
+                documents,
+                aws_managed,
+            });
         }
         Ok(policies)
     }

@@ -46,25 +46,43 @@ pub(crate) fn intrinsic(value: &Value) -> Option<(&str, &Value)> {
         return None;
     }
     let (name, argument) = object.iter().next()?;
-    (INTRINSICS.contains(&name.as_str()) || name.starts_with("Fn::")).then_some((name.as_str(), argument))
+    (INTRINSICS.contains(&name.as_str()) || name.starts_with("Fn::"))
+        .then_some((name.as_str(), argument))
 }
 
 impl<'a> Resolver<'a> {
     pub(crate) fn new(stack: &'a Stack, ids: &'a PhysicalIds) -> Self {
-        Resolver { stack, ids: Some(ids), declarations: None, depth: 0 }
+        Resolver {
+            stack,
+            ids: Some(ids),
+            declarations: None,
+            depth: 0,
+        }
     }
 
     pub(crate) fn for_conditions(stack: &'a Stack, declarations: &'a Map<String, Value>) -> Self {
-        Resolver { stack, ids: None, declarations: Some(declarations), depth: 0 }
+        Resolver {
+            stack,
+            ids: None,
+            declarations: Some(declarations),
+            depth: 0,
+        }
     }
 
     /// The value of condition `name`.
     pub(crate) fn condition(&mut self, name: &str) -> Result<bool, TemplateError> {
-        let Some(declarations) = self.declarations else { return self.stack.condition(name) };
-        let declaration = declarations.get(name).ok_or_else(|| TemplateError::UnknownCondition(name.to_string()))?;
+        let Some(declarations) = self.declarations else {
+            return self.stack.condition(name);
+        };
+        let declaration = declarations
+            .get(name)
+            .ok_or_else(|| TemplateError::UnknownCondition(name.to_string()))?;
         self.depth += 1;
         if self.depth > 64 {
-            return Err(TemplateError::intrinsic(name, "conditions refer to each other in a loop"));
+            return Err(TemplateError::intrinsic(
+                name,
+                "conditions refer to each other in a loop",
+            ));
         }
         let holds = self.boolean(&format!("Conditions.{name}"), declaration);
         self.depth -= 1;
@@ -79,7 +97,9 @@ impl<'a> Resolver<'a> {
                 let right = self.resolve(at, &pair[1])?;
                 Ok(left.as_ref().and_then(scalar_text) == right.as_ref().and_then(scalar_text))
             }
-            Some(("Fn::Not", Value::Array(one))) if one.len() == 1 => Ok(!self.boolean(at, &one[0])?),
+            Some(("Fn::Not", Value::Array(one))) if one.len() == 1 => {
+                Ok(!self.boolean(at, &one[0])?)
+            }
             Some(("Fn::And", Value::Array(all))) => {
                 let mut holds = true;
                 for condition in all {
@@ -94,12 +114,19 @@ impl<'a> Resolver<'a> {
                 }
                 Ok(holds)
             }
-            _ => Err(TemplateError::intrinsic(at, format!("not a condition: {value}"))),
+            _ => Err(TemplateError::intrinsic(
+                at,
+                format!("not a condition: {value}"),
+            )),
         }
     }
 
     /// `value` resolved; `None` for `AWS::NoValue`.
-    pub(crate) fn resolve(&mut self, at: &str, value: &Value) -> Result<Option<Value>, TemplateError> {
+    pub(crate) fn resolve(
+        &mut self,
+        at: &str,
+        value: &Value,
+    ) -> Result<Option<Value>, TemplateError> {
         if let Some((name, argument)) = intrinsic(value) {
             return self.function(at, name, argument);
         }
@@ -128,55 +155,102 @@ impl<'a> Resolver<'a> {
 
     fn text(&mut self, at: &str, value: &Value) -> Result<String, TemplateError> {
         let resolved = self.resolve(at, value)?.unwrap_or(Value::Null);
-        scalar_text(&resolved).ok_or_else(|| TemplateError::intrinsic(at, format!("expected text, got {resolved}")))
+        scalar_text(&resolved)
+            .ok_or_else(|| TemplateError::intrinsic(at, format!("expected text, got {resolved}")))
     }
 
-    fn function(&mut self, at: &str, name: &str, argument: &Value) -> Result<Option<Value>, TemplateError> {
+    fn function(
+        &mut self,
+        at: &str,
+        name: &str,
+        argument: &Value,
+    ) -> Result<Option<Value>, TemplateError> {
         let bad = |what: &str| TemplateError::intrinsic(at, format!("{name}: {what}: {argument}"));
         match (name, argument) {
             ("Ref", Value::String(target)) => self.reference(at, target),
             ("Fn::GetAtt", Value::Array(pair)) if pair.len() == 2 => {
                 let logical = self.text(at, &pair[0])?;
                 let attribute = self.text(at, &pair[1])?;
-                self.attribute(at, &logical, &attribute).map(|v| Some(Value::String(v)))
+                self.attribute(at, &logical, &attribute)
+                    .map(|v| Some(Value::String(v)))
             }
             ("Fn::GetAtt", Value::String(dotted)) => {
-                let (logical, attribute) = dotted.split_once('.').ok_or_else(|| bad("expected Resource.Attribute"))?;
-                self.attribute(at, logical, attribute).map(|v| Some(Value::String(v)))
+                let (logical, attribute) = dotted
+                    .split_once('.')
+                    .ok_or_else(|| bad("expected Resource.Attribute"))?;
+                self.attribute(at, logical, attribute)
+                    .map(|v| Some(Value::String(v)))
             }
-            ("Fn::Sub", Value::String(text)) => self.substitute(at, text, &Map::new()).map(|v| Some(Value::String(v))),
+            ("Fn::Sub", Value::String(text)) => self
+                .substitute(at, text, &Map::new())
+                .map(|v| Some(Value::String(v))),
             ("Fn::Sub", Value::Array(pair)) if pair.len() == 2 => {
-                let text = pair[0].as_str().ok_or_else(|| bad("the first element must be text"))?;
-                let variables = pair[1].as_object().ok_or_else(|| bad("the second element must be a map"))?;
-                self.substitute(at, text, variables).map(|v| Some(Value::String(v)))
+                let text = pair[0]
+                    .as_str()
+                    .ok_or_else(|| bad("the first element must be text"))?;
+                let variables = pair[1]
+                    .as_object()
+                    .ok_or_else(|| bad("the second element must be a map"))?;
+                self.substitute(at, text, variables)
+                    .map(|v| Some(Value::String(v)))
             }
             ("Fn::If", Value::Array(branches)) if branches.len() == 3 => {
-                let condition = branches[0].as_str().ok_or_else(|| bad("the condition must be a name"))?;
-                let branch = if self.condition(condition)? { &branches[1] } else { &branches[2] };
+                let condition = branches[0]
+                    .as_str()
+                    .ok_or_else(|| bad("the condition must be a name"))?;
+                let branch = if self.condition(condition)? {
+                    &branches[1]
+                } else {
+                    &branches[2]
+                };
                 self.resolve(at, branch)
             }
             ("Fn::Join", Value::Array(pair)) if pair.len() == 2 => {
-                let delimiter = pair[0].as_str().ok_or_else(|| bad("the delimiter must be text"))?;
-                let items = self.resolve(at, &pair[1])?.unwrap_or(Value::Array(Vec::new()));
-                let items = items.as_array().ok_or_else(|| bad("the second element must be a list"))?;
+                let delimiter = pair[0]
+                    .as_str()
+                    .ok_or_else(|| bad("the delimiter must be text"))?;
+                let items = self
+                    .resolve(at, &pair[1])?
+                    .unwrap_or(Value::Array(Vec::new()));
+                let items = items
+                    .as_array()
+                    .ok_or_else(|| bad("the second element must be a list"))?;
                 let parts: Option<Vec<String>> = items.iter().map(scalar_text).collect();
-                Ok(Some(Value::String(parts.ok_or_else(|| bad("list of text expected"))?.join(delimiter))))
+                Ok(Some(Value::String(
+                    parts
+                        .ok_or_else(|| bad("list of text expected"))?
+                        .join(delimiter),
+                )))
             }
             ("Fn::Select", Value::Array(pair)) if pair.len() == 2 => {
-                let index: usize = self.text(at, &pair[0])?.parse().map_err(|_| bad("index must be a number"))?;
+                let index: usize = self
+                    .text(at, &pair[0])?
+                    .parse()
+                    .map_err(|_| bad("index must be a number"))?;
                 let items = self.resolve(at, &pair[1])?.unwrap_or(Value::Null);
-                let item =
-                    items.as_array().and_then(|items| items.get(index)).ok_or_else(|| bad("index out of range"))?;
+                let item = items
+                    .as_array()
+                    .and_then(|items| items.get(index))
+                    .ok_or_else(|| bad("index out of range"))?;
                 Ok(Some(item.clone()))
             }
             ("Fn::Split", Value::Array(pair)) if pair.len() == 2 => {
-                let delimiter = pair[0].as_str().ok_or_else(|| bad("the delimiter must be text"))?;
+                let delimiter = pair[0]
+                    .as_str()
+                    .ok_or_else(|| bad("the delimiter must be text"))?;
                 let text = self.text(at, &pair[1])?;
-                Ok(Some(Value::Array(text.split(delimiter).map(|p| Value::String(p.to_string())).collect())))
+                Ok(Some(Value::Array(
+                    text.split(delimiter)
+                        .map(|p| Value::String(p.to_string()))
+                        .collect(),
+                )))
             }
             ("Fn::FindInMap", Value::Array(keys)) if keys.len() == 3 => {
-                let (map, first, second) =
-                    (self.text(at, &keys[0])?, self.text(at, &keys[1])?, self.text(at, &keys[2])?);
+                let (map, first, second) = (
+                    self.text(at, &keys[0])?,
+                    self.text(at, &keys[1])?,
+                    self.text(at, &keys[2])?,
+                );
                 let found = &self.stack.mappings()[&map][&first][&second];
                 if found.is_null() {
                     return Err(bad("no such mapping entry"));
@@ -186,10 +260,19 @@ impl<'a> Resolver<'a> {
             ("Fn::Base64", value) => {
                 let text = self.text(at, value)?;
                 use base64::Engine;
-                Ok(Some(Value::String(base64::engine::general_purpose::STANDARD.encode(text))))
+                Ok(Some(Value::String(
+                    base64::engine::general_purpose::STANDARD.encode(text),
+                )))
             }
-            ("Condition", _) | ("Fn::Equals", _) | ("Fn::Not", _) | ("Fn::And", _) | ("Fn::Or", _) => self
-                .boolean(at, &Value::Object(Map::from_iter([(name.to_string(), argument.clone())])))
+            ("Condition", _)
+            | ("Fn::Equals", _)
+            | ("Fn::Not", _)
+            | ("Fn::And", _)
+            | ("Fn::Or", _) => self
+                .boolean(
+                    at,
+                    &Value::Object(Map::from_iter([(name.to_string(), argument.clone())])),
+                )
                 .map(|b| Some(Value::Bool(b))),
             _ => Err(bad("not supported here")),
         }
@@ -203,9 +286,10 @@ impl<'a> Resolver<'a> {
             "AWS::Partition" => Some(PARTITION.to_string()),
             "AWS::URLSuffix" => Some(URL_SUFFIX.to_string()),
             "AWS::StackName" => Some(self.stack.name.clone()),
-            "AWS::StackId" => {
-                Some(format!("arn:aws:cloudformation:{REGION}:{ACCOUNT_ID}:stack/{}/00000000-0000", self.stack.name))
-            }
+            "AWS::StackId" => Some(format!(
+                "arn:aws:cloudformation:{REGION}:{ACCOUNT_ID}:stack/{}/00000000-0000",
+                self.stack.name
+            )),
             "AWS::NotificationARNs" => return Ok(Some(Value::Array(Vec::new()))),
             _ => None,
         };
@@ -215,35 +299,61 @@ impl<'a> Resolver<'a> {
         if let Some(value) = self.stack.parameters.get(target) {
             return Ok(Some(value.clone()));
         }
-        let ids = self.ids.ok_or_else(|| TemplateError::intrinsic(at, format!("a condition cannot Ref {target}")))?;
+        let ids = self.ids.ok_or_else(|| {
+            TemplateError::intrinsic(at, format!("a condition cannot Ref {target}"))
+        })?;
         self.live(at, target)?;
         ids.reference(target)
             .map(|v| Some(Value::String(v)))
-            .ok_or_else(|| TemplateError::intrinsic(at, format!("Ref {target}: no such parameter or resource")))
+            .ok_or_else(|| {
+                TemplateError::intrinsic(at, format!("Ref {target}: no such parameter or resource"))
+            })
     }
 
-    fn attribute(&mut self, at: &str, logical: &str, attribute: &str) -> Result<String, TemplateError> {
-        let ids = self.ids.ok_or_else(|| TemplateError::intrinsic(at, "a condition cannot use Fn::GetAtt"))?;
+    fn attribute(
+        &mut self,
+        at: &str,
+        logical: &str,
+        attribute: &str,
+    ) -> Result<String, TemplateError> {
+        let ids = self
+            .ids
+            .ok_or_else(|| TemplateError::intrinsic(at, "a condition cannot use Fn::GetAtt"))?;
         self.live(at, logical)?;
-        ids.attribute(logical, attribute)
-            .ok_or_else(|| TemplateError::intrinsic(at, format!("Fn::GetAtt {logical}.{attribute}: unknown attribute")))
+        ids.attribute(logical, attribute).ok_or_else(|| {
+            TemplateError::intrinsic(
+                at,
+                format!("Fn::GetAtt {logical}.{attribute}: unknown attribute"),
+            )
+        })
     }
 
     /// A reference to a resource this stack does not create is a deploy error.
     fn live(&self, at: &str, logical: &str) -> Result<(), TemplateError> {
-        if self.stack.declared.contains_key(logical) && !self.stack.resources.contains_key(logical) {
-            return Err(TemplateError::intrinsic(at, format!("refers to {logical}, whose condition is false")));
+        if self.stack.declared.contains_key(logical) && !self.stack.resources.contains_key(logical)
+        {
+            return Err(TemplateError::intrinsic(
+                at,
+                format!("refers to {logical}, whose condition is false"),
+            ));
         }
         Ok(())
     }
 
-    fn substitute(&mut self, at: &str, text: &str, variables: &Map<String, Value>) -> Result<String, TemplateError> {
+    fn substitute(
+        &mut self,
+        at: &str,
+        text: &str,
+        variables: &Map<String, Value>,
+    ) -> Result<String, TemplateError> {
         let mut out = String::with_capacity(text.len());
         let mut rest = text;
         while let Some(start) = rest.find("${") {
             out.push_str(&rest[..start]);
             let after = &rest[start + 2..];
-            let end = after.find('}').ok_or_else(|| TemplateError::intrinsic(at, format!("unclosed ${{ in {text}")))?;
+            let end = after
+                .find('}')
+                .ok_or_else(|| TemplateError::intrinsic(at, format!("unclosed ${{ in {text}")))?;
             let name = &after[..end];
             if let Some(literal) = name.strip_prefix('!') {
                 out.push_str("${");
@@ -258,7 +368,10 @@ impl<'a> Resolver<'a> {
                 out.push_str(&self.attribute(at, logical, attribute)?);
             } else {
                 let value = self.reference(at, name)?.unwrap_or(Value::Null);
-                out.push_str(&scalar_text(&value).ok_or_else(|| TemplateError::intrinsic(at, format!("${{{name}}}")))?);
+                out.push_str(
+                    &scalar_text(&value)
+                        .ok_or_else(|| TemplateError::intrinsic(at, format!("${{{name}}}")))?,
+                );
             }
             rest = &after[end + 1..];
         }

@@ -35,7 +35,13 @@ impl PhysicalIds {
         let mut ids = PhysicalIds::default();
         for resource in stack.declared.values() {
             let (reference, attributes) = synthesize(&stack.name, resource);
-            ids.entries.insert(resource.logical_id.clone(), Physical { reference, attributes });
+            ids.entries.insert(
+                resource.logical_id.clone(),
+                Physical {
+                    reference,
+                    attributes,
+                },
+            );
         }
         ids
     }
@@ -54,7 +60,11 @@ impl PhysicalIds {
     }
 
     pub fn attribute(&self, logical_id: &str, attribute: &str) -> Option<String> {
-        self.entries.get(logical_id)?.attributes.get(attribute).cloned()
+        self.entries
+            .get(logical_id)?
+            .attributes
+            .get(attribute)
+            .cloned()
     }
 
     /// The resource whose `Ref` or `Arn` is `value`, if any (e.g. the function an integration
@@ -62,7 +72,9 @@ impl PhysicalIds {
     pub fn logical_id_of(&self, value: &str) -> Option<&str> {
         self.entries
             .iter()
-            .find(|(_, p)| p.reference == value || p.attributes.get("Arn").is_some_and(|arn| arn == value))
+            .find(|(_, p)| {
+                p.reference == value || p.attributes.get("Arn").is_some_and(|arn| arn == value)
+            })
             .map(|(logical, _)| logical.as_str())
     }
 }
@@ -102,7 +114,8 @@ fn synthesize(stack: &str, resource: &Resource) -> (String, BTreeMap<String, Str
         explicit_name(resource, property).unwrap_or_else(|| generated_name(stack, id, max))
     };
     let short_id = suffix(id).to_ascii_lowercase()[..10].to_string();
-    let attributes = |pairs: Vec<(&str, String)>| pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    let attributes =
+        |pairs: Vec<(&str, String)>| pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
     match resource.kind.as_str() {
         "AWS::DynamoDB::Table" => {
             let table = name("TableName", 255);
@@ -114,11 +127,16 @@ fn synthesize(stack: &str, resource: &Resource) -> (String, BTreeMap<String, Str
             let queue = name("QueueName", 80);
             let url = format!("https://sqs.{REGION}.{URL_SUFFIX}/{ACCOUNT_ID}/{queue}");
             let arn = format!("arn:aws:sqs:{REGION}:{ACCOUNT_ID}:{queue}");
-            (url.clone(), attributes(vec![("Arn", arn), ("QueueName", queue), ("QueueUrl", url)]))
+            (
+                url.clone(),
+                attributes(vec![("Arn", arn), ("QueueName", queue), ("QueueUrl", url)]),
+            )
         }
         "AWS::SecretsManager::Secret" => {
-            let secret = explicit_name(resource, "Name").unwrap_or_else(|| format!("{id}-{}", suffix(id)));
-            let arn = format!("arn:aws:secretsmanager:{REGION}:{ACCOUNT_ID}:secret:{secret}-AbCdEf");
+            let secret =
+                explicit_name(resource, "Name").unwrap_or_else(|| format!("{id}-{}", suffix(id)));
+            let arn =
+                format!("arn:aws:secretsmanager:{REGION}:{ACCOUNT_ID}:secret:{secret}-AbCdEf");
             (arn.clone(), attributes(vec![("Id", arn)]))
         }
         "AWS::Lambda::Function" => {
@@ -129,22 +147,39 @@ fn synthesize(stack: &str, resource: &Resource) -> (String, BTreeMap<String, Str
         "AWS::IAM::Role" => {
             let role = name("RoleName", 64);
             let arn = format!("arn:aws:iam::{ACCOUNT_ID}:role/{role}");
-            (role, attributes(vec![("Arn", arn), ("RoleId", format!("AROA{}", suffix(id)))]))
+            (
+                role,
+                attributes(vec![
+                    ("Arn", arn),
+                    ("RoleId", format!("AROA{}", suffix(id))),
+                ]),
+            )
         }
         "AWS::IAM::ManagedPolicy" => {
-            let arn = format!("arn:aws:iam::{ACCOUNT_ID}:policy/{}", name("ManagedPolicyName", 128));
+            let arn = format!(
+                "arn:aws:iam::{ACCOUNT_ID}:policy/{}",
+                name("ManagedPolicyName", 128)
+            );
             (arn.clone(), attributes(vec![("PolicyArn", arn)]))
         }
-        "AWS::ApiGateway::RestApi" => (short_id.clone(), attributes(vec![("RootResourceId", format!("{short_id}r"))])),
-        "AWS::ApiGateway::Stage" | "AWS::ApiGatewayV2::Stage" => {
-            (explicit_name(resource, "StageName").unwrap_or_else(|| id.to_string()), BTreeMap::new())
-        }
+        "AWS::ApiGateway::RestApi" => (
+            short_id.clone(),
+            attributes(vec![("RootResourceId", format!("{short_id}r"))]),
+        ),
+        "AWS::ApiGateway::Stage" | "AWS::ApiGatewayV2::Stage" => (
+            explicit_name(resource, "StageName").unwrap_or_else(|| id.to_string()),
+            BTreeMap::new(),
+        ),
         "AWS::ApiGatewayV2::Api" => {
             let endpoint = format!("https://{short_id}.execute-api.{REGION}.{URL_SUFFIX}");
-            (short_id, attributes(vec![("ApiEndpoint", endpoint), ("ApiId", suffix(id))]))
+            (
+                short_id,
+                attributes(vec![("ApiEndpoint", endpoint), ("ApiId", suffix(id))]),
+            )
         }
         "AWS::ApiGatewayV2::DomainName" => {
-            let domain = explicit_name(resource, "DomainName").unwrap_or_else(|| format!("{short_id}.example.com"));
+            let domain = explicit_name(resource, "DomainName")
+                .unwrap_or_else(|| format!("{short_id}.example.com"));
             attributes_of_domain(domain, &short_id)
         }
         "AWS::Logs::LogGroup" => {
@@ -158,22 +193,38 @@ fn synthesize(stack: &str, resource: &Resource) -> (String, BTreeMap<String, Str
             (rule, attributes(vec![("Arn", arn)]))
         }
         kind => {
-            let service = kind.split("::").nth(1).unwrap_or("unknown").to_ascii_lowercase();
+            let service = kind
+                .split("::")
+                .nth(1)
+                .unwrap_or("unknown")
+                .to_ascii_lowercase();
             let arn = format!("arn:aws:{service}:{REGION}:{ACCOUNT_ID}:{id}");
-            (generated_name(stack, id, 128), attributes(vec![("Arn", arn)]))
+            (
+                generated_name(stack, id, 128),
+                attributes(vec![("Arn", arn)]),
+            )
         }
     }
 }
 
 fn attributes_of_domain(domain: String, short_id: &str) -> (String, BTreeMap<String, String>) {
     let pairs = [
-        ("DomainNameArn", format!("arn:aws:apigateway:{REGION}::/domainnames/{domain}")),
-        ("RegionalDomainName", format!("d-{short_id}.execute-api.{REGION}.{URL_SUFFIX}")),
+        (
+            "DomainNameArn",
+            format!("arn:aws:apigateway:{REGION}::/domainnames/{domain}"),
+        ),
+        (
+            "RegionalDomainName",
+            format!("d-{short_id}.execute-api.{REGION}.{URL_SUFFIX}"),
+        ),
         // API Gateway's regional hosted zone in us-east-1.
         ("RegionalHostedZoneId", "Z1UJRXOUMOOFQ8".to_string()),
         ("DomainNameId", short_id.to_string()),
     ];
-    (domain, pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    (
+        domain,
+        pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+    )
 }
 
 /// The value of a resolved property as text, whatever JSON scalar carried it.

@@ -77,17 +77,25 @@ pub fn glob_problems(glob: &str) -> Vec<String> {
         problems.push("is empty".into());
     }
     if glob.chars().count() >= 128 {
-        problems.push(format!("has {} characters (must be less than 128)", glob.chars().count()));
+        problems.push(format!(
+            "has {} characters (must be less than 128)",
+            glob.chars().count()
+        ));
     }
     let bad: String = glob.chars().filter(|c| !allowed_in_glob(*c)).collect();
     if !bad.is_empty() {
-        problems.push(format!("contains {bad:?}: only a-z A-Z 0-9 and *?-!#$%&'.^_`|~ are allowed"));
+        problems.push(format!(
+            "contains {bad:?}: only a-z A-Z 0-9 and *?-!#$%&'.^_`|~ are allowed"
+        ));
     }
     let inner = glob.trim_start_matches('*').trim_end_matches('*');
     let leading = glob.len() - glob.trim_start_matches('*').len();
     let trailing = glob.len() - glob.trim_end_matches('*').len();
-    if inner.contains('*') || leading > 1 || trailing > 1 || (inner.is_empty() && !glob.is_empty()) {
-        problems.push("wildcards may only make a prefix (abc*), suffix (*abc) or infix (*abc*) match".into());
+    if inner.contains('*') || leading > 1 || trailing > 1 || (inner.is_empty() && !glob.is_empty())
+    {
+        problems.push(
+            "wildcards may only make a prefix (abc*), suffix (*abc) or infix (*abc*) match".into(),
+        );
     }
     if leading == 1 && trailing == 1 && glob.chars().count() >= 40 {
         problems.push("is an infix match of 40 or more characters (must be less than 40)".into());
@@ -120,7 +128,9 @@ pub fn unsupported_condition_header(name: &str) -> bool {
         "via",
     ];
     const PREFIXES: [&str; 4] = ["access-control-", "apigw-", "x-amz-", "x-amzn-"];
-    EXACT.contains(&name.as_str()) || name == "x-restapi" || PREFIXES.iter().any(|p| name.starts_with(p))
+    EXACT.contains(&name.as_str())
+        || name == "x-restapi"
+        || PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
 impl RoutingRule {
@@ -128,7 +138,9 @@ impl RoutingRule {
     pub fn matches(&self, headers: &[(&str, &str)], path: &str) -> bool {
         self.conditions.iter().all(|condition| match condition {
             Condition::Headers(any_of) => any_of.iter().any(|entry| {
-                let mut values = headers.iter().filter(|(name, _)| name.eq_ignore_ascii_case(&entry.header));
+                let mut values = headers
+                    .iter()
+                    .filter(|(name, _)| name.eq_ignore_ascii_case(&entry.header));
                 // A header sent twice has no single value to compare: no match.
                 match (values.next(), values.next()) {
                     (Some((_, value)), None) => glob_matches(&entry.glob, value),
@@ -141,11 +153,17 @@ impl RoutingRule {
     }
 
     pub fn header_conditions(&self) -> usize {
-        self.conditions.iter().filter(|c| matches!(c, Condition::Headers(_))).count()
+        self.conditions
+            .iter()
+            .filter(|c| matches!(c, Condition::Headers(_)))
+            .count()
     }
 
     pub fn base_path_conditions(&self) -> usize {
-        self.conditions.iter().filter(|c| matches!(c, Condition::BasePaths(_))).count()
+        self.conditions
+            .iter()
+            .filter(|c| matches!(c, Condition::BasePaths(_)))
+            .count()
     }
 }
 
@@ -153,11 +171,18 @@ impl RoutingRule {
 pub fn base_path_matches(base: &str, path: &str) -> bool {
     let base = base.trim_matches('/');
     let path = path.trim_start_matches('/');
-    path == base || path.strip_prefix(base).is_some_and(|rest| rest.starts_with('/'))
+    path == base
+        || path
+            .strip_prefix(base)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// The path the target API sees: without the base path when the action strips it.
-pub fn forwarded_path<'a>(rule: &RoutingRule, action: &InvokeApi, path: &'a str) -> std::borrow::Cow<'a, str> {
+pub fn forwarded_path<'a>(
+    rule: &RoutingRule,
+    action: &InvokeApi,
+    path: &'a str,
+) -> std::borrow::Cow<'a, str> {
     if !action.strip_base_path {
         return path.into();
     }
@@ -166,14 +191,22 @@ pub fn forwarded_path<'a>(rule: &RoutingRule, action: &InvokeApi, path: &'a str)
             && let Some(base) = any_of.iter().find(|base| base_path_matches(base, path))
         {
             let rest = path.trim_start_matches('/')[base.trim_matches('/').len()..].to_string();
-            return if rest.is_empty() { "/".to_string().into() } else { rest.into() };
+            return if rest.is_empty() {
+                "/".to_string().into()
+            } else {
+                rest.into()
+            };
         }
     }
     path.into()
 }
 
 /// The first rule (by priority) whose conditions hold: the one API Gateway applies.
-pub fn first_match<'a>(rules: &'a [RoutingRule], headers: &[(&str, &str)], path: &str) -> Option<&'a RoutingRule> {
+pub fn first_match<'a>(
+    rules: &'a [RoutingRule],
+    headers: &[(&str, &str)],
+    path: &str,
+) -> Option<&'a RoutingRule> {
     let mut ordered: Vec<&RoutingRule> = rules.iter().collect();
     ordered.sort_by_key(|rule| rule.priority);
     ordered.into_iter().find(|rule| rule.matches(headers, path))
@@ -189,12 +222,20 @@ impl Stack {
             let priority = text(&properties["Priority"])
                 .and_then(|p| p.parse().ok())
                 .ok_or_else(|| TemplateError::model(id, "Priority is not a number"))?;
-            let conditions = properties["Conditions"].as_array().into_iter().flatten().map(condition).collect();
+            let conditions = properties["Conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(condition)
+                .collect();
             let mut actions = Vec::new();
             for action in properties["Actions"].as_array().into_iter().flatten() {
                 let invoke = &action["InvokeApi"];
                 let api_id = text(&invoke["ApiId"]).unwrap_or_default();
-                let api = ids.logical_id_of(&api_id).map(String::from).unwrap_or(api_id);
+                let api = ids
+                    .logical_id_of(&api_id)
+                    .map(String::from)
+                    .unwrap_or(api_id);
                 actions.push(InvokeApi {
                     api,
                     stage: text(&invoke["Stage"]).unwrap_or_default(),
@@ -216,8 +257,16 @@ impl Stack {
 
 fn condition(value: &Value) -> Condition {
     let object = value.as_object().cloned().unwrap_or_default();
-    let any_of = |key: &str| object.get(key).map(|v| v["AnyOf"].as_array().cloned().unwrap_or_default());
-    match (any_of("MatchHeaders"), any_of("MatchBasePaths"), object.len()) {
+    let any_of = |key: &str| {
+        object
+            .get(key)
+            .map(|v| v["AnyOf"].as_array().cloned().unwrap_or_default())
+    };
+    match (
+        any_of("MatchHeaders"),
+        any_of("MatchBasePaths"),
+        object.len(),
+    ) {
         (Some(entries), None, 1) => Condition::Headers(
             entries
                 .iter()
@@ -241,28 +290,49 @@ mod tests {
         assert!(glob_matches("tools*", "tools/list") && glob_matches("tools*", "tools/call"));
         assert!(glob_matches("*call", "tools/call") && !glob_matches("*call", "tools/callx"));
         assert!(glob_matches("*templates*", "resources/templates/list"));
-        assert!(glob_matches("2026-07-28", "2026-07-28") && !glob_matches("2026-07-28", "2026-07-28x"));
-        assert!(!glob_matches("Tools*", "tools/list"), "values are case-sensitive");
+        assert!(
+            glob_matches("2026-07-28", "2026-07-28") && !glob_matches("2026-07-28", "2026-07-28x")
+        );
+        assert!(
+            !glob_matches("Tools*", "tools/list"),
+            "values are case-sensitive"
+        );
     }
 
     #[test]
     fn globs_outside_the_documented_forms_are_problems() {
         assert!(glob_problems("*call").is_empty() && glob_problems("tasks*").is_empty());
         assert!(!glob_problems("tools/call").is_empty(), "no slash");
-        assert!(!glob_problems("tools*call").is_empty(), "no wildcard inside");
+        assert!(
+            !glob_problems("tools*call").is_empty(),
+            "no wildcard inside"
+        );
         assert!(!glob_problems("**x").is_empty() && !glob_problems("*").is_empty());
         assert!(!glob_problems(&"a".repeat(128)).is_empty());
-        assert!(!glob_problems(&format!("*{}*", "a".repeat(38))).is_empty(), "an infix of 40");
+        assert!(
+            !glob_problems(&format!("*{}*", "a".repeat(38))).is_empty(),
+            "an infix of 40"
+        );
     }
 
     #[test]
     fn a_base_path_is_whole_leading_segments() {
-        assert!(base_path_matches("approvals", "/approvals/login") && base_path_matches("approvals", "/approvals"));
-        assert!(!base_path_matches("approvals", "/approvalsx") && !base_path_matches("Approvals", "/approvals"));
+        assert!(
+            base_path_matches("approvals", "/approvals/login")
+                && base_path_matches("approvals", "/approvals")
+        );
+        assert!(
+            !base_path_matches("approvals", "/approvalsx")
+                && !base_path_matches("Approvals", "/approvals")
+        );
     }
 
     fn rule(id: &str, priority: i64, conditions: Vec<Condition>) -> RoutingRule {
-        let action = InvokeApi { api: format!("{id}Api"), stage: "live".into(), strip_base_path: false };
+        let action = InvokeApi {
+            api: format!("{id}Api"),
+            stage: "live".into(),
+            strip_base_path: false,
+        };
         RoutingRule {
             logical_id: id.into(),
             domain_name_arn: "d".into(),
@@ -274,7 +344,10 @@ mod tests {
     }
 
     fn header(name: &str, glob: &str) -> Condition {
-        Condition::Headers(vec![HeaderGlob { header: name.into(), glob: glob.into() }])
+        Condition::Headers(vec![HeaderGlob {
+            header: name.into(),
+            glob: glob.into(),
+        }])
     }
 
     #[test]
@@ -284,9 +357,18 @@ mod tests {
             rule("List", 20, vec![header("Mcp-Method", "tools*")]),
             rule("Call", 10, vec![header("Mcp-Method", "*call")]),
         ];
-        let pick = |headers: &[(&str, &str)]| first_match(&rules, headers, "/mcp").map(|r| r.logical_id.clone());
-        assert_eq!(pick(&[("mcp-method", "tools/call")]).as_deref(), Some("Call"));
-        assert_eq!(pick(&[("MCP-METHOD", "tools/list")]).as_deref(), Some("List"), "names match in any case");
+        let pick = |headers: &[(&str, &str)]| {
+            first_match(&rules, headers, "/mcp").map(|r| r.logical_id.clone())
+        };
+        assert_eq!(
+            pick(&[("mcp-method", "tools/call")]).as_deref(),
+            Some("Call")
+        );
+        assert_eq!(
+            pick(&[("MCP-METHOD", "tools/list")]).as_deref(),
+            Some("List"),
+            "names match in any case"
+        );
         assert_eq!(pick(&[]).as_deref(), Some("Catch"));
         assert_eq!(
             pick(&[("Mcp-Method", "tools/call"), ("Mcp-Method", "tools/list")]).as_deref(),
@@ -297,13 +379,23 @@ mod tests {
 
     #[test]
     fn stripping_a_base_path_forwards_the_rest() {
-        let mut stripping = rule("Pages", 1, vec![Condition::BasePaths(vec!["approvals".into()])]);
+        let mut stripping = rule(
+            "Pages",
+            1,
+            vec![Condition::BasePaths(vec!["approvals".into()])],
+        );
         stripping.actions[0].strip_base_path = true;
         let action = stripping.actions[0].clone();
-        assert_eq!(forwarded_path(&stripping, &action, "/approvals/login"), "/login");
+        assert_eq!(
+            forwarded_path(&stripping, &action, "/approvals/login"),
+            "/login"
+        );
         assert_eq!(forwarded_path(&stripping, &action, "/approvals"), "/");
         stripping.actions[0].strip_base_path = false;
         let keeping = stripping.actions[0].clone();
-        assert_eq!(forwarded_path(&stripping, &keeping, "/approvals/login"), "/approvals/login");
+        assert_eq!(
+            forwarded_path(&stripping, &keeping, "/approvals/login"),
+            "/approvals/login"
+        );
     }
 }

@@ -30,17 +30,26 @@ pub struct Resource {
 
 impl Resource {
     fn read(logical_id: &str, value: &Value) -> Result<Resource, TemplateError> {
-        let kind = value["Type"].as_str().ok_or_else(|| TemplateError::model(logical_id, "no Type"))?;
+        let kind = value["Type"]
+            .as_str()
+            .ok_or_else(|| TemplateError::model(logical_id, "no Type"))?;
         let depends_on = match &value["DependsOn"] {
             Value::String(one) => vec![one.clone()],
-            Value::Array(many) => many.iter().filter_map(Value::as_str).map(String::from).collect(),
+            Value::Array(many) => many
+                .iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect(),
             _ => Vec::new(),
         };
         let text = |key: &str| value[key].as_str().map(String::from);
         Ok(Resource {
             logical_id: logical_id.to_string(),
             kind: kind.to_string(),
-            properties: value.get("Properties").cloned().unwrap_or(Value::Object(Default::default())),
+            properties: value
+                .get("Properties")
+                .cloned()
+                .unwrap_or(Value::Object(Default::default())),
             metadata: value.get("Metadata").cloned().unwrap_or(Value::Null),
             depends_on,
             condition: text("Condition"),
@@ -57,10 +66,14 @@ impl Resource {
 
 impl Template {
     pub fn load(path: &Path) -> Result<Template, TemplateError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| TemplateError::Read { path: path.to_path_buf(), source })?;
-        let root =
-            serde_json::from_str(&text).map_err(|source| TemplateError::Parse { path: path.to_path_buf(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| TemplateError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let root = serde_json::from_str(&text).map_err(|source| TemplateError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Ok(Template { root })
     }
 
@@ -83,24 +96,40 @@ impl Template {
 
     /// The stack `overrides` make: parameter values (defaults for the rest), conditions, and the
     /// resources whose condition holds. A parameter without a default must be given.
-    pub fn instantiate(&self, stack_name: &str, overrides: &BTreeMap<String, String>) -> Result<Stack, TemplateError> {
-        let declared = self.root["Parameters"].as_object().cloned().unwrap_or_default();
+    pub fn instantiate(
+        &self,
+        stack_name: &str,
+        overrides: &BTreeMap<String, String>,
+    ) -> Result<Stack, TemplateError> {
+        let declared = self.root["Parameters"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
         if let Some(unknown) = overrides.keys().find(|name| !declared.contains_key(*name)) {
             return Err(TemplateError::UnknownParameter(unknown.clone()));
         }
         let mut parameters = BTreeMap::new();
         for (name, declaration) in &declared {
-            let given = overrides.get(name).cloned().or_else(|| scalar_text(&declaration["Default"]));
+            let given = overrides
+                .get(name)
+                .cloned()
+                .or_else(|| scalar_text(&declaration["Default"]));
             let value = given.ok_or_else(|| TemplateError::MissingParameter(name.clone()))?;
             if let Some(allowed) = declaration["AllowedValues"].as_array()
                 && !allowed.iter().filter_map(scalar_text).any(|a| a == value)
             {
-                return Err(TemplateError::NotAllowed { name: name.clone(), value });
+                return Err(TemplateError::NotAllowed {
+                    name: name.clone(),
+                    value,
+                });
             }
             let value = match declaration["Type"].as_str() {
-                Some("CommaDelimitedList") | Some("List<Number>") => {
-                    Value::Array(value.split(',').map(|v| Value::String(v.trim().to_string())).collect())
-                }
+                Some("CommaDelimitedList") | Some("List<Number>") => Value::Array(
+                    value
+                        .split(',')
+                        .map(|v| Value::String(v.trim().to_string()))
+                        .collect(),
+                ),
                 _ => Value::String(value),
             };
             parameters.insert(name.clone(), value);
@@ -112,10 +141,18 @@ impl Template {
             resources: BTreeMap::new(),
             declared: self.resources()?,
             mappings: self.root["Mappings"].clone(),
-            outputs: self.root["Outputs"].as_object().cloned().unwrap_or_default().into_iter().collect(),
+            outputs: self.root["Outputs"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .collect(),
             template: self.root.clone(),
         };
-        let declared_conditions = self.root["Conditions"].as_object().cloned().unwrap_or_default();
+        let declared_conditions = self.root["Conditions"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
         for name in declared_conditions.keys() {
             let holds = Resolver::for_conditions(&stack, &declared_conditions).condition(name)?;
             stack.conditions.insert(name.clone(), holds);
@@ -160,7 +197,10 @@ pub struct Stack {
 
 impl Stack {
     pub fn condition(&self, name: &str) -> Result<bool, TemplateError> {
-        self.conditions.get(name).copied().ok_or_else(|| TemplateError::UnknownCondition(name.to_string()))
+        self.conditions
+            .get(name)
+            .copied()
+            .ok_or_else(|| TemplateError::UnknownCondition(name.to_string()))
     }
 
     pub(crate) fn mappings(&self) -> &Value {
@@ -173,14 +213,26 @@ impl Stack {
     }
 
     /// `value` with every intrinsic function resolved; `None` when it is `AWS::NoValue`.
-    pub fn resolve(&self, at: &str, value: &Value, ids: &PhysicalIds) -> Result<Option<Value>, TemplateError> {
+    pub fn resolve(
+        &self,
+        at: &str,
+        value: &Value,
+        ids: &PhysicalIds,
+    ) -> Result<Option<Value>, TemplateError> {
         Resolver::new(self, ids).resolve(at, value)
     }
 
     /// A property of a live resource, resolved (`None`: absent or `AWS::NoValue`).
-    pub fn property(&self, ids: &PhysicalIds, logical_id: &str, name: &str) -> Result<Option<Value>, TemplateError> {
-        let resource =
-            self.resources.get(logical_id).ok_or_else(|| TemplateError::model(logical_id, "not in stack"))?;
+    pub fn property(
+        &self,
+        ids: &PhysicalIds,
+        logical_id: &str,
+        name: &str,
+    ) -> Result<Option<Value>, TemplateError> {
+        let resource = self
+            .resources
+            .get(logical_id)
+            .ok_or_else(|| TemplateError::model(logical_id, "not in stack"))?;
         match resource.properties.get(name) {
             Some(value) => self.resolve(&format!("{logical_id}.{name}"), value, ids),
             None => Ok(None),
@@ -189,9 +241,13 @@ impl Stack {
 
     /// Every resolved property of a live resource.
     pub fn properties(&self, ids: &PhysicalIds, logical_id: &str) -> Result<Value, TemplateError> {
-        let resource =
-            self.resources.get(logical_id).ok_or_else(|| TemplateError::model(logical_id, "not in stack"))?;
-        Ok(self.resolve(logical_id, &resource.properties, ids)?.unwrap_or(Value::Null))
+        let resource = self
+            .resources
+            .get(logical_id)
+            .ok_or_else(|| TemplateError::model(logical_id, "not in stack"))?;
+        Ok(self
+            .resolve(logical_id, &resource.properties, ids)?
+            .unwrap_or(Value::Null))
     }
 
     /// The live resources of one type, in logical-id order.
@@ -232,17 +288,30 @@ mod tests {
     #[test]
     fn conditions_decide_which_resources_a_stack_creates() {
         let without = template().instantiate("s", &BTreeMap::new()).unwrap();
-        assert!(!without.resources.contains_key("Domain") && without.condition("NoDomain").unwrap());
-        let with = template().instantiate("s", &BTreeMap::from([("DomainName".into(), "a.example".into())])).unwrap();
+        assert!(
+            !without.resources.contains_key("Domain") && without.condition("NoDomain").unwrap()
+        );
+        let with = template()
+            .instantiate(
+                "s",
+                &BTreeMap::from([("DomainName".into(), "a.example".into())]),
+            )
+            .unwrap();
         assert!(with.resources.contains_key("Domain") && !with.condition("NoDomain").unwrap());
     }
 
     #[test]
     fn parameters_are_checked_against_their_allowed_values_and_declarations() {
         let bad = BTreeMap::from([("Size".to_string(), "2".to_string())]);
-        assert!(matches!(template().instantiate("s", &bad), Err(TemplateError::NotAllowed { .. })));
+        assert!(matches!(
+            template().instantiate("s", &bad),
+            Err(TemplateError::NotAllowed { .. })
+        ));
         let unknown = BTreeMap::from([("Nope".to_string(), "1".to_string())]);
-        assert!(matches!(template().instantiate("s", &unknown), Err(TemplateError::UnknownParameter(_))));
+        assert!(matches!(
+            template().instantiate("s", &unknown),
+            Err(TemplateError::UnknownParameter(_))
+        ));
     }
 
     #[test]
@@ -250,26 +319,46 @@ mod tests {
         let stack = template().instantiate("s", &BTreeMap::new()).unwrap();
         let ids = PhysicalIds::synthetic(&stack);
         let queue = stack.properties(&ids, "Queue").unwrap();
-        assert_eq!(queue["Tags"], json!([{ "Key": "k" }]), "Fn::If to AWS::NoValue drops the key");
-        assert_eq!(queue["VisibilityTimeout"], json!("3"), "a Number parameter is passed on as text");
+        assert_eq!(
+            queue["Tags"],
+            json!([{ "Key": "k" }]),
+            "Fn::If to AWS::NoValue drops the key"
+        );
+        assert_eq!(
+            queue["VisibilityTimeout"],
+            json!("3"),
+            "a Number parameter is passed on as text"
+        );
         let name = ids.attribute("Queue", "QueueName").unwrap();
         let function = stack.properties(&ids, "Fn");
         let error = function.unwrap_err().to_string();
-        assert!(error.contains("Ref x"), "an unknown ${{x}} is an error: {error}");
+        assert!(
+            error.contains("Ref x"),
+            "an unknown ${{x}} is an error: {error}"
+        );
         let mut fixed = stack.clone();
         fixed.resources.get_mut("Fn").unwrap().properties["Description"] =
             json!({ "Fn::Sub": "${AWS::Region} ${Queue.QueueName} ${!Literal}" });
         let function = fixed.properties(&ids, "Fn").unwrap();
-        assert_eq!(function["Description"], json!(format!("us-east-1 {name} ${{Literal}}")));
+        assert_eq!(
+            function["Description"],
+            json!(format!("us-east-1 {name} ${{Literal}}"))
+        );
         assert_eq!(function["Other"], json!("a-b-3"));
     }
 
     #[test]
     fn a_reference_to_a_resource_the_stack_does_not_create_is_an_error() {
         let mut value = template().json().clone();
-        value["Resources"]["Queue"]["Properties"]["Tags"] = json!([{ "Key": "d", "Value": { "Ref": "Domain" } }]);
-        let stack = Template::from_value(value).instantiate("s", &BTreeMap::new()).unwrap();
-        let error = stack.properties(&PhysicalIds::synthetic(&stack), "Queue").unwrap_err().to_string();
+        value["Resources"]["Queue"]["Properties"]["Tags"] =
+            json!([{ "Key": "d", "Value": { "Ref": "Domain" } }]);
+        let stack = Template::from_value(value)
+            .instantiate("s", &BTreeMap::new())
+            .unwrap();
+        let error = stack
+            .properties(&PhysicalIds::synthetic(&stack), "Queue")
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("condition is false"), "{error}");
     }
 }

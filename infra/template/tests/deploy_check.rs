@@ -19,7 +19,10 @@ fn findings(template: Value, topologies: &[Topology]) -> Vec<Finding> {
 fn refused(mutate: impl FnOnce(&mut Value)) -> BTreeSet<&'static str> {
     let mut template = common::translated();
     mutate(&mut template);
-    findings(template, &front_doors()).iter().map(|f| f.rule).collect()
+    findings(template, &front_doors())
+        .iter()
+        .map(|f| f.rule)
+        .collect()
 }
 
 /// The rules that refuse the template deployed with `overrides` on top of the front doors'.
@@ -27,11 +30,18 @@ fn refused_with(overrides: &[(&str, &str)]) -> BTreeSet<&'static str> {
     let topologies: Vec<Topology> = front_doors()
         .into_iter()
         .map(|mut t| {
-            t.parameters.extend(overrides.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+            t.parameters.extend(
+                overrides
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string())),
+            );
             t
         })
         .collect();
-    findings(common::translated(), &topologies).iter().map(|f| f.rule).collect()
+    findings(common::translated(), &topologies)
+        .iter()
+        .map(|f| f.rule)
+        .collect()
 }
 
 fn resource<'a>(template: &'a mut Value, id: &str) -> &'a mut Value {
@@ -51,13 +61,26 @@ fn header_glob<'a>(template: &'a mut Value, rule: &str) -> &'a mut Value {
 #[test]
 fn the_template_passes_for_both_front_doors() {
     let found = findings(common::translated(), &front_doors());
-    assert!(found.is_empty(), "{}", found.iter().map(|f| f.to_string()).collect::<Vec<_>>().join("\n"));
+    assert!(
+        found.is_empty(),
+        "{}",
+        found
+            .iter()
+            .map(|f| f.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
 }
 
 #[test]
 fn every_rule_cites_a_document() {
     for rule in RULES {
-        assert!(rule.source.starts_with("https://docs.aws.amazon.com/"), "{} cites {}", rule.id, rule.source);
+        assert!(
+            rule.source.starts_with("https://docs.aws.amazon.com/"),
+            "{} cites {}",
+            rule.id,
+            rule.source
+        );
     }
 }
 
@@ -86,15 +109,28 @@ Resources:
         Mcp: { Type: HttpApi, Properties: { ApiId: !Ref McpApi, Method: ANY, Path: /mcp } }
 "#;
     let translated = common::translate_text("cycle", sam).unwrap();
-    let found = findings(translated, &[Topology { name: "defaults".into(), parameters: Default::default() }]);
-    let cycle = found.iter().find(|f| f.rule == "cycle").expect("the cycle is refused");
-    assert!(cycle.message.contains("McpApi") && cycle.message.contains("McpFunction"), "{cycle}");
+    let found = findings(
+        translated,
+        &[Topology {
+            name: "defaults".into(),
+            parameters: Default::default(),
+        }],
+    );
+    let cycle = found
+        .iter()
+        .find(|f| f.rule == "cycle")
+        .expect("the cycle is refused");
+    assert!(
+        cycle.message.contains("McpApi") && cycle.message.contains("McpFunction"),
+        "{cycle}"
+    );
 }
 
 #[test]
 fn a_resource_naming_its_dependent_is_a_cycle() {
     let rules = refused(|t| {
-        properties(t, "WorkQueue")["Tags"] = json!([{ "Key": "worker", "Value": { "Ref": "WorkerFunction" } }]);
+        properties(t, "WorkQueue")["Tags"] =
+            json!([{ "Key": "worker", "Value": { "Ref": "WorkerFunction" } }]);
     });
     assert!(rules.contains("cycle"), "{rules:?}");
 }
@@ -127,38 +163,58 @@ fn a_slash_in_a_routing_glob_is_refused() {
 fn a_wildcard_inside_a_routing_glob_is_refused() {
     let rules = refused(|t| *header_glob(t, "ToolsCallRule") = json!("tools*call"));
     assert!(rules.contains("routing-glob"), "{rules:?}");
-    let rules = refused(|t| *header_glob(t, "ToolsCallRule") = json!(format!("*{}*", "c".repeat(40))));
-    assert!(rules.contains("routing-glob"), "an infix glob of 42 characters: {rules:?}");
+    let rules =
+        refused(|t| *header_glob(t, "ToolsCallRule") = json!(format!("*{}*", "c".repeat(40))));
+    assert!(
+        rules.contains("routing-glob"),
+        "an infix glob of 42 characters: {rules:?}"
+    );
 }
 
 #[test]
 fn a_long_header_name_is_refused() {
     let rules = refused(|t| {
-        properties(t, "ToolsCallRule")["Conditions"][1]["MatchHeaders"]["AnyOf"][0]["Header"] = json!("X".repeat(40));
+        properties(t, "ToolsCallRule")["Conditions"][1]["MatchHeaders"]["AnyOf"][0]["Header"] =
+            json!("X".repeat(40));
     });
     assert!(rules.contains("routing-glob"), "{rules:?}");
 }
 
 #[test]
 fn a_third_header_condition_or_a_second_entry_is_refused() {
-    let extra = json!({ "MatchHeaders": { "AnyOf": [{ "Header": "Mcp-Name", "ValueGlob": "greet" }] } });
-    let rules = refused(|t| properties(t, "ToolsCallRule")["Conditions"].as_array_mut().unwrap().push(extra));
+    let extra =
+        json!({ "MatchHeaders": { "AnyOf": [{ "Header": "Mcp-Name", "ValueGlob": "greet" }] } });
+    let rules = refused(|t| {
+        properties(t, "ToolsCallRule")["Conditions"]
+            .as_array_mut()
+            .unwrap()
+            .push(extra)
+    });
     assert!(rules.contains("routing-conditions"), "{rules:?}");
     let rules = refused(|t| {
         let any_of = &mut properties(t, "ToolsCallRule")["Conditions"][1]["MatchHeaders"]["AnyOf"];
-        any_of.as_array_mut().unwrap().push(json!({ "Header": "Mcp-Method", "ValueGlob": "tools*" }));
+        any_of
+            .as_array_mut()
+            .unwrap()
+            .push(json!({ "Header": "Mcp-Method", "ValueGlob": "tools*" }));
     });
     assert!(rules.contains("routing-conditions"), "{rules:?}");
     let rules = refused(|t| {
-        properties(t, "ToolsCallRule")["Conditions"][1]["MatchHeaders"]["AnyOf"][0]["Header"] = json!("Authorization");
+        properties(t, "ToolsCallRule")["Conditions"][1]["MatchHeaders"]["AnyOf"][0]["Header"] =
+            json!("Authorization");
     });
-    assert!(rules.contains("routing-conditions"), "Authorization cannot be matched: {rules:?}");
+    assert!(
+        rules.contains("routing-conditions"),
+        "Authorization cannot be matched: {rules:?}"
+    );
 }
 
 #[test]
 fn a_shared_or_out_of_range_priority_is_refused() {
-    let rules =
-        refused(|t| properties(t, "ToolsListRule")["Priority"] = properties(t, "ToolsCallRule")["Priority"].clone());
+    let rules = refused(|t| {
+        properties(t, "ToolsListRule")["Priority"] =
+            properties(t, "ToolsCallRule")["Priority"].clone()
+    });
     assert!(rules.contains("routing-priority"), "{rules:?}");
     let rules = refused(|t| properties(t, "ToolsListRule")["Priority"] = json!(0));
     assert!(rules.contains("routing-priority"), "{rules:?}");
@@ -180,10 +236,15 @@ fn more_than_fifty_rules_on_a_domain_are_refused() {
 #[test]
 fn a_rule_created_before_its_stage_is_refused() {
     let rules = refused(|t| {
-        resource(t, "ToolsCallRule").as_object_mut().unwrap().remove("DependsOn");
+        resource(t, "ToolsCallRule")
+            .as_object_mut()
+            .unwrap()
+            .remove("DependsOn");
     });
     assert!(rules.contains("routing-target"), "{rules:?}");
-    let rules = refused(|t| properties(t, "ToolsCallRule")["Actions"][0]["InvokeApi"]["Stage"] = json!("prod"));
+    let rules = refused(|t| {
+        properties(t, "ToolsCallRule")["Actions"][0]["InvokeApi"]["Stage"] = json!("prod")
+    });
     assert!(rules.contains("routing-target"), "{rules:?}");
 }
 
@@ -197,7 +258,10 @@ fn a_prefix_rule_before_the_suffix_rule_sends_tools_call_to_tools_list() {
 #[test]
 fn a_rule_without_the_version_condition_takes_older_clients_from_the_catch_all() {
     let rules = refused(|t| {
-        properties(t, "ToolsCallRule")["Conditions"].as_array_mut().unwrap().remove(0);
+        properties(t, "ToolsCallRule")["Conditions"]
+            .as_array_mut()
+            .unwrap()
+            .remove(0);
     });
     assert!(rules.contains("routing-methods"), "{rules:?}");
 }
@@ -205,15 +269,24 @@ fn a_rule_without_the_version_condition_takes_older_clients_from_the_catch_all()
 #[test]
 fn a_function_outliving_its_integration_is_refused() {
     let rules = refused(|t| properties(t, "ToolsListFunction")["Timeout"] = json!(60));
-    assert!(rules.contains("integration-timeout"), "REST buffered 29 s: {rules:?}");
+    assert!(
+        rules.contains("integration-timeout"),
+        "REST buffered 29 s: {rules:?}"
+    );
     let rules = refused(|t| properties(t, "McpFunction")["Timeout"] = json!(31));
-    assert!(rules.contains("integration-timeout"), "HTTP API 30 s: {rules:?}");
+    assert!(
+        rules.contains("integration-timeout"),
+        "HTTP API 30 s: {rules:?}"
+    );
     let rules = refused(|t| {
-        let integration = &mut properties(t, "ToolsListApi")["Body"]["paths"]["/mcp"]["Fn::If"][1]["x-amazon-apigateway-any-method"]
-            ["Fn::If"][1]["x-amazon-apigateway-integration"];
+        let integration = &mut properties(t, "ToolsListApi")["Body"]["paths"]["/mcp"]["Fn::If"][1]
+            ["x-amazon-apigateway-any-method"]["Fn::If"][1]["x-amazon-apigateway-integration"];
         integration["timeoutInMillis"] = json!(60_000);
     });
-    assert!(rules.contains("integration-timeout"), "a buffered REST integration of 60 s: {rules:?}");
+    assert!(
+        rules.contains("integration-timeout"),
+        "a buffered REST integration of 60 s: {rules:?}"
+    );
 }
 
 #[test]
@@ -229,38 +302,59 @@ fn a_streaming_mismatch_or_an_unbounded_stream_is_refused() {
         properties(t, "SubscriptionsListenFunction")["Environment"]["Variables"]["RELEVO_LISTEN_MAX_SECS"] =
             json!("300")
     });
-    assert!(rules.contains("streaming"), "a listen stream as long as the timeout: {rules:?}");
+    assert!(
+        rules.contains("streaming"),
+        "a listen stream as long as the timeout: {rules:?}"
+    );
     let rules = refused(|t| {
-        properties(t, "CatchAllFunction")["Environment"]["Variables"]["RELEVO_SSE_KEEPALIVE_SECS"] = json!("300")
+        properties(t, "CatchAllFunction")["Environment"]["Variables"]["RELEVO_SSE_KEEPALIVE_SECS"] =
+            json!("300")
     });
-    assert!(rules.contains("streaming"), "a keep-alive at the idle limit: {rules:?}");
+    assert!(
+        rules.contains("streaming"),
+        "a keep-alive at the idle limit: {rules:?}"
+    );
     let rules = refused(|t| {
         properties(t, "CatchAllFunction")["Environment"]["Variables"]
             .as_object_mut()
             .unwrap()
             .remove("RELEVO_LEGACY_INPUT_WAIT_SECS");
     });
-    assert!(rules.contains("streaming"), "a 2025-11-25 wait of 300 s in a 300 s function: {rules:?}");
+    assert!(
+        rules.contains("streaming"),
+        "a 2025-11-25 wait of 300 s in a 300 s function: {rules:?}"
+    );
 }
 
 #[test]
 fn lambda_limits_are_refused() {
-    assert!(refused(|t| properties(t, "WorkerFunction")["MemorySize"] = json!(64)).contains("lambda-limits"));
-    assert!(refused(|t| properties(t, "WorkerFunction")["Timeout"] = json!(901)).contains("lambda-limits"));
     assert!(
-        refused(|t| properties(t, "WorkerFunction")["Description"] = json!("x".repeat(257))).contains("lambda-limits")
+        refused(|t| properties(t, "WorkerFunction")["MemorySize"] = json!(64))
+            .contains("lambda-limits")
+    );
+    assert!(
+        refused(|t| properties(t, "WorkerFunction")["Timeout"] = json!(901))
+            .contains("lambda-limits")
+    );
+    assert!(
+        refused(|t| properties(t, "WorkerFunction")["Description"] = json!("x".repeat(257)))
+            .contains("lambda-limits")
     );
 }
 
 #[test]
 fn an_environment_over_four_kilobytes_or_a_reserved_variable_is_refused() {
-    let rules =
-        refused(|t| properties(t, "WorkerFunction")["Environment"]["Variables"]["BIG"] = json!("x".repeat(4000)));
+    let rules = refused(|t| {
+        properties(t, "WorkerFunction")["Environment"]["Variables"]["BIG"] = json!("x".repeat(4000))
+    });
+    assert!(rules.contains("lambda-environment"), "{rules:?}");
+    let rules = refused(|t| {
+        properties(t, "WorkerFunction")["Environment"]["Variables"]["AWS_REGION"] =
+            json!("eu-west-1")
+    });
     assert!(rules.contains("lambda-environment"), "{rules:?}");
     let rules =
-        refused(|t| properties(t, "WorkerFunction")["Environment"]["Variables"]["AWS_REGION"] = json!("eu-west-1"));
-    assert!(rules.contains("lambda-environment"), "{rules:?}");
-    let rules = refused(|t| properties(t, "WorkerFunction")["Environment"]["Variables"]["1X"] = json!("x"));
+        refused(|t| properties(t, "WorkerFunction")["Environment"]["Variables"]["1X"] = json!("x"));
     assert!(rules.contains("lambda-environment"), "{rules:?}");
 }
 
@@ -273,28 +367,51 @@ fn a_visibility_below_six_worker_timeouts_is_refused() {
 #[test]
 fn queue_limits_are_refused() {
     let rules = refused(|t| properties(t, "DeadLetterQueue")["MessageRetentionPeriod"] = json!(60));
-    assert!(rules.contains("sqs-limits"), "dead letters kept shorter than the source: {rules:?}");
-    let rules = refused(|t| properties(t, "WorkQueue")["RedrivePolicy"]["maxReceiveCount"] = json!(2));
-    assert!(rules.contains("sqs-limits"), "fewer than 5 receives before the dead letters: {rules:?}");
+    assert!(
+        rules.contains("sqs-limits"),
+        "dead letters kept shorter than the source: {rules:?}"
+    );
+    let rules =
+        refused(|t| properties(t, "WorkQueue")["RedrivePolicy"]["maxReceiveCount"] = json!(2));
+    assert!(
+        rules.contains("sqs-limits"),
+        "fewer than 5 receives before the dead letters: {rules:?}"
+    );
     let rules = refused_with(&[("WorkQueueVisibility", "50000")]);
-    assert!(rules.contains("sqs-limits"), "visibility over 12 hours: {rules:?}");
+    assert!(
+        rules.contains("sqs-limits"),
+        "visibility over 12 hours: {rules:?}"
+    );
 }
 
 #[test]
 fn an_event_source_without_partial_failures_or_out_of_range_is_refused() {
     let rules = refused(|t| {
-        properties(t, "WorkerEventSourceMapping").as_object_mut().unwrap().remove("FunctionResponseTypes");
+        properties(t, "WorkerEventSourceMapping")
+            .as_object_mut()
+            .unwrap()
+            .remove("FunctionResponseTypes");
     });
     assert!(rules.contains("event-source"), "{rules:?}");
-    assert!(refused(|t| properties(t, "WorkerEventSourceMapping")["BatchSize"] = json!(100)).contains("event-source"));
-    let rules =
-        refused(|t| properties(t, "WorkerEventSourceMapping")["ScalingConfig"]["MaximumConcurrency"] = json!(1));
+    assert!(
+        refused(|t| properties(t, "WorkerEventSourceMapping")["BatchSize"] = json!(100))
+            .contains("event-source")
+    );
+    let rules = refused(|t| {
+        properties(t, "WorkerEventSourceMapping")["ScalingConfig"]["MaximumConcurrency"] = json!(1)
+    });
     assert!(rules.contains("event-source"), "{rules:?}");
 }
 
 #[test]
 fn a_malformed_schedule_is_refused() {
-    for expression in ["rate(1 minutes)", "rate(5 minute)", "rate(30 seconds)", "cron(0 * * * *)", "every 5 minutes"] {
+    for expression in [
+        "rate(1 minutes)",
+        "rate(5 minute)",
+        "rate(30 seconds)",
+        "cron(0 * * * *)",
+        "every 5 minutes",
+    ] {
         let rules = refused_with(&[("ReconcileSchedule", expression)]);
         assert!(rules.contains("schedule"), "{expression}: {rules:?}");
     }
@@ -303,35 +420,71 @@ fn a_malformed_schedule_is_refused() {
 
 #[test]
 fn a_function_without_its_log_group_or_a_bad_retention_is_refused() {
-    assert!(refused(|t| drop(t["Resources"].as_object_mut().unwrap().remove("WorkerLogGroup"))).contains("logs"));
-    assert!(refused(|t| properties(t, "WorkerLogGroup")["RetentionInDays"] = json!(2)).contains("logs"));
+    assert!(
+        refused(|t| drop(
+            t["Resources"]
+                .as_object_mut()
+                .unwrap()
+                .remove("WorkerLogGroup")
+        ))
+        .contains("logs")
+    );
+    assert!(
+        refused(|t| properties(t, "WorkerLogGroup")["RetentionInDays"] = json!(2)).contains("logs")
+    );
 }
 
 #[test]
 fn a_missing_alarm_or_a_bad_period_is_refused() {
-    for alarm in ["DeadLetterQueueAlarm", "WorkerErrorsAlarm", "ToolsCall5xxAlarm", "Mcp5xxAlarm"] {
+    for alarm in [
+        "DeadLetterQueueAlarm",
+        "WorkerErrorsAlarm",
+        "ToolsCall5xxAlarm",
+        "Mcp5xxAlarm",
+    ] {
         let rules = refused(|t| drop(t["Resources"].as_object_mut().unwrap().remove(alarm)));
         assert!(rules.contains("alarms"), "without {alarm}: {rules:?}");
     }
-    assert!(refused(|t| properties(t, "DeadLetterQueueAlarm")["Period"] = json!(45)).contains("alarms"));
+    assert!(
+        refused(|t| properties(t, "DeadLetterQueueAlarm")["Period"] = json!(45)).contains("alarms")
+    );
 }
 
 #[test]
 fn a_function_or_stage_without_tracing_is_refused() {
     assert!(
-        refused(|t| drop(properties(t, "WorkerFunction").as_object_mut().unwrap().remove("TracingConfig")))
+        refused(|t| drop(
+            properties(t, "WorkerFunction")
+                .as_object_mut()
+                .unwrap()
+                .remove("TracingConfig")
+        ))
+        .contains("tracing")
+    );
+    assert!(
+        refused(|t| properties(t, "ToolsCallApiliveStage")["TracingEnabled"] = json!(false))
             .contains("tracing")
     );
-    assert!(refused(|t| properties(t, "ToolsCallApiliveStage")["TracingEnabled"] = json!(false)).contains("tracing"));
 }
 
 #[test]
 fn a_stage_without_throttling_or_access_logs_is_refused() {
-    let rules =
-        refused(|t| drop(properties(t, "ToolsCallApiliveStage").as_object_mut().unwrap().remove("MethodSettings")));
+    let rules = refused(|t| {
+        drop(
+            properties(t, "ToolsCallApiliveStage")
+                .as_object_mut()
+                .unwrap()
+                .remove("MethodSettings"),
+        )
+    });
     assert!(rules.contains("stage-settings"), "{rules:?}");
     let rules = refused(|t| {
-        drop(properties(t, "McpApiApiGatewayDefaultStage").as_object_mut().unwrap().remove("AccessLogSettings"))
+        drop(
+            properties(t, "McpApiApiGatewayDefaultStage")
+                .as_object_mut()
+                .unwrap()
+                .remove("AccessLogSettings"),
+        )
     });
     assert!(rules.contains("stage-settings"), "{rules:?}");
     let rules = refused(|t| {
@@ -343,7 +496,10 @@ fn a_stage_without_throttling_or_access_logs_is_refused() {
             }
         }
     });
-    assert!(rules.contains("stage-settings"), "REST access logs without the account's role: {rules:?}");
+    assert!(
+        rules.contains("stage-settings"),
+        "REST access logs without the account's role: {rules:?}"
+    );
 }
 
 #[test]
@@ -367,18 +523,35 @@ fn table_definitions_a_deploy_refuses_or_a_deletable_table_are_refused() {
             .unwrap()
             .push(json!({ "AttributeName": "tenant", "AttributeType": "S" }));
     });
-    assert!(rules.contains("dynamodb"), "an attribute no key uses: {rules:?}");
     assert!(
-        refused(|t| drop(resource(t, "Table").as_object_mut().unwrap().remove("DeletionPolicy"))).contains("dynamodb")
+        rules.contains("dynamodb"),
+        "an attribute no key uses: {rules:?}"
     );
-    assert!(refused(|t| properties(t, "Table")["DeletionProtectionEnabled"] = json!(false)).contains("dynamodb"));
+    assert!(
+        refused(|t| drop(
+            resource(t, "Table")
+                .as_object_mut()
+                .unwrap()
+                .remove("DeletionPolicy")
+        ))
+        .contains("dynamodb")
+    );
+    assert!(
+        refused(|t| properties(t, "Table")["DeletionProtectionEnabled"] = json!(false))
+            .contains("dynamodb")
+    );
 }
 
 #[test]
 fn a_deletable_key_secret_is_refused() {
     assert!(
-        refused(|t| drop(resource(t, "StateKeysSecret").as_object_mut().unwrap().remove("UpdateReplacePolicy")))
-            .contains("retain")
+        refused(|t| drop(
+            resource(t, "StateKeysSecret")
+                .as_object_mut()
+                .unwrap()
+                .remove("UpdateReplacePolicy")
+        ))
+        .contains("retain")
     );
 }
 
@@ -392,7 +565,9 @@ fn iam_quotas_are_refused() {
     let rules = refused(|t| {
         let arns = &mut properties(t, "WorkerFunctionRole")["ManagedPolicyArns"];
         for i in 0..8 {
-            arns.as_array_mut().unwrap().push(json!(format!("arn:aws:iam::123456789012:policy/extra{i}")));
+            arns.as_array_mut()
+                .unwrap()
+                .push(json!(format!("arn:aws:iam::123456789012:policy/extra{i}")));
         }
     });
     assert!(rules.contains("iam-limits"), "{rules:?}");
@@ -401,11 +576,14 @@ fn iam_quotas_are_refused() {
 #[test]
 fn wildcards_and_broad_managed_policies_are_refused() {
     let rules = refused(|t| {
-        properties(t, "RecordsReadPolicy")["PolicyDocument"]["Statement"][0]["Action"] = json!(["dynamodb:*"])
+        properties(t, "RecordsReadPolicy")["PolicyDocument"]["Statement"][0]["Action"] =
+            json!(["dynamodb:*"])
     });
     assert!(rules.contains("least-privilege"), "{rules:?}");
-    let rules =
-        refused(|t| properties(t, "RecordsReadPolicy")["PolicyDocument"]["Statement"][0]["Resource"] = json!("*"));
+    let rules = refused(|t| {
+        properties(t, "RecordsReadPolicy")["PolicyDocument"]["Statement"][0]["Resource"] =
+            json!("*")
+    });
     assert!(rules.contains("least-privilege"), "{rules:?}");
     let rules = refused(|t| {
         properties(t, "WorkerFunctionRole")["ManagedPolicyArns"]
@@ -418,28 +596,49 @@ fn wildcards_and_broad_managed_policies_are_refused() {
 
 #[test]
 fn an_alarm_or_dashboard_on_a_metric_nobody_publishes_is_refused() {
-    assert!(refused(|t| properties(t, "ServerErrorsAlarm")["MetricName"] = json!("ServerError")).contains("metrics"));
-    assert!(refused(|t| properties(t, "LatencyAlarm")["Namespace"] = json!("Relevo")).contains("metrics"));
+    assert!(
+        refused(|t| properties(t, "ServerErrorsAlarm")["MetricName"] = json!("ServerError"))
+            .contains("metrics")
+    );
+    assert!(
+        refused(|t| properties(t, "LatencyAlarm")["Namespace"] = json!("Relevo"))
+            .contains("metrics")
+    );
     let unpublished = refused(|t| {
-        let variables = properties(t, "ToolsCallFunction")["Environment"]["Variables"].as_object_mut().unwrap();
+        let variables = properties(t, "ToolsCallFunction")["Environment"]["Variables"]
+            .as_object_mut()
+            .unwrap();
         variables.remove("RELEVO_METRICS");
     });
-    assert!(unpublished.contains("metrics"), "a function that publishes nothing: {unpublished:?}");
+    assert!(
+        unpublished.contains("metrics"),
+        "a function that publishes nothing: {unpublished:?}"
+    );
     let body = |t: &mut Value| -> String {
         serde_json::to_string(&properties(t, "OperationsDashboard")["DashboardBody"]).unwrap()
     };
     assert!(
-        refused(|t| properties(t, "OperationsDashboard")["DashboardBody"] = json!("{\"widgets\": ["))
-            .contains("metrics")
+        refused(
+            |t| properties(t, "OperationsDashboard")["DashboardBody"] = json!("{\"widgets\": [")
+        )
+        .contains("metrics")
     );
     let renamed = refused(|t| {
         let broken = body(t).replace("OperationsEnteredUnknown", "OperationsUnknown");
-        properties(t, "OperationsDashboard")["DashboardBody"] = serde_json::from_str(&broken).unwrap();
+        properties(t, "OperationsDashboard")["DashboardBody"] =
+            serde_json::from_str(&broken).unwrap();
     });
-    assert!(renamed.contains("metrics"), "a dashboard metric the code never writes: {renamed:?}");
+    assert!(
+        renamed.contains("metrics"),
+        "a dashboard metric the code never writes: {renamed:?}"
+    );
     let searched = refused(|t| {
         let broken = body(t).replace("{Relevo/", "{Other/");
-        properties(t, "OperationsDashboard")["DashboardBody"] = serde_json::from_str(&broken).unwrap();
+        properties(t, "OperationsDashboard")["DashboardBody"] =
+            serde_json::from_str(&broken).unwrap();
     });
-    assert!(searched.contains("metrics"), "a SEARCH of a namespace nobody publishes to: {searched:?}");
+    assert!(
+        searched.contains("metrics"),
+        "a SEARCH of a namespace nobody publishes to: {searched:?}"
+    );
 }

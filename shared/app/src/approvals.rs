@@ -36,7 +36,8 @@ use std::sync::Arc;
 
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
 use relevo_protocol::{
-    Authenticator, Clock, KeyRing, OriginPolicy, PageSession, PageSessionError, PageSessions, Principal,
+    Authenticator, Clock, KeyRing, OriginPolicy, PageSession, PageSessionError, PageSessions,
+    Principal,
 };
 use relevo_state::ledger::{LedgerError, OpStatus, Operation};
 use serde_json::{Value, json};
@@ -96,7 +97,10 @@ fn page(status: StatusCode, title: &str, body: &str) -> Response<String> {
     let mut response = Response::new(html);
     *response.status_mut() = status;
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(
@@ -106,13 +110,23 @@ fn page(status: StatusCode, title: &str, body: &str) -> Response<String> {
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     // Not `no-referrer`: under it a browser sends `Origin: null` on the page's own form posts.
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     response
 }
 
 fn message(status: StatusCode, title: &str, text: &str) -> Response<String> {
-    page(status, title, &format!("<p id=\"message\">{}</p>", escape(text)))
+    page(
+        status,
+        title,
+        &format!("<p id=\"message\">{}</p>", escape(text)),
+    )
 }
 
 fn redirect(to: &str, cookie: Option<String>) -> Response<String> {
@@ -166,20 +180,30 @@ fn safe_next(next: &str) -> Option<&str> {
     let rest = next.strip_prefix("/approvals/")?;
     let ok = !rest.is_empty()
         && rest.len() <= 80
-        && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        && rest
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
     ok.then_some(next)
 }
 
 fn loopback(headers: &HeaderMap) -> bool {
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
     let name = host.rsplit_once(':').map_or(host, |(name, _)| name);
     matches!(name, "127.0.0.1" | "localhost" | "[::1]")
 }
 
 /// A present `Origin` must be this host's (any scheme the browser used for it).
 fn same_origin(headers: &HeaderMap) -> bool {
-    let Some(origin) = headers.get(header::ORIGIN) else { return true };
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return true;
+    };
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
     let origin = origin.to_str().unwrap_or_default();
     !host.is_empty() && (origin == format!("http://{host}") || origin == format!("https://{host}"))
 }
@@ -213,7 +237,12 @@ impl relevo_protocol::Pages for ApprovalPages {
             match (method, rest) {
                 (&Method::POST, "login") => self.authenticate(field(&form(body), "token")).await,
                 (_, "login" | "") => None,
-                _ => self.person(headers).await.ok().flatten().map(|(person, _)| person),
+                _ => self
+                    .person(headers)
+                    .await
+                    .ok()
+                    .flatten()
+                    .map(|(person, _)| person),
             }
         })
     }
@@ -221,19 +250,37 @@ impl relevo_protocol::Pages for ApprovalPages {
 
 impl ApprovalPages {
     /// Serves one request to a path under [`PREFIX`].
-    pub async fn handle(&self, method: &Method, path: &str, headers: &HeaderMap, body: &[u8]) -> Response<String> {
+    pub async fn handle(
+        &self,
+        method: &Method,
+        path: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Response<String> {
         let Some(rest) = path.strip_prefix(PREFIX) else {
             return message(StatusCode::NOT_FOUND, "Not found", "No such page.");
         };
         let rest = rest.trim_start_matches('/');
         if self.origins.check(headers).is_err() {
-            return message(StatusCode::FORBIDDEN, "Forbidden", "This host or origin is not allowed.");
+            return message(
+                StatusCode::FORBIDDEN,
+                "Forbidden",
+                "This host or origin is not allowed.",
+            );
         }
         if body.len() > MAX_FORM_BYTES {
-            return message(StatusCode::PAYLOAD_TOO_LARGE, "Too large", "The form is too large.");
+            return message(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Too large",
+                "The form is too large.",
+            );
         }
         if *method == Method::POST && !same_origin(headers) {
-            return message(StatusCode::FORBIDDEN, "Forbidden", "This form must be sent from this site.");
+            return message(
+                StatusCode::FORBIDDEN,
+                "Forbidden",
+                "This form must be sent from this site.",
+            );
         }
         match (method, rest) {
             (&Method::GET, "login") => self.login_form(),
@@ -241,10 +288,18 @@ impl ApprovalPages {
             (&Method::POST, "logout") => self.logout(headers, body).await,
             (&Method::GET, "") => redirect("/approvals/login", None),
             (_, "logout") => message(StatusCode::METHOD_NOT_ALLOWED, "Not allowed", "Use POST."),
-            (_, "login") | (_, "") => message(StatusCode::METHOD_NOT_ALLOWED, "Not allowed", "Use GET or POST."),
+            (_, "login") | (_, "") => message(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "Not allowed",
+                "Use GET or POST.",
+            ),
             (&Method::GET, id) => self.show(headers, id).await,
             (&Method::POST, id) => self.decide(headers, id, body).await,
-            _ => message(StatusCode::METHOD_NOT_ALLOWED, "Not allowed", "Use GET or POST."),
+            _ => message(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "Not allowed",
+                "Use GET or POST.",
+            ),
         }
     }
 
@@ -262,14 +317,30 @@ impl ApprovalPages {
 
     async fn login(&self, headers: &HeaderMap, body: &[u8]) -> Response<String> {
         let fields = form(body);
-        let Some(token) = field(&fields, "token").filter(|t| !t.is_empty() && t.len() < 8192) else {
-            return message(StatusCode::BAD_REQUEST, "Sign-in failed", "A token is required.");
+        let Some(token) = field(&fields, "token").filter(|t| !t.is_empty() && t.len() < 8192)
+        else {
+            return message(
+                StatusCode::BAD_REQUEST,
+                "Sign-in failed",
+                "A token is required.",
+            );
         };
-        if token.bytes().any(|b| !(b.is_ascii_alphanumeric() || b"-_.".contains(&b))) {
-            return message(StatusCode::UNAUTHORIZED, "Sign-in failed", "That is not a bearer token.");
+        if token
+            .bytes()
+            .any(|b| !(b.is_ascii_alphanumeric() || b"-_.".contains(&b)))
+        {
+            return message(
+                StatusCode::UNAUTHORIZED,
+                "Sign-in failed",
+                "That is not a bearer token.",
+            );
         }
         let Some(person) = self.authenticate(Some(token)).await else {
-            return message(StatusCode::UNAUTHORIZED, "Sign-in failed", "The token was not accepted.");
+            return message(
+                StatusCode::UNAUTHORIZED,
+                "Sign-in failed",
+                "The token was not accepted.",
+            );
         };
         if !(may_decide_any(&person) || person.scopes.contains(policy::WRITE)) {
             return message(
@@ -280,7 +351,9 @@ impl ApprovalPages {
         }
         let (session, sealed) = self.sessions().begin(&person, token);
         let max_age = session.expires_at.saturating_sub(self.clock.now_unix());
-        let next = field(&fields, "next").and_then(safe_next).unwrap_or("/approvals/login");
+        let next = field(&fields, "next")
+            .and_then(safe_next)
+            .unwrap_or("/approvals/login");
         redirect(next, Some(cookie(headers, &sealed, max_age)))
     }
 
@@ -290,7 +363,11 @@ impl ApprovalPages {
         let session = match self.session(headers).await {
             Ok(Some(session)) => session,
             Ok(None) => {
-                let mut response = message(StatusCode::UNAUTHORIZED, "Not signed in", "There is no session to end.");
+                let mut response = message(
+                    StatusCode::UNAUTHORIZED,
+                    "Not signed in",
+                    "There is no session to end.",
+                );
                 set_cookie(&mut response, cleared);
                 return response;
             }
@@ -299,11 +376,19 @@ impl ApprovalPages {
         let fields = form(body);
         let csrf = field(&fields, "csrf").unwrap_or_default();
         if !self.csrf_holds(csrf, &session.principal, SIGN_OUT, &session.id) {
-            return message(StatusCode::FORBIDDEN, "Forbidden", "This form was not issued to you for this session.");
+            return message(
+                StatusCode::FORBIDDEN,
+                "Forbidden",
+                "This form was not issued to you for this session.",
+            );
         }
         if let Err(error) = self.sessions().end(&session).await {
             tracing::warn!(%error, "cannot record the end of a page session");
-            return message(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", "Try again shortly.");
+            return message(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Unavailable",
+                "Try again shortly.",
+            );
         }
         let mut response = message(StatusCode::OK, "Signed out", "You are signed out.");
         set_cookie(&mut response, cleared);
@@ -312,18 +397,29 @@ impl ApprovalPages {
 
     fn sessions(&self) -> PageSessions {
         let records = self.inventory.records.clone();
-        PageSessions::new(self.keys.clone(), records, self.clock.clone(), self.inventory.ids.clone())
+        PageSessions::new(
+            self.keys.clone(),
+            records,
+            self.clock.clone(),
+            self.inventory.ids.clone(),
+        )
     }
 
     /// The page session the cookie carries: `None` without one or for one that is refused
     /// (tampered, expired, ended, another deployment's); a 503 page when the store cannot tell.
     async fn session(&self, headers: &HeaderMap) -> Result<Option<PageSession>, Response<String>> {
-        let Some(sealed) = cookie_value(headers).filter(|v| !v.is_empty()) else { return Ok(None) };
+        let Some(sealed) = cookie_value(headers).filter(|v| !v.is_empty()) else {
+            return Ok(None);
+        };
         match self.sessions().open(&sealed).await {
             Ok(session) => Ok(Some(session)),
             Err(PageSessionError::Store(error)) => {
                 tracing::warn!(%error, "cannot check a page session");
-                Err(message(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", "Try again shortly."))
+                Err(message(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Unavailable",
+                    "Try again shortly.",
+                ))
             }
             Err(_) => Ok(None),
         }
@@ -331,28 +427,52 @@ impl ApprovalPages {
 
     async fn authenticate(&self, token: Option<&str>) -> Option<Principal> {
         let mut headers = HeaderMap::new();
-        headers.insert(header::AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {}", token?)).ok()?);
+        headers.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_str(&format!("Bearer {}", token?)).ok()?,
+        );
         self.auth.authenticate(&headers).await.ok()
     }
 
     /// The person behind the request: a bearer header, else the cookie's session (with it).
-    async fn person(&self, headers: &HeaderMap) -> Result<Option<(Principal, Option<PageSession>)>, Response<String>> {
+    async fn person(
+        &self,
+        headers: &HeaderMap,
+    ) -> Result<Option<(Principal, Option<PageSession>)>, Response<String>> {
         if headers.contains_key(header::AUTHORIZATION) {
-            return Ok(self.auth.authenticate(headers).await.ok().map(|person| (person, None)));
+            return Ok(self
+                .auth
+                .authenticate(headers)
+                .await
+                .ok()
+                .map(|person| (person, None)));
         }
-        Ok(self.session(headers).await?.map(|session| (session.principal.clone(), Some(session))))
+        Ok(self
+            .session(headers)
+            .await?
+            .map(|session| (session.principal.clone(), Some(session))))
     }
 
     fn csrf(&self, person: &Principal, id: &str, digest: &str) -> String {
         let payload = json!({ "t": person.tenant, "s": person.subject, "op": id, "d": digest });
-        self.keys.seal(CSRF_DOMAIN, &payload, self.clock.now_unix() + CSRF_LIFETIME_SECS)
+        self.keys.seal(
+            CSRF_DOMAIN,
+            &payload,
+            self.clock.now_unix() + CSRF_LIFETIME_SECS,
+        )
     }
 
     fn csrf_holds(&self, token: &str, person: &Principal, id: &str, digest: &str) -> bool {
-        let Ok(payload) = self.keys.open(CSRF_DOMAIN, token, self.clock.now_unix()) else { return false };
-        let matches =
-            |name: &str, expected: &str| constant_time_eq(payload[name].as_str().unwrap_or_default(), expected);
-        matches("t", &person.tenant) & matches("s", &person.subject) & matches("op", id) & matches("d", digest)
+        let Ok(payload) = self.keys.open(CSRF_DOMAIN, token, self.clock.now_unix()) else {
+            return false;
+        };
+        let matches = |name: &str, expected: &str| {
+            constant_time_eq(payload[name].as_str().unwrap_or_default(), expected)
+        };
+        matches("t", &person.tenant)
+            & matches("s", &person.subject)
+            & matches("op", id)
+            & matches("d", digest)
     }
 
     async fn show(&self, headers: &HeaderMap, id: &str) -> Response<String> {
@@ -361,7 +481,9 @@ impl ApprovalPages {
             Err(unavailable) => return unavailable,
         };
         let Some((person, session)) = person else {
-            let next = safe_next(&format!("{PREFIX}/{id}")).map(str::to_string).unwrap_or_default();
+            let next = safe_next(&format!("{PREFIX}/{id}"))
+                .map(str::to_string)
+                .unwrap_or_default();
             return page(
                 StatusCode::UNAUTHORIZED,
                 "Sign in to approve",
@@ -377,7 +499,8 @@ impl ApprovalPages {
             Ok(found) => found,
             Err(error) => return self.failure(error),
         };
-        let Some((operation, _)) = found.filter(|(operation, _)| may_see(&person, operation)) else {
+        let Some((operation, _)) = found.filter(|(operation, _)| may_see(&person, operation))
+        else {
             return message(StatusCode::NOT_FOUND, "Not found", "No such operation.");
         };
         let mut html = self.render(&person, &operation);
@@ -394,13 +517,30 @@ impl ApprovalPages {
 
     fn render(&self, person: &Principal, operation: &Operation) -> String {
         let p = &operation.proposal;
-        let text = |v: &Value| escape(&v.as_str().map(String::from).unwrap_or_else(|| v.to_string()));
+        let text = |v: &Value| {
+            escape(
+                &v.as_str()
+                    .map(String::from)
+                    .unwrap_or_else(|| v.to_string()),
+            )
+        };
         let history: String = operation
             .history
             .iter()
-            .map(|t| format!("<li>{} by {} at {}</li>", t.status.as_str(), escape(&t.by), t.at))
+            .map(|t| {
+                format!(
+                    "<li>{} by {} at {}</li>",
+                    t.status.as_str(),
+                    escape(&t.by),
+                    t.at
+                )
+            })
             .collect();
-        let reasons: String = operation.needs_person.iter().map(|r| format!("<li>{}</li>", escape(r))).collect();
+        let reasons: String = operation
+            .needs_person
+            .iter()
+            .map(|r| format!("<li>{}</li>", escape(r)))
+            .collect();
         let mut html = format!(
             "<table>\
              <tr><th>Item</th><td id=\"item\">{sku} in warehouse {warehouse}</td></tr>\
@@ -447,13 +587,23 @@ impl ApprovalPages {
             Err(unavailable) => return unavailable,
         };
         let Some((person, _)) = person else {
-            return message(StatusCode::UNAUTHORIZED, "Not signed in", "Sign in to decide.");
+            return message(
+                StatusCode::UNAUTHORIZED,
+                "Not signed in",
+                "Sign in to decide.",
+            );
         };
         let fields = form(body);
-        let (Some(decision), Some(digest), Some(csrf)) =
-            (field(&fields, "decision"), field(&fields, "digest"), field(&fields, "csrf"))
-        else {
-            return message(StatusCode::BAD_REQUEST, "Bad request", "The form is incomplete.");
+        let (Some(decision), Some(digest), Some(csrf)) = (
+            field(&fields, "decision"),
+            field(&fields, "digest"),
+            field(&fields, "csrf"),
+        ) else {
+            return message(
+                StatusCode::BAD_REQUEST,
+                "Bad request",
+                "The form is incomplete.",
+            );
         };
         let approve = match decision {
             "approve" => true,
@@ -461,7 +611,11 @@ impl ApprovalPages {
             _ => return message(StatusCode::BAD_REQUEST, "Bad request", "Unknown decision."),
         };
         if !self.csrf_holds(csrf, &person, id, digest) {
-            return message(StatusCode::FORBIDDEN, "Forbidden", "This form was not issued to you for this change.");
+            return message(
+                StatusCode::FORBIDDEN,
+                "Forbidden",
+                "This form was not issued to you for this change.",
+            );
         }
         match self.inventory.decide(&person, id, digest, approve).await {
             Ok(operation) => {
@@ -469,7 +623,11 @@ impl ApprovalPages {
                 message(
                     StatusCode::OK,
                     outcome,
-                    &format!("{outcome}: operation {} is now {}.", id, operation.status.as_str()),
+                    &format!(
+                        "{outcome}: operation {} is now {}.",
+                        id,
+                        operation.status.as_str()
+                    ),
                 )
             }
             Err(error) => self.failure(error),
@@ -481,12 +639,22 @@ impl ApprovalPages {
             InventoryError::NotFound => StatusCode::NOT_FOUND,
             InventoryError::NotPermitted(_) => StatusCode::FORBIDDEN,
             InventoryError::Ledger(LedgerError::IllegalTransition { .. }) => StatusCode::CONFLICT,
-            InventoryError::Ledger(LedgerError::DigestMismatch | LedgerError::Raced) => StatusCode::CONFLICT,
-            InventoryError::Ledger(LedgerError::Expired | LedgerError::PolicyChanged { .. }) => StatusCode::GONE,
+            InventoryError::Ledger(LedgerError::DigestMismatch | LedgerError::Raced) => {
+                StatusCode::CONFLICT
+            }
+            InventoryError::Ledger(LedgerError::Expired | LedgerError::PolicyChanged { .. }) => {
+                StatusCode::GONE
+            }
             InventoryError::Invalid(_) => StatusCode::BAD_REQUEST,
-            InventoryError::Store(_) | InventoryError::Contention(_) | InventoryError::Internal(_) => {
+            InventoryError::Store(_)
+            | InventoryError::Contention(_)
+            | InventoryError::Internal(_) => {
                 tracing::warn!(%error, "approval could not be decided now");
-                return message(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", "Try again shortly.");
+                return message(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Unavailable",
+                    "Try again shortly.",
+                );
             }
             _ => StatusCode::CONFLICT,
         };
@@ -509,8 +677,13 @@ mod tests {
     #[test]
     fn the_login_redirects_only_under_approvals() {
         assert_eq!(safe_next("/approvals/abc-_9"), Some("/approvals/abc-_9"));
-        for bad in ["//evil.example/x", "https://evil.example/approvals/x", "/approvals/../mcp", "/approvals/", "/mcp"]
-        {
+        for bad in [
+            "//evil.example/x",
+            "https://evil.example/approvals/x",
+            "/approvals/../mcp",
+            "/approvals/",
+            "/mcp",
+        ] {
             assert_eq!(safe_next(bad), None, "{bad}");
         }
     }
@@ -520,7 +693,10 @@ mod tests {
         let mut headers = HeaderMap::new();
         headers.insert(header::HOST, HeaderValue::from_static("127.0.0.1:8080"));
         assert!(same_origin(&headers), "no Origin: not a browser form");
-        headers.insert(header::ORIGIN, HeaderValue::from_static("http://127.0.0.1:8080"));
+        headers.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://127.0.0.1:8080"),
+        );
         assert!(same_origin(&headers));
         for foreign in ["null", "https://evil.example", "http://127.0.0.1:8081"] {
             headers.insert(header::ORIGIN, HeaderValue::from_static(foreign));

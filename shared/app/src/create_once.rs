@@ -31,14 +31,31 @@ pub async fn create(
     let owner = Owner::personal(&call.principal.tenant, &call.principal.subject);
     let Some(client_key) = client_key else {
         let id = ids.new_id();
-        let record = records.create(&RecordKey::new(owner, new.kind, &id), new.body, new.expires_at, new.now).await?;
+        let record = records
+            .create(
+                &RecordKey::new(owner, new.kind, &id),
+                new.body,
+                new.expires_at,
+                new.now,
+            )
+            .await?;
         return Ok((id, record));
     };
     intent::check_key(Some(client_key)).map_err(ToolError::caller)?;
     let id = intent::keyed_id(&owner, new.kind, client_key);
     let digest = relevo_state::canonical_object_digest(&call.arguments);
     let key = RecordKey::new(owner, new.kind, &id);
-    match intent::create_once(records, &key, client_key, &digest, new.body, new.expires_at, new.now).await {
+    match intent::create_once(
+        records,
+        &key,
+        client_key,
+        &digest,
+        new.body,
+        new.expires_at,
+        new.now,
+    )
+    .await
+    {
         Ok(Once::Created(record) | Once::Replayed(record)) => Ok((id, record)),
         Err(IntentError::Store(error)) => Err(error.into()),
         Err(refused) => Err(ToolError::caller(refused)),

@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use relevo_protocol::author::{ToolContext, ToolError};
-use relevo_protocol::wire::{GetPromptResult, PromptMessage, ResourceContents, Role, ToolAnnotations};
+use relevo_protocol::wire::{
+    GetPromptResult, PromptMessage, ResourceContents, Role, ToolAnnotations,
+};
 use relevo_protocol::{App, Prompt, Resource, Tool};
 use schemars::JsonSchema;
 
@@ -15,7 +17,11 @@ use crate::shop::{self, ShopPorts};
 use serde::{Deserialize, Serialize};
 
 fn pure() -> ToolAnnotations {
-    ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false)
+    ToolAnnotations::new()
+        .read_only(true)
+        .destructive(false)
+        .idempotent(true)
+        .open_world(false)
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -35,7 +41,9 @@ async fn greet(args: GreetArgs, _: ToolContext) -> Result<Greeting, ToolError> {
     if args.name.trim().is_empty() {
         return Err(ToolError::caller("name must not be empty"));
     }
-    Ok(Greeting { greeting: format!("Hello, {}!", args.name) })
+    Ok(Greeting {
+        greeting: format!("Hello, {}!", args.name),
+    })
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -69,7 +77,8 @@ async fn count(args: CountArgs, cx: ToolContext) -> Result<Counted, ToolError> {
         if cx.notifier().is_cancelled() {
             break;
         }
-        cx.notifier().progress(f64::from(step), Some(f64::from(args.to)), None);
+        cx.notifier()
+            .progress(f64::from(step), Some(f64::from(args.to)), None);
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     Ok(Counted { counted: args.to })
@@ -83,7 +92,10 @@ struct ExplainArgs {
 
 async fn explain(args: ExplainArgs, _: ToolContext) -> Result<GetPromptResult, ToolError> {
     let text = format!("Explain {} in three short sentences.", args.topic);
-    Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]))
+    Ok(GetPromptResult::new(vec![PromptMessage::new_text(
+        Role::User,
+        text,
+    )]))
 }
 
 pub fn app(ports: &relevo_protocol::Ports) -> App {
@@ -115,7 +127,11 @@ pub fn app(ports: &relevo_protocol::Ports) -> App {
         .prompt(Prompt::typed("explain", "Asks the model to explain a topic simply.", explain));
     let mut app = app.tool(shop::catalog_list());
     if let Some(records) = &ports.records {
-        let shop_ports = ShopPorts { records: records.clone(), ids: ports.ids.clone(), clock: ports.clock.clone() };
+        let shop_ports = ShopPorts {
+            records: records.clone(),
+            ids: ports.ids.clone(),
+            clock: ports.clock.clone(),
+        };
         for tool in shop::tools(&shop_ports).into_iter().skip(1) {
             app = app.tool(tool);
         }
@@ -128,7 +144,11 @@ pub fn app(ports: &relevo_protocol::Ports) -> App {
     }
     let app = match &ports.records {
         Some(records) => {
-            let notes = NotesPorts { records: records.clone(), ids: ports.ids.clone(), clock: ports.clock.clone() };
+            let notes = NotesPorts {
+                records: records.clone(),
+                ids: ports.ids.clone(),
+                clock: ports.clock.clone(),
+            };
             app.tool(notes::note_create(notes.clone()))
                 .tool(notes::note_read(notes.clone()))
                 .template(notes::note_resource(notes))

@@ -29,8 +29,15 @@ fn row(tenant: &str, dataset: &str, index: u64) -> String {
     let digest = Sha256::digest(format!("{tenant}/{dataset}/{index}").as_bytes());
     let code: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
     match dataset {
-        "orders" => format!("{index},order-{code},{}.{:02}", digest[4] as u64 * 3, digest[5] % 100),
-        _ => format!("{index},customer-{code},{code}@example.com,{}", ["DE", "FR", "US", "JP"][digest[6] as usize % 4]),
+        "orders" => format!(
+            "{index},order-{code},{}.{:02}",
+            digest[4] as u64 * 3,
+            digest[5] % 100
+        ),
+        _ => format!(
+            "{index},customer-{code},{code}@example.com,{}",
+            ["DE", "FR", "US", "JP"][digest[6] as usize % 4]
+        ),
     }
 }
 
@@ -51,10 +58,17 @@ struct Progress {
 /// Runs one export job: reads the dataset window by window, checkpointing after each, and
 /// resumes from the last checkpoint after a crash. `window_delay` stands in for the source's
 /// latency per window.
-pub async fn run(window_delay: Duration, input: ExportInput, cx: JobContext) -> Result<ExportResult, JobError> {
+pub async fn run(
+    window_delay: Duration,
+    input: ExportInput,
+    cx: JobContext,
+) -> Result<ExportResult, JobError> {
     let tenant = cx.job().job.tenant;
     let dataset = input.dataset.as_str();
-    let Progress { mut cursor, mut rows } = cx.checkpoint_as().unwrap_or_default();
+    let Progress {
+        mut cursor,
+        mut rows,
+    } = cx.checkpoint_as().unwrap_or_default();
     while cursor < ROWS {
         if cx.cancel_requested() {
             return Err(JobError::Cancelled);
@@ -63,9 +77,16 @@ pub async fn run(window_delay: Duration, input: ExportInput, cx: JobContext) -> 
         let end = (cursor + WINDOW).min(ROWS);
         rows.extend((cursor..end).map(|i| row(&tenant, dataset, i)));
         cursor = end;
-        cx.save_checkpoint_as(&Progress { cursor, rows: rows.clone() }).await?;
+        cx.save_checkpoint_as(&Progress {
+            cursor,
+            rows: rows.clone(),
+        })
+        .await?;
     }
-    let csv = std::iter::once(header(dataset).to_string()).chain(rows.iter().cloned()).collect::<Vec<_>>().join("\n");
+    let csv = std::iter::once(header(dataset).to_string())
+        .chain(rows.iter().cloned())
+        .collect::<Vec<_>>()
+        .join("\n");
     Ok(ExportResult {
         dataset: dataset.to_string(),
         purpose: input.purpose,
@@ -119,7 +140,11 @@ struct JobArgs {
 
 fn job_ref(cx: &ToolContext, id: &str) -> JobRef {
     let principal = cx.principal();
-    JobRef { tenant: principal.tenant.clone(), subject: principal.subject.clone(), id: id.to_string() }
+    JobRef {
+        tenant: principal.tenant.clone(),
+        subject: principal.subject.clone(),
+        id: id.to_string(),
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
@@ -149,7 +174,11 @@ struct StatusView {
 
 impl StatusView {
     fn of(job: &Job) -> Self {
-        let done = job.checkpoint.as_ref().and_then(|c| c["cursor"].as_u64()).unwrap_or(0);
+        let done = job
+            .checkpoint
+            .as_ref()
+            .and_then(|c| c["cursor"].as_u64())
+            .unwrap_or(0);
         let status = match job.status {
             JobStatus::Queued => Status::Queued,
             JobStatus::Running => Status::Running,
@@ -161,10 +190,17 @@ impl StatusView {
         StatusView {
             job_id: job.job.id.clone(),
             status,
-            rows_exported: if job.status == JobStatus::Succeeded { ROWS } else { done },
+            rows_exported: if job.status == JobStatus::Succeeded {
+                ROWS
+            } else {
+                done
+            },
             rows_total: ROWS,
             resource_uri: format!("exports://{}", job.job.id),
-            error: job.error.clone().filter(|_| job.status == JobStatus::Failed),
+            error: job
+                .error
+                .clone()
+                .filter(|_| job.status == JobStatus::Failed),
         }
     }
 }
@@ -180,8 +216,16 @@ pub struct ExportResult {
 }
 
 /// The caller's export `id`, or `None` (absent, another principal's, or another kind of job).
-async fn find_export(engine: &Engine, cx: &ToolContext, id: &str) -> Result<Option<Job>, ToolError> {
-    Ok(engine.store.get_job(&job_ref(cx, id)).await?.filter(|job| job.kind == KIND.name()))
+async fn find_export(
+    engine: &Engine,
+    cx: &ToolContext,
+    id: &str,
+) -> Result<Option<Job>, ToolError> {
+    Ok(engine
+        .store
+        .get_job(&job_ref(cx, id))
+        .await?
+        .filter(|job| job.kind == KIND.name()))
 }
 
 pub fn export_start(engine: Arc<Engine>) -> Tool {
@@ -207,15 +251,27 @@ pub fn export_start(engine: Arc<Engine>) -> Tool {
 }
 
 pub fn export_status(engine: Arc<Engine>) -> Tool {
-    Tool::typed("export_status", "Reports an export's status and progress.", move |args: JobArgs, cx: ToolContext| {
-        let engine = engine.clone();
-        async move {
-            let job = find_export(&engine, &cx, &args.job_id).await?;
-            Ok(StatusView::of(&job.or_caller(format!("No export with id {}", args.job_id))?))
-        }
-    })
+    Tool::typed(
+        "export_status",
+        "Reports an export's status and progress.",
+        move |args: JobArgs, cx: ToolContext| {
+            let engine = engine.clone();
+            async move {
+                let job = find_export(&engine, &cx, &args.job_id).await?;
+                Ok(StatusView::of(
+                    &job.or_caller(format!("No export with id {}", args.job_id))?,
+                ))
+            }
+        },
+    )
     .title("Export status")
-    .annotations(ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false))
+    .annotations(
+        ToolAnnotations::new()
+            .read_only(true)
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false),
+    )
     .scopes(&["exports:read"])
 }
 
@@ -254,27 +310,37 @@ struct ExportUri {
 
 /// `exports://{jobId}`: the CSV of a finished export, for its owner only.
 pub fn export_resource(engine: Arc<Engine>) -> ResourceTemplate {
-    ResourceTemplate::typed("exports://{jobId}", "export", "text/csv", move |uri: ExportUri, cx: ToolContext| {
-        let engine = engine.clone();
-        async move {
-            let address = cx.call().uri.clone().unwrap_or_default();
-            let job = find_export(&engine, &cx, &uri.job_id).await?;
-            let job = job.ok_or_else(|| McpError::resource_not_found(&address))?;
-            match (&job.status, job.result.as_ref().and_then(|r| r["csv"].as_str())) {
-                (JobStatus::Succeeded, Some(csv)) => Ok(vec![ResourceContents::TextResourceContents {
-                    uri: address,
-                    mime_type: Some("text/csv".into()),
-                    text: csv.to_string(),
-                    meta: None,
-                }]),
-                _ => Err(McpError::invalid_params_with(
-                    "Export not finished",
-                    json!({ "uri": address, "status": job.status.as_str() }),
-                )
-                .into()),
+    ResourceTemplate::typed(
+        "exports://{jobId}",
+        "export",
+        "text/csv",
+        move |uri: ExportUri, cx: ToolContext| {
+            let engine = engine.clone();
+            async move {
+                let address = cx.call().uri.clone().unwrap_or_default();
+                let job = find_export(&engine, &cx, &uri.job_id).await?;
+                let job = job.ok_or_else(|| McpError::resource_not_found(&address))?;
+                match (
+                    &job.status,
+                    job.result.as_ref().and_then(|r| r["csv"].as_str()),
+                ) {
+                    (JobStatus::Succeeded, Some(csv)) => {
+                        Ok(vec![ResourceContents::TextResourceContents {
+                            uri: address,
+                            mime_type: Some("text/csv".into()),
+                            text: csv.to_string(),
+                            meta: None,
+                        }])
+                    }
+                    _ => Err(McpError::invalid_params_with(
+                        "Export not finished",
+                        json!({ "uri": address, "status": job.status.as_str() }),
+                    )
+                    .into()),
+                }
             }
-        }
-    })
+        },
+    )
     .description("A finished export's CSV")
     .private()
     .scopes(&["exports:read"])

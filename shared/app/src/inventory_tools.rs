@@ -7,7 +7,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::inventory::{Inventory, InventoryError, MAX_PLAN_ITEMS, PlanLine, ProposeRequest, policy, report};
+use crate::inventory::{
+    Inventory, InventoryError, MAX_PLAN_ITEMS, PlanLine, ProposeRequest, policy, report,
+};
 
 /// Whose fault an inventory error is: the store's and contention are retryable, a bug internal,
 /// the rest (refusals, conflicts, unknown operations) the caller's.
@@ -16,7 +18,11 @@ impl From<InventoryError> for ToolError {
         match error {
             InventoryError::Store(error) => error.into(),
             InventoryError::Contention(what) => {
-                tracing::warn!(what, cause = "contention", "inventory write kept losing: answered retryable");
+                tracing::warn!(
+                    what,
+                    cause = "contention",
+                    "inventory write kept losing: answered retryable"
+                );
                 McpError::Retryable(relevo_protocol::Retry::Contention).into()
             }
             InventoryError::Internal(why) => ToolError::internal(format!("inventory: {why}")),
@@ -26,7 +32,11 @@ impl From<InventoryError> for ToolError {
 }
 
 fn writes() -> ToolAnnotations {
-    ToolAnnotations::new().read_only(false).destructive(true).idempotent(true).open_world(true)
+    ToolAnnotations::new()
+        .read_only(false)
+        .destructive(true)
+        .idempotent(true)
+        .open_world(true)
 }
 
 #[derive(Deserialize, JsonSchema)]

@@ -30,8 +30,13 @@ pub struct ShopConfig {
 impl ShopConfig {
     /// `RELEVO_EXPORT_WINDOW_MS` (default 250 ms).
     pub fn from_env() -> Self {
-        let millis = std::env::var("RELEVO_EXPORT_WINDOW_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(250);
-        ShopConfig { export_window: Duration::from_millis(millis) }
+        let millis = std::env::var("RELEVO_EXPORT_WINDOW_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(250);
+        ShopConfig {
+            export_window: Duration::from_millis(millis),
+        }
     }
 }
 
@@ -46,7 +51,9 @@ pub fn app_with(ports: &Ports, config: &ShopConfig) -> App {
     let mut app = demo::app(ports);
     if ports.jobs.is_some() {
         let window = config.export_window;
-        app = app.job(&export::KIND, move |input, cx| export::run(window, input, cx));
+        app = app.job(&export::KIND, move |input, cx| {
+            export::run(window, input, cx)
+        });
     }
     if let Some(inventory) = inventory(ports) {
         let pages = approvals::ApprovalPages {
@@ -57,7 +64,9 @@ pub fn app_with(ports: &Ports, config: &ShopConfig) -> App {
             origins: ports.origins.clone(),
         };
         app = app
-            .job(&inventory::SETTLE, move |input, cx| inventory.clone().settle_job(input, cx))
+            .job(&inventory::SETTLE, move |input, cx| {
+                inventory.clone().settle_job(input, cx)
+            })
             .pages(Arc::new(pages));
     }
     app.with_manifest()
@@ -78,7 +87,10 @@ pub fn inventory(ports: &Ports) -> Option<inventory::Inventory> {
         downstream: Arc::new(downstream),
         clock: ports.clock.clone(),
         ids: ports.ids.clone(),
-        config: inventory::InventoryConfig { approvals_url: ports.pages_url.clone(), ..Default::default() },
+        config: inventory::InventoryConfig {
+            approvals_url: ports.pages_url.clone(),
+            ..Default::default()
+        },
         settler: ports.jobs.clone(),
     })
 }

@@ -30,7 +30,10 @@ pub struct NotesPorts {
 }
 
 fn key(cx: &ToolContext, id: &str) -> RecordKey {
-    note_record(Owner::personal(&cx.principal().tenant, &cx.principal().subject), id)
+    note_record(
+        Owner::personal(&cx.principal().tenant, &cx.principal().subject),
+        id,
+    )
 }
 
 /// The record of note `id` of `owner`: what the tools write, the resource reads, and listeners
@@ -96,16 +99,32 @@ pub fn note_create(ports: NotesPorts) -> Tool {
 }
 
 pub fn note_read(ports: NotesPorts) -> Tool {
-    Tool::typed("note_read", "Reads one of your notes by id.", move |args: ReadArgs, cx| {
-        let ports = ports.clone();
-        async move {
-            let record = ports.records.get(&key(&cx, &args.note_id), ports.clock.now_unix()).await?;
-            let record = record.or_caller(format!("No note with id {}", args.note_id))?;
-            Ok(Note { text: record.body["text"].as_str().unwrap_or_default().into(), note_id: args.note_id })
-        }
-    })
+    Tool::typed(
+        "note_read",
+        "Reads one of your notes by id.",
+        move |args: ReadArgs, cx| {
+            let ports = ports.clone();
+            async move {
+                let record = ports
+                    .records
+                    .get(&key(&cx, &args.note_id), ports.clock.now_unix())
+                    .await?;
+                let record = record.or_caller(format!("No note with id {}", args.note_id))?;
+                Ok(Note {
+                    text: record.body["text"].as_str().unwrap_or_default().into(),
+                    note_id: args.note_id,
+                })
+            }
+        },
+    )
     .title("Read a note")
-    .annotations(ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false))
+    .annotations(
+        ToolAnnotations::new()
+            .read_only(true)
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false),
+    )
     .scopes(&["notes:read"])
 }
 
@@ -117,15 +136,26 @@ struct NoteUri {
 
 /// `notes://{noteId}`: the same notes as resources; another principal's URI is "Resource not found".
 pub fn note_resource(ports: NotesPorts) -> ResourceTemplate {
-    ResourceTemplate::typed("notes://{noteId}", "note", "text/plain", move |uri: NoteUri, cx| {
-        let ports = ports.clone();
-        async move {
-            let address = cx.call().uri.clone().unwrap_or_default();
-            let record = ports.records.get(&key(&cx, &uri.note_id), ports.clock.now_unix()).await?;
-            let record = record.ok_or_else(|| McpError::resource_not_found(&address))?;
-            Ok(vec![ResourceContents::text(record.body["text"].as_str().unwrap_or_default(), address)])
-        }
-    })
+    ResourceTemplate::typed(
+        "notes://{noteId}",
+        "note",
+        "text/plain",
+        move |uri: NoteUri, cx| {
+            let ports = ports.clone();
+            async move {
+                let address = cx.call().uri.clone().unwrap_or_default();
+                let record = ports
+                    .records
+                    .get(&key(&cx, &uri.note_id), ports.clock.now_unix())
+                    .await?;
+                let record = record.ok_or_else(|| McpError::resource_not_found(&address))?;
+                Ok(vec![ResourceContents::text(
+                    record.body["text"].as_str().unwrap_or_default(),
+                    address,
+                )])
+            }
+        },
+    )
     .description("One of your notes")
     .private()
     .scopes(&["notes:read"])

@@ -27,7 +27,9 @@ use relevo_protocol::author::{Elicited, NoArgs, Required, ToolContext, ToolError
 use relevo_protocol::wire::{ResourceContents, ToolAnnotations};
 use relevo_protocol::{McpError, ResourceTemplate, Retry, Tool};
 use relevo_state::intent::IntentError;
-use relevo_state::{Clock, Ids, Owner, Record, RecordKey, RecordStore, StoreError, TransactError, Write, contention};
+use relevo_state::{
+    Clock, Ids, Owner, Record, RecordKey, RecordStore, StoreError, TransactError, Write, contention,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -51,11 +53,31 @@ pub struct Item {
 
 /// The catalog, ordered by SKU (its unique key).
 pub const CATALOG: &[Item] = &[
-    Item { sku: "BEAN-ESP-1KG", name: "Espresso beans, 1 kg", price_cents: 2899 },
-    Item { sku: "BEAN-FLT-250", name: "Filter beans, 250 g", price_cents: 1150 },
-    Item { sku: "GRN-BURR-01", name: "Burr grinder", price_cents: 8990 },
-    Item { sku: "KTL-GOOSE-1L", name: "Gooseneck kettle, 1 l", price_cents: 5499 },
-    Item { sku: "MUG-CER-300", name: "Ceramic mug, 300 ml", price_cents: 1299 },
+    Item {
+        sku: "BEAN-ESP-1KG",
+        name: "Espresso beans, 1 kg",
+        price_cents: 2899,
+    },
+    Item {
+        sku: "BEAN-FLT-250",
+        name: "Filter beans, 250 g",
+        price_cents: 1150,
+    },
+    Item {
+        sku: "GRN-BURR-01",
+        name: "Burr grinder",
+        price_cents: 8990,
+    },
+    Item {
+        sku: "KTL-GOOSE-1L",
+        name: "Gooseneck kettle, 1 l",
+        price_cents: 5499,
+    },
+    Item {
+        sku: "MUG-CER-300",
+        name: "Ceramic mug, 300 ml",
+        price_cents: 1299,
+    },
 ];
 
 pub fn find_item(sku: &str) -> Option<&'static Item> {
@@ -130,7 +152,9 @@ fn order_key(cx: &ToolContext, cart_id: &str) -> RecordKey {
 }
 
 fn no_cart(id: &str) -> ToolError {
-    ToolError::caller(format!("No cart with id {id} (carts expire 24 hours after creation)"))
+    ToolError::caller(format!(
+        "No cart with id {id} (carts expire 24 hours after creation)"
+    ))
 }
 
 /// A cart as every cart tool answers it.
@@ -192,7 +216,12 @@ impl OrderView {
     /// The cart's order, as an answer: every confirmation after the first names it.
     fn placed(cart_id: &str, order: &Record) -> Self {
         let order_id = order.body["orderId"].as_str().unwrap_or(&order.key.id);
-        OrderView::new(OrderStatus::Ordered, cart_id, Some(order_id), order.body["totalCents"].as_u64().unwrap_or(0))
+        OrderView::new(
+            OrderStatus::Ordered,
+            cart_id,
+            Some(order_id),
+            order.body["totalCents"].as_u64().unwrap_or(0),
+        )
     }
 }
 
@@ -236,11 +265,18 @@ struct Quote {
 
 impl Quote {
     fn of(record: &Record, nonce: String) -> Self {
-        Quote { nonce, total_cents: priced(&record.body).1, cart_revision: record.revision }
+        Quote {
+            nonce,
+            total_cents: priced(&record.body).1,
+            cart_revision: record.revision,
+        }
     }
 
     fn question(&self, cart_id: &str) -> String {
-        format!("The total for cart {cart_id} is {} — confirm the order?", dollars(self.total_cents))
+        format!(
+            "The total for cart {cart_id} is {} — confirm the order?",
+            dollars(self.total_cents)
+        )
     }
 }
 
@@ -269,20 +305,30 @@ struct Catalog {
 }
 
 pub fn catalog_list() -> Tool {
-    Tool::typed("catalog_list", "Lists the catalog (SKU, name, price), ordered by SKU.", |_: NoArgs, _| async {
-        let items = CATALOG
-            .iter()
-            .map(|i| CatalogItem {
-                sku: i.sku,
-                name: i.name,
-                price_cents: i.price_cents,
-                price: dollars(i.price_cents),
-            })
-            .collect();
-        Ok(Catalog { items })
-    })
+    Tool::typed(
+        "catalog_list",
+        "Lists the catalog (SKU, name, price), ordered by SKU.",
+        |_: NoArgs, _| async {
+            let items = CATALOG
+                .iter()
+                .map(|i| CatalogItem {
+                    sku: i.sku,
+                    name: i.name,
+                    price_cents: i.price_cents,
+                    price: dollars(i.price_cents),
+                })
+                .collect();
+            Ok(Catalog { items })
+        },
+    )
     .title("Catalog")
-    .annotations(ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false))
+    .annotations(
+        ToolAnnotations::new()
+            .read_only(true)
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false),
+    )
     .cache_immutable()
 }
 
@@ -324,14 +370,22 @@ pub fn cart_add_item(ports: ShopPorts) -> Tool {
     .invalidates(&["cart.*"])
 }
 
-async fn add_item(ports: &ShopPorts, cx: &ToolContext, args: &AddArgs) -> Result<CartView, ToolError> {
+async fn add_item(
+    ports: &ShopPorts,
+    cx: &ToolContext,
+    args: &AddArgs,
+) -> Result<CartView, ToolError> {
     find_item(&args.sku).or_caller(format!("No catalog item with SKU {}", args.sku))?;
     let intent_digest = relevo_state::canonical_object_digest(&cx.call().arguments);
     let key = cart_key(cx, &args.cart_id);
     for attempt in 0..contention::ATTEMPTS {
         contention::pause(attempt).await;
         let now = ports.clock.now_unix();
-        let current = ports.records.get(&key, now).await?.ok_or_else(|| no_cart(&args.cart_id))?;
+        let current = ports
+            .records
+            .get(&key, now)
+            .await?
+            .ok_or_else(|| no_cart(&args.cart_id))?;
         if let Some(add_key) = &args.idempotency_key
             && let Some(first) = remembered_add(&current.body, add_key)
         {
@@ -349,26 +403,42 @@ async fn add_item(ports: &ShopPorts, cx: &ToolContext, args: &AddArgs) -> Result
         let mut body = current.body.clone();
         if let Some(add_key) = &args.idempotency_key {
             let keys = body["addKeys"].as_array().cloned().unwrap_or_default();
-            let mut keys: Vec<Value> = keys.into_iter().rev().take(REMEMBERED_ADD_KEYS - 1).rev().collect();
+            let mut keys: Vec<Value> = keys
+                .into_iter()
+                .rev()
+                .take(REMEMBERED_ADD_KEYS - 1)
+                .rev()
+                .collect();
             keys.push(json!({ "key": add_key, "args": intent_digest }));
             body["addKeys"] = json!(keys);
         }
-        let lines = body["lines"].as_array_mut().ok_or_else(|| ToolError::internal("a cart without lines"))?;
+        let lines = body["lines"]
+            .as_array_mut()
+            .ok_or_else(|| ToolError::internal("a cart without lines"))?;
         let line_count = lines.len();
         match lines.iter_mut().find(|l| l["sku"] == args.sku.as_str()) {
             Some(line) => {
                 let quantity = line["quantity"].as_u64().unwrap_or(0) + args.quantity;
                 if quantity > MAX_QUANTITY {
-                    return Err(ToolError::caller(format!("at most {MAX_QUANTITY} of one item")));
+                    return Err(ToolError::caller(format!(
+                        "at most {MAX_QUANTITY} of one item"
+                    )));
                 }
                 line["quantity"] = json!(quantity);
             }
-            None if line_count >= MAX_LINES => return Err(ToolError::caller("a cart holds at most 50 lines")),
+            None if line_count >= MAX_LINES => {
+                return Err(ToolError::caller("a cart holds at most 50 lines"));
+            }
             None => lines.push(json!({ "sku": args.sku, "quantity": args.quantity })),
         }
-        match ports.records.update(&key, current.revision, &body, now).await {
+        match ports
+            .records
+            .update(&key, current.revision, &body, now)
+            .await
+        {
             Ok(updated) => {
-                cx.notifier().resource_updated(&format!("carts://{}", args.cart_id));
+                cx.notifier()
+                    .resource_updated(&format!("carts://{}", args.cart_id));
                 return Ok(CartView::of(&args.cart_id, &updated));
             }
             Err(StoreError::Conflict { .. }) => continue,
@@ -383,22 +453,41 @@ async fn add_item(ports: &ShopPorts, cx: &ToolContext, args: &AddArgs) -> Result
 /// The add the cart remembers under `add_key`: `Some(Some(digest))` with the digest of its
 /// arguments, `Some(None)` for a key remembered without one (written before adds kept it).
 fn remembered_add<'a>(cart: &'a Value, add_key: &str) -> Option<Option<&'a str>> {
-    cart["addKeys"].as_array()?.iter().find_map(|entry| match entry {
-        Value::String(key) => (key == add_key).then_some(None),
-        entry => (entry["key"] == add_key).then(|| entry["args"].as_str()),
-    })
+    cart["addKeys"]
+        .as_array()?
+        .iter()
+        .find_map(|entry| match entry {
+            Value::String(key) => (key == add_key).then_some(None),
+            entry => (entry["key"] == add_key).then(|| entry["args"].as_str()),
+        })
 }
 
 pub fn cart_view_tool(ports: ShopPorts) -> Tool {
-    Tool::typed("cart_view", "Shows your cart: lines, prices and the total.", move |args: CartArgs, cx| {
-        let ports = ports.clone();
-        async move {
-            let record = ports.records.get(&cart_key(&cx, &args.cart_id), ports.clock.now_unix()).await?;
-            Ok(CartView::of(&args.cart_id, &record.ok_or_else(|| no_cart(&args.cart_id))?))
-        }
-    })
+    Tool::typed(
+        "cart_view",
+        "Shows your cart: lines, prices and the total.",
+        move |args: CartArgs, cx| {
+            let ports = ports.clone();
+            async move {
+                let record = ports
+                    .records
+                    .get(&cart_key(&cx, &args.cart_id), ports.clock.now_unix())
+                    .await?;
+                Ok(CartView::of(
+                    &args.cart_id,
+                    &record.ok_or_else(|| no_cart(&args.cart_id))?,
+                ))
+            }
+        },
+    )
     .title("View a cart")
-    .annotations(ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false))
+    .annotations(
+        ToolAnnotations::new()
+            .read_only(true)
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false),
+    )
     .scopes(&["shop"])
     .cache_no_store()
 }
@@ -419,7 +508,11 @@ pub fn cart_checkout(ports: ShopPorts) -> Tool {
     .invalidates(&["cart.*", "orders.*"])
 }
 
-async fn checkout(ports: &ShopPorts, cx: &ToolContext, cart_id: &str) -> Result<OrderView, ToolError> {
+async fn checkout(
+    ports: &ShopPorts,
+    cx: &ToolContext,
+    cart_id: &str,
+) -> Result<OrderView, ToolError> {
     let now = ports.clock.now_unix();
     let quoted = cx.state::<Quote>();
 
@@ -434,7 +527,11 @@ async fn checkout(ports: &ShopPorts, cx: &ToolContext, cart_id: &str) -> Result<
             order.body["orderId"]
         )));
     }
-    let cart = ports.records.get(&cart_key(cx, cart_id), now).await?.ok_or_else(|| no_cart(cart_id))?;
+    let cart = ports
+        .records
+        .get(&cart_key(cx, cart_id), now)
+        .await?
+        .ok_or_else(|| no_cart(cart_id))?;
     if priced(&cart.body).0.is_empty() {
         return Err(ToolError::caller("The cart is empty"));
     }
@@ -442,7 +539,12 @@ async fn checkout(ports: &ShopPorts, cx: &ToolContext, cart_id: &str) -> Result<
     match cx.elicit_with::<Confirm, _>("confirm", &quote.question(cart_id), &quote)? {
         Elicited::Accept(Confirm { confirm: true }) => {}
         Elicited::Accept(_) | Elicited::Decline | Elicited::Cancel => {
-            return Ok(OrderView::new(OrderStatus::Cancelled, cart_id, None, quote.total_cents));
+            return Ok(OrderView::new(
+                OrderStatus::Cancelled,
+                cart_id,
+                None,
+                quote.total_cents,
+            ));
         }
     }
     if cart.revision != quote.cart_revision {
@@ -455,34 +557,58 @@ async fn checkout(ports: &ShopPorts, cx: &ToolContext, cart_id: &str) -> Result<
         let fresh = Quote::of(&cart, ports.ids.new_id());
         return Err(cx.ask::<Confirm, _>("confirm", &fresh.question(cart_id), &fresh));
     }
-    let Quote { nonce, total_cents: total, cart_revision: revision } = quote;
+    let Quote {
+        nonce,
+        total_cents: total,
+        cart_revision: revision,
+    } = quote;
     let order = json!({ "orderId": nonce, "cartId": cart_id, "lines": cart.body["lines"], "totalCents": total, "placedAt": now });
     let mut checked_out = cart.body.clone();
     checked_out["orderId"] = json!(nonce);
     let writes = [
-        Write::Create { key: order_key(cx, cart_id), body: order, expires_at: Some(now + ORDER_RETENTION_SECS) },
-        Write::Update { key: cart_key(cx, cart_id), expected_revision: revision, body: checked_out },
+        Write::Create {
+            key: order_key(cx, cart_id),
+            body: order,
+            expires_at: Some(now + ORDER_RETENTION_SECS),
+        },
+        Write::Update {
+            key: cart_key(cx, cart_id),
+            expected_revision: revision,
+            body: checked_out,
+        },
     ];
     match ports.records.transact(&writes, now).await {
         Ok(_) => {
-            cx.notifier().resource_updated(&format!("carts://{cart_id}"));
-            Ok(OrderView::new(OrderStatus::Ordered, cart_id, Some(&nonce), total))
+            cx.notifier()
+                .resource_updated(&format!("carts://{cart_id}"));
+            Ok(OrderView::new(
+                OrderStatus::Ordered,
+                cart_id,
+                Some(&nonce),
+                total,
+            ))
         }
         // Another confirmation placed the cart's order first: that one is the order.
-        Err(TransactError::Refused { index: 0, cause: StoreError::AlreadyExists(first) }) => {
-            Ok(OrderView::placed(cart_id, &first))
-        }
+        Err(TransactError::Refused {
+            index: 0,
+            cause: StoreError::AlreadyExists(first),
+        }) => Ok(OrderView::placed(cart_id, &first)),
         // The cart moved since the quote: if that was the winning order, name it; else quote again.
-        Err(TransactError::Refused { index: 1, cause }) => match ports.records.get(&order_key(cx, cart_id), now).await?
-        {
-            Some(order) => Ok(OrderView::placed(cart_id, &order)),
-            None if cause == StoreError::NotFound => Err(no_cart(cart_id)),
-            None => {
-                let fresh = ports.records.get(&cart_key(cx, cart_id), now).await?.ok_or_else(|| no_cart(cart_id))?;
-                let fresh = Quote::of(&fresh, ports.ids.new_id());
-                Err(cx.ask::<Confirm, _>("confirm", &fresh.question(cart_id), &fresh))
+        Err(TransactError::Refused { index: 1, cause }) => {
+            match ports.records.get(&order_key(cx, cart_id), now).await? {
+                Some(order) => Ok(OrderView::placed(cart_id, &order)),
+                None if cause == StoreError::NotFound => Err(no_cart(cart_id)),
+                None => {
+                    let fresh = ports
+                        .records
+                        .get(&cart_key(cx, cart_id), now)
+                        .await?
+                        .ok_or_else(|| no_cart(cart_id))?;
+                    let fresh = Quote::of(&fresh, ports.ids.new_id());
+                    Err(cx.ask::<Confirm, _>("confirm", &fresh.question(cart_id), &fresh))
+                }
             }
-        },
+        }
         // Not written (contention, an outage): if a concurrent confirmation committed the
         // order, that is the answer; else the failure, retryable as it says.
         Err(TransactError::Refused { cause, .. } | TransactError::Store(cause)) => {
@@ -491,9 +617,9 @@ async fn checkout(ports: &ShopPorts, cx: &ToolContext, cart_id: &str) -> Result<
                 _ => Err(cause.into()),
             }
         }
-        Err(TransactError::Invalid(why)) => {
-            Err(ToolError::internal(format!("the checkout transaction is malformed: {why}")))
-        }
+        Err(TransactError::Invalid(why)) => Err(ToolError::internal(format!(
+            "the checkout transaction is malformed: {why}"
+        ))),
     }
 }
 
@@ -506,21 +632,30 @@ struct CartUri {
 /// `carts://{cartId}`: your cart as JSON; listeners subscribed to it hear of every change (their
 /// polls read the cart record, declared with `watch`, without running this handler).
 pub fn cart_resource(ports: ShopPorts) -> ResourceTemplate {
-    ResourceTemplate::typed("carts://{cartId}", "cart", "application/json", move |uri: CartUri, cx| {
-        let ports = ports.clone();
-        async move {
-            let address = cx.call().uri.clone().unwrap_or_default();
-            let record = ports.records.get(&cart_key(&cx, &uri.cart_id), ports.clock.now_unix()).await?;
-            let record = record.ok_or_else(|| McpError::resource_not_found(&address))?;
-            let text = serde_json::to_string(&CartView::of(&uri.cart_id, &record)).map_err(ToolError::internal)?;
-            Ok(vec![ResourceContents::TextResourceContents {
-                uri: address,
-                mime_type: Some("application/json".into()),
-                text,
-                meta: None,
-            }])
-        }
-    })
+    ResourceTemplate::typed(
+        "carts://{cartId}",
+        "cart",
+        "application/json",
+        move |uri: CartUri, cx| {
+            let ports = ports.clone();
+            async move {
+                let address = cx.call().uri.clone().unwrap_or_default();
+                let record = ports
+                    .records
+                    .get(&cart_key(&cx, &uri.cart_id), ports.clock.now_unix())
+                    .await?;
+                let record = record.ok_or_else(|| McpError::resource_not_found(&address))?;
+                let text = serde_json::to_string(&CartView::of(&uri.cart_id, &record))
+                    .map_err(ToolError::internal)?;
+                Ok(vec![ResourceContents::TextResourceContents {
+                    uri: address,
+                    mime_type: Some("application/json".into()),
+                    text,
+                    meta: None,
+                }])
+            }
+        },
+    )
     .description("One of your carts")
     .private()
     .scopes(&["shop"])

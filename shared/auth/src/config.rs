@@ -143,7 +143,11 @@ pub enum ConfigError {
     #[error("RELEVO_AUTH_PROVIDER must be generic, cognito, auth0, okta or entra, got {0:?}")]
     BadProvider(String),
     #[error("{setting} is required when RELEVO_AUTH_PROVIDER={provider}: {why}")]
-    ProviderNeeds { provider: &'static str, setting: &'static str, why: &'static str },
+    ProviderNeeds {
+        provider: &'static str,
+        setting: &'static str,
+        why: &'static str,
+    },
     #[error(
         "RELEVO_AUTH_ISSUER {0:?} is not an Okta custom authorization server (https://<org>.okta.com/oauth2/<server-id>); the org authorization server's access tokens are only for Okta's APIs"
     )]
@@ -184,16 +188,25 @@ pub struct AuthSettings {
 /// Only asymmetric algorithms: a shared-secret algorithm would let anyone holding the public key
 /// (which the JWKS publishes) mint tokens — the classic HS/RS confusion.
 fn parse_algorithm(name: &str) -> Result<Algorithm, ConfigError> {
-    let algorithm = Algorithm::from_str(name.trim()).map_err(|_| ConfigError::BadAlgorithm(name.into()))?;
+    let algorithm =
+        Algorithm::from_str(name.trim()).map_err(|_| ConfigError::BadAlgorithm(name.into()))?;
     match algorithm {
-        Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512 => Err(ConfigError::BadAlgorithm(name.into())),
+        Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512 => {
+            Err(ConfigError::BadAlgorithm(name.into()))
+        }
         other => Ok(other),
     }
 }
 
 fn list(value: Option<String>) -> Vec<String> {
     value
-        .map(|v| v.split([',', ' ']).map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect())
+        .map(|v| {
+            v.split([',', ' '])
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -207,7 +220,11 @@ pub fn metadata_url_for(resource: &str) -> String {
     match resource.split_once("://") {
         Some((scheme, rest)) => {
             let (host, path) = rest.split_once('/').map_or((rest, ""), |(h, p)| (h, p));
-            let suffix = if path.is_empty() { String::new() } else { format!("/{}", path.trim_end_matches('/')) };
+            let suffix = if path.is_empty() {
+                String::new()
+            } else {
+                format!("/{}", path.trim_end_matches('/'))
+            };
             format!("{scheme}://{host}/.well-known/oauth-protected-resource{suffix}")
         }
         None => format!("{resource}/.well-known/oauth-protected-resource"),
@@ -217,8 +234,15 @@ pub fn metadata_url_for(resource: &str) -> String {
 impl AuthSettings {
     /// Reads settings through `lookup`. In `dev` mode the issuer and audience default to the local
     /// gateway's address (`local_origin`, e.g. `http://127.0.0.1:8080`).
-    pub fn load(lookup: impl Fn(&str) -> Option<String>, local_origin: &str) -> Result<Self, ConfigError> {
-        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty()).map(|v| v.trim().to_string());
+    pub fn load(
+        lookup: impl Fn(&str) -> Option<String>,
+        local_origin: &str,
+    ) -> Result<Self, ConfigError> {
+        let get = |name: &str| {
+            lookup(name)
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| v.trim().to_string())
+        };
         let mode: AuthMode = get("RELEVO_AUTH").unwrap_or_default().parse()?;
         let provider: IdentityProvider = get("RELEVO_AUTH_PROVIDER").unwrap_or_default().parse()?;
         let (mut issuer, audience) = match mode {
@@ -263,15 +287,20 @@ impl AuthSettings {
         if accepted_audiences.is_empty() {
             accepted_audiences = vec![audience.clone()];
         }
-        let jwks_url = get("RELEVO_AUTH_JWKS_URL").unwrap_or_else(|| provider.default_jwks_url(&issuer));
+        let jwks_url =
+            get("RELEVO_AUTH_JWKS_URL").unwrap_or_else(|| provider.default_jwks_url(&issuer));
         let algorithms = match get("RELEVO_AUTH_ALGORITHMS") {
-            Some(names) => names.split(',').map(parse_algorithm).collect::<Result<Vec<_>, _>>()?,
+            Some(names) => names
+                .split(',')
+                .map(parse_algorithm)
+                .collect::<Result<Vec<_>, _>>()?,
             None => vec![Algorithm::RS256, Algorithm::ES256],
         };
         let leeway_secs = match get("RELEVO_AUTH_LEEWAY_SECS") {
-            Some(value) => {
-                value.parse().map_err(|_| ConfigError::BadNumber { name: "RELEVO_AUTH_LEEWAY_SECS", value })?
-            }
+            Some(value) => value.parse().map_err(|_| ConfigError::BadNumber {
+                name: "RELEVO_AUTH_LEEWAY_SECS",
+                value,
+            })?,
             None => 60,
         };
         let required_scopes = list(get("RELEVO_AUTH_REQUIRED_SCOPES"));
@@ -283,7 +312,8 @@ impl AuthSettings {
         if authorization_servers.is_empty() {
             authorization_servers = vec![issuer.clone()];
         }
-        let resource_metadata_url = get("RELEVO_RESOURCE_METADATA_URL").unwrap_or_else(|| metadata_url_for(&audience));
+        let resource_metadata_url =
+            get("RELEVO_RESOURCE_METADATA_URL").unwrap_or_else(|| metadata_url_for(&audience));
         Ok(AuthSettings {
             mode,
             provider,
@@ -292,7 +322,8 @@ impl AuthSettings {
             accepted_audiences,
             client_ids,
             jwks_url,
-            tenant_claim: get("RELEVO_AUTH_TENANT_CLAIM").unwrap_or_else(|| provider.default_tenant_claim().into()),
+            tenant_claim: get("RELEVO_AUTH_TENANT_CLAIM")
+                .unwrap_or_else(|| provider.default_tenant_claim().into()),
             algorithms,
             leeway_secs,
             required_scopes,
@@ -313,22 +344,37 @@ mod tests {
     use std::collections::HashMap;
 
     fn load(vars: &[(&str, &str)]) -> Result<AuthSettings, ConfigError> {
-        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         AuthSettings::load(|name| map.get(name).cloned(), "http://127.0.0.1:8080")
     }
 
     #[test]
     fn required_mode_is_the_default_and_needs_issuer_and_audience() {
-        assert!(matches!(load(&[]), Err(ConfigError::Missing("RELEVO_AUTH_ISSUER"))));
+        assert!(matches!(
+            load(&[]),
+            Err(ConfigError::Missing("RELEVO_AUTH_ISSUER"))
+        ));
         let settings = load(&[
             ("RELEVO_AUTH_ISSUER", "https://issuer.example.com/"),
             ("RELEVO_AUTH_AUDIENCE", "https://mcp.example.com/mcp"),
         ])
         .unwrap();
         assert_eq!(settings.mode, AuthMode::Required);
-        assert_eq!(settings.jwks_url, "https://issuer.example.com/.well-known/jwks.json");
-        assert_eq!(settings.resource_metadata_url, "https://mcp.example.com/.well-known/oauth-protected-resource/mcp");
-        assert_eq!(settings.authorization_servers, vec!["https://issuer.example.com/"]);
+        assert_eq!(
+            settings.jwks_url,
+            "https://issuer.example.com/.well-known/jwks.json"
+        );
+        assert_eq!(
+            settings.resource_metadata_url,
+            "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
+        );
+        assert_eq!(
+            settings.authorization_servers,
+            vec!["https://issuer.example.com/"]
+        );
     }
 
     #[test]
@@ -357,7 +403,10 @@ mod tests {
     fn the_provider_defaults_to_generic_with_today_s_audience_tenant_and_no_client_check() {
         let settings = load(&[ISSUER, AUDIENCE]).unwrap();
         assert_eq!(settings.provider, IdentityProvider::Generic);
-        assert_eq!(settings.accepted_audiences, vec!["https://mcp.example.com/mcp"]);
+        assert_eq!(
+            settings.accepted_audiences,
+            vec!["https://mcp.example.com/mcp"]
+        );
         assert!(settings.client_ids.is_empty());
         assert_eq!(settings.tenant_claim, "tenant");
     }
@@ -366,14 +415,31 @@ mod tests {
     fn an_unknown_provider_is_refused_naming_the_choices() {
         let error = load(&[ISSUER, AUDIENCE, ("RELEVO_AUTH_PROVIDER", "keycloak")]).unwrap_err();
         assert!(matches!(&error, ConfigError::BadProvider(name) if name == "keycloak"));
-        assert!(error.to_string().contains("generic, cognito, auth0, okta or entra"), "{error}");
-        assert_eq!("Entra".parse::<IdentityProvider>().unwrap(), IdentityProvider::Entra);
+        assert!(
+            error
+                .to_string()
+                .contains("generic, cognito, auth0, okta or entra"),
+            "{error}"
+        );
+        assert_eq!(
+            "Entra".parse::<IdentityProvider>().unwrap(),
+            IdentityProvider::Entra
+        );
     }
 
     #[test]
     fn cognito_needs_client_ids_in_required_mode() {
         let error = load(&[ISSUER, AUDIENCE, ("RELEVO_AUTH_PROVIDER", "cognito")]).unwrap_err();
-        assert!(matches!(error, ConfigError::ProviderNeeds { setting: "RELEVO_AUTH_CLIENT_IDS", .. }), "{error}");
+        assert!(
+            matches!(
+                error,
+                ConfigError::ProviderNeeds {
+                    setting: "RELEVO_AUTH_CLIENT_IDS",
+                    ..
+                }
+            ),
+            "{error}"
+        );
         let settings = load(&[
             ISSUER,
             AUDIENCE,
@@ -387,27 +453,48 @@ mod tests {
     #[test]
     fn entra_needs_accepted_audiences_and_reads_the_tenant_from_tid() {
         let error = load(&[ISSUER, AUDIENCE, ("RELEVO_AUTH_PROVIDER", "entra")]).unwrap_err();
-        assert!(matches!(error, ConfigError::ProviderNeeds { setting: "RELEVO_AUTH_ACCEPTED_AUDIENCES", .. }));
+        assert!(matches!(
+            error,
+            ConfigError::ProviderNeeds {
+                setting: "RELEVO_AUTH_ACCEPTED_AUDIENCES",
+                ..
+            }
+        ));
         let settings = load(&[
             ISSUER,
             AUDIENCE,
             ("RELEVO_AUTH_PROVIDER", "entra"),
-            ("RELEVO_AUTH_ACCEPTED_AUDIENCES", "api://relevo,6e74172b-be56-4843-9ff4-e66a39bb12e3"),
+            (
+                "RELEVO_AUTH_ACCEPTED_AUDIENCES",
+                "api://relevo,6e74172b-be56-4843-9ff4-e66a39bb12e3",
+            ),
         ])
         .unwrap();
         assert_eq!(settings.tenant_claim, "tid");
-        assert_eq!(settings.jwks_url, "https://issuer.example.com/discovery/keys");
-        assert_eq!(settings.audience, "https://mcp.example.com/mcp", "the resource URI is unchanged");
+        assert_eq!(
+            settings.jwks_url,
+            "https://issuer.example.com/discovery/keys"
+        );
+        assert_eq!(
+            settings.audience, "https://mcp.example.com/mcp",
+            "the resource URI is unchanged"
+        );
         assert_eq!(settings.accepted_audiences.len(), 2);
     }
 
     #[test]
     fn entra_keys_default_to_the_tenant_s_v2_discovery_keys() {
         let settings = load(&[
-            ("RELEVO_AUTH_ISSUER", "https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/v2.0"),
+            (
+                "RELEVO_AUTH_ISSUER",
+                "https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/v2.0",
+            ),
             AUDIENCE,
             ("RELEVO_AUTH_PROVIDER", "entra"),
-            ("RELEVO_AUTH_ACCEPTED_AUDIENCES", "6e74172b-be56-4843-9ff4-e66a39bb12e3"),
+            (
+                "RELEVO_AUTH_ACCEPTED_AUDIENCES",
+                "6e74172b-be56-4843-9ff4-e66a39bb12e3",
+            ),
         ])
         .unwrap();
         assert_eq!(
@@ -418,17 +505,30 @@ mod tests {
 
     #[test]
     fn auth0_issuer_gets_its_trailing_slash() {
-        let settings =
-            load(&[("RELEVO_AUTH_ISSUER", "https://tenant.auth0.com"), AUDIENCE, ("RELEVO_AUTH_PROVIDER", "auth0")])
-                .unwrap();
+        let settings = load(&[
+            ("RELEVO_AUTH_ISSUER", "https://tenant.auth0.com"),
+            AUDIENCE,
+            ("RELEVO_AUTH_PROVIDER", "auth0"),
+        ])
+        .unwrap();
         assert_eq!(settings.issuer, "https://tenant.auth0.com/");
-        assert_eq!(settings.jwks_url, "https://tenant.auth0.com/.well-known/jwks.json");
-        assert_eq!(settings.authorization_servers, vec!["https://tenant.auth0.com/"]);
+        assert_eq!(
+            settings.jwks_url,
+            "https://tenant.auth0.com/.well-known/jwks.json"
+        );
+        assert_eq!(
+            settings.authorization_servers,
+            vec!["https://tenant.auth0.com/"]
+        );
     }
 
     #[test]
     fn okta_needs_a_custom_authorization_server_issuer() {
-        let org = load(&[("RELEVO_AUTH_ISSUER", "https://acme.okta.com"), AUDIENCE, ("RELEVO_AUTH_PROVIDER", "okta")]);
+        let org = load(&[
+            ("RELEVO_AUTH_ISSUER", "https://acme.okta.com"),
+            AUDIENCE,
+            ("RELEVO_AUTH_PROVIDER", "okta"),
+        ]);
         assert!(matches!(org, Err(ConfigError::NotOktaCustomServer(_))));
         let custom = load(&[
             ("RELEVO_AUTH_ISSUER", "https://acme.okta.com/oauth2/default"),
@@ -437,6 +537,9 @@ mod tests {
         ]);
         let custom = custom.unwrap();
         assert_eq!(custom.provider, IdentityProvider::Okta);
-        assert_eq!(custom.jwks_url, "https://acme.okta.com/oauth2/default/v1/keys");
+        assert_eq!(
+            custom.jwks_url,
+            "https://acme.okta.com/oauth2/default/v1/keys"
+        );
     }
 }

@@ -24,7 +24,10 @@ use crate::verifier::DEV_ALGORITHM;
 #[derive(Debug, thiserror::Error)]
 pub enum DevIssuerError {
     #[error("cannot read or write the dev issuer file {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("the dev issuer file {0} is damaged; delete it and restart the gateway")]
     Damaged(String),
     #[error("cannot sign a token: {0}")]
@@ -42,7 +45,10 @@ pub struct DevIssuer {
 
 impl std::fmt::Debug for DevIssuer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DevIssuer").field("issuer", &self.issuer).field("kid", &self.kid).finish()
+        f.debug_struct("DevIssuer")
+            .field("issuer", &self.issuer)
+            .field("kid", &self.kid)
+            .finish()
     }
 }
 
@@ -67,7 +73,9 @@ impl DevIssuer {
     }
 
     fn secret_key(&self) -> Option<SecretKey> {
-        B64.decode(&self.secret).ok().and_then(|bytes| SecretKey::from_slice(&bytes).ok())
+        B64.decode(&self.secret)
+            .ok()
+            .and_then(|bytes| SecretKey::from_slice(&bytes).ok())
     }
 
     /// The public key set, as `/.well-known/jwks.json` serves it.
@@ -105,8 +113,12 @@ impl DevIssuer {
     /// Signs arbitrary claims with this key (tests use it to forge near-misses).
     pub fn sign(&self, claims: &Value) -> Result<String, DevIssuerError> {
         crate::ring_crypto::install();
-        let secret = self.secret_key().ok_or_else(|| DevIssuerError::Sign("damaged key".into()))?;
-        let der = secret.to_pkcs8_der().map_err(|e| DevIssuerError::Sign(e.to_string()))?;
+        let secret = self
+            .secret_key()
+            .ok_or_else(|| DevIssuerError::Sign("damaged key".into()))?;
+        let der = secret
+            .to_pkcs8_der()
+            .map_err(|e| DevIssuerError::Sign(e.to_string()))?;
         let mut header = Header::new(DEV_ALGORITHM);
         header.kid = Some(self.kid.clone());
         encode(&header, claims, &EncodingKey::from_ec_der(der.as_bytes()))
@@ -118,9 +130,19 @@ impl DevIssuer {
     /// the umask.
     pub fn save(&self, path: &Path) -> Result<(), DevIssuerError> {
         use std::os::unix::fs::DirBuilderExt;
-        let io = |source| DevIssuerError::Io { path: path.display().to_string(), source };
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
-            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent).map_err(io)?;
+        let io = |source| DevIssuerError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        if let Some(parent) = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty() && !p.exists())
+        {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)
+                .map_err(io)?;
         }
         tighten_data_dir(path).map_err(io)?;
         let text = serde_json::to_string(self).map_err(|e| DevIssuerError::Sign(e.to_string()))?;
@@ -129,19 +151,29 @@ impl DevIssuer {
         // Created owner-only: the private key is never readable by others, not even briefly.
         let mut file = {
             use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temporary).map_err(io)?
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&temporary)
+                .map_err(io)?
         };
         std::io::Write::write_all(&mut file, text.as_bytes()).map_err(io)?;
         std::fs::rename(&temporary, path).map_err(io)
     }
 
     pub fn load(path: &Path) -> Result<Self, DevIssuerError> {
-        let io = |source| DevIssuerError::Io { path: path.display().to_string(), source };
+        let io = |source| DevIssuerError::Io {
+            path: path.display().to_string(),
+            source,
+        };
         tighten_data_dir(path).map_err(io)?;
         let text = std::fs::read_to_string(path).map_err(io)?;
-        let issuer: DevIssuer =
-            serde_json::from_str(&text).map_err(|_| DevIssuerError::Damaged(path.display().to_string()))?;
-        issuer.secret_key().ok_or_else(|| DevIssuerError::Damaged(path.display().to_string()))?;
+        let issuer: DevIssuer = serde_json::from_str(&text)
+            .map_err(|_| DevIssuerError::Damaged(path.display().to_string()))?;
+        issuer
+            .secret_key()
+            .ok_or_else(|| DevIssuerError::Damaged(path.display().to_string()))?;
         Ok(issuer)
     }
 }
@@ -154,7 +186,10 @@ pub const DATA_DIR: &str = ".relevo";
 /// when it changed the mode. A folder of any other name, or one missing, is left alone.
 pub fn tighten_data_dir(file: &Path) -> std::io::Result<bool> {
     use std::os::unix::fs::PermissionsExt;
-    let Some(folder) = file.parent().filter(|p| p.file_name().is_some_and(|name| name == DATA_DIR)) else {
+    let Some(folder) = file
+        .parent()
+        .filter(|p| p.file_name().is_some_and(|name| name == DATA_DIR))
+    else {
         return Ok(false);
     };
     let mode = match std::fs::metadata(folder) {
@@ -181,7 +216,11 @@ mod tests {
 
     fn mode(path: &Path) -> u32 {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::metadata(path).expect("exists").permissions().mode() & 0o777
+        std::fs::metadata(path)
+            .expect("exists")
+            .permissions()
+            .mode()
+            & 0o777
     }
 
     fn set_mode(path: &Path, mode: u32) {
@@ -226,7 +265,9 @@ mod tests {
         DevIssuer::load(&path).expect("loads");
         assert_eq!(mode(&mine), 0o755, "a folder of another name is the user's");
         assert_eq!(mode(&path), 0o600, "the key file itself is still private");
-        assert!(!tighten_data_dir(&dir.join(DATA_DIR).join("x")).expect("a missing folder is no error"));
+        assert!(
+            !tighten_data_dir(&dir.join(DATA_DIR).join("x")).expect("a missing folder is no error")
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -239,11 +280,23 @@ mod tests {
         let issuer = DevIssuer::generate("http://127.0.0.1:8080", "http://127.0.0.1:8080/mcp");
         issuer.save(&path).expect("saved");
         issuer.save(&path).expect("saved again over the first");
-        let mode = std::fs::metadata(&path).expect("written").permissions().mode() & 0o777;
+        let mode = std::fs::metadata(&path)
+            .expect("written")
+            .permissions()
+            .mode()
+            & 0o777;
         assert_eq!(mode, 0o600);
         let mode = |p: &Path| std::fs::metadata(p).expect("made").permissions().mode() & 0o777;
-        assert_eq!(mode(&dir.join(".relevo")), 0o700, "the data directory it made is the owner's only");
-        assert_eq!(mode(&dir), 0o700, "so is every directory it made on the way");
+        assert_eq!(
+            mode(&dir.join(".relevo")),
+            0o700,
+            "the data directory it made is the owner's only"
+        );
+        assert_eq!(
+            mode(&dir),
+            0o700,
+            "so is every directory it made on the way"
+        );
         assert_eq!(DevIssuer::load(&path).expect("loads").kid, issuer.kid);
         let _ = std::fs::remove_dir_all(&dir);
     }

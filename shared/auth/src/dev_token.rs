@@ -25,7 +25,12 @@ pub struct TokenRequest {
 
 impl Default for TokenRequest {
     fn default() -> Self {
-        TokenRequest { tenant: "dev".into(), subject: "developer".into(), scopes: String::new(), ttl_secs: 3600 }
+        TokenRequest {
+            tenant: "dev".into(),
+            subject: "developer".into(),
+            scopes: String::new(),
+            ttl_secs: 3600,
+        }
     }
 }
 
@@ -45,16 +50,19 @@ impl TokenRequest {
         let mut request = TokenRequest::default();
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
-            let mut value = || args.next().ok_or_else(|| TokenError::Usage(format!("{arg} needs a value")));
+            let mut value = || {
+                args.next()
+                    .ok_or_else(|| TokenError::Usage(format!("{arg} needs a value")))
+            };
             match arg.as_str() {
                 "--tenant" => request.tenant = value()?,
                 "--sub" => request.subject = value()?,
                 "--scopes" => request.scopes = value()?,
                 "--ttl" => {
                     let ttl = value()?;
-                    request.ttl_secs = ttl
-                        .parse()
-                        .map_err(|_| TokenError::Usage(format!("--ttl {ttl:?} is not a number of seconds")))?;
+                    request.ttl_secs = ttl.parse().map_err(|_| {
+                        TokenError::Usage(format!("--ttl {ttl:?} is not a number of seconds"))
+                    })?;
                 }
                 other => return Err(TokenError::Usage(format!("unknown argument {other:?}"))),
             }
@@ -71,10 +79,20 @@ impl TokenRequest {
 
     /// A token signed by the dev issuer of [`TokenRequest::issuer_file`], valid from now.
     pub fn mint(&self) -> Result<String, TokenError> {
-        let issuer = DevIssuer::load(&Self::issuer_file()).map_err(|source| TokenError::Issuer { source })?;
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-        let scopes: Vec<&str> = self.scopes.split([',', ' ']).filter(|s| !s.is_empty()).collect();
-        issuer.mint(&self.tenant, &self.subject, &scopes, now, self.ttl_secs).map_err(TokenError::Sign)
+        let issuer = DevIssuer::load(&Self::issuer_file())
+            .map_err(|source| TokenError::Issuer { source })?;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let scopes: Vec<&str> = self
+            .scopes
+            .split([',', ' '])
+            .filter(|s| !s.is_empty())
+            .collect();
+        issuer
+            .mint(&self.tenant, &self.subject, &scopes, now, self.ttl_secs)
+            .map_err(TokenError::Sign)
     }
 }
 
@@ -88,19 +106,27 @@ mod tests {
 
     #[test]
     fn the_arguments_set_who_the_token_is_for() {
-        let request =
-            TokenRequest::parse(args(&["--tenant", "acme", "--sub", "alice", "--scopes", "a b", "--ttl", "60"]));
+        let request = TokenRequest::parse(args(&[
+            "--tenant", "acme", "--sub", "alice", "--scopes", "a b", "--ttl", "60",
+        ]));
         let request = request.expect("parses");
         assert_eq!(
             request,
-            TokenRequest { tenant: "acme".into(), subject: "alice".into(), scopes: "a b".into(), ttl_secs: 60 }
+            TokenRequest {
+                tenant: "acme".into(),
+                subject: "alice".into(),
+                scopes: "a b".into(),
+                ttl_secs: 60
+            }
         );
     }
 
     #[test]
     fn an_unknown_argument_or_a_missing_value_is_refused_with_the_usage() {
         for bad in [&["--tenant"][..], &["--who", "x"], &["--ttl", "soon"]] {
-            let error = TokenRequest::parse(args(bad)).expect_err("refused").to_string();
+            let error = TokenRequest::parse(args(bad))
+                .expect_err("refused")
+                .to_string();
             assert!(error.contains("usage:"), "{error}");
         }
     }

@@ -50,7 +50,9 @@ pub struct HttpKeySource {
 
 impl std::fmt::Debug for HttpKeySource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpKeySource").field("url", &self.url).finish()
+        f.debug_struct("HttpKeySource")
+            .field("url", &self.url)
+            .finish()
     }
 }
 
@@ -70,17 +72,31 @@ impl HttpKeySource {
             .enable_http1()
             .build();
         let client = Client::builder(TokioExecutor::new()).build(connector);
-        Ok(HttpKeySource { url: url.into(), client })
+        Ok(HttpKeySource {
+            url: url.into(),
+            client,
+        })
     }
 
     async fn get(&self) -> Result<Bytes, String> {
-        let uri: http::Uri = self.url.parse().map_err(|e| format!("JWKS URL is invalid: {e}"))?;
-        let response = self.client.get(uri).await.map_err(|e| format!("JWKS fetch failed: {e}"))?;
+        let uri: http::Uri = self
+            .url
+            .parse()
+            .map_err(|e| format!("JWKS URL is invalid: {e}"))?;
+        let response = self
+            .client
+            .get(uri)
+            .await
+            .map_err(|e| format!("JWKS fetch failed: {e}"))?;
         if !response.status().is_success() {
             return Err(format!("JWKS fetch returned HTTP {}", response.status()));
         }
-        let body = Limited::new(response.into_body(), MAX_JWKS_BYTES).collect().await;
-        Ok(body.map_err(|e| format!("JWKS body could not be read: {e}"))?.to_bytes())
+        let body = Limited::new(response.into_body(), MAX_JWKS_BYTES)
+            .collect()
+            .await;
+        Ok(body
+            .map_err(|e| format!("JWKS body could not be read: {e}"))?
+            .to_bytes())
     }
 }
 
@@ -90,7 +106,8 @@ impl KeySource for HttpKeySource {
             let body = tokio::time::timeout(FETCH_TIMEOUT, self.get())
                 .await
                 .map_err(|_| format!("JWKS fetch timed out after {FETCH_TIMEOUT:?}"))??;
-            serde_json::from_slice::<JwkSet>(&body).map_err(|e| format!("JWKS is not a valid key set: {e}"))
+            serde_json::from_slice::<JwkSet>(&body)
+                .map_err(|e| format!("JWKS is not a valid key set: {e}"))
         })
     }
 }
@@ -135,16 +152,27 @@ struct Held {
 
 impl KeyCache {
     pub(crate) fn new(source: Arc<dyn KeySource>, clock: Arc<dyn Clock>) -> Self {
-        KeyCache { source, clock, held: std::sync::RwLock::new(Held::default()), flight: Mutex::new(()) }
+        KeyCache {
+            source,
+            clock,
+            held: std::sync::RwLock::new(Held::default()),
+            flight: Mutex::new(()),
+        }
     }
 
     fn held(&self) -> std::sync::RwLockReadGuard<'_, Held> {
-        self.held.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.held
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The held keys if they include `kid`.
     fn holding(&self, kid: &str) -> Option<JwkSet> {
-        self.held().keys.as_ref().filter(|keys| keys.find(kid).is_some()).cloned()
+        self.held()
+            .keys
+            .as_ref()
+            .filter(|keys| keys.find(kid).is_some())
+            .cloned()
     }
 
     /// The key set to look `kid` up in: the held one if it has `kid`; else the result of a fetch
@@ -158,12 +186,22 @@ impl KeyCache {
         let _flight = self.flight.lock().await;
         let now = self.clock.now_unix();
         {
-            let mut held = self.held.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut held = self
+                .held
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Some(keys) = held.keys.as_ref().filter(|keys| keys.find(kid).is_some()) {
                 return Ok(keys.clone()); // fetched by the flight this call waited for
             }
-            let interval = if held.keys.is_some() { MIN_REFRESH_INTERVAL } else { COLD_RETRY_INTERVAL }.as_secs();
-            let due = held.last_attempt.is_none_or(|last| now < last || now - last >= interval);
+            let interval = if held.keys.is_some() {
+                MIN_REFRESH_INTERVAL
+            } else {
+                COLD_RETRY_INTERVAL
+            }
+            .as_secs();
+            let due = held
+                .last_attempt
+                .is_none_or(|last| now < last || now - last >= interval);
             if !due {
                 return held.keys.clone().ok_or_else(|| {
                     format!("the issuer's JWKS could not be fetched; the next attempt is within {interval} s")
@@ -172,7 +210,10 @@ impl KeyCache {
             held.last_attempt = Some(now);
         }
         let fetched = self.source.fetch().await?;
-        let mut held = self.held.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut held = self
+            .held
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         held.keys = Some(fetched.clone());
         Ok(fetched)
     }

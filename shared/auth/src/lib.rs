@@ -39,15 +39,22 @@ use relevo_protocol::{Authenticator, NoAuth};
 
 /// The authenticator for a deployed function: bearer tokens against the issuer's JWKS, or the
 /// explicit no-auth mode. `dev` belongs to the local gateway, which owns the dev issuer.
-pub fn lambda_authenticator(settings: &AuthSettings) -> Result<Arc<dyn Authenticator>, ConfigError> {
+pub fn lambda_authenticator(
+    settings: &AuthSettings,
+) -> Result<Arc<dyn Authenticator>, ConfigError> {
     match settings.mode {
-        AuthMode::Required => {
-            Ok(Arc::new(BearerAuthenticator::new(settings.clone(), Arc::new(HttpKeySource::new(&settings.jwks_url)?))))
-        }
+        AuthMode::Required => Ok(Arc::new(BearerAuthenticator::new(
+            settings.clone(),
+            Arc::new(HttpKeySource::new(&settings.jwks_url)?),
+        ))),
         AuthMode::Off => {
-            tracing::warn!("RELEVO_AUTH=off: every request is served as one unauthenticated principal");
+            tracing::warn!(
+                "RELEVO_AUTH=off: every request is served as one unauthenticated principal"
+            );
             Ok(Arc::new(NoAuth))
         }
-        AuthMode::Dev => Err(ConfigError::BadMode("dev (the dev issuer runs in the local gateway only)".into())),
+        AuthMode::Dev => Err(ConfigError::BadMode(
+            "dev (the dev issuer runs in the local gateway only)".into(),
+        )),
     }
 }

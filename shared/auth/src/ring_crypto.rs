@@ -17,12 +17,15 @@ use jsonwebtoken::crypto::{CryptoProvider, JwtVerifier, rust_crypto};
 use jsonwebtoken::errors::{Error, ErrorKind};
 use jsonwebtoken::{Algorithm, DecodingKey, DecodingKeyKind};
 use ring::signature::{
-    self as ring_signature, RsaParameters, RsaPublicKeyComponents, UnparsedPublicKey, VerificationAlgorithm,
+    self as ring_signature, RsaParameters, RsaPublicKeyComponents, UnparsedPublicKey,
+    VerificationAlgorithm,
 };
 use signature::Verifier;
 
-static PROVIDER: LazyLock<CryptoProvider> =
-    LazyLock::new(|| CryptoProvider { verifier_factory: new_verifier, ..rust_crypto::DEFAULT_PROVIDER.clone() });
+static PROVIDER: LazyLock<CryptoProvider> = LazyLock::new(|| CryptoProvider {
+    verifier_factory: new_verifier,
+    ..rust_crypto::DEFAULT_PROVIDER.clone()
+});
 
 /// Makes ring verify every token this process checks (idempotent).
 pub fn install() {
@@ -42,8 +45,14 @@ fn new_verifier(algorithm: &Algorithm, key: &DecodingKey) -> Result<Box<dyn JwtV
         (parameters, Some(parameters))
     };
     let (check, rsa_parameters) = match algorithm {
-        Algorithm::ES256 => (&ring_signature::ECDSA_P256_SHA256_FIXED as &dyn VerificationAlgorithm, None),
-        Algorithm::ES384 => (&ring_signature::ECDSA_P384_SHA384_FIXED as &dyn VerificationAlgorithm, None),
+        Algorithm::ES256 => (
+            &ring_signature::ECDSA_P256_SHA256_FIXED as &dyn VerificationAlgorithm,
+            None,
+        ),
+        Algorithm::ES384 => (
+            &ring_signature::ECDSA_P384_SHA384_FIXED as &dyn VerificationAlgorithm,
+            None,
+        ),
         Algorithm::EdDSA => (&ring_signature::ED25519 as &dyn VerificationAlgorithm, None),
         Algorithm::RS256 => rsa(&ring_signature::RSA_PKCS1_2048_8192_SHA256),
         Algorithm::RS384 => rsa(&ring_signature::RSA_PKCS1_2048_8192_SHA384),
@@ -62,11 +71,19 @@ fn new_verifier(algorithm: &Algorithm, key: &DecodingKey) -> Result<Box<dyn JwtV
         (DecodingKeyKind::SecretOrDer(bytes), _) => PublicKey::Encoded(check, bytes.clone()),
         (DecodingKeyKind::RsaModulusExponent { n, e }, Some(parameters)) => PublicKey::Rsa(
             parameters,
-            RsaPublicKeyComponents { n: without_leading_zeros(n), e: without_leading_zeros(e) },
+            RsaPublicKeyComponents {
+                n: without_leading_zeros(n),
+                e: without_leading_zeros(e),
+            },
         ),
-        (DecodingKeyKind::RsaModulusExponent { .. }, None) => return Err(ErrorKind::InvalidKeyFormat.into()),
+        (DecodingKeyKind::RsaModulusExponent { .. }, None) => {
+            return Err(ErrorKind::InvalidKeyFormat.into());
+        }
     };
-    Ok(Box::new(RingVerifier { algorithm: *algorithm, public_key }))
+    Ok(Box::new(RingVerifier {
+        algorithm: *algorithm,
+        public_key,
+    }))
 }
 
 fn without_leading_zeros(bytes: &[u8]) -> Vec<u8> {
@@ -90,8 +107,12 @@ struct RingVerifier {
 impl Verifier<Vec<u8>> for RingVerifier {
     fn verify(&self, message: &[u8], signature: &Vec<u8>) -> Result<(), signature::Error> {
         let verified = match &self.public_key {
-            PublicKey::Encoded(check, bytes) => UnparsedPublicKey::new(*check, bytes).verify(message, signature),
-            PublicKey::Rsa(parameters, components) => components.verify(parameters, message, signature),
+            PublicKey::Encoded(check, bytes) => {
+                UnparsedPublicKey::new(*check, bytes).verify(message, signature)
+            }
+            PublicKey::Rsa(parameters, components) => {
+                components.verify(parameters, message, signature)
+            }
         };
         verified.map_err(|_| signature::Error::new())
     }
@@ -119,22 +140,44 @@ mod tests {
     fn es256_and_es384_signatures_verify_and_altered_ones_do_not() {
         let random = SystemRandom::new();
         for (algorithm, signing) in [
-            (Algorithm::ES256, &ring_signature::ECDSA_P256_SHA256_FIXED_SIGNING),
-            (Algorithm::ES384, &ring_signature::ECDSA_P384_SHA384_FIXED_SIGNING),
+            (
+                Algorithm::ES256,
+                &ring_signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+            ),
+            (
+                Algorithm::ES384,
+                &ring_signature::ECDSA_P384_SHA384_FIXED_SIGNING,
+            ),
         ] {
             let pkcs8 = EcdsaKeyPair::generate_pkcs8(signing, &random).unwrap();
             let pair = EcdsaKeyPair::from_pkcs8(signing, pkcs8.as_ref(), &random).unwrap();
             let point = pair.public_key().as_ref();
             let half = (point.len() - 1) / 2;
-            let key = DecodingKey::from_ec_components(&B64.encode(&point[1..=half]), &B64.encode(&point[1 + half..]))
-                .unwrap();
-            let signature = pair.sign(&random, b"header.claims").unwrap().as_ref().to_vec();
+            let key = DecodingKey::from_ec_components(
+                &B64.encode(&point[1..=half]),
+                &B64.encode(&point[1 + half..]),
+            )
+            .unwrap();
+            let signature = pair
+                .sign(&random, b"header.claims")
+                .unwrap()
+                .as_ref()
+                .to_vec();
             let verifier = verifier(algorithm, &key);
-            assert!(verifier.verify(b"header.claims", &signature).is_ok(), "{algorithm:?}");
-            assert!(verifier.verify(b"header.claimz", &signature).is_err(), "{algorithm:?}: other bytes");
+            assert!(
+                verifier.verify(b"header.claims", &signature).is_ok(),
+                "{algorithm:?}"
+            );
+            assert!(
+                verifier.verify(b"header.claimz", &signature).is_err(),
+                "{algorithm:?}: other bytes"
+            );
             let mut altered = signature.clone();
             altered[7] ^= 1;
-            assert!(verifier.verify(b"header.claims", &altered).is_err(), "{algorithm:?}: altered signature");
+            assert!(
+                verifier.verify(b"header.claims", &altered).is_err(),
+                "{algorithm:?}: altered signature"
+            );
         }
     }
 
@@ -175,25 +218,52 @@ mod tests {
     fn rs256_and_ps256_signatures_verify_and_altered_ones_do_not() {
         let key = DecodingKey::from_rsa_components(RSA_N, "AQAB").unwrap();
         let decode = |signature: &str| B64.decode(signature).unwrap();
-        for (algorithm, signature) in [(Algorithm::RS256, RS256_SIGNATURE), (Algorithm::PS256, PS256_SIGNATURE)] {
+        for (algorithm, signature) in [
+            (Algorithm::RS256, RS256_SIGNATURE),
+            (Algorithm::PS256, PS256_SIGNATURE),
+        ] {
             let verifier = verifier(algorithm, &key);
-            assert!(verifier.verify(b"header.claims", &decode(signature)).is_ok(), "{algorithm:?}");
-            assert!(verifier.verify(b"header.claimz", &decode(signature)).is_err(), "{algorithm:?}: other bytes");
+            assert!(
+                verifier
+                    .verify(b"header.claims", &decode(signature))
+                    .is_ok(),
+                "{algorithm:?}"
+            );
+            assert!(
+                verifier
+                    .verify(b"header.claimz", &decode(signature))
+                    .is_err(),
+                "{algorithm:?}: other bytes"
+            );
             let mut altered = decode(signature);
             altered[7] ^= 1;
-            assert!(verifier.verify(b"header.claims", &altered).is_err(), "{algorithm:?}: altered signature");
+            assert!(
+                verifier.verify(b"header.claims", &altered).is_err(),
+                "{algorithm:?}: altered signature"
+            );
         }
         let pkcs1 = verifier(Algorithm::RS256, &key);
-        assert!(pkcs1.verify(b"header.claims", &decode(PS256_SIGNATURE)).is_err(), "a PSS signature is not PKCS#1");
+        assert!(
+            pkcs1
+                .verify(b"header.claims", &decode(PS256_SIGNATURE))
+                .is_err(),
+            "a PSS signature is not PKCS#1"
+        );
     }
 
     #[test]
     fn a_key_of_another_family_is_refused() {
-        let ec = DecodingKey::from_ec_components(&B64.encode([1u8; 32]), &B64.encode([2u8; 32])).unwrap();
+        let ec = DecodingKey::from_ec_components(&B64.encode([1u8; 32]), &B64.encode([2u8; 32]))
+            .unwrap();
         assert!(new_verifier(&Algorithm::RS256, &ec).is_err());
         let rsa = DecodingKey::from_rsa_raw_components(&[0xc5; 256], &[1, 0, 1]);
         assert!(new_verifier(&Algorithm::ES256, &rsa).is_err());
-        assert!(verifier(Algorithm::RS256, &rsa).verify(b"m", &vec![0; 256]).is_err(), "a bogus RSA signature");
+        assert!(
+            verifier(Algorithm::RS256, &rsa)
+                .verify(b"m", &vec![0; 256])
+                .is_err(),
+            "a bogus RSA signature"
+        );
     }
 
     #[test]

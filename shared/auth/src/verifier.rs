@@ -124,7 +124,11 @@ impl BearerAuthenticator {
             AuthError::KeysUnavailable
         })?;
         let jwk = keys.find(&kid).ok_or(AuthError::UnknownKey)?;
-        if jwk.common.key_algorithm.is_some_and(|alg| alg.to_string() != format!("{:?}", header.alg)) {
+        if jwk
+            .common
+            .key_algorithm
+            .is_some_and(|alg| alg.to_string() != format!("{:?}", header.alg))
+        {
             return Err(AuthError::AlgorithmNotAllowed);
         }
         let key = DecodingKey::from_jwk(jwk).map_err(|_| AuthError::UnknownKey)?;
@@ -155,9 +159,16 @@ impl BearerAuthenticator {
         self.check_provider_claims(&claims.claims)?;
         let principal = self.principal(&claims.claims)?;
         if !principal.holds(&self.settings.required_scopes) {
-            return Err(AuthError::InsufficientScope(self.settings.required_scopes.clone()));
+            return Err(AuthError::InsufficientScope(
+                self.settings.required_scopes.clone(),
+            ));
         }
-        self.verified.remember(fingerprint, principal.clone(), valid_until.min(now + REMEMBER_VERIFIED_SECS), now);
+        self.verified.remember(
+            fingerprint,
+            principal.clone(),
+            valid_until.min(now + REMEMBER_VERIFIED_SECS),
+            now,
+        );
         Ok(principal)
     }
 
@@ -168,9 +179,11 @@ impl BearerAuthenticator {
         let seconds = |name: &str| -> Result<Option<u64>, AuthError> {
             match claims.get(name) {
                 None => Ok(None),
-                Some(value) => {
-                    value.as_f64().filter(|s| *s >= 0.0).map(|s| Some(s as u64)).ok_or(AuthError::MalformedToken)
-                }
+                Some(value) => value
+                    .as_f64()
+                    .filter(|s| *s >= 0.0)
+                    .map(|s| Some(s as u64))
+                    .ok_or(AuthError::MalformedToken),
             }
         };
         let expires = seconds("exp")?.ok_or_else(|| AuthError::MissingClaim("exp".into()))?;
@@ -201,7 +214,10 @@ impl BearerAuthenticator {
                 .iter()
                 .find_map(|name| claims.get(*name))
                 .ok_or_else(|| AuthError::MissingClaim(names[0].into()))?;
-            if !client.as_str().is_some_and(|id| self.settings.client_ids.iter().any(|allowed| allowed == id)) {
+            if !client
+                .as_str()
+                .is_some_and(|id| self.settings.client_ids.iter().any(|allowed| allowed == id))
+            {
                 return Err(AuthError::WrongClient);
             }
         }
@@ -214,8 +230,15 @@ impl BearerAuthenticator {
         if provider == IdentityProvider::Entra {
             // `iss` is `https://login.microsoftonline.com/<tid>/v2.0`: its tenant must be `tid`'s.
             // https://learn.microsoft.com/entra/identity-platform/access-token-claims-reference
-            let tid = claims.get("tid").and_then(Value::as_str).ok_or_else(|| AuthError::MissingClaim("tid".into()))?;
-            let issuer_tenant = self.settings.issuer.split_once("://").and_then(|(_, rest)| rest.split('/').nth(1));
+            let tid = claims
+                .get("tid")
+                .and_then(Value::as_str)
+                .ok_or_else(|| AuthError::MissingClaim("tid".into()))?;
+            let issuer_tenant = self
+                .settings
+                .issuer
+                .split_once("://")
+                .and_then(|(_, rest)| rest.split('/').nth(1));
             if issuer_tenant != Some(tid) {
                 return Err(AuthError::WrongIssuer);
             }
@@ -224,12 +247,23 @@ impl BearerAuthenticator {
     }
 
     fn principal(&self, claims: &Value) -> Result<Principal, AuthError> {
-        let text = |name: &str| claims.get(name).and_then(Value::as_str).filter(|v| !v.is_empty());
+        let text = |name: &str| {
+            claims
+                .get(name)
+                .and_then(Value::as_str)
+                .filter(|v| !v.is_empty())
+        };
         let subject_claim = self.settings.provider.subject_claim();
-        let subject = text(subject_claim).ok_or_else(|| AuthError::MissingClaim(subject_claim.into()))?;
+        let subject =
+            text(subject_claim).ok_or_else(|| AuthError::MissingClaim(subject_claim.into()))?;
         let tenant_claim = &self.settings.tenant_claim;
-        let tenant = text(tenant_claim).ok_or_else(|| AuthError::MissingClaim(tenant_claim.clone()))?;
-        Ok(Principal::new(tenant, subject, scopes(claims, self.settings.provider.scope_claims())))
+        let tenant =
+            text(tenant_claim).ok_or_else(|| AuthError::MissingClaim(tenant_claim.clone()))?;
+        Ok(Principal::new(
+            tenant,
+            subject,
+            scopes(claims, self.settings.provider.scope_claims()),
+        ))
     }
 
     /// The challenge for a refusal.
@@ -238,7 +272,10 @@ impl BearerAuthenticator {
         let (status, code) = match error {
             AuthError::MissingToken => (StatusCode::UNAUTHORIZED, None),
             AuthError::InsufficientScope(_) => (StatusCode::FORBIDDEN, Some("insufficient_scope")),
-            AuthError::KeysUnavailable => (StatusCode::SERVICE_UNAVAILABLE, Some("temporarily_unavailable")),
+            AuthError::KeysUnavailable => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some("temporarily_unavailable"),
+            ),
             AuthError::MalformedHeader => (StatusCode::BAD_REQUEST, Some("invalid_request")),
             _ => (StatusCode::UNAUTHORIZED, Some("invalid_token")),
         };
@@ -248,7 +285,9 @@ impl BearerAuthenticator {
         };
         let mut challenge = String::from("Bearer ");
         if let Some(code) = code {
-            challenge.push_str(&format!("error=\"{code}\", error_description=\"{error}\", "));
+            challenge.push_str(&format!(
+                "error=\"{code}\", error_description=\"{error}\", "
+            ));
         }
         if !scopes.is_empty() {
             challenge.push_str(&format!("scope=\"{}\", ", scopes.join(" ")));
@@ -270,7 +309,13 @@ impl Authenticator for BearerAuthenticator {
 
     fn insufficient_scope(&self, needed: &[String]) -> AuthChallenge {
         let mut all: Vec<String> = self.settings.required_scopes.clone();
-        all.extend(needed.iter().filter(|s| !all.contains(s)).cloned().collect::<Vec<_>>());
+        all.extend(
+            needed
+                .iter()
+                .filter(|s| !all.contains(s))
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
         self.challenge(&AuthError::InsufficientScope(all))
     }
 }
@@ -282,12 +327,21 @@ struct VerifiedTokens(Mutex<HashMap<[u8; 32], (Principal, u64)>>);
 
 impl VerifiedTokens {
     fn recall(&self, fingerprint: &[u8; 32], now: u64) -> Option<Principal> {
-        let remembered = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        remembered.get(fingerprint).filter(|(_, until)| now <= *until).map(|(principal, _)| principal.clone())
+        let remembered = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        remembered
+            .get(fingerprint)
+            .filter(|(_, until)| now <= *until)
+            .map(|(principal, _)| principal.clone())
     }
 
     fn remember(&self, fingerprint: [u8; 32], principal: Principal, until: u64, now: u64) {
-        let mut remembered = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut remembered = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if remembered.len() >= REMEMBER_VERIFIED_MAX {
             remembered.retain(|_, (_, until)| now <= *until);
             if remembered.len() >= REMEMBER_VERIFIED_MAX {
@@ -300,7 +354,9 @@ impl VerifiedTokens {
 
 fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
     let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
-    let Some(value) = values.next() else { return Err(AuthError::MissingToken) };
+    let Some(value) = values.next() else {
+        return Err(AuthError::MissingToken);
+    };
     if values.next().is_some() {
         return Err(AuthError::MalformedHeader);
     }
@@ -321,7 +377,11 @@ fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
 
 /// True if `audience` (a string or an array of strings) names one of `accepted`.
 fn names_one_of(audience: &Value, accepted: &[String]) -> bool {
-    let accepts = |value: &Value| value.as_str().is_some_and(|aud| accepted.iter().any(|a| a == aud));
+    let accepts = |value: &Value| {
+        value
+            .as_str()
+            .is_some_and(|aud| accepted.iter().any(|a| a == aud))
+    };
     match audience {
         Value::Array(items) => items.iter().any(accepts),
         other => accepts(other),
@@ -335,7 +395,9 @@ fn scopes(claims: &Value, names: &[&str]) -> BTreeSet<String> {
     for name in names {
         match claims.get(*name) {
             Some(Value::String(s)) => scopes.extend(s.split_whitespace().map(String::from)),
-            Some(Value::Array(items)) => scopes.extend(items.iter().filter_map(Value::as_str).map(String::from)),
+            Some(Value::Array(items)) => {
+                scopes.extend(items.iter().filter_map(Value::as_str).map(String::from))
+            }
             _ => {}
         }
     }

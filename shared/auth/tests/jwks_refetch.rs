@@ -45,7 +45,11 @@ impl Issuer {
 async fn issuer(mode: u8) -> Issuer {
     let key = DevIssuer::generate(ISSUER, AUDIENCE);
     let (mode, fetches) = (Arc::new(AtomicU8::new(mode)), Arc::new(AtomicUsize::new(0)));
-    let (jwks, current, count) = (serde_json::to_value(key.jwks()).unwrap(), mode.clone(), fetches.clone());
+    let (jwks, current, count) = (
+        serde_json::to_value(key.jwks()).unwrap(),
+        mode.clone(),
+        fetches.clone(),
+    );
     let app = axum::Router::new().route(
         "/jwks.json",
         axum::routing::get(move || {
@@ -67,7 +71,12 @@ async fn issuer(mode: u8) -> Issuer {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    Issuer { key, mode, fetches, url }
+    Issuer {
+        key,
+        mode,
+        fetches,
+        url,
+    }
 }
 
 fn verifier(issuer: &Issuer, clock: &ManualClock) -> BearerAuthenticator {
@@ -77,8 +86,15 @@ fn verifier(issuer: &Issuer, clock: &ManualClock) -> BearerAuthenticator {
         ("RELEVO_AUTH_JWKS_URL", issuer.url.clone()),
         ("RELEVO_AUTH_ALGORITHMS", "ES256".to_string()),
     ];
-    let settings =
-        AuthSettings::load(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone()), "").unwrap();
+    let settings = AuthSettings::load(
+        |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.clone())
+        },
+        "",
+    )
+    .unwrap();
     BearerAuthenticator::new(settings, Arc::new(HttpKeySource::new(&issuer.url).unwrap()))
         .with_clock(Arc::new(clock.clone()))
 }
@@ -94,7 +110,10 @@ fn token(key: &DevIssuer, sub: &str) -> HeaderMap {
 
 /// A token signed by a key the issuer never had, under a `kid` of its own.
 fn forged(n: usize) -> HeaderMap {
-    token(&DevIssuer::generate(ISSUER, AUDIENCE), &format!("mallory-{n}"))
+    token(
+        &DevIssuer::generate(ISSUER, AUDIENCE),
+        &format!("mallory-{n}"),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -103,14 +122,31 @@ async fn forged_kids_while_the_issuer_is_down_cost_one_fetch_per_interval() {
     let clock = ManualClock::at(NOW);
     let verifier = verifier(&issuer, &clock);
     for n in 0..20 {
-        assert_eq!(verifier.verify(&forged(n)).await, Err(AuthError::KeysUnavailable));
+        assert_eq!(
+            verifier.verify(&forged(n)).await,
+            Err(AuthError::KeysUnavailable)
+        );
     }
-    assert_eq!(issuer.fetches(), 1, "20 forged tokens while the issuer fails: one fetch");
+    assert_eq!(
+        issuer.fetches(),
+        1,
+        "20 forged tokens while the issuer fails: one fetch"
+    );
     clock.advance(COLD_RETRY_INTERVAL.as_secs() - 1);
-    assert_eq!(verifier.verify(&forged(20)).await, Err(AuthError::KeysUnavailable));
-    assert_eq!(issuer.fetches(), 1, "a failure is not retried before the interval has passed");
+    assert_eq!(
+        verifier.verify(&forged(20)).await,
+        Err(AuthError::KeysUnavailable)
+    );
+    assert_eq!(
+        issuer.fetches(),
+        1,
+        "a failure is not retried before the interval has passed"
+    );
     clock.advance(1);
-    assert_eq!(verifier.verify(&forged(21)).await, Err(AuthError::KeysUnavailable));
+    assert_eq!(
+        verifier.verify(&forged(21)).await,
+        Err(AuthError::KeysUnavailable)
+    );
     assert_eq!(issuer.fetches(), 2, "retried once the interval has passed");
 
     // The issuer is back: the next fetch (an interval later) is the one that succeeds.
@@ -122,16 +158,34 @@ async fn forged_kids_while_the_issuer_is_down_cost_one_fetch_per_interval() {
     // Keys held: forged kids, whether the refetch they cause succeeds or fails.
     clock.advance(MIN_REFRESH_INTERVAL.as_secs());
     for n in 100..120 {
-        assert_eq!(verifier.verify(&forged(n)).await, Err(AuthError::UnknownKey));
+        assert_eq!(
+            verifier.verify(&forged(n)).await,
+            Err(AuthError::UnknownKey)
+        );
     }
-    assert_eq!(issuer.fetches(), 4, "20 forged kids with keys held: one refetch");
+    assert_eq!(
+        issuer.fetches(),
+        4,
+        "20 forged kids with keys held: one refetch"
+    );
     issuer.set(FAIL);
     clock.advance(MIN_REFRESH_INTERVAL.as_secs());
-    assert_eq!(verifier.verify(&forged(200)).await, Err(AuthError::KeysUnavailable), "the refetch it caused failed");
+    assert_eq!(
+        verifier.verify(&forged(200)).await,
+        Err(AuthError::KeysUnavailable),
+        "the refetch it caused failed"
+    );
     for n in 201..220 {
-        assert_eq!(verifier.verify(&forged(n)).await, Err(AuthError::UnknownKey));
+        assert_eq!(
+            verifier.verify(&forged(n)).await,
+            Err(AuthError::UnknownKey)
+        );
     }
-    assert_eq!(issuer.fetches(), 5, "a failed refetch also waits out the interval");
+    assert_eq!(
+        issuer.fetches(),
+        5,
+        "a failed refetch also waits out the interval"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -146,7 +200,11 @@ async fn concurrent_forged_kids_share_one_fetch() {
     for outcome in futures_join_all(attempts).await {
         assert_eq!(outcome, Err(AuthError::UnknownKey));
     }
-    assert_eq!(issuer.fetches(), 2, "the first fetch, then one refetch for 16 concurrent forged kids");
+    assert_eq!(
+        issuer.fetches(),
+        2,
+        "the first fetch, then one refetch for 16 concurrent forged kids"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -163,18 +221,32 @@ async fn a_known_kid_is_answered_at_once_while_a_forged_kid_fetch_hangs() {
     };
     let waiting = Instant::now();
     while issuer.fetches() < 2 {
-        assert!(waiting.elapsed() < Duration::from_secs(10), "the forged kid caused no refetch");
+        assert!(
+            waiting.elapsed() < Duration::from_secs(10),
+            "the forged kid caused no refetch"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let started = Instant::now();
-    let answered = tokio::time::timeout(Duration::from_secs(1), verifier.verify(&token(&issuer.key, "bob"))).await;
+    let answered = tokio::time::timeout(
+        Duration::from_secs(1),
+        verifier.verify(&token(&issuer.key, "bob")),
+    )
+    .await;
     assert!(
         matches!(answered, Ok(Ok(ref principal)) if principal.subject == "bob"),
         "a known kid waited for the hanging fetch: {answered:?} after {:?}",
         started.elapsed()
     );
-    assert!(!hanging.is_finished(), "the forged kid's fetch is still hanging");
-    assert_eq!(hanging.await.unwrap(), Err(AuthError::KeysUnavailable), "then times out");
+    assert!(
+        !hanging.is_finished(),
+        "the forged kid's fetch is still hanging"
+    );
+    assert_eq!(
+        hanging.await.unwrap(),
+        Err(AuthError::KeysUnavailable),
+        "then times out"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -187,14 +259,23 @@ async fn known_keys_verify_while_the_issuer_is_down() {
     for round in 0..3 {
         clock.advance(MIN_REFRESH_INTERVAL.as_secs());
         let _ = verifier.verify(&forged(round)).await;
-        let principal = verifier.verify(&token(&issuer.key, &format!("user-{round}"))).await.unwrap();
+        let principal = verifier
+            .verify(&token(&issuer.key, &format!("user-{round}")))
+            .await
+            .unwrap();
         assert_eq!(principal.subject, format!("user-{round}"));
     }
-    assert_eq!(issuer.fetches(), 4, "one failed refetch per interval, the keys held kept");
+    assert_eq!(
+        issuer.fetches(),
+        4,
+        "one failed refetch per interval, the keys held kept"
+    );
 }
 
 /// Runs the futures concurrently on this task and returns their outcomes in order.
-async fn futures_join_all<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
+async fn futures_join_all<F: std::future::Future>(
+    futures: impl Iterator<Item = F>,
+) -> Vec<F::Output> {
     let mut set = Vec::new();
     for future in futures {
         set.push(Box::pin(future));
@@ -210,7 +291,11 @@ async fn futures_join_all<F: std::future::Future>(futures: impl Iterator<Item = 
                 }
             }
         }
-        if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
     })
     .await;
     outcomes.into_iter().map(|o| o.unwrap()).collect()

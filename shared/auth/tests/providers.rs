@@ -36,7 +36,10 @@ const TEST_CERT: &str = include_str!("fixtures/provider-test-cert.pem");
 const MCP_URL: &str = "https://mcp.example.com/mcp";
 
 fn pem_body(pem: &str) -> Vec<u8> {
-    let body: String = pem.lines().filter(|line| !line.starts_with("-----")).collect();
+    let body: String = pem
+        .lines()
+        .filter(|line| !line.starts_with("-----"))
+        .collect();
     STANDARD.decode(body).unwrap()
 }
 
@@ -59,16 +62,29 @@ fn thumbprint_and_chain() -> (String, String) {
 
 /// A compact JWS of `header` and `claims`, RS256 with `pem`'s key.
 fn sign(pem: &str, header: &Value, claims: &Value) -> String {
-    let signing_input = format!("{}.{}", B64.encode(header.to_string()), B64.encode(claims.to_string()));
+    let signing_input = format!(
+        "{}.{}",
+        B64.encode(header.to_string()),
+        B64.encode(claims.to_string())
+    );
     let pair = key_pair(pem);
     let mut signature = vec![0; pair.public().modulus_len()];
-    pair.sign(&RSA_PKCS1_SHA256, &SystemRandom::new(), signing_input.as_bytes(), &mut signature).unwrap();
+    pair.sign(
+        &RSA_PKCS1_SHA256,
+        &SystemRandom::new(),
+        signing_input.as_bytes(),
+        &mut signature,
+    )
+    .unwrap();
     format!("{signing_input}.{}", B64.encode(signature))
 }
 
 fn bearer(token: &str) -> HeaderMap {
     let mut headers = HeaderMap::new();
-    headers.insert("authorization", HeaderValue::from_str(&format!("Bearer {token}")).unwrap());
+    headers.insert(
+        "authorization",
+        HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
+    );
     headers
 }
 
@@ -77,9 +93,18 @@ fn bearer(token: &str) -> HeaderMap {
 fn verifier(vars: &[(&str, &str)], provider: Option<&str>, jwks: &Value) -> BearerAuthenticator {
     let mut vars: Vec<(&str, &str)> = vars.to_vec();
     vars.extend(provider.map(|p| ("RELEVO_AUTH_PROVIDER", p)));
-    let settings =
-        AuthSettings::load(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()), "").unwrap();
-    let keys = Arc::new(StaticKeySource(serde_json::from_value(jwks.clone()).unwrap()));
+    let settings = AuthSettings::load(
+        |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        },
+        "",
+    )
+    .unwrap();
+    let keys = Arc::new(StaticKeySource(
+        serde_json::from_value(jwks.clone()).unwrap(),
+    ));
     BearerAuthenticator::new(settings, keys).with_clock(Arc::new(ManualClock::at(NOW)))
 }
 
@@ -150,16 +175,23 @@ fn cognito_access_claims() -> Value {
 }
 
 #[tokio::test]
-async fn cognito_access_token_is_accepted_with_provider_cognito_and_refused_as_generic_for_lacking_aud() {
+async fn cognito_access_token_is_accepted_with_provider_cognito_and_refused_as_generic_for_lacking_aud()
+ {
     let token = sign(TEST_KEY, &cognito_header(), &cognito_access_claims());
 
     let cognito = verifier(&cognito_vars(), Some("cognito"), &cognito_jwks());
     let principal = verify(&cognito, &token).await.unwrap();
-    assert_eq!((principal.tenant.as_str(), principal.subject.as_str()), ("acme", "aaaaaaaa-bbbb-cccc-dddd-example"));
+    assert_eq!(
+        (principal.tenant.as_str(), principal.subject.as_str()),
+        ("acme", "aaaaaaaa-bbbb-cccc-dddd-example")
+    );
     assert!(principal.holds(&["relevo/notes.read".into(), "relevo/notes.write".into()]));
 
     let generic = verifier(&cognito_vars(), None, &cognito_jwks());
-    assert_eq!(verify(&generic, &token).await.unwrap_err(), AuthError::MissingClaim("aud".into()));
+    assert_eq!(
+        verify(&generic, &token).await.unwrap_err(),
+        AuthError::MissingClaim("aud".into())
+    );
 }
 
 #[tokio::test]
@@ -183,20 +215,40 @@ async fn cognito_id_token_is_refused_as_not_an_access_token() {
     });
     let cognito = verifier(&cognito_vars(), Some("cognito"), &cognito_jwks());
     let token = sign(TEST_KEY, &cognito_header(), &id_token);
-    assert_eq!(verify(&cognito, &token).await.unwrap_err(), AuthError::NotAnAccessToken);
+    assert_eq!(
+        verify(&cognito, &token).await.unwrap_err(),
+        AuthError::NotAnAccessToken
+    );
 
-    let no_token_use = sign(TEST_KEY, &cognito_header(), &with(&cognito_access_claims(), json!({ "token_use": null })));
-    assert_eq!(verify(&cognito, &no_token_use).await.unwrap_err(), AuthError::MissingClaim("token_use".into()));
+    let no_token_use = sign(
+        TEST_KEY,
+        &cognito_header(),
+        &with(&cognito_access_claims(), json!({ "token_use": null })),
+    );
+    assert_eq!(
+        verify(&cognito, &no_token_use).await.unwrap_err(),
+        AuthError::MissingClaim("token_use".into())
+    );
 }
 
 #[tokio::test]
 async fn cognito_token_of_another_app_client_is_refused() {
     let cognito = verifier(&cognito_vars(), Some("cognito"), &cognito_jwks());
-    let other = with(&cognito_access_claims(), json!({ "client_id": "9otherclient0000" }));
-    assert_eq!(verify(&cognito, &sign(TEST_KEY, &cognito_header(), &other)).await.unwrap_err(), AuthError::WrongClient);
+    let other = with(
+        &cognito_access_claims(),
+        json!({ "client_id": "9otherclient0000" }),
+    );
+    assert_eq!(
+        verify(&cognito, &sign(TEST_KEY, &cognito_header(), &other))
+            .await
+            .unwrap_err(),
+        AuthError::WrongClient
+    );
     let none = with(&cognito_access_claims(), json!({ "client_id": null }));
     assert_eq!(
-        verify(&cognito, &sign(TEST_KEY, &cognito_header(), &none)).await.unwrap_err(),
+        verify(&cognito, &sign(TEST_KEY, &cognito_header(), &none))
+            .await
+            .unwrap_err(),
         AuthError::MissingClaim("client_id".into())
     );
 }
@@ -205,10 +257,19 @@ async fn cognito_token_of_another_app_client_is_refused() {
 async fn cognito_access_token_bound_to_a_resource_must_name_this_server() {
     let cognito = verifier(&cognito_vars(), Some("cognito"), &cognito_jwks());
     let ours = with(&cognito_access_claims(), json!({ "aud": MCP_URL }));
-    assert!(verify(&cognito, &sign(TEST_KEY, &cognito_header(), &ours)).await.is_ok());
-    let theirs = with(&cognito_access_claims(), json!({ "aud": ["https://other.example.com/api"] }));
+    assert!(
+        verify(&cognito, &sign(TEST_KEY, &cognito_header(), &ours))
+            .await
+            .is_ok()
+    );
+    let theirs = with(
+        &cognito_access_claims(),
+        json!({ "aud": ["https://other.example.com/api"] }),
+    );
     assert_eq!(
-        verify(&cognito, &sign(TEST_KEY, &cognito_header(), &theirs)).await.unwrap_err(),
+        verify(&cognito, &sign(TEST_KEY, &cognito_header(), &theirs))
+            .await
+            .unwrap_err(),
         AuthError::WrongAudience
     );
 }
@@ -266,7 +327,10 @@ async fn auth0_permissions_count_as_scopes_with_provider_auth0_and_not_as_generi
 
     let auth0 = verifier(&auth0_vars(), Some("auth0"), &auth0_jwks());
     let principal = verify(&auth0, &token).await.unwrap();
-    assert_eq!((principal.tenant.as_str(), principal.subject.as_str()), ("org_acme123", "auth0|123456"));
+    assert_eq!(
+        (principal.tenant.as_str(), principal.subject.as_str()),
+        ("org_acme123", "auth0|123456")
+    );
     assert!(principal.holds(&["notes:write".into(), "openid".into()]));
 
     // Generic (its issuer given with the slash, as it would have to be) reads the array `aud`
@@ -274,18 +338,37 @@ async fn auth0_permissions_count_as_scopes_with_provider_auth0_and_not_as_generi
     let mut generic_vars = auth0_vars();
     generic_vars[0] = ("RELEVO_AUTH_ISSUER", "https://relevo-test.us.auth0.com/");
     let generic = verifier(&generic_vars, None, &auth0_jwks());
-    assert_eq!(verify(&generic, &token).await.unwrap_err(), AuthError::InsufficientScope(vec!["notes:read".into()]));
-    let scoped = sign(TEST_KEY, &auth0_header(), &with(&auth0_claims(), json!({ "scope": "openid notes:read" })));
-    assert!(verify(&generic, &scoped).await.is_ok(), "an Auth0 token with the scope in `scope` passes as generic");
+    assert_eq!(
+        verify(&generic, &token).await.unwrap_err(),
+        AuthError::InsufficientScope(vec!["notes:read".into()])
+    );
+    let scoped = sign(
+        TEST_KEY,
+        &auth0_header(),
+        &with(&auth0_claims(), json!({ "scope": "openid notes:read" })),
+    );
+    assert!(
+        verify(&generic, &scoped).await.is_ok(),
+        "an Auth0 token with the scope in `scope` passes as generic"
+    );
 }
 
 #[tokio::test]
 async fn auth0_issuer_is_compared_exactly_with_its_trailing_slash() {
     let auth0 = verifier(&auth0_vars(), Some("auth0"), &auth0_jwks());
     let no_slash = with(&auth0_claims(), json!({ "iss": AUTH0_TENANT }));
-    assert_eq!(verify(&auth0, &sign(TEST_KEY, &auth0_header(), &no_slash)).await.unwrap_err(), AuthError::WrongIssuer);
+    assert_eq!(
+        verify(&auth0, &sign(TEST_KEY, &auth0_header(), &no_slash))
+            .await
+            .unwrap_err(),
+        AuthError::WrongIssuer
+    );
     let generic = verifier(&auth0_vars(), None, &auth0_jwks());
-    let token = sign(TEST_KEY, &auth0_header(), &with(&auth0_claims(), json!({ "scope": "notes:read" })));
+    let token = sign(
+        TEST_KEY,
+        &auth0_header(),
+        &with(&auth0_claims(), json!({ "scope": "notes:read" })),
+    );
     assert_eq!(
         verify(&generic, &token).await.unwrap_err(),
         AuthError::WrongIssuer,
@@ -298,13 +381,28 @@ async fn auth0_token_for_another_client_is_refused_when_clients_are_listed() {
     let mut vars = auth0_vars();
     vars.push(("RELEVO_AUTH_CLIENT_IDS", AUTH0_CLIENT));
     let auth0 = verifier(&vars, Some("auth0"), &auth0_jwks());
-    assert!(verify(&auth0, &sign(TEST_KEY, &auth0_header(), &auth0_claims())).await.is_ok());
+    assert!(
+        verify(&auth0, &sign(TEST_KEY, &auth0_header(), &auth0_claims()))
+            .await
+            .is_ok()
+    );
     let other = with(&auth0_claims(), json!({ "azp": "ZzOtherClient" }));
-    assert_eq!(verify(&auth0, &sign(TEST_KEY, &auth0_header(), &other)).await.unwrap_err(), AuthError::WrongClient);
+    assert_eq!(
+        verify(&auth0, &sign(TEST_KEY, &auth0_header(), &other))
+            .await
+            .unwrap_err(),
+        AuthError::WrongClient
+    );
     // The RFC 9068 profile names the client `client_id` instead of `azp`.
-    let rfc9068 =
-        with(&auth0_claims(), json!({ "azp": null, "client_id": AUTH0_CLIENT, "jti": "73WakrfVbNJBaAmhQtEeDv" }));
-    assert!(verify(&auth0, &sign(TEST_KEY, &auth0_header(), &rfc9068)).await.is_ok());
+    let rfc9068 = with(
+        &auth0_claims(),
+        json!({ "azp": null, "client_id": AUTH0_CLIENT, "jti": "73WakrfVbNJBaAmhQtEeDv" }),
+    );
+    assert!(
+        verify(&auth0, &sign(TEST_KEY, &auth0_header(), &rfc9068))
+            .await
+            .is_ok()
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -355,18 +453,32 @@ fn okta_claims() -> Value {
 /// Honest note: as generic, an Okta token verifies too (generic already reads `scp` arrays)
 /// unless clients are listed: generic looks for RFC 9068's `client_id`, which Okta names `cid`.
 #[tokio::test]
-async fn okta_access_token_is_accepted_with_provider_okta_and_its_client_cannot_be_checked_as_generic() {
+async fn okta_access_token_is_accepted_with_provider_okta_and_its_client_cannot_be_checked_as_generic()
+ {
     let token = sign(TEST_KEY, &okta_header(), &okta_claims());
 
     let okta = verifier(&okta_vars(), Some("okta"), &okta_jwks());
     let principal = verify(&okta, &token).await.unwrap();
-    assert_eq!((principal.tenant.as_str(), principal.subject.as_str()), ("acme", "alice@example.com"));
+    assert_eq!(
+        (principal.tenant.as_str(), principal.subject.as_str()),
+        ("acme", "alice@example.com")
+    );
     assert!(principal.holds(&["openid".into(), "notes:read".into()]));
 
     let generic = verifier(&okta_vars(), None, &okta_jwks());
-    assert_eq!(verify(&generic, &token).await.unwrap_err(), AuthError::MissingClaim("client_id".into()));
-    let unrestricted: Vec<_> = okta_vars().into_iter().filter(|(k, _)| *k != "RELEVO_AUTH_CLIENT_IDS").collect();
-    assert!(verify(&verifier(&unrestricted, None, &okta_jwks()), &token).await.is_ok());
+    assert_eq!(
+        verify(&generic, &token).await.unwrap_err(),
+        AuthError::MissingClaim("client_id".into())
+    );
+    let unrestricted: Vec<_> = okta_vars()
+        .into_iter()
+        .filter(|(k, _)| *k != "RELEVO_AUTH_CLIENT_IDS")
+        .collect();
+    assert!(
+        verify(&verifier(&unrestricted, None, &okta_jwks()), &token)
+            .await
+            .is_ok()
+    );
 }
 
 #[tokio::test]
@@ -374,12 +486,19 @@ async fn okta_token_from_another_client_or_audience_is_refused() {
     let okta = verifier(&okta_vars(), Some("okta"), &okta_jwks());
     let other_client = with(&okta_claims(), json!({ "cid": "0oa2otherclient" }));
     assert_eq!(
-        verify(&okta, &sign(TEST_KEY, &okta_header(), &other_client)).await.unwrap_err(),
+        verify(&okta, &sign(TEST_KEY, &okta_header(), &other_client))
+            .await
+            .unwrap_err(),
         AuthError::WrongClient
     );
     // The org authorization server's access token: `aud` is the org URL.
     let org = with(&okta_claims(), json!({ "aud": "https://acme.okta.com" }));
-    assert_eq!(verify(&okta, &sign(TEST_KEY, &okta_header(), &org)).await.unwrap_err(), AuthError::WrongAudience);
+    assert_eq!(
+        verify(&okta, &sign(TEST_KEY, &okta_header(), &org))
+            .await
+            .unwrap_err(),
+        AuthError::WrongAudience
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -387,7 +506,8 @@ async fn okta_token_from_another_client_or_audience_is_refused() {
 // string (delegated) or `roles` an array (app-only).
 
 const ENTRA_TENANT: &str = "72f988bf-86f1-41af-91ab-2d7cd011db47";
-const ENTRA_ISSUER: &str = "https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/v2.0";
+const ENTRA_ISSUER: &str =
+    "https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/v2.0";
 const ENTRA_API: &str = "6e74172b-be56-4843-9ff4-e66a39bb12e3";
 const ENTRA_CLIENT: &str = "2a1d0f3c-7e5b-4c8a-9f16-0b3e4d5c6a7b";
 
@@ -395,7 +515,10 @@ fn entra_vars() -> Vec<(&'static str, &'static str)> {
     vec![
         ("RELEVO_AUTH_ISSUER", ENTRA_ISSUER),
         ("RELEVO_AUTH_AUDIENCE", MCP_URL),
-        ("RELEVO_AUTH_ACCEPTED_AUDIENCES", "6e74172b-be56-4843-9ff4-e66a39bb12e3 api://relevo-mcp"),
+        (
+            "RELEVO_AUTH_ACCEPTED_AUDIENCES",
+            "6e74172b-be56-4843-9ff4-e66a39bb12e3 api://relevo-mcp",
+        ),
         ("RELEVO_AUTH_REQUIRED_SCOPES", "Notes.Read"),
     ]
 }
@@ -473,15 +596,24 @@ async fn entra_app_only_token_is_accepted_with_provider_entra_and_refused_as_gen
         (principal.tenant.as_str(), principal.subject.as_str()),
         (ENTRA_TENANT, "8f7c2b1a-1111-2222-3333-444455556666")
     );
-    assert!(principal.holds(&["Notes.Read.All".into()]), "app roles are the app-only token's scopes");
+    assert!(
+        principal.holds(&["Notes.Read.All".into()]),
+        "app roles are the app-only token's scopes"
+    );
 
     let generic = verifier(&entra_vars(), None, &entra_jwks());
-    assert_eq!(verify(&generic, &token).await.unwrap_err(), AuthError::MissingClaim("tenant".into()));
+    assert_eq!(
+        verify(&generic, &token).await.unwrap_err(),
+        AuthError::MissingClaim("tenant".into())
+    );
     // Even told where the tenant is, generic does not read `roles`: no scope at all.
     let mut told = entra_vars();
     told.push(("RELEVO_AUTH_TENANT_CLAIM", "tid"));
     let generic = verifier(&told, None, &entra_jwks());
-    assert_eq!(verify(&generic, &token).await.unwrap_err(), AuthError::InsufficientScope(vec!["Notes.Read".into()]));
+    assert_eq!(
+        verify(&generic, &token).await.unwrap_err(),
+        AuthError::InsufficientScope(vec!["Notes.Read".into()])
+    );
 }
 
 #[tokio::test]
@@ -493,11 +625,27 @@ async fn entra_delegated_token_reads_scp_and_names_the_user_by_oid() {
     assert_eq!(principal.tenant, ENTRA_TENANT);
     assert!(principal.holds(&["Notes.Read".into(), "Notes.Write".into()]));
 
-    let no_oid = sign(TEST_KEY, &entra_header(), &with(&entra_delegated_claims(), json!({ "oid": null })));
-    assert_eq!(verify(&entra, &no_oid).await.unwrap_err(), AuthError::MissingClaim("oid".into()));
-    let app_id_uri =
-        sign(TEST_KEY, &entra_header(), &with(&entra_delegated_claims(), json!({ "aud": "api://relevo-mcp" })));
-    assert!(verify(&entra, &app_id_uri).await.is_ok(), "either accepted audience will do");
+    let no_oid = sign(
+        TEST_KEY,
+        &entra_header(),
+        &with(&entra_delegated_claims(), json!({ "oid": null })),
+    );
+    assert_eq!(
+        verify(&entra, &no_oid).await.unwrap_err(),
+        AuthError::MissingClaim("oid".into())
+    );
+    let app_id_uri = sign(
+        TEST_KEY,
+        &entra_header(),
+        &with(
+            &entra_delegated_claims(),
+            json!({ "aud": "api://relevo-mcp" }),
+        ),
+    );
+    assert!(
+        verify(&entra, &app_id_uri).await.is_ok(),
+        "either accepted audience will do"
+    );
 }
 
 #[tokio::test]
@@ -508,15 +656,27 @@ async fn entra_token_from_another_tenant_is_refused() {
         &entra_delegated_claims(),
         json!({ "iss": format!("https://login.microsoftonline.com/{other}/v2.0"), "tid": other }),
     );
-    assert_eq!(verify(&entra, &sign(TEST_KEY, &entra_header(), &foreign)).await.unwrap_err(), AuthError::WrongIssuer);
-    let mismatched = with(&entra_delegated_claims(), json!({ "tid": other }));
     assert_eq!(
-        verify(&entra, &sign(TEST_KEY, &entra_header(), &mismatched)).await.unwrap_err(),
+        verify(&entra, &sign(TEST_KEY, &entra_header(), &foreign))
+            .await
+            .unwrap_err(),
         AuthError::WrongIssuer
     );
-    let for_graph = with(&entra_delegated_claims(), json!({ "aud": "00000003-0000-0000-c000-000000000000" }));
+    let mismatched = with(&entra_delegated_claims(), json!({ "tid": other }));
     assert_eq!(
-        verify(&entra, &sign(TEST_KEY, &entra_header(), &for_graph)).await.unwrap_err(),
+        verify(&entra, &sign(TEST_KEY, &entra_header(), &mismatched))
+            .await
+            .unwrap_err(),
+        AuthError::WrongIssuer
+    );
+    let for_graph = with(
+        &entra_delegated_claims(),
+        json!({ "aud": "00000003-0000-0000-c000-000000000000" }),
+    );
+    assert_eq!(
+        verify(&entra, &sign(TEST_KEY, &entra_header(), &for_graph))
+            .await
+            .unwrap_err(),
         AuthError::WrongAudience
     );
 }
@@ -526,9 +686,24 @@ async fn entra_token_from_an_unlisted_client_is_refused_when_clients_are_listed(
     let mut vars = entra_vars();
     vars.push(("RELEVO_AUTH_CLIENT_IDS", ENTRA_CLIENT));
     let entra = verifier(&vars, Some("entra"), &entra_jwks());
-    assert!(verify(&entra, &sign(TEST_KEY, &entra_header(), &entra_app_claims())).await.is_ok());
-    let other = with(&entra_app_claims(), json!({ "azp": "99999999-0000-0000-0000-000000000000" }));
-    assert_eq!(verify(&entra, &sign(TEST_KEY, &entra_header(), &other)).await.unwrap_err(), AuthError::WrongClient);
+    assert!(
+        verify(
+            &entra,
+            &sign(TEST_KEY, &entra_header(), &entra_app_claims())
+        )
+        .await
+        .is_ok()
+    );
+    let other = with(
+        &entra_app_claims(),
+        json!({ "azp": "99999999-0000-0000-0000-000000000000" }),
+    );
+    assert_eq!(
+        verify(&entra, &sign(TEST_KEY, &entra_header(), &other))
+            .await
+            .unwrap_err(),
+        AuthError::WrongClient
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -537,14 +712,39 @@ async fn entra_token_from_an_unlisted_client_is_refused_when_clients_are_listed(
 #[tokio::test]
 async fn provider_shaped_token_signed_by_another_key_is_refused() {
     let cases = [
-        (verifier(&cognito_vars(), Some("cognito"), &cognito_jwks()), cognito_header(), cognito_access_claims()),
-        (verifier(&auth0_vars(), Some("auth0"), &auth0_jwks()), auth0_header(), auth0_claims()),
-        (verifier(&okta_vars(), Some("okta"), &okta_jwks()), okta_header(), okta_claims()),
-        (verifier(&entra_vars(), Some("entra"), &entra_jwks()), entra_header(), entra_app_claims()),
+        (
+            verifier(&cognito_vars(), Some("cognito"), &cognito_jwks()),
+            cognito_header(),
+            cognito_access_claims(),
+        ),
+        (
+            verifier(&auth0_vars(), Some("auth0"), &auth0_jwks()),
+            auth0_header(),
+            auth0_claims(),
+        ),
+        (
+            verifier(&okta_vars(), Some("okta"), &okta_jwks()),
+            okta_header(),
+            okta_claims(),
+        ),
+        (
+            verifier(&entra_vars(), Some("entra"), &entra_jwks()),
+            entra_header(),
+            entra_app_claims(),
+        ),
     ];
     for (verifier, header, claims) in cases {
-        assert!(verify(&verifier, &sign(TEST_KEY, &header, &claims)).await.is_ok(), "{header}");
+        assert!(
+            verify(&verifier, &sign(TEST_KEY, &header, &claims))
+                .await
+                .is_ok(),
+            "{header}"
+        );
         let forged = sign(IMPOSTOR_KEY, &header, &claims);
-        assert_eq!(verify(&verifier, &forged).await.unwrap_err(), AuthError::BadSignature, "{header}");
+        assert_eq!(
+            verify(&verifier, &forged).await.unwrap_err(),
+            AuthError::BadSignature,
+            "{header}"
+        );
     }
 }

@@ -17,7 +17,10 @@ const ISSUER: &str = "https://issuer.test";
 const AUDIENCE: &str = "https://mcp.test/mcp";
 
 fn now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
 }
 
 struct Issuer {
@@ -46,7 +49,12 @@ async fn issuer() -> Issuer {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    Issuer { key, served, fetches, url }
+    Issuer {
+        key,
+        served,
+        fetches,
+        url,
+    }
 }
 
 fn settings(jwks_url: &str, required_scopes: &[&str]) -> AuthSettings {
@@ -60,11 +68,22 @@ fn settings(jwks_url: &str, required_scopes: &[&str]) -> AuthSettings {
     if !required_scopes.is_empty() {
         vars.push(("RELEVO_AUTH_REQUIRED_SCOPES", required_scopes.join(" ")));
     }
-    AuthSettings::load(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone()), "").unwrap()
+    AuthSettings::load(
+        |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.clone())
+        },
+        "",
+    )
+    .unwrap()
 }
 
 fn verifier(issuer: &Issuer, required_scopes: &[&str]) -> BearerAuthenticator {
-    BearerAuthenticator::new(settings(&issuer.url, required_scopes), Arc::new(HttpKeySource::new(&issuer.url).unwrap()))
+    BearerAuthenticator::new(
+        settings(&issuer.url, required_scopes),
+        Arc::new(HttpKeySource::new(&issuer.url).unwrap()),
+    )
 }
 
 fn claims(overrides: Value) -> Value {
@@ -82,17 +101,32 @@ fn claims(overrides: Value) -> Value {
 
 fn bearer(token: &str) -> HeaderMap {
     let mut headers = HeaderMap::new();
-    headers.insert("authorization", HeaderValue::from_str(&format!("Bearer {token}")).unwrap());
+    headers.insert(
+        "authorization",
+        HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
+    );
     headers
 }
 
 #[tokio::test]
 async fn valid_token_yields_tenant_subject_and_scopes() {
     let issuer = issuer().await;
-    let token = issuer.key.sign(&claims(json!({ "scope": "notes:read notes:write" }))).unwrap();
-    let principal = verifier(&issuer, &[]).verify(&bearer(&token)).await.unwrap();
-    assert_eq!((principal.tenant.as_str(), principal.subject.as_str()), ("acme", "alice"));
-    assert!(relevo_auth::ring_crypto::installed(), "ring verifies the signatures");
+    let token = issuer
+        .key
+        .sign(&claims(json!({ "scope": "notes:read notes:write" })))
+        .unwrap();
+    let principal = verifier(&issuer, &[])
+        .verify(&bearer(&token))
+        .await
+        .unwrap();
+    assert_eq!(
+        (principal.tenant.as_str(), principal.subject.as_str()),
+        ("acme", "alice")
+    );
+    assert!(
+        relevo_auth::ring_crypto::installed(),
+        "ring verifies the signatures"
+    );
     assert!(principal.holds(&["notes:read".into(), "notes:write".into()]));
 }
 
@@ -118,15 +152,29 @@ async fn malformed_tokens_are_invalid_token() {
         let error = verifier.verify(&bearer(token)).await.unwrap_err();
         assert_eq!(error, AuthError::MalformedToken, "{token}");
         assert_eq!(verifier.challenge(&error).status, StatusCode::UNAUTHORIZED);
-        assert!(verifier.challenge(&error).www_authenticate.contains("error=\"invalid_token\""));
+        assert!(
+            verifier
+                .challenge(&error)
+                .www_authenticate
+                .contains("error=\"invalid_token\"")
+        );
     }
     let mut basic = HeaderMap::new();
-    basic.insert("authorization", HeaderValue::from_static("Basic YWxpY2U6cGFzcw=="));
+    basic.insert(
+        "authorization",
+        HeaderValue::from_static("Basic YWxpY2U6cGFzcw=="),
+    );
     // Another scheme carries no Bearer token: the bare 401 challenge (RFC 6750 §3.1).
-    assert_eq!(verifier.verify(&basic).await.unwrap_err(), AuthError::MissingToken);
+    assert_eq!(
+        verifier.verify(&basic).await.unwrap_err(),
+        AuthError::MissingToken
+    );
     let mut empty = HeaderMap::new();
     empty.insert("authorization", HeaderValue::from_static("Bearer "));
-    assert_eq!(verifier.verify(&empty).await.unwrap_err(), AuthError::MalformedHeader);
+    assert_eq!(
+        verifier.verify(&empty).await.unwrap_err(),
+        AuthError::MalformedHeader
+    );
 }
 
 #[tokio::test]
@@ -135,17 +183,36 @@ async fn wrong_signature_is_refused() {
     let mut impostor = DevIssuer::generate(ISSUER, AUDIENCE);
     impostor.kid = issuer.key.kid.clone();
     let token = impostor.sign(&claims(json!({}))).unwrap();
-    assert_eq!(verifier(&issuer, &[]).verify(&bearer(&token)).await.unwrap_err(), AuthError::BadSignature);
+    assert_eq!(
+        verifier(&issuer, &[])
+            .verify(&bearer(&token))
+            .await
+            .unwrap_err(),
+        AuthError::BadSignature
+    );
 }
 
 #[tokio::test]
 async fn alg_none_is_refused() {
     use base64::Engine;
     let b64 = |v: Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
-    let token = format!("{}.{}.", b64(json!({ "alg": "none", "typ": "JWT", "kid": "x" })), b64(claims(json!({}))));
+    let token = format!(
+        "{}.{}.",
+        b64(json!({ "alg": "none", "typ": "JWT", "kid": "x" })),
+        b64(claims(json!({})))
+    );
     let issuer = issuer().await;
-    let error = verifier(&issuer, &[]).verify(&bearer(&token)).await.unwrap_err();
-    assert!(matches!(error, AuthError::MalformedToken | AuthError::AlgorithmNotAllowed), "{error:?}");
+    let error = verifier(&issuer, &[])
+        .verify(&bearer(&token))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            AuthError::MalformedToken | AuthError::AlgorithmNotAllowed
+        ),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]
@@ -155,8 +222,19 @@ async fn hs256_signed_with_the_public_key_is_refused() {
     let public = serde_json::to_vec(&issuer.key.jwks()).unwrap();
     let mut header = Header::new(jsonwebtoken::Algorithm::HS256);
     header.kid = Some(issuer.key.kid.clone());
-    let token = encode(&header, &claims(json!({})), &EncodingKey::from_secret(&public).unwrap()).unwrap();
-    assert_eq!(verifier(&issuer, &[]).verify(&bearer(&token)).await.unwrap_err(), AuthError::AlgorithmNotAllowed);
+    let token = encode(
+        &header,
+        &claims(json!({})),
+        &EncodingKey::from_secret(&public).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        verifier(&issuer, &[])
+            .verify(&bearer(&token))
+            .await
+            .unwrap_err(),
+        AuthError::AlgorithmNotAllowed
+    );
 }
 
 #[tokio::test]
@@ -165,13 +243,25 @@ async fn expired_and_not_yet_valid_tokens_are_refused() {
     let verifier = verifier(&issuer, &[]);
     let t = now();
     let expired = issuer.key.sign(&claims(json!({ "exp": t - 60 }))).unwrap();
-    assert_eq!(verifier.verify(&bearer(&expired)).await.unwrap_err(), AuthError::Expired);
+    assert_eq!(
+        verifier.verify(&bearer(&expired)).await.unwrap_err(),
+        AuthError::Expired
+    );
     let early = issuer.key.sign(&claims(json!({ "nbf": t + 600 }))).unwrap();
-    assert_eq!(verifier.verify(&bearer(&early)).await.unwrap_err(), AuthError::NotYetValid);
+    assert_eq!(
+        verifier.verify(&bearer(&early)).await.unwrap_err(),
+        AuthError::NotYetValid
+    );
     let within_skew = issuer.key.sign(&claims(json!({ "exp": t - 2 }))).unwrap();
-    assert!(verifier.verify(&bearer(&within_skew)).await.is_ok(), "2 s past exp is inside the 5 s leeway");
+    assert!(
+        verifier.verify(&bearer(&within_skew)).await.is_ok(),
+        "2 s past exp is inside the 5 s leeway"
+    );
     let no_exp = issuer.key.sign(&claims(json!({ "exp": null }))).unwrap();
-    assert_eq!(verifier.verify(&bearer(&no_exp)).await.unwrap_err(), AuthError::MissingClaim("exp".into()));
+    assert_eq!(
+        verifier.verify(&bearer(&no_exp)).await.unwrap_err(),
+        AuthError::MissingClaim("exp".into())
+    );
 }
 
 /// An issuer and a verifier whose clock starts now and moves only when told.
@@ -189,18 +279,30 @@ async fn a_remembered_token_still_expires_by_the_injected_clock() {
     let token = issuer.key.sign(&claims(json!({ "exp": t + 60 }))).unwrap();
     assert!(verifier.verify(&bearer(&token)).await.is_ok());
     clock.advance(65);
-    assert!(verifier.verify(&bearer(&token)).await.is_ok(), "exp + 5 s leeway is the last valid second");
+    assert!(
+        verifier.verify(&bearer(&token)).await.is_ok(),
+        "exp + 5 s leeway is the last valid second"
+    );
     clock.advance(1);
-    assert_eq!(verifier.verify(&bearer(&token)).await.unwrap_err(), AuthError::Expired);
+    assert_eq!(
+        verifier.verify(&bearer(&token)).await.unwrap_err(),
+        AuthError::Expired
+    );
 }
 
 #[tokio::test]
 async fn not_before_is_checked_by_the_injected_clock() {
     let (issuer, verifier, clock, t) = clocked().await;
     let token = issuer.key.sign(&claims(json!({ "nbf": t + 100 }))).unwrap();
-    assert_eq!(verifier.verify(&bearer(&token)).await.unwrap_err(), AuthError::NotYetValid);
+    assert_eq!(
+        verifier.verify(&bearer(&token)).await.unwrap_err(),
+        AuthError::NotYetValid
+    );
     clock.advance(95);
-    assert!(verifier.verify(&bearer(&token)).await.is_ok(), "nbf - 5 s leeway is the first valid second");
+    assert!(
+        verifier.verify(&bearer(&token)).await.is_ok(),
+        "nbf - 5 s leeway is the first valid second"
+    );
 }
 
 #[tokio::test]
@@ -213,20 +315,47 @@ async fn only_the_exact_token_that_verified_is_remembered() {
     let mut forged: Vec<char> = signature.chars().collect();
     forged[10] = if forged[10] == 'A' { 'B' } else { 'A' };
     let forged = format!("{signed}.{}", forged.into_iter().collect::<String>());
-    assert_eq!(verifier.verify(&bearer(&forged)).await.unwrap_err(), AuthError::BadSignature);
-    let other_claims = issuer.key.sign(&claims(json!({ "sub": "mallory" }))).unwrap();
-    let mallory = verifier.verify(&bearer(&format!("{}.{signature}", other_claims.rsplit_once('.').unwrap().0))).await;
-    assert_eq!(mallory.unwrap_err(), AuthError::BadSignature, "claims swapped under a remembered signature");
+    assert_eq!(
+        verifier.verify(&bearer(&forged)).await.unwrap_err(),
+        AuthError::BadSignature
+    );
+    let other_claims = issuer
+        .key
+        .sign(&claims(json!({ "sub": "mallory" })))
+        .unwrap();
+    let mallory = verifier
+        .verify(&bearer(&format!(
+            "{}.{signature}",
+            other_claims.rsplit_once('.').unwrap().0
+        )))
+        .await;
+    assert_eq!(
+        mallory.unwrap_err(),
+        AuthError::BadSignature,
+        "claims swapped under a remembered signature"
+    );
 }
 
 #[tokio::test]
 async fn token_for_another_resource_or_issuer_is_refused() {
     let issuer = issuer().await;
     let verifier = verifier(&issuer, &[]);
-    let other_resource = issuer.key.sign(&claims(json!({ "aud": "https://other.test/mcp" }))).unwrap();
-    assert_eq!(verifier.verify(&bearer(&other_resource)).await.unwrap_err(), AuthError::WrongAudience);
-    let other_issuer = issuer.key.sign(&claims(json!({ "iss": "https://evil.test" }))).unwrap();
-    assert_eq!(verifier.verify(&bearer(&other_issuer)).await.unwrap_err(), AuthError::WrongIssuer);
+    let other_resource = issuer
+        .key
+        .sign(&claims(json!({ "aud": "https://other.test/mcp" })))
+        .unwrap();
+    assert_eq!(
+        verifier.verify(&bearer(&other_resource)).await.unwrap_err(),
+        AuthError::WrongAudience
+    );
+    let other_issuer = issuer
+        .key
+        .sign(&claims(json!({ "iss": "https://evil.test" })))
+        .unwrap();
+    assert_eq!(
+        verifier.verify(&bearer(&other_issuer)).await.unwrap_err(),
+        AuthError::WrongIssuer
+    );
 }
 
 #[tokio::test]
@@ -234,7 +363,10 @@ async fn token_without_tenant_is_refused() {
     let issuer = issuer().await;
     let token = issuer.key.sign(&claims(json!({ "tenant": null }))).unwrap();
     assert_eq!(
-        verifier(&issuer, &[]).verify(&bearer(&token)).await.unwrap_err(),
+        verifier(&issuer, &[])
+            .verify(&bearer(&token))
+            .await
+            .unwrap_err(),
         AuthError::MissingClaim("tenant".into())
     );
 }
@@ -243,11 +375,18 @@ async fn token_without_tenant_is_refused() {
 async fn missing_required_scope_is_403_naming_it() {
     let issuer = issuer().await;
     let verifier = verifier(&issuer, &["mcp:use"]);
-    let token = issuer.key.sign(&claims(json!({ "scope": "notes:read" }))).unwrap();
+    let token = issuer
+        .key
+        .sign(&claims(json!({ "scope": "notes:read" })))
+        .unwrap();
     let error = verifier.verify(&bearer(&token)).await.unwrap_err();
     let challenge = verifier.challenge(&error);
     assert_eq!(challenge.status, StatusCode::FORBIDDEN);
-    assert!(challenge.www_authenticate.starts_with("Bearer error=\"insufficient_scope\""));
+    assert!(
+        challenge
+            .www_authenticate
+            .starts_with("Bearer error=\"insufficient_scope\"")
+    );
     assert!(challenge.www_authenticate.contains("scope=\"mcp:use\""));
 }
 
@@ -258,13 +397,27 @@ async fn unknown_kid_refetches_once_then_refuses() {
     let good = issuer.key.sign(&claims(json!({}))).unwrap();
     verifier.verify(&bearer(&good)).await.unwrap();
     verifier.verify(&bearer(&good)).await.unwrap();
-    assert_eq!(issuer.fetches.load(Ordering::SeqCst), 1, "fetched once, then cached");
+    assert_eq!(
+        issuer.fetches.load(Ordering::SeqCst),
+        1,
+        "fetched once, then cached"
+    );
 
     let stranger = DevIssuer::generate(ISSUER, AUDIENCE);
     let token = stranger.sign(&claims(json!({}))).unwrap();
-    assert_eq!(verifier.verify(&bearer(&token)).await.unwrap_err(), AuthError::UnknownKey);
-    assert_eq!(verifier.verify(&bearer(&token)).await.unwrap_err(), AuthError::UnknownKey);
-    assert_eq!(issuer.fetches.load(Ordering::SeqCst), 1, "a refetch waits out the minimum interval");
+    assert_eq!(
+        verifier.verify(&bearer(&token)).await.unwrap_err(),
+        AuthError::UnknownKey
+    );
+    assert_eq!(
+        verifier.verify(&bearer(&token)).await.unwrap_err(),
+        AuthError::UnknownKey
+    );
+    assert_eq!(
+        issuer.fetches.load(Ordering::SeqCst),
+        1,
+        "a refetch waits out the minimum interval"
+    );
 }
 
 #[tokio::test]
@@ -283,8 +436,17 @@ async fn unreachable_jwks_is_503_not_a_pass() {
     let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
     drop(listener);
     let key = DevIssuer::generate(ISSUER, AUDIENCE);
-    let verifier = BearerAuthenticator::new(settings(&url, &[]), Arc::new(HttpKeySource::new(&url).unwrap()));
-    let error = verifier.verify(&bearer(&key.sign(&claims(json!({}))).unwrap())).await.unwrap_err();
+    let verifier = BearerAuthenticator::new(
+        settings(&url, &[]),
+        Arc::new(HttpKeySource::new(&url).unwrap()),
+    );
+    let error = verifier
+        .verify(&bearer(&key.sign(&claims(json!({}))).unwrap()))
+        .await
+        .unwrap_err();
     assert_eq!(error, AuthError::KeysUnavailable);
-    assert_eq!(verifier.challenge(&error).status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        verifier.challenge(&error).status,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
 }

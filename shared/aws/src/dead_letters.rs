@@ -32,7 +32,11 @@ pub struct SqsDeadLetters {
 
 impl SqsDeadLetters {
     pub fn new(client: Client, queue_url: &str, dead_letter_url: &str) -> Self {
-        SqsDeadLetters { client, queue_url: queue_url.into(), dead_letter_url: dead_letter_url.into() }
+        SqsDeadLetters {
+            client,
+            queue_url: queue_url.into(),
+            dead_letter_url: dead_letter_url.into(),
+        }
     }
 
     /// Up to ten messages of the dead-letter queue, hidden for [`HOLD_SECS`].

@@ -9,9 +9,10 @@ use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::error::TransactionCanceledException;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, GlobalSecondaryIndex, KeySchemaElement,
-    KeyType, KeysAndAttributes, Projection, ProjectionType, Put, ReturnValue, ReturnValuesOnConditionCheckFailure,
-    ScalarAttributeType, TimeToLiveSpecification, TransactWriteItem, Update,
+    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, GlobalSecondaryIndex,
+    KeySchemaElement, KeyType, KeysAndAttributes, Projection, ProjectionType, Put, ReturnValue,
+    ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
+    TransactWriteItem, Update,
 };
 use relevo_state::jobs::{Created, Job, JobRef, JobStore};
 use relevo_state::records::{TransactError, TransactFuture, Write, validate_transaction};
@@ -34,8 +35,9 @@ const ACTIVE_SHARDS: u64 = 16;
 
 /// The `active` shard of a job: stable for its record key.
 fn active_shard(storage_key: &str) -> String {
-    let hash =
-        storage_key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let hash = storage_key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
     format!("s{:02}", hash % ACTIVE_SHARDS)
 }
 
@@ -47,7 +49,10 @@ pub struct DynamoStore {
 
 impl DynamoStore {
     pub fn new(client: Client, table: &str) -> Self {
-        DynamoStore { client, table: table.into() }
+        DynamoStore {
+            client,
+            table: table.into(),
+        }
     }
 }
 
@@ -70,11 +75,15 @@ pub(crate) fn n(value: u64) -> AttributeValue {
 }
 
 pub(crate) fn get_n(item: &Item, name: &str) -> Option<u64> {
-    item.get(name).and_then(|v| v.as_n().ok()).and_then(|v| v.parse().ok())
+    item.get(name)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|v| v.parse().ok())
 }
 
 pub(crate) fn get_s<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
-    item.get(name).and_then(|v| v.as_s().ok()).map(String::as_str)
+    item.get(name)
+        .and_then(|v| v.as_s().ok())
+        .map(String::as_str)
 }
 
 pub(crate) fn body_of(item: &Item) -> Result<Value, StoreError> {
@@ -82,7 +91,8 @@ pub(crate) fn body_of(item: &Item) -> Result<Value, StoreError> {
         // A counter ([`RecordStore::count_up`]) keeps its count as a number, not in `body`.
         return Ok(serde_json::json!({ "count": count }));
     }
-    serde_json::from_str(get_s(item, "body").unwrap_or("null")).map_err(|e| StoreError::unavailable("corrupt item", e))
+    serde_json::from_str(get_s(item, "body").unwrap_or("null"))
+        .map_err(|e| StoreError::unavailable("corrupt item", e))
 }
 
 /// The attribute every record write carries: the intent id minted for the port call that made
@@ -129,12 +139,21 @@ fn record_item(key: &RecordKey, revision: u64, body: &Value, expires_at: Option<
 }
 
 fn job_item(job: &Job) -> Result<Item, StoreError> {
-    let body = serde_json::to_value(job).map_err(|e| StoreError::unavailable("cannot encode the job", e))?;
-    let mut item = record_item(&job.job.record_key(), job.revision, &body, Some(job.expires_at));
+    let body = serde_json::to_value(job)
+        .map_err(|e| StoreError::unavailable("cannot encode the job", e))?;
+    let mut item = record_item(
+        &job.job.record_key(),
+        job.revision,
+        &body,
+        Some(job.expires_at),
+    );
     item.insert("status".into(), s(job.status.as_str()));
     item.insert("updated_at".into(), n(job.updated_at));
     if !job.status.is_terminal() {
-        item.insert(ACTIVE_INDEX.into(), s(active_shard(&job.job.record_key().storage_key())));
+        item.insert(
+            ACTIVE_INDEX.into(),
+            s(active_shard(&job.job.record_key().storage_key())),
+        );
     }
     Ok(item)
 }
@@ -142,8 +161,15 @@ fn job_item(job: &Job) -> Result<Item, StoreError> {
 /// A transaction cancelled for a reason other than a refused condition (a conflict with another
 /// transaction, throttling): nothing was written. The exception is kept whole as the source.
 fn cancelled_transaction(cancelled: TransactionCanceledException) -> StoreError {
-    let codes: Vec<&str> = cancelled.cancellation_reasons().iter().map(|r| r.code().unwrap_or("None")).collect();
-    StoreError::unavailable(format!("transaction cancelled ({})", codes.join(", ")), cancelled)
+    let codes: Vec<&str> = cancelled
+        .cancellation_reasons()
+        .iter()
+        .map(|r| r.code().unwrap_or("None"))
+        .collect();
+    StoreError::unavailable(
+        format!("transaction cancelled ({})", codes.join(", ")),
+        cancelled,
+    )
 }
 
 pub(crate) fn job_of(item: &Item) -> Result<Job, StoreError> {
@@ -169,7 +195,10 @@ impl DynamoStore {
     /// bounded number of times; by storage key.
     async fn batch_get(&self, keys: &[String]) -> Result<HashMap<String, Item>, StoreError> {
         let mut found = HashMap::new();
-        let mut pending: Vec<Item> = keys.iter().map(|k| Item::from([("pk".to_string(), s(k))])).collect();
+        let mut pending: Vec<Item> = keys
+            .iter()
+            .map(|k| Item::from([("pk".to_string(), s(k))]))
+            .collect();
         for attempt in 0..BATCH_READ_ATTEMPTS {
             if pending.is_empty() {
                 return Ok(found);
@@ -180,15 +209,27 @@ impl DynamoStore {
                 .consistent_read(true)
                 .build()
                 .map_err(|e| StoreError::unavailable("BatchGetItem request", e))?;
-            let output =
-                self.client.batch_get_item().request_items(&self.table, request).send().await.map_err(sdk_failure)?;
-            for item in output.responses.and_then(|mut r| r.remove(&self.table)).unwrap_or_default() {
+            let output = self
+                .client
+                .batch_get_item()
+                .request_items(&self.table, request)
+                .send()
+                .await
+                .map_err(sdk_failure)?;
+            for item in output
+                .responses
+                .and_then(|mut r| r.remove(&self.table))
+                .unwrap_or_default()
+            {
                 if let Some(pk) = get_s(&item, "pk") {
                     found.insert(pk.to_string(), item);
                 }
             }
-            pending =
-                output.unprocessed_keys.and_then(|mut u| u.remove(&self.table)).map(|k| k.keys).unwrap_or_default();
+            pending = output
+                .unprocessed_keys
+                .and_then(|mut u| u.remove(&self.table))
+                .map(|k| k.keys)
+                .unwrap_or_default();
         }
         if pending.is_empty() {
             return Ok(found);
@@ -197,7 +238,12 @@ impl DynamoStore {
     }
 
     /// A conditional put; `Ok(None)` when the condition failed, with the old item if any.
-    async fn put_if(&self, item: Item, condition: &str, values: Item) -> Result<Result<(), Option<Item>>, StoreError> {
+    async fn put_if(
+        &self,
+        item: Item,
+        condition: &str,
+        values: Item,
+    ) -> Result<Result<(), Option<Item>>, StoreError> {
         let mut request = self
             .client
             .put_item()
@@ -210,7 +256,9 @@ impl DynamoStore {
         }
         match request.send().await {
             Ok(_) => Ok(Ok(())),
-            Err(SdkError::ServiceError(service)) if service.err().is_conditional_check_failed_exception() => {
+            Err(SdkError::ServiceError(service))
+                if service.err().is_conditional_check_failed_exception() =>
+            {
                 match service.into_err() {
                     PutItemError::ConditionalCheckFailedException(failed) => Ok(Err(failed.item)),
                     other => Err(StoreError::unavailable("PutItem", other)),
@@ -234,8 +282,20 @@ impl RecordStore for DynamoStore {
             let mut item = record_item(key, 1, body, expires_at);
             item.insert(INTENT.into(), s(&intent));
             let values = Item::from([(":now".into(), n(now))]);
-            let created = Record { key: key.clone(), revision: 1, body: body.clone(), expires_at };
-            match self.put_if(item, "attribute_not_exists(pk) OR expires_at <= :now", values).await? {
+            let created = Record {
+                key: key.clone(),
+                revision: 1,
+                body: body.clone(),
+                expires_at,
+            };
+            match self
+                .put_if(
+                    item,
+                    "attribute_not_exists(pk) OR expires_at <= :now",
+                    values,
+                )
+                .await?
+            {
                 Ok(()) => Ok(created),
                 // An earlier attempt of this very call (the SDK retried after losing its answer).
                 Err(Some(old)) if written_by(&old, &intent) => Ok(created),
@@ -254,7 +314,11 @@ impl RecordStore for DynamoStore {
         })
     }
 
-    fn get_many<'a>(&'a self, keys: &'a [RecordKey], now: u64) -> StoreFuture<'a, Vec<Option<Record>>> {
+    fn get_many<'a>(
+        &'a self,
+        keys: &'a [RecordKey],
+        now: u64,
+    ) -> StoreFuture<'a, Vec<Option<Record>>> {
         Box::pin(async move {
             relevo_state::records::check_batch(keys)?;
             let storage: Vec<String> = keys.iter().map(RecordKey::storage_key).collect();
@@ -285,15 +349,23 @@ impl RecordStore for DynamoStore {
     ) -> StoreFuture<'a, Record> {
         Box::pin(async move {
             let item = record_item(key, expected_revision + 1, body, expires_at);
-            let values = Item::from([(":rev".into(), n(expected_revision)), (":now".into(), n(now))]);
-            let condition = "rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)";
+            let values = Item::from([
+                (":rev".into(), n(expected_revision)),
+                (":now".into(), n(now)),
+            ]);
+            let condition =
+                "rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)";
             match self.put_if(item, condition, values).await? {
-                Ok(()) => {
-                    Ok(Record { key: key.clone(), revision: expected_revision + 1, body: body.clone(), expires_at })
-                }
-                Err(Some(old)) if live(&old, now) => {
-                    Err(StoreError::Conflict { expected: expected_revision, current: Box::new(record_of(key, &old)?) })
-                }
+                Ok(()) => Ok(Record {
+                    key: key.clone(),
+                    revision: expected_revision + 1,
+                    body: body.clone(),
+                    expires_at,
+                }),
+                Err(Some(old)) if live(&old, now) => Err(StoreError::Conflict {
+                    expected: expected_revision,
+                    current: Box::new(record_of(key, &old)?),
+                }),
                 Err(_) => Err(StoreError::NotFound),
             }
         })
@@ -314,18 +386,31 @@ impl RecordStore for DynamoStore {
             let intent = mint_intent();
             let mut item = record_item(key, expected_revision + 1, body, expires_at);
             item.insert(INTENT.into(), s(&intent));
-            let values = Item::from([(":rev".into(), n(expected_revision)), (":now".into(), n(now))]);
-            let condition = "rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)";
-            let updated = Record { key: key.clone(), revision: expected_revision + 1, body: body.clone(), expires_at };
+            let values = Item::from([
+                (":rev".into(), n(expected_revision)),
+                (":now".into(), n(now)),
+            ]);
+            let condition =
+                "rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)";
+            let updated = Record {
+                key: key.clone(),
+                revision: expected_revision + 1,
+                body: body.clone(),
+                expires_at,
+            };
             match self.put_if(item, condition, values).await? {
                 Ok(()) => Ok(updated),
                 // An earlier attempt of this very call, applied while its answer was lost.
-                Err(Some(old)) if written_by(&old, &intent) && get_n(&old, "rev") == Some(expected_revision + 1) => {
+                Err(Some(old))
+                    if written_by(&old, &intent)
+                        && get_n(&old, "rev") == Some(expected_revision + 1) =>
+                {
                     Ok(updated)
                 }
-                Err(Some(old)) if live(&old, now) => {
-                    Err(StoreError::Conflict { expected: expected_revision, current: Box::new(record_of(key, &old)?) })
-                }
+                Err(Some(old)) if live(&old, now) => Err(StoreError::Conflict {
+                    expected: expected_revision,
+                    current: Box::new(record_of(key, &old)?),
+                }),
                 Err(_) => Err(StoreError::NotFound),
             }
         })
@@ -335,30 +420,43 @@ impl RecordStore for DynamoStore {
         Box::pin(async move {
             validate_transaction(writes)?;
             let intent = mint_intent();
-            let items = writes.iter().map(|w| self.transact_item(w, &intent, now)).collect::<Result<Vec<_>, _>>()?;
+            let items = writes
+                .iter()
+                .map(|w| self.transact_item(w, &intent, now))
+                .collect::<Result<Vec<_>, _>>()?;
             let revisions = || {
                 writes
                     .iter()
                     .map(|write| match write {
                         Write::Create { .. } => 1,
-                        Write::Update { expected_revision, .. } | Write::UpdateExpiring { expected_revision, .. } => {
-                            expected_revision + 1
+                        Write::Update {
+                            expected_revision, ..
                         }
-                        Write::Check { expected_revision, .. } => *expected_revision,
+                        | Write::UpdateExpiring {
+                            expected_revision, ..
+                        } => expected_revision + 1,
+                        Write::Check {
+                            expected_revision, ..
+                        } => *expected_revision,
                         Write::Delete { .. } => 0,
                     })
                     .collect()
             };
             // The token makes DynamoDB answer a repeat of this call (an SDK retry) with success
             // for ten minutes; the intent attribute does the same where the token is not honoured.
-            let request =
-                self.client.transact_write_items().client_request_token(&intent).set_transact_items(Some(items));
+            let request = self
+                .client
+                .transact_write_items()
+                .client_request_token(&intent)
+                .set_transact_items(Some(items));
             match request.send().await {
                 Ok(_) => Ok(revisions()),
                 Err(SdkError::ServiceError(service)) => match service.into_err() {
                     TransactWriteItemsError::TransactionCanceledException(cancelled) => {
                         let reasons = cancelled.cancellation_reasons();
-                        let failed = reasons.iter().position(|r| r.code() == Some("ConditionalCheckFailed"));
+                        let failed = reasons
+                            .iter()
+                            .position(|r| r.code() == Some("ConditionalCheckFailed"));
                         let Some(index) = failed else {
                             // TransactionConflict, throttling: nothing was written; the caller may retry.
                             return Err(TransactError::Store(cancelled_transaction(cancelled)));
@@ -370,7 +468,10 @@ impl RecordStore for DynamoStore {
                         let cause = self.refusal(&writes[index], returned, now).await?;
                         Err(TransactError::Refused { index, cause })
                     }
-                    other => Err(TransactError::Store(StoreError::unavailable("TransactWriteItems", other))),
+                    other => Err(TransactError::Store(StoreError::unavailable(
+                        "TransactWriteItems",
+                        other,
+                    ))),
                 },
                 Err(other) => Err(TransactError::Store(sdk_failure(other))),
             }
@@ -401,8 +502,10 @@ impl DynamoStore {
         intent: &str,
     ) -> Result<bool, StoreError> {
         for (write, reason) in writes.iter().zip(reasons) {
-            if !matches!(write, Write::Create { .. } | Write::Update { .. } | Write::UpdateExpiring { .. })
-                || reason.code() != Some("ConditionalCheckFailed")
+            if !matches!(
+                write,
+                Write::Create { .. } | Write::Update { .. } | Write::UpdateExpiring { .. }
+            ) || reason.code() != Some("ConditionalCheckFailed")
             {
                 continue;
             }
@@ -415,10 +518,19 @@ impl DynamoStore {
         Ok(false)
     }
 
-    fn transact_item(&self, write: &Write, intent: &str, now: u64) -> Result<TransactWriteItem, StoreError> {
+    fn transact_item(
+        &self,
+        write: &Write,
+        intent: &str,
+        now: u64,
+    ) -> Result<TransactWriteItem, StoreError> {
         let old = ReturnValuesOnConditionCheckFailure::AllOld;
         Ok(match write {
-            Write::Create { key, body, expires_at } => {
+            Write::Create {
+                key,
+                body,
+                expires_at,
+            } => {
                 let mut item = record_item(key, 1, body, *expires_at);
                 item.insert(INTENT.into(), s(intent));
                 let put = Put::builder()
@@ -431,17 +543,34 @@ impl DynamoStore {
                     .map_err(unbuilt)?;
                 TransactWriteItem::builder().put(put).build()
             }
-            Write::Update { key, expected_revision, body } => {
-                self.update_item(key, *expected_revision, body, None, intent, now)?
-            }
-            Write::UpdateExpiring { key, expected_revision, body, expires_at } => {
-                self.update_item(key, *expected_revision, body, Some(*expires_at), intent, now)?
-            }
-            Write::Delete { key, expected_revision } => {
+            Write::Update {
+                key,
+                expected_revision,
+                body,
+            } => self.update_item(key, *expected_revision, body, None, intent, now)?,
+            Write::UpdateExpiring {
+                key,
+                expected_revision,
+                body,
+                expires_at,
+            } => self.update_item(
+                key,
+                *expected_revision,
+                body,
+                Some(*expires_at),
+                intent,
+                now,
+            )?,
+            Write::Delete {
+                key,
+                expected_revision,
+            } => {
                 let delete = Delete::builder()
                     .table_name(&self.table)
                     .key("pk", s(key.storage_key()))
-                    .condition_expression("rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)")
+                    .condition_expression(
+                        "rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)",
+                    )
                     .expression_attribute_values(":rev", n(*expected_revision))
                     .expression_attribute_values(":now", n(now))
                     .return_values_on_condition_check_failure(old)
@@ -449,8 +578,13 @@ impl DynamoStore {
                     .map_err(unbuilt)?;
                 TransactWriteItem::builder().delete(delete).build()
             }
-            Write::Check { key, expected_revision } => {
-                let check = ConditionCheck::builder().table_name(&self.table).key("pk", s(key.storage_key()));
+            Write::Check {
+                key,
+                expected_revision,
+            } => {
+                let check = ConditionCheck::builder()
+                    .table_name(&self.table)
+                    .key("pk", s(key.storage_key()));
                 let check = match expected_revision {
                     0 => check.condition_expression("attribute_not_exists(pk) OR expires_at <= :now"),
                     revision => check
@@ -483,7 +617,9 @@ impl DynamoStore {
             .table_name(&self.table)
             .key("pk", s(key.storage_key()))
             .expression_attribute_names("#intent", INTENT)
-            .condition_expression("rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)")
+            .condition_expression(
+                "rev = :rev AND (attribute_not_exists(expires_at) OR expires_at > :now)",
+            )
             .expression_attribute_values(":body", s(body.to_string()))
             .expression_attribute_values(":intent", s(intent))
             .expression_attribute_values(":next", n(expected_revision + 1))
@@ -497,31 +633,70 @@ impl DynamoStore {
                 .expression_attribute_values(":expires", n(expires_at)),
             Some(None) => update.update_expression(format!("{set} REMOVE expires_at")),
         };
-        Ok(TransactWriteItem::builder().update(update.build().map_err(unbuilt)?).build())
+        Ok(TransactWriteItem::builder()
+            .update(update.build().map_err(unbuilt)?)
+            .build())
     }
 
     /// Why write `write` was refused, from the item the cancellation returned (or a consistent
     /// read when the emulator or service did not return it).
-    async fn refusal(&self, write: &Write, returned: Option<Item>, now: u64) -> Result<StoreError, StoreError> {
+    async fn refusal(
+        &self,
+        write: &Write,
+        returned: Option<Item>,
+        now: u64,
+    ) -> Result<StoreError, StoreError> {
         let current = match returned {
             Some(item) => Some(item),
             None => self.get_item(write.key()).await?,
         }
         .filter(|item| live(item, now));
         Ok(match (write, current) {
-            (Write::Create { key, .. }, Some(item)) => StoreError::AlreadyExists(Box::new(record_of(key, &item)?)),
-            (
-                Write::Update { key, expected_revision, .. } | Write::UpdateExpiring { key, expected_revision, .. },
-                Some(item),
-            ) => StoreError::Conflict { expected: *expected_revision, current: Box::new(record_of(key, &item)?) },
-            (Write::Check { key, expected_revision: 0 }, Some(item)) => {
+            (Write::Create { key, .. }, Some(item)) => {
                 StoreError::AlreadyExists(Box::new(record_of(key, &item)?))
             }
-            (Write::Check { key, expected_revision } | Write::Delete { key, expected_revision }, Some(item)) => {
-                StoreError::Conflict { expected: *expected_revision, current: Box::new(record_of(key, &item)?) }
-            }
             (
-                Write::Update { .. } | Write::UpdateExpiring { .. } | Write::Check { .. } | Write::Delete { .. },
+                Write::Update {
+                    key,
+                    expected_revision,
+                    ..
+                }
+                | Write::UpdateExpiring {
+                    key,
+                    expected_revision,
+                    ..
+                },
+                Some(item),
+            ) => StoreError::Conflict {
+                expected: *expected_revision,
+                current: Box::new(record_of(key, &item)?),
+            },
+            (
+                Write::Check {
+                    key,
+                    expected_revision: 0,
+                },
+                Some(item),
+            ) => StoreError::AlreadyExists(Box::new(record_of(key, &item)?)),
+            (
+                Write::Check {
+                    key,
+                    expected_revision,
+                }
+                | Write::Delete {
+                    key,
+                    expected_revision,
+                },
+                Some(item),
+            ) => StoreError::Conflict {
+                expected: *expected_revision,
+                current: Box::new(record_of(key, &item)?),
+            },
+            (
+                Write::Update { .. }
+                | Write::UpdateExpiring { .. }
+                | Write::Check { .. }
+                | Write::Delete { .. },
                 None,
             ) => StoreError::NotFound,
             (Write::Create { .. }, None) => unavailable("create refused without a live item"),
@@ -532,11 +707,23 @@ impl DynamoStore {
 impl JobStore for DynamoStore {
     fn keyed_job<'a>(&'a self, job: &'a Job) -> StoreFuture<'a, Option<Job>> {
         Box::pin(async move {
-            let Some(key) = &job.operation_key else { return Ok(None) };
-            let Some(opkey) = self.get_item(&job.operation_record_key(key)).await? else { return Ok(None) };
-            let Some(id) = get_s(&opkey, "job_id") else { return Ok(None) };
-            let existing = JobRef { id: id.to_string(), ..job.job.clone() };
-            self.get_item(&existing.record_key()).await?.map(|item| job_of(&item)).transpose()
+            let Some(key) = &job.operation_key else {
+                return Ok(None);
+            };
+            let Some(opkey) = self.get_item(&job.operation_record_key(key)).await? else {
+                return Ok(None);
+            };
+            let Some(id) = get_s(&opkey, "job_id") else {
+                return Ok(None);
+            };
+            let existing = JobRef {
+                id: id.to_string(),
+                ..job.job.clone()
+            };
+            self.get_item(&existing.record_key())
+                .await?
+                .map(|item| job_of(&item))
+                .transpose()
         })
     }
 
@@ -544,7 +731,10 @@ impl JobStore for DynamoStore {
         Box::pin(async move {
             let item = job_item(job)?;
             let Some(key) = &job.operation_key else {
-                return match self.put_if(item, "attribute_not_exists(pk)", Item::new()).await? {
+                return match self
+                    .put_if(item, "attribute_not_exists(pk)", Item::new())
+                    .await?
+                {
                     Ok(()) => Ok(Created::New(job.clone())),
                     Err(_) => Err(unavailable("job id collision")),
                 };
@@ -562,7 +752,9 @@ impl JobStore for DynamoStore {
                     .table_name(&self.table)
                     .set_item(Some(item))
                     .condition_expression("attribute_not_exists(pk)")
-                    .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+                    .return_values_on_condition_check_failure(
+                        ReturnValuesOnConditionCheckFailure::AllOld,
+                    )
                     .build()
                     .map_err(unbuilt)?;
                 Ok(TransactWriteItem::builder().put(put).build())
@@ -584,12 +776,17 @@ impl JobStore for DynamoStore {
                         }
                         let existing_id = match first.and_then(|r| r.item()) {
                             Some(old) => get_s(old, "job_id").map(String::from),
-                            None => {
-                                self.get_item(&opkey).await?.as_ref().and_then(|i| get_s(i, "job_id").map(String::from))
-                            }
+                            None => self
+                                .get_item(&opkey)
+                                .await?
+                                .as_ref()
+                                .and_then(|i| get_s(i, "job_id").map(String::from)),
                         }
                         .ok_or_else(|| unavailable("operation key record without a job"))?;
-                        let existing_ref = JobRef { id: existing_id, ..job.job.clone() };
+                        let existing_ref = JobRef {
+                            id: existing_id,
+                            ..job.job.clone()
+                        };
                         let existing = self
                             .get_item(&existing_ref.record_key())
                             .await?
@@ -604,7 +801,12 @@ impl JobStore for DynamoStore {
     }
 
     fn get_job<'a>(&'a self, job: &'a JobRef) -> StoreFuture<'a, Option<Job>> {
-        Box::pin(async move { self.get_item(&job.record_key()).await?.map(|item| job_of(&item)).transpose() })
+        Box::pin(async move {
+            self.get_item(&job.record_key())
+                .await?
+                .map(|item| job_of(&item))
+                .transpose()
+        })
     }
 
     fn put_job<'a>(&'a self, job: &'a Job, expected_revision: u64) -> StoreFuture<'a, Job> {
@@ -624,7 +826,10 @@ impl JobStore for DynamoStore {
                             .map_err(|e| StoreError::unavailable("cannot encode the job", e))?,
                         expires_at: Some(current.expires_at),
                     };
-                    Err(StoreError::Conflict { expected: expected_revision, current: Box::new(record) })
+                    Err(StoreError::Conflict {
+                        expected: expected_revision,
+                        current: Box::new(record),
+                    })
                 }
                 Err(None) => Err(StoreError::NotFound),
             }
@@ -714,13 +919,19 @@ impl DynamoStore {
                         item.insert("expires_at".into(), n(expires_at));
                     }
                     let values = Item::from([(":now".into(), n(now))]);
-                    if self.put_if(item, "expires_at <= :now", values).await?.is_ok() {
+                    if self
+                        .put_if(item, "expires_at <= :now", values)
+                        .await?
+                        .is_ok()
+                    {
                         return Ok(Some(units));
                     }
                 }
             }
         }
-        Err(unavailable("the counter kept expiring and restarting under concurrent callers"))
+        Err(unavailable(
+            "the counter kept expiring and restarting under concurrent callers",
+        ))
     }
 
     /// One `UpdateItem` that adds `units` to the count if it is at most `room` before.
@@ -732,7 +943,8 @@ impl DynamoStore {
         expires_at: Option<u64>,
         now: u64,
     ) -> Result<Counted, StoreError> {
-        let mut update = "ADD #count :n, rev :one SET tenant = if_not_exists(tenant, :tenant)".to_string();
+        let mut update =
+            "ADD #count :n, rev :one SET tenant = if_not_exists(tenant, :tenant)".to_string();
         let mut request = self
             .client
             .update_item()
@@ -757,13 +969,19 @@ impl DynamoStore {
         match request.update_expression(update).send().await {
             Ok(output) => {
                 let count = output.attributes.as_ref().and_then(|new| get_n(new, COUNT));
-                let count = count.ok_or_else(|| unavailable("UpdateItem did not return the new count"))?;
-                let count = u32::try_from(count).map_err(|e| StoreError::unavailable("corrupt counter", e))?;
+                let count =
+                    count.ok_or_else(|| unavailable("UpdateItem did not return the new count"))?;
+                let count = u32::try_from(count)
+                    .map_err(|e| StoreError::unavailable("corrupt counter", e))?;
                 Ok(Counted::Up(count))
             }
-            Err(SdkError::ServiceError(service)) if service.err().is_conditional_check_failed_exception() => {
+            Err(SdkError::ServiceError(service))
+                if service.err().is_conditional_check_failed_exception() =>
+            {
                 match service.into_err() {
-                    UpdateItemError::ConditionalCheckFailedException(failed) => Ok(Counted::Refused(failed.item)),
+                    UpdateItemError::ConditionalCheckFailedException(failed) => {
+                        Ok(Counted::Refused(failed.item))
+                    }
                     other => Err(StoreError::unavailable("UpdateItem", other)),
                 }
             }
@@ -776,16 +994,28 @@ impl DynamoStore {
 /// creates it in AWS).
 pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError> {
     let attribute = |name: &str, kind: ScalarAttributeType| {
-        AttributeDefinition::builder().attribute_name(name).attribute_type(kind).build().map_err(unbuilt)
+        AttributeDefinition::builder()
+            .attribute_name(name)
+            .attribute_type(kind)
+            .build()
+            .map_err(unbuilt)
     };
     let key = |name: &str, kind: KeyType| {
-        KeySchemaElement::builder().attribute_name(name).key_type(kind).build().map_err(unbuilt)
+        KeySchemaElement::builder()
+            .attribute_name(name)
+            .key_type(kind)
+            .build()
+            .map_err(unbuilt)
     };
     let index = GlobalSecondaryIndex::builder()
         .index_name(ACTIVE_INDEX)
         .key_schema(key(ACTIVE_INDEX, KeyType::Hash)?)
         .key_schema(key("updated_at", KeyType::Range)?)
-        .projection(Projection::builder().projection_type(ProjectionType::All).build())
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::All)
+                .build(),
+        )
         .build()
         .map_err(unbuilt)?;
     client
@@ -804,7 +1034,11 @@ pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError
         .update_time_to_live()
         .table_name(table)
         .time_to_live_specification(
-            TimeToLiveSpecification::builder().attribute_name("expires_at").enabled(true).build().map_err(unbuilt)?,
+            TimeToLiveSpecification::builder()
+                .attribute_name("expires_at")
+                .enabled(true)
+                .build()
+                .map_err(unbuilt)?,
         )
         .send()
         .await
@@ -820,10 +1054,21 @@ mod tests {
     fn jobs_in_flight_spread_over_every_shard_of_the_active_index() {
         let mut counts = std::collections::BTreeMap::new();
         for i in 0..1600 {
-            *counts.entry(active_shard(&format!("t4:acme|p5:alice|k3:job|i22:job{i:05}"))).or_insert(0) += 1;
+            *counts
+                .entry(active_shard(&format!(
+                    "t4:acme|p5:alice|k3:job|i22:job{i:05}"
+                )))
+                .or_insert(0) += 1;
         }
         assert_eq!(counts.len(), ACTIVE_SHARDS as usize, "{counts:?}");
-        assert!(counts.values().all(|n| (50..=150).contains(n)), "no shard takes much more than its share: {counts:?}");
-        assert_eq!(active_shard("same"), active_shard("same"), "a job keeps its shard");
+        assert!(
+            counts.values().all(|n| (50..=150).contains(n)),
+            "no shard takes much more than its share: {counts:?}"
+        );
+        assert_eq!(
+            active_shard("same"),
+            active_shard("same"),
+            "a job keeps its shard"
+        );
     }
 }

@@ -13,7 +13,9 @@ where
     R: std::fmt::Debug + Send + Sync + 'static,
 {
     match &error {
-        SdkError::TimeoutError(_) => StoreError::timed_out("no answer within the operation timeout", error),
+        SdkError::TimeoutError(_) => {
+            StoreError::timed_out("no answer within the operation timeout", error)
+        }
         SdkError::DispatchFailure(dispatch) if dispatch.is_timeout() => {
             StoreError::timed_out("dispatch timed out", error)
         }
@@ -31,17 +33,29 @@ mod tests {
 
     #[test]
     fn a_service_error_is_kept_whole_and_tells_its_code_and_message() {
-        let missing = ResourceNotFoundException::builder().message("Requested resource not found").build();
+        let missing = ResourceNotFoundException::builder()
+            .message("Requested resource not found")
+            .build();
         let response = HttpResponse::new(400u16.try_into().expect("a status code"), "".into());
-        let error = sdk_failure(SdkError::service_error(GetItemError::ResourceNotFoundException(missing), response));
+        let error = sdk_failure(SdkError::service_error(
+            GetItemError::ResourceNotFoundException(missing),
+            response,
+        ));
         assert_eq!(
             error.to_string(),
             "the store is unavailable: service error: ResourceNotFoundException: Requested resource not found"
         );
-        let chain = std::iter::successors(Some(&error as &(dyn std::error::Error + 'static)), |e| (*e).source());
-        let service = chain.filter_map(|e| e.downcast_ref::<SdkError<GetItemError, HttpResponse>>()).next();
+        let chain =
+            std::iter::successors(Some(&error as &(dyn std::error::Error + 'static)), |e| {
+                (*e).source()
+            });
+        let service = chain
+            .filter_map(|e| e.downcast_ref::<SdkError<GetItemError, HttpResponse>>())
+            .next();
         assert!(
-            service.and_then(SdkError::as_service_error).is_some_and(GetItemError::is_resource_not_found_exception),
+            service
+                .and_then(SdkError::as_service_error)
+                .is_some_and(GetItemError::is_resource_not_found_exception),
             "{error:?}"
         );
     }

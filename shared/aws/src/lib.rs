@@ -38,21 +38,32 @@ use aws_smithy_http_client::{Builder, tls};
 /// (profiles, SSO, web identity, IMDS), which no function uses and which would add about 300 KB
 /// to every binary.
 pub fn sdk_config() -> SdkConfig {
-    let region = ["AWS_REGION", "AWS_DEFAULT_REGION"].iter().find_map(|name| std::env::var(name).ok());
+    let region = ["AWS_REGION", "AWS_DEFAULT_REGION"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok());
     let mut config = SdkConfig::builder()
         .behavior_version(BehaviorVersion::latest())
         .http_client(https_client())
         .region(region.map(aws_config::Region::new))
-        .credentials_provider(SharedCredentialsProvider::new(EnvironmentVariableCredentialsProvider::new()))
+        .credentials_provider(SharedCredentialsProvider::new(
+            EnvironmentVariableCredentialsProvider::new(),
+        ))
         .timeout_config(timeouts());
-    if let Some(endpoint) = std::env::var("AWS_ENDPOINT_URL").ok().filter(|url| !url.is_empty()) {
+    if let Some(endpoint) = std::env::var("AWS_ENDPOINT_URL")
+        .ok()
+        .filter(|url| !url.is_empty())
+    {
         config = config.endpoint_url(endpoint);
     }
     config.build()
 }
 
 fn https_client() -> SharedHttpClient {
-    Builder::new().tls_provider(tls::Provider::Rustls(tls::rustls_provider::CryptoMode::Ring)).build_https()
+    Builder::new()
+        .tls_provider(tls::Provider::Rustls(
+            tls::rustls_provider::CryptoMode::Ring,
+        ))
+        .build_https()
 }
 
 /// Every AWS call ends within its operation timeout (`RELEVO_AWS_OPERATION_TIMEOUT_MS`, 5 s; each
@@ -62,7 +73,12 @@ fn https_client() -> SharedHttpClient {
 /// failed. Without these the SDK waits as long as the connection does.
 pub fn timeouts() -> aws_config::timeout::TimeoutConfig {
     let millis = |name: &str, default: u64| {
-        std::time::Duration::from_millis(std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default))
+        std::time::Duration::from_millis(
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(default),
+        )
     };
     aws_config::timeout::TimeoutConfig::builder()
         .connect_timeout(std::time::Duration::from_secs(1))
@@ -83,7 +99,13 @@ pub async fn emulator_config_as(endpoint: &str, access_key_id: &str) -> SdkConfi
         .http_client(https_client())
         .endpoint_url(endpoint)
         .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(access_key_id, "test", None, None, "emulator"))
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            access_key_id,
+            "test",
+            None,
+            None,
+            "emulator",
+        ))
         .load()
         .await
 }

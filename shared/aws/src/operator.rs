@@ -13,7 +13,9 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use relevo_state::jobs::{Job, JobStatus};
-use relevo_state::operator::{Listing, MAX_LISTING, OperatorView, kind_marker, listed, parse_storage_key};
+use relevo_state::operator::{
+    Listing, MAX_LISTING, OperatorView, kind_marker, listed, parse_storage_key,
+};
 use relevo_state::{Record, StoreError, StoreFuture};
 
 use crate::dynamo::{DynamoStore, Item, body_of, get_n, get_s, job_of, n, s};
@@ -61,7 +63,9 @@ impl DynamoStore {
 }
 
 fn record_of_item(item: &Item) -> Result<Option<Record>, StoreError> {
-    let Some(key) = get_s(item, "pk").and_then(parse_storage_key) else { return Ok(None) };
+    let Some(key) = get_s(item, "pk").and_then(parse_storage_key) else {
+        return Ok(None);
+    };
     Ok(Some(Record {
         key,
         revision: get_n(item, "rev").unwrap_or(0),
@@ -80,32 +84,49 @@ impl OperatorView for DynamoStore {
     ) -> StoreFuture<'a, Listing<Record>> {
         Box::pin(async move {
             let limit = limit.min(MAX_LISTING);
-            let mut values = Item::from([(":kind".into(), s(kind_marker(kind))), (":now".into(), n(now))]);
+            let mut values = Item::from([
+                (":kind".into(), s(kind_marker(kind))),
+                (":now".into(), n(now)),
+            ]);
             let mut expression =
-                "contains(pk, :kind) AND (attribute_not_exists(expires_at) OR expires_at > :now)".to_string();
+                "contains(pk, :kind) AND (attribute_not_exists(expires_at) OR expires_at > :now)"
+                    .to_string();
             if let Some(tenant) = tenant {
                 values.insert(":tenant".into(), s(tenant));
                 expression.push_str(" AND tenant = :tenant");
             }
             let mut listing = Listing::default();
-            self.scan_with(Filter { expression, names: None, values }, |item| {
-                let Some(record) = record_of_item(item)? else { return Ok(true) };
-                if !listed(&record, kind, tenant, now) {
-                    return Ok(true);
-                }
-                if listing.items.len() == limit {
-                    listing.truncated = true;
-                    return Ok(false);
-                }
-                listing.items.push(record);
-                Ok(true)
-            })
+            self.scan_with(
+                Filter {
+                    expression,
+                    names: None,
+                    values,
+                },
+                |item| {
+                    let Some(record) = record_of_item(item)? else {
+                        return Ok(true);
+                    };
+                    if !listed(&record, kind, tenant, now) {
+                        return Ok(true);
+                    }
+                    if listing.items.len() == limit {
+                        listing.truncated = true;
+                        return Ok(false);
+                    }
+                    listing.items.push(record);
+                    Ok(true)
+                },
+            )
             .await?;
             Ok(listing)
         })
     }
 
-    fn list_jobs<'a>(&'a self, statuses: &'a [JobStatus], limit: usize) -> StoreFuture<'a, Listing<Job>> {
+    fn list_jobs<'a>(
+        &'a self,
+        statuses: &'a [JobStatus],
+        limit: usize,
+    ) -> StoreFuture<'a, Listing<Job>> {
         Box::pin(async move {
             let limit = limit.min(MAX_LISTING);
             if statuses.is_empty() {
@@ -117,20 +138,36 @@ impl OperatorView for DynamoStore {
                 values.insert(format!(":s{i}"), AttributeValue::S(status.as_str().into()));
                 placeholders.push(format!(":s{i}"));
             }
-            let expression = format!("contains(pk, :kind) AND #status IN ({})", placeholders.join(", "));
-            let names = Some(std::collections::HashMap::from([("#status".to_string(), "status".to_string())]));
+            let expression = format!(
+                "contains(pk, :kind) AND #status IN ({})",
+                placeholders.join(", ")
+            );
+            let names = Some(std::collections::HashMap::from([(
+                "#status".to_string(),
+                "status".to_string(),
+            )]));
             let mut listing = Listing::default();
-            self.scan_with(Filter { expression, names, values }, |item| {
-                if get_s(item, "pk").and_then(parse_storage_key).is_none_or(|key| key.kind != "job") {
-                    return Ok(true);
-                }
-                if listing.items.len() == limit {
-                    listing.truncated = true;
-                    return Ok(false);
-                }
-                listing.items.push(job_of(item)?);
-                Ok(true)
-            })
+            self.scan_with(
+                Filter {
+                    expression,
+                    names,
+                    values,
+                },
+                |item| {
+                    if get_s(item, "pk")
+                        .and_then(parse_storage_key)
+                        .is_none_or(|key| key.kind != "job")
+                    {
+                        return Ok(true);
+                    }
+                    if listing.items.len() == limit {
+                        listing.truncated = true;
+                        return Ok(false);
+                    }
+                    listing.items.push(job_of(item)?);
+                    Ok(true)
+                },
+            )
             .await?;
             listing.items.sort_by_key(|job| job.updated_at);
             Ok(listing)

@@ -62,7 +62,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(format!("{ring:?}"), r#"KeyRing { key_ids: ["k2", "k1"] }"#);
-        assert!(matches!(key_ring_from_secret(r#"{"kid":"k","key":"short"}"#), Err(SecretKeysError::Keys(_))));
-        assert!(matches!(key_ring_from_secret("kid:abc"), Err(SecretKeysError::Malformed)));
+        assert!(matches!(
+            key_ring_from_secret(r#"{"kid":"k","key":"short"}"#),
+            Err(SecretKeysError::Keys(_))
+        ));
+        assert!(matches!(
+            key_ring_from_secret("kid:abc"),
+            Err(SecretKeysError::Malformed)
+        ));
     }
 }

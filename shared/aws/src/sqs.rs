@@ -2,7 +2,8 @@
 
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::{
-    MessageSystemAttributeName, MessageSystemAttributeNameForSends, MessageSystemAttributeValue, QueueAttributeName,
+    MessageSystemAttributeName, MessageSystemAttributeNameForSends, MessageSystemAttributeValue,
+    QueueAttributeName,
 };
 use relevo_state::{Queue, QueueMessage, StoreError, StoreFuture, TraceContext};
 
@@ -16,7 +17,10 @@ pub struct SqsQueue {
 
 impl SqsQueue {
     pub fn new(client: Client, url: &str) -> Self {
-        SqsQueue { client, url: url.into() }
+        SqsQueue {
+            client,
+            url: url.into(),
+        }
     }
 }
 
@@ -32,7 +36,13 @@ fn seconds(secs: u64) -> i32 {
 impl Queue for SqsQueue {
     fn send<'a>(&'a self, body: &'a str) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            self.client.send_message().queue_url(&self.url).message_body(body).send().await.map_err(sdk_failure)?;
+            self.client
+                .send_message()
+                .queue_url(&self.url)
+                .message_body(body)
+                .send()
+                .await
+                .map_err(sdk_failure)?;
             Ok(())
         })
     }
@@ -40,23 +50,39 @@ impl Queue for SqsQueue {
     /// The trace rides as the `AWSTraceHeader` system attribute, in X-Ray form: the one SQS
     /// itself carries to the event source mapping and X-Ray reads (SendMessage,
     /// `MessageSystemAttributes`).
-    fn send_traced<'a>(&'a self, body: &'a str, trace: Option<&'a TraceContext>) -> StoreFuture<'a, ()> {
+    fn send_traced<'a>(
+        &'a self,
+        body: &'a str,
+        trace: Option<&'a TraceContext>,
+    ) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            let mut send = self.client.send_message().queue_url(&self.url).message_body(body);
+            let mut send = self
+                .client
+                .send_message()
+                .queue_url(&self.url)
+                .message_body(body);
             if let Some(trace) = trace {
                 let header = MessageSystemAttributeValue::builder()
                     .data_type("String")
                     .string_value(trace.xray())
                     .build()
                     .map_err(|e| StoreError::unavailable("cannot build the trace header", e))?;
-                send = send.message_system_attributes(MessageSystemAttributeNameForSends::AwsTraceHeader, header);
+                send = send.message_system_attributes(
+                    MessageSystemAttributeNameForSends::AwsTraceHeader,
+                    header,
+                );
             }
             send.send().await.map_err(sdk_failure)?;
             Ok(())
         })
     }
 
-    fn receive<'a>(&'a self, max: usize, visibility_secs: u64, _now: u64) -> StoreFuture<'a, Vec<QueueMessage>> {
+    fn receive<'a>(
+        &'a self,
+        max: usize,
+        visibility_secs: u64,
+        _now: u64,
+    ) -> StoreFuture<'a, Vec<QueueMessage>> {
         Box::pin(async move {
             let output = self
                 .client
@@ -98,7 +124,12 @@ impl Queue for SqsQueue {
         })
     }
 
-    fn change_visibility<'a>(&'a self, receipt: &'a str, visibility_secs: u64, _now: u64) -> StoreFuture<'a, ()> {
+    fn change_visibility<'a>(
+        &'a self,
+        receipt: &'a str,
+        visibility_secs: u64,
+        _now: u64,
+    ) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             self.client
                 .change_message_visibility()
@@ -138,7 +169,8 @@ pub async fn create_queue_with_dead_letters(
         .attributes
         .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
         .ok_or_else(|| unavailable("no dead-letter queue ARN"))?;
-    let policy = serde_json::json!({ "deadLetterTargetArn": arn, "maxReceiveCount": max_receives }).to_string();
+    let policy = serde_json::json!({ "deadLetterTargetArn": arn, "maxReceiveCount": max_receives })
+        .to_string();
     let url = client
         .create_queue()
         .queue_name(name)

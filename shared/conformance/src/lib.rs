@@ -7,16 +7,17 @@
 
 use std::time::Duration;
 
-use relevo_protocol::wire::{CallToolResult, ContentBlock, GetPromptResult, PromptMessage, ResourceContents, Role};
+use relevo_protocol::wire::{
+    CallToolResult, ContentBlock, GetPromptResult, PromptMessage, ResourceContents, Role,
+};
 use relevo_protocol::{
-    App, Call, ElicitAction, InputRequest, Outcome, Prompt, PromptArgument, Resource, ResourceTemplate, TaskSupport,
-    Tool, handler,
+    App, Call, ElicitAction, InputRequest, Outcome, Prompt, PromptArgument, Resource,
+    ResourceTemplate, TaskSupport, Tool, handler,
 };
 use serde_json::{Value, json};
 
 /// A 1×1 red PNG.
-pub const RED_PIXEL_PNG: &str =
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+pub const RED_PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 /// A 44-byte WAV header with one silent sample.
 pub const SILENT_WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQIAAAAAAA==";
 
@@ -25,7 +26,9 @@ fn empty_schema() -> Value {
 }
 
 fn text(message: impl Into<String>) -> Outcome {
-    Outcome::tool(CallToolResult::success(vec![ContentBlock::text(message.into())]))
+    Outcome::tool(CallToolResult::success(vec![ContentBlock::text(
+        message.into(),
+    )]))
 }
 
 fn name_form(message: &str, field: &str) -> InputRequest {
@@ -54,7 +57,11 @@ fn accepted_field(call: &Call, key: &str, field: &str) -> Option<String> {
 /// The text of a sampling answer (`CreateMessageResult`) under `key`.
 fn sampled_text(call: &Call, key: &str) -> Option<String> {
     let content = call.input(key)?.get("content")?;
-    let block = if let Some(blocks) = content.as_array() { blocks.first()? } else { content };
+    let block = if let Some(blocks) = content.as_array() {
+        blocks.first()?
+    } else {
+        content
+    };
     block.get("text")?.as_str().map(String::from)
 }
 
@@ -75,7 +82,9 @@ fn tools() -> Vec<Tool> {
             "Returns a PNG image",
             empty_schema(),
             handler(|_| async {
-                Ok(Outcome::tool(CallToolResult::success(vec![ContentBlock::image(RED_PIXEL_PNG, "image/png")])))
+                Ok(Outcome::tool(CallToolResult::success(vec![
+                    ContentBlock::image(RED_PIXEL_PNG, "image/png"),
+                ])))
             }),
         ),
         Tool::new(
@@ -83,7 +92,9 @@ fn tools() -> Vec<Tool> {
             "Returns WAV audio",
             empty_schema(),
             handler(|_| async {
-                Ok(Outcome::tool(CallToolResult::success(vec![ContentBlock::audio(SILENT_WAV, "audio/wav")])))
+                Ok(Outcome::tool(CallToolResult::success(vec![
+                    ContentBlock::audio(SILENT_WAV, "audio/wav"),
+                ])))
             }),
         ),
         Tool::new(
@@ -91,10 +102,12 @@ fn tools() -> Vec<Tool> {
             "Returns an embedded resource",
             empty_schema(),
             handler(|_| async {
-                Ok(Outcome::tool(CallToolResult::success(vec![ContentBlock::resource(ResourceContents::text(
-                    "This is an embedded resource content.",
-                    "test://embedded-resource",
-                ))])))
+                Ok(Outcome::tool(CallToolResult::success(vec![
+                    ContentBlock::resource(ResourceContents::text(
+                        "This is an embedded resource content.",
+                        "test://embedded-resource",
+                    )),
+                ])))
             }),
         ),
         Tool::new(
@@ -120,7 +133,11 @@ fn tools() -> Vec<Tool> {
             empty_schema(),
             handler(|call: Call| async move {
                 for step in [0.0, 50.0, 100.0] {
-                    call.notifier.progress(step, Some(100.0), Some(&format!("Completed step {step} of 100")));
+                    call.notifier.progress(
+                        step,
+                        Some(100.0),
+                        Some(&format!("Completed step {step} of 100")),
+                    );
                     if step < 100.0 {
                         tokio::time::sleep(Duration::from_millis(50)).await;
                     }
@@ -134,8 +151,13 @@ fn tools() -> Vec<Tool> {
             "Logs three messages when the client asks for logs",
             empty_schema(),
             handler(|call: Call| async move {
-                for message in ["Tool execution started", "Tool processing data", "Tool execution completed"] {
-                    call.notifier.log("info", Some("conformance"), json!(message));
+                for message in [
+                    "Tool execution started",
+                    "Tool processing data",
+                    "Tool execution completed",
+                ] {
+                    call.notifier
+                        .log("info", Some("conformance"), json!(message));
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
                 Ok(text("Logging test completed"))
@@ -146,7 +168,11 @@ fn tools() -> Vec<Tool> {
             "test_error_handling",
             "Always fails as a tool execution error",
             empty_schema(),
-            handler(|_| async { Ok(Outcome::tool_error("This tool intentionally returns an error for testing")) }),
+            handler(|_| async {
+                Ok(Outcome::tool_error(
+                    "This tool intentionally returns an error for testing",
+                ))
+            }),
         ),
         Tool::new(
             "json_schema_2020_12_tool",
@@ -167,7 +193,12 @@ fn tools() -> Vec<Tool> {
                 "required": ["region"]
             }),
             handler(|call: Call| async move {
-                let region = call.arguments.get("region").and_then(Value::as_str).unwrap_or_default().to_string();
+                let region = call
+                    .arguments
+                    .get("region")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
                 Ok(text(format!("region={region}")))
             }),
         ),
@@ -185,10 +216,15 @@ fn tools() -> Vec<Tool> {
             handler(|call: Call| async move {
                 Ok(match accepted_field(&call, "user_name", "name") {
                     Some(name) => text(format!("Hello, {name}!")),
-                    None if call.elicitation("user_name").is_some_and(|a| a.action != ElicitAction::Accept) => {
+                    None if call
+                        .elicitation("user_name")
+                        .is_some_and(|a| a.action != ElicitAction::Accept) =>
+                    {
                         text("No name given")
                     }
-                    None => Outcome::ask("user_name", name_form("What is your name?", "name"), None),
+                    None => {
+                        Outcome::ask("user_name", name_form("What is your name?", "name"), None)
+                    }
                 })
             }),
         ),
@@ -199,7 +235,9 @@ fn tools() -> Vec<Tool> {
             handler(|call: Call| async move {
                 Ok(match accepted_field(&call, "user_name", "name") {
                     Some(name) => text(format!("Hello, {name}!")),
-                    None => Outcome::ask("user_name", name_form("What is your name?", "name"), None),
+                    None => {
+                        Outcome::ask("user_name", name_form("What is your name?", "name"), None)
+                    }
                 })
             }),
         ),
@@ -235,12 +273,20 @@ fn tools() -> Vec<Tool> {
             empty_schema(),
             handler(|call: Call| async move {
                 let confirmed = call.elicitation("confirm").is_some();
-                let state_ok =
-                    call.state.as_ref().and_then(|s| s.get("step")).and_then(Value::as_str) == Some("confirm");
+                let state_ok = call
+                    .state
+                    .as_ref()
+                    .and_then(|s| s.get("step"))
+                    .and_then(Value::as_str)
+                    == Some("confirm");
                 Ok(if confirmed && state_ok {
                     text("state-ok: the requestState verified and round-tripped")
                 } else {
-                    Outcome::ask("confirm", confirm_form(), Some(json!({ "step": "confirm" })))
+                    Outcome::ask(
+                        "confirm",
+                        confirm_form(),
+                        Some(json!({ "step": "confirm" })),
+                    )
                 })
             }),
         ),
@@ -251,7 +297,11 @@ fn tools() -> Vec<Tool> {
             handler(|call: Call| async move {
                 Ok(match (&call.state, call.elicitation("confirm")) {
                     (Some(_), Some(_)) => text("state-ok"),
-                    _ => Outcome::ask("confirm", confirm_form(), Some(json!({ "step": "confirm" }))),
+                    _ => Outcome::ask(
+                        "confirm",
+                        confirm_form(),
+                        Some(json!({ "step": "confirm" })),
+                    ),
                 })
             }),
         ),
@@ -264,11 +314,19 @@ fn tools() -> Vec<Tool> {
                 let greeting = sampled_text(&call, "greeting");
                 let roots = roots_count(&call, "client_roots");
                 Ok(match (name, greeting, roots) {
-                    (Some(name), Some(greeting), Some(roots)) => text(format!("{greeting}, {name}! ({roots} root(s))")),
+                    (Some(name), Some(greeting), Some(roots)) => {
+                        text(format!("{greeting}, {name}! ({roots} root(s))"))
+                    }
                     _ => Outcome::InputRequired {
                         requests: [
-                            ("user_name".to_string(), name_form("What is your name?", "name")),
-                            ("greeting".to_string(), InputRequest::sample_text("Generate a greeting", 50)),
+                            (
+                                "user_name".to_string(),
+                                name_form("What is your name?", "name"),
+                            ),
+                            (
+                                "greeting".to_string(),
+                                InputRequest::sample_text("Generate a greeting", 50),
+                            ),
                             ("client_roots".to_string(), InputRequest::ListRoots),
                         ]
                         .into(),
@@ -282,7 +340,11 @@ fn tools() -> Vec<Tool> {
             "Asks in two rounds",
             empty_schema(),
             handler(|call: Call| async move {
-                let round = call.state.as_ref().and_then(|s| s.get("round")).and_then(Value::as_u64);
+                let round = call
+                    .state
+                    .as_ref()
+                    .and_then(|s| s.get("round"))
+                    .and_then(Value::as_u64);
                 Ok(match round {
                     Some(1) => match accepted_field(&call, "step1", "name") {
                         Some(name) => Outcome::ask(
@@ -331,7 +393,10 @@ fn tools() -> Vec<Tool> {
                 }
                 let candidates = [
                     ("user_name", name_form("What is your name?", "name")),
-                    ("greeting", InputRequest::sample_text("Generate a greeting", 50)),
+                    (
+                        "greeting",
+                        InputRequest::sample_text("Generate a greeting", 50),
+                    ),
                     ("client_roots", InputRequest::ListRoots),
                 ];
                 let requests: std::collections::BTreeMap<String, InputRequest> = candidates
@@ -342,7 +407,10 @@ fn tools() -> Vec<Tool> {
                 Ok(if requests.is_empty() {
                     text("The client declared no capability this tool can use")
                 } else {
-                    Outcome::InputRequired { requests, state: None }
+                    Outcome::InputRequired {
+                        requests,
+                        state: None,
+                    }
                 })
             }),
         ),
@@ -352,9 +420,14 @@ fn tools() -> Vec<Tool> {
 /// An elicitation answer as the 2025-11-25 fixtures report it.
 fn elicitation_report(call: &Call, key: &str) -> Option<Outcome> {
     let answer = call.input(key)?;
-    let action = answer.get("action").and_then(Value::as_str).unwrap_or("unknown");
+    let action = answer
+        .get("action")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown");
     let content = answer.get("content").cloned().unwrap_or(json!({}));
-    Some(text(format!("Elicitation completed: action={action}, content={content}")))
+    Some(text(format!(
+        "Elicitation completed: action={action}, content={content}"
+    )))
 }
 
 /// The 2025-11-25 (handshake-era) fixtures. Written like every other tool (they ask through
@@ -364,8 +437,9 @@ fn handshake_era_tools() -> Vec<Tool> {
         handler(move |call: Call| {
             let schema = schema.clone();
             async move {
-                Ok(elicitation_report(&call, key)
-                    .unwrap_or_else(|| Outcome::ask(key, InputRequest::form(message, schema), None)))
+                Ok(elicitation_report(&call, key).unwrap_or_else(|| {
+                    Outcome::ask(key, InputRequest::form(message, schema), None)
+                }))
             }
         })
     };
@@ -375,14 +449,19 @@ fn handshake_era_tools() -> Vec<Tool> {
             "Logs three info messages while it runs",
             empty_schema(),
             handler(|call: Call| async move {
-                for (n, message) in ["Tool execution started", "Tool processing data", "Tool execution completed"]
-                    .into_iter()
-                    .enumerate()
+                for (n, message) in [
+                    "Tool execution started",
+                    "Tool processing data",
+                    "Tool execution completed",
+                ]
+                .into_iter()
+                .enumerate()
                 {
                     if n > 0 {
                         tokio::time::sleep(Duration::from_millis(50)).await;
                     }
-                    call.notifier.log("info", Some("conformance"), json!(message));
+                    call.notifier
+                        .log("info", Some("conformance"), json!(message));
                 }
                 Ok(text("Logging test completed"))
             }),
@@ -396,7 +475,11 @@ fn handshake_era_tools() -> Vec<Tool> {
                 Ok(match sampled_text(&call, "sample") {
                     Some(answer) => text(format!("LLM response: {answer}")),
                     None => {
-                        let prompt = call.arguments.get("prompt").and_then(Value::as_str).unwrap_or_default();
+                        let prompt = call
+                            .arguments
+                            .get("prompt")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
                         Outcome::ask("sample", InputRequest::sample_text(prompt, 100), None)
                     }
                 })
@@ -410,7 +493,11 @@ fn handshake_era_tools() -> Vec<Tool> {
                 if let Some(report) = elicitation_report(&call, "user_info") {
                     return Ok(report);
                 }
-                let message = call.arguments.get("message").and_then(Value::as_str).unwrap_or("Your details?");
+                let message = call
+                    .arguments
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("Your details?");
                 Ok(Outcome::ask(
                     "user_info",
                     InputRequest::form(
@@ -604,27 +691,40 @@ fn static_text(uri: &'static str, body: &'static str) -> Resource {
         uri,
         uri.trim_start_matches("test://"),
         "text/plain",
-        handler(move |_| async move { Ok(Outcome::contents(vec![ResourceContents::text(body, uri)])) }),
+        handler(
+            move |_| async move { Ok(Outcome::contents(vec![ResourceContents::text(body, uri)])) },
+        ),
     )
 }
 
 fn resources() -> Vec<Resource> {
     vec![
-        static_text("test://static-text", "This is the content of the static text resource.")
-            .description("A static text resource"),
-        static_text("test://stateless-static-text", "Static text served statelessly."),
-        static_text("test://watched-resource", "The watched resource's current content."),
+        static_text(
+            "test://static-text",
+            "This is the content of the static text resource.",
+        )
+        .description("A static text resource"),
+        static_text(
+            "test://stateless-static-text",
+            "Static text served statelessly.",
+        ),
+        static_text(
+            "test://watched-resource",
+            "The watched resource's current content.",
+        ),
         Resource::new(
             "test://static-binary",
             "static-binary",
             "image/png",
             handler(|_| async {
-                Ok(Outcome::contents(vec![ResourceContents::BlobResourceContents {
-                    uri: "test://static-binary".into(),
-                    mime_type: Some("image/png".into()),
-                    blob: RED_PIXEL_PNG.into(),
-                    meta: None,
-                }]))
+                Ok(Outcome::contents(vec![
+                    ResourceContents::BlobResourceContents {
+                        uri: "test://static-binary".into(),
+                        mime_type: Some("image/png".into()),
+                        blob: RED_PIXEL_PNG.into(),
+                        meta: None,
+                    },
+                ]))
             }),
         )
         .description("A static PNG image"),
@@ -648,16 +748,25 @@ fn template() -> ResourceTemplate {
         }),
     )
     .description("Data by id");
-    template.completions.insert("id".into(), vec!["1".into(), "2".into(), "42".into()]);
+    template
+        .completions
+        .insert("id".into(), vec!["1".into(), "2".into(), "42".into()]);
     template
 }
 
 fn user_text(message: impl Into<String>) -> Outcome {
-    Outcome::prompt(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, message.into())]))
+    Outcome::prompt(GetPromptResult::new(vec![PromptMessage::new_text(
+        Role::User,
+        message.into(),
+    )]))
 }
 
 fn arg(call: &Call, name: &str) -> String {
-    call.arguments.get(name).and_then(Value::as_str).unwrap_or_default().to_string()
+    call.arguments
+        .get(name)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn prompts() -> Vec<Prompt> {
@@ -672,7 +781,8 @@ fn prompts() -> Vec<Prompt> {
             "test_prompt_with_arguments",
             "A prompt with two arguments",
             vec![
-                PromptArgument::required("arg1", "First argument").completions(&["paris", "park", "party"]),
+                PromptArgument::required("arg1", "First argument")
+                    .completions(&["paris", "park", "party"]),
                 PromptArgument::required("arg2", "Second argument"),
             ],
             handler(|call: Call| async move {
@@ -686,15 +796,24 @@ fn prompts() -> Vec<Prompt> {
         Prompt::new(
             "test_prompt_with_embedded_resource",
             "A prompt that embeds a resource",
-            vec![PromptArgument::required("resourceUri", "URI of the resource to embed")],
+            vec![PromptArgument::required(
+                "resourceUri",
+                "URI of the resource to embed",
+            )],
             handler(|call: Call| async move {
                 let uri = arg(&call, "resourceUri");
                 Ok(Outcome::prompt(GetPromptResult::new(vec![
                     PromptMessage::new(
                         Role::User,
-                        ContentBlock::resource(ResourceContents::text("Embedded resource content for testing.", uri)),
+                        ContentBlock::resource(ResourceContents::text(
+                            "Embedded resource content for testing.",
+                            uri,
+                        )),
                     ),
-                    PromptMessage::new_text(Role::User, "Please process the embedded resource above."),
+                    PromptMessage::new_text(
+                        Role::User,
+                        "Please process the embedded resource above.",
+                    ),
                 ])))
             }),
         ),
@@ -716,9 +835,11 @@ fn prompts() -> Vec<Prompt> {
             handler(|call: Call| async move {
                 Ok(match accepted_field(&call, "user_context", "context") {
                     Some(context) => user_text(format!("Use this context: {context}")),
-                    None => {
-                        Outcome::ask("user_context", name_form("What context should the prompt use?", "context"), None)
-                    }
+                    None => Outcome::ask(
+                        "user_context",
+                        name_form("What context should the prompt use?", "context"),
+                        None,
+                    ),
                 })
             }),
         ),
@@ -734,7 +855,11 @@ pub fn app() -> App {
     let mut app = App::new("relevo-conformance", env!("CARGO_PKG_VERSION"))
         .instructions("Fixture app for the MCP conformance suite.")
         .template(template());
-    for tool in tools().into_iter().chain(handshake_era_tools()).chain(task_tools()) {
+    for tool in tools()
+        .into_iter()
+        .chain(handshake_era_tools())
+        .chain(task_tools())
+    {
         app = app.tool(tool);
     }
     for resource in resources() {
@@ -776,12 +901,18 @@ mod tests {
             assert!(app.find_tool(tool).is_some(), "{tool}");
         }
         assert!(app.find_resource("test://static-text").is_some());
-        assert!(app.find_prompt("test_input_required_result_prompt").is_some());
+        assert!(
+            app.find_prompt("test_input_required_result_prompt")
+                .is_some()
+        );
     }
 
     #[test]
     fn json_schema_fixture_is_listed_verbatim() {
-        let tool = app().find_tool("json_schema_2020_12_tool").unwrap().to_wire();
+        let tool = app()
+            .find_tool("json_schema_2020_12_tool")
+            .unwrap()
+            .to_wire();
         assert_eq!(tool["inputSchema"], json_schema_fixture());
     }
 }

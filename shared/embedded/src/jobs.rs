@@ -44,10 +44,13 @@ pub(crate) const SCHEMA: &str = "
 
 fn read_job(connection: &Connection, pk: &str) -> Result<Option<Job>, StoreError> {
     let body: Option<String> = connection
-        .query_row("SELECT body FROM jobs WHERE pk = ?1", params![pk], |row| row.get(0))
+        .query_row("SELECT body FROM jobs WHERE pk = ?1", params![pk], |row| {
+            row.get(0)
+        })
         .optional()
         .map_err(unavailable)?;
-    body.map(|b| serde_json::from_str(&b).map_err(|e| StoreError::unavailable("corrupt job", e))).transpose()
+    body.map(|b| serde_json::from_str(&b).map_err(|e| StoreError::unavailable("corrupt job", e)))
+        .transpose()
 }
 
 fn as_record(job: &Job) -> Record {
@@ -105,11 +108,18 @@ impl JobStore for SqliteStore {
     }
 
     fn keyed_job<'a>(&'a self, job: &'a Job) -> StoreFuture<'a, Option<Job>> {
-        let key = job.operation_key.as_ref().map(|key| job.operation_record_key(key).storage_key());
+        let key = job
+            .operation_key
+            .as_ref()
+            .map(|key| job.operation_record_key(key).storage_key());
         Box::pin(self.run(move |connection| {
             let Some(key) = key else { return Ok(None) };
             let job_pk: Option<String> = connection
-                .query_row("SELECT job_pk FROM operation_keys WHERE pk = ?1", params![key], |r| r.get(0))
+                .query_row(
+                    "SELECT job_pk FROM operation_keys WHERE pk = ?1",
+                    params![key],
+                    |r| r.get(0),
+                )
                 .optional()
                 .map_err(unavailable)?;
             match job_pk {
@@ -168,7 +178,10 @@ pub struct SqliteQueue {
 
 impl SqliteQueue {
     pub fn new(store: SqliteStore, max_receives: u32) -> Self {
-        SqliteQueue { store, max_receives }
+        SqliteQueue {
+            store,
+            max_receives,
+        }
     }
 
     /// The database the queue's tables live in.
@@ -184,7 +197,9 @@ impl SqliteQueue {
                     .prepare("SELECT body, receive_count FROM dead_letters ORDER BY id")
                     .map_err(unavailable)?;
                 let rows = statement
-                    .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u32)))
+                    .query_map([], |r| {
+                        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u32))
+                    })
                     .map_err(unavailable)?;
                 rows.map(|r| r.map_err(unavailable)).collect()
             })
@@ -206,7 +221,12 @@ impl Queue for SqliteQueue {
         }))
     }
 
-    fn receive<'a>(&'a self, max: usize, visibility_secs: u64, now: u64) -> StoreFuture<'a, Vec<QueueMessage>> {
+    fn receive<'a>(
+        &'a self,
+        max: usize,
+        visibility_secs: u64,
+        now: u64,
+    ) -> StoreFuture<'a, Vec<QueueMessage>> {
         let max_receives = self.max_receives;
         Box::pin(self.store.run(move |connection| {
             let tx = connection.unchecked_transaction().map_err(unavailable)?;
@@ -248,12 +268,19 @@ impl Queue for SqliteQueue {
     fn delete<'a>(&'a self, receipt: &'a str) -> StoreFuture<'a, ()> {
         let receipt = receipt.to_string();
         Box::pin(self.store.run(move |connection| {
-            connection.execute("DELETE FROM queue WHERE receipt = ?1", params![receipt]).map_err(unavailable)?;
+            connection
+                .execute("DELETE FROM queue WHERE receipt = ?1", params![receipt])
+                .map_err(unavailable)?;
             Ok(())
         }))
     }
 
-    fn change_visibility<'a>(&'a self, receipt: &'a str, visibility_secs: u64, now: u64) -> StoreFuture<'a, ()> {
+    fn change_visibility<'a>(
+        &'a self,
+        receipt: &'a str,
+        visibility_secs: u64,
+        now: u64,
+    ) -> StoreFuture<'a, ()> {
         let receipt = receipt.to_string();
         Box::pin(self.store.run(move |connection| {
             connection

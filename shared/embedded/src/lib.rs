@@ -49,10 +49,22 @@ impl SqliteStore {
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
         let io = |e: std::io::Error| StoreError::unavailable(path.display().to_string(), e);
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
-            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent).map_err(io)?;
+        if let Some(parent) = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty() && !p.exists())
+        {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)
+                .map_err(io)?;
         }
-        std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path).map_err(io)?;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(io)?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
         let store = Self::with(Connection::open(path).map_err(unavailable)?)?;
         Ok(store)
@@ -70,7 +82,9 @@ impl SqliteStore {
                 "DELETE FROM jobs WHERE expires_at <= ?1",
                 "DELETE FROM operation_keys WHERE expires_at <= ?1",
             ] {
-                removed += connection.execute(statement, params![now]).map_err(unavailable)?;
+                removed += connection
+                    .execute(statement, params![now])
+                    .map_err(unavailable)?;
             }
             Ok(removed)
         })
@@ -84,8 +98,12 @@ impl SqliteStore {
 
     fn with(connection: Connection) -> Result<Self, StoreError> {
         connection.execute_batch(SCHEMA).map_err(unavailable)?;
-        connection.execute_batch(jobs::SCHEMA).map_err(unavailable)?;
-        Ok(SqliteStore { connection: Arc::new(Mutex::new(connection)) })
+        connection
+            .execute_batch(jobs::SCHEMA)
+            .map_err(unavailable)?;
+        Ok(SqliteStore {
+            connection: Arc::new(Mutex::new(connection)),
+        })
     }
 
     pub(crate) async fn run<T: Send + 'static>(
@@ -94,8 +112,9 @@ impl SqliteStore {
     ) -> Result<T, StoreError> {
         let connection = self.connection.clone();
         tokio::task::spawn_blocking(move || {
-            let connection =
-                connection.lock().map_err(|_| StoreError::Unavailable("connection lock poisoned".into()))?;
+            let connection = connection
+                .lock()
+                .map_err(|_| StoreError::Unavailable("connection lock poisoned".into()))?;
             work(&connection)
         })
         .await
@@ -125,7 +144,11 @@ fn read(connection: &Connection, key: &RecordKey, now: u64) -> Result<Option<Rec
 }
 
 /// The live records of `keys` in one `IN (…)` query, in the order of `keys`.
-fn read_many(connection: &Connection, keys: &[RecordKey], now: u64) -> Result<Vec<Option<Record>>, StoreError> {
+fn read_many(
+    connection: &Connection,
+    keys: &[RecordKey],
+    now: u64,
+) -> Result<Vec<Option<Record>>, StoreError> {
     let placeholders: Vec<String> = (0..keys.len()).map(|n| format!("?{}", n + 2)).collect();
     let sql = format!(
         "SELECT pk, revision, body, expires_at FROM records WHERE (expires_at IS NULL OR expires_at > ?1) AND pk IN ({})",
@@ -158,8 +181,8 @@ fn read_many(connection: &Connection, keys: &[RecordKey], now: u64) -> Result<Ve
             found
                 .get(pk)
                 .map(|(revision, body, expires_at)| {
-                    let body: Value =
-                        serde_json::from_str(body).map_err(|e| StoreError::unavailable("corrupt record", e))?;
+                    let body: Value = serde_json::from_str(body)
+                        .map_err(|e| StoreError::unavailable("corrupt record", e))?;
                     Ok(Record {
                         key: key.clone(),
                         revision: *revision as u64,
@@ -180,7 +203,11 @@ impl RecordStore for SqliteStore {
         expires_at: Option<u64>,
         now: u64,
     ) -> StoreFuture<'a, Record> {
-        let write = Write::Create { key: key.clone(), body: body.clone(), expires_at };
+        let write = Write::Create {
+            key: key.clone(),
+            body: body.clone(),
+            expires_at,
+        };
         Box::pin(self.run(move |connection| apply(connection, &write, now)?))
     }
 
@@ -196,7 +223,11 @@ impl RecordStore for SqliteStore {
         body: &'a Value,
         now: u64,
     ) -> StoreFuture<'a, Record> {
-        let write = Write::Update { key: key.clone(), expected_revision, body: body.clone() };
+        let write = Write::Update {
+            key: key.clone(),
+            expected_revision,
+            body: body.clone(),
+        };
         Box::pin(self.run(move |connection| apply(connection, &write, now)?))
     }
 
@@ -208,18 +239,28 @@ impl RecordStore for SqliteStore {
         expires_at: Option<u64>,
         now: u64,
     ) -> StoreFuture<'a, Record> {
-        let write = Write::UpdateExpiring { key: key.clone(), expected_revision, body: body.clone(), expires_at };
+        let write = Write::UpdateExpiring {
+            key: key.clone(),
+            expected_revision,
+            body: body.clone(),
+            expires_at,
+        };
         Box::pin(self.run(move |connection| apply(connection, &write, now)?))
     }
 
-    fn get_many<'a>(&'a self, keys: &'a [RecordKey], now: u64) -> StoreFuture<'a, Vec<Option<Record>>> {
+    fn get_many<'a>(
+        &'a self,
+        keys: &'a [RecordKey],
+        now: u64,
+    ) -> StoreFuture<'a, Vec<Option<Record>>> {
         let keys = keys.to_vec();
         Box::pin(async move {
             relevo_state::records::check_batch(&keys)?;
             if keys.is_empty() {
                 return Ok(Vec::new());
             }
-            self.run(move |connection| read_many(connection, &keys, now)).await
+            self.run(move |connection| read_many(connection, &keys, now))
+                .await
         })
     }
 
@@ -257,7 +298,8 @@ impl RecordStore for SqliteStore {
             if !relevo_state::records::check_count(n, limit)? {
                 return Ok(None);
             }
-            self.run(move |connection| count_up_by(connection, &key, n, limit, expires_at, now)).await
+            self.run(move |connection| count_up_by(connection, &key, n, limit, expires_at, now))
+                .await
         })
     }
 }
@@ -300,14 +342,26 @@ fn count_up_by(
         )
         .optional()
         .map_err(unavailable)?;
-    counted.map(|count| u32::try_from(count).map_err(|e| StoreError::unavailable("corrupt counter", e))).transpose()
+    counted
+        .map(|count| {
+            u32::try_from(count).map_err(|e| StoreError::unavailable("corrupt counter", e))
+        })
+        .transpose()
 }
 
 /// One conditional write (alone, or inside an open transaction): `Ok(Err(cause))` when its
 /// condition fails.
-fn apply(connection: &Connection, write: &Write, now: u64) -> Result<Result<Record, StoreError>, StoreError> {
+fn apply(
+    connection: &Connection,
+    write: &Write,
+    now: u64,
+) -> Result<Result<Record, StoreError>, StoreError> {
     match write {
-        Write::Create { key, body, expires_at } => {
+        Write::Create {
+            key,
+            body,
+            expires_at,
+        } => {
             let written = connection
                 .execute(
                     "INSERT INTO records (pk, tenant, revision, body, expires_at) VALUES (?1, ?2, 1, ?3, ?4)
@@ -323,21 +377,40 @@ fn apply(connection: &Connection, write: &Write, now: u64) -> Result<Result<Reco
                 )
                 .map_err(unavailable)?;
             if written == 1 {
-                return Ok(Ok(Record { key: key.clone(), revision: 1, body: body.clone(), expires_at: *expires_at }));
+                return Ok(Ok(Record {
+                    key: key.clone(),
+                    revision: 1,
+                    body: body.clone(),
+                    expires_at: *expires_at,
+                }));
             }
             Ok(Err(match read(connection, key, now)? {
                 Some(current) => StoreError::AlreadyExists(Box::new(current)),
                 None => StoreError::Unavailable("create lost a race with an expiry".into()),
             }))
         }
-        Write::Check { key, expected_revision } => Ok(match (read(connection, key, now)?, *expected_revision) {
-            (None, 0) => Ok(Record { key: key.clone(), revision: 0, body: Value::Null, expires_at: None }),
+        Write::Check {
+            key,
+            expected_revision,
+        } => Ok(match (read(connection, key, now)?, *expected_revision) {
+            (None, 0) => Ok(Record {
+                key: key.clone(),
+                revision: 0,
+                body: Value::Null,
+                expires_at: None,
+            }),
             (Some(current), 0) => Err(StoreError::AlreadyExists(Box::new(current))),
             (Some(current), expected) if current.revision == expected => Ok(current),
-            (Some(current), expected) => Err(StoreError::Conflict { expected, current: Box::new(current) }),
+            (Some(current), expected) => Err(StoreError::Conflict {
+                expected,
+                current: Box::new(current),
+            }),
             (None, _) => Err(StoreError::NotFound),
         }),
-        Write::Delete { key, expected_revision } => {
+        Write::Delete {
+            key,
+            expected_revision,
+        } => {
             let removed = connection
                 .execute(
                     "DELETE FROM records WHERE pk = ?1 AND revision = ?2 AND (expires_at IS NULL OR expires_at > ?3)",
@@ -345,17 +418,39 @@ fn apply(connection: &Connection, write: &Write, now: u64) -> Result<Result<Reco
                 )
                 .map_err(unavailable)?;
             if removed == 1 {
-                return Ok(Ok(Record { key: key.clone(), revision: 0, body: Value::Null, expires_at: None }));
+                return Ok(Ok(Record {
+                    key: key.clone(),
+                    revision: 0,
+                    body: Value::Null,
+                    expires_at: None,
+                }));
             }
             Ok(Err(match read(connection, key, now)? {
-                Some(current) => StoreError::Conflict { expected: *expected_revision, current: Box::new(current) },
+                Some(current) => StoreError::Conflict {
+                    expected: *expected_revision,
+                    current: Box::new(current),
+                },
                 None => StoreError::NotFound,
             }))
         }
-        Write::Update { key, expected_revision, body } => update(connection, key, *expected_revision, body, None, now),
-        Write::UpdateExpiring { key, expected_revision, body, expires_at } => {
-            update(connection, key, *expected_revision, body, Some(*expires_at), now)
-        }
+        Write::Update {
+            key,
+            expected_revision,
+            body,
+        } => update(connection, key, *expected_revision, body, None, now),
+        Write::UpdateExpiring {
+            key,
+            expected_revision,
+            body,
+            expires_at,
+        } => update(
+            connection,
+            key,
+            *expected_revision,
+            body,
+            Some(*expires_at),
+            now,
+        ),
     }
 }
 
@@ -390,10 +485,18 @@ fn update(
         .map_err(unavailable)?;
     if let Some(expires_at) = written {
         let expires_at = expires_at.map(|e| e as u64);
-        return Ok(Ok(Record { key: key.clone(), revision: expected_revision + 1, body: body.clone(), expires_at }));
+        return Ok(Ok(Record {
+            key: key.clone(),
+            revision: expected_revision + 1,
+            body: body.clone(),
+            expires_at,
+        }));
     }
     Ok(Err(match read(connection, key, now)? {
-        Some(current) => StoreError::Conflict { expected: expected_revision, current: Box::new(current) },
+        Some(current) => StoreError::Conflict {
+            expected: expected_revision,
+            current: Box::new(current),
+        },
         None => StoreError::NotFound,
     }))
 }
@@ -412,10 +515,22 @@ mod tests {
         let error = SqliteStore::open(&path).expect_err("not a database");
         std::fs::remove_dir_all(&dir).expect("cleaned up");
         assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
-        let chain = std::iter::successors(Some(&error as &(dyn std::error::Error + 'static)), |e| (*e).source());
-        let sqlite =
-            chain.filter_map(|e| e.downcast_ref::<rusqlite::Error>()).next().expect("rusqlite::Error in the chain");
-        assert_eq!(sqlite.sqlite_error_code(), Some(rusqlite::ErrorCode::NotADatabase), "{sqlite:?}");
-        assert!(error.to_string().contains("not a database"), "Display tells the cause: {error}");
+        let chain =
+            std::iter::successors(Some(&error as &(dyn std::error::Error + 'static)), |e| {
+                (*e).source()
+            });
+        let sqlite = chain
+            .filter_map(|e| e.downcast_ref::<rusqlite::Error>())
+            .next()
+            .expect("rusqlite::Error in the chain");
+        assert_eq!(
+            sqlite.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::NotADatabase),
+            "{sqlite:?}"
+        );
+        assert!(
+            error.to_string().contains("not a database"),
+            "Display tells the cause: {error}"
+        );
     }
 }

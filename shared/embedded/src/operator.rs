@@ -8,7 +8,9 @@
 
 use relevo_state::dead_letters::{DeadLetter, DeadLetters, Redrive};
 use relevo_state::jobs::{Job, JobStatus};
-use relevo_state::operator::{Listing, MAX_LISTING, OperatorView, kind_marker, listed, parse_storage_key};
+use relevo_state::operator::{
+    Listing, MAX_LISTING, OperatorView, kind_marker, listed, parse_storage_key,
+};
 use relevo_state::{Record, StoreError, StoreFuture};
 use rusqlite::params;
 use serde_json::Value;
@@ -23,7 +25,11 @@ impl OperatorView for SqliteStore {
         limit: usize,
         now: u64,
     ) -> StoreFuture<'a, Listing<Record>> {
-        let (kind, tenant, limit) = (kind.to_string(), tenant.map(str::to_string), limit.min(MAX_LISTING));
+        let (kind, tenant, limit) = (
+            kind.to_string(),
+            tenant.map(str::to_string),
+            limit.min(MAX_LISTING),
+        );
         Box::pin(self.run(move |connection| {
             let mut statement = connection
                 .prepare(
@@ -58,7 +64,11 @@ impl OperatorView for SqliteStore {
         }))
     }
 
-    fn list_jobs<'a>(&'a self, statuses: &'a [JobStatus], limit: usize) -> StoreFuture<'a, Listing<Job>> {
+    fn list_jobs<'a>(
+        &'a self,
+        statuses: &'a [JobStatus],
+        limit: usize,
+    ) -> StoreFuture<'a, Listing<Job>> {
         let (statuses, limit) = (statuses.to_vec(), limit.min(MAX_LISTING));
         Box::pin(self.run(move |connection| {
             let mut statement = connection
@@ -66,16 +76,19 @@ impl OperatorView for SqliteStore {
                 .map_err(unavailable)?;
             let mut listing = Listing::default();
             for status in statuses {
-                let mut rows = statement.query(params![status.as_str()]).map_err(unavailable)?;
+                let mut rows = statement
+                    .query(params![status.as_str()])
+                    .map_err(unavailable)?;
                 while let Some(row) = rows.next().map_err(unavailable)? {
                     if listing.items.len() == limit {
                         listing.truncated = true;
                         return Ok(listing);
                     }
                     let body: String = row.get(0).map_err(unavailable)?;
-                    listing
-                        .items
-                        .push(serde_json::from_str(&body).map_err(|e| StoreError::unavailable("corrupt job", e))?);
+                    listing.items.push(
+                        serde_json::from_str(&body)
+                            .map_err(|e| StoreError::unavailable("corrupt job", e))?,
+                    );
                 }
             }
             Ok(listing)
@@ -92,7 +105,11 @@ impl DeadLetters for SqliteQueue {
                 .map_err(unavailable)?;
             let rows = statement
                 .query_map(params![limit], |r| {
-                    Ok(DeadLetter { id: r.get(0)?, body: r.get(1)?, receive_count: r.get::<_, i64>(2)? as u32 })
+                    Ok(DeadLetter {
+                        id: r.get(0)?,
+                        body: r.get(1)?,
+                        receive_count: r.get::<_, i64>(2)? as u32,
+                    })
                 })
                 .map_err(unavailable)?;
             rows.map(|r| r.map_err(unavailable)).collect()
@@ -141,7 +158,12 @@ mod tests {
         let store = SqliteStore::in_memory().unwrap();
         let put = |owner: Owner, kind: &'static str, id: &'static str, expires_at: Option<u64>| {
             let store = store.clone();
-            async move { store.create(&RecordKey::new(owner, kind, id), &json!(id), expires_at, 1).await.unwrap() }
+            async move {
+                store
+                    .create(&RecordKey::new(owner, kind, id), &json!(id), expires_at, 1)
+                    .await
+                    .unwrap()
+            }
         };
         put(Owner::tenant("acme"), "operation", "a", None).await;
         put(Owner::tenant("acme"), "operation", "gone", Some(5)).await;
@@ -152,8 +174,17 @@ mod tests {
             ids.sort();
             ids
         };
-        assert_eq!(ids(store.list_records("operation", None, 10, 10).await.unwrap()), ["a", "b"]);
-        assert_eq!(ids(store.list_records("operation", Some("acme"), 10, 10).await.unwrap()), ["a"]);
+        assert_eq!(
+            ids(store.list_records("operation", None, 10, 10).await.unwrap()),
+            ["a", "b"]
+        );
+        assert_eq!(
+            ids(store
+                .list_records("operation", Some("acme"), 10, 10)
+                .await
+                .unwrap()),
+            ["a"]
+        );
         let bounded = store.list_records("operation", None, 1, 10).await.unwrap();
         assert_eq!((bounded.items.len(), bounded.truncated), (1, true));
     }
@@ -164,11 +195,26 @@ mod tests {
         let queue = SqliteQueue::new(store, 1);
         queue.send("poison").await.unwrap();
         assert_eq!(queue.receive(10, 0, 1).await.unwrap().len(), 1);
-        assert!(queue.receive(10, 0, 1).await.unwrap().is_empty(), "the second delivery dead-letters it");
+        assert!(
+            queue.receive(10, 0, 1).await.unwrap().is_empty(),
+            "the second delivery dead-letters it"
+        );
         let parked = queue.list_dead_letters(10).await.unwrap();
-        assert_eq!(parked.iter().map(|d| d.body.as_str()).collect::<Vec<_>>(), ["poison"]);
-        assert!(queue.redrive(Redrive::One("no-such-id")).await.unwrap().is_empty());
-        assert_eq!(queue.redrive(Redrive::All).await.unwrap(), vec![parked[0].id.clone()]);
+        assert_eq!(
+            parked.iter().map(|d| d.body.as_str()).collect::<Vec<_>>(),
+            ["poison"]
+        );
+        assert!(
+            queue
+                .redrive(Redrive::One("no-such-id"))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            queue.redrive(Redrive::All).await.unwrap(),
+            vec![parked[0].id.clone()]
+        );
         assert!(queue.list_dead_letters(10).await.unwrap().is_empty());
         let again = queue.receive(10, 0, 2).await.unwrap();
         assert_eq!((again.len(), again[0].receive_count), (1, 1), "{again:?}");

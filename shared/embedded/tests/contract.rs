@@ -10,7 +10,8 @@ use serde_json::json;
 
 #[tokio::test]
 async fn sqlite_in_memory_meets_the_record_store_contract() {
-    relevo_state::contract::record_store_contract(Arc::new(SqliteStore::in_memory().unwrap())).await;
+    relevo_state::contract::record_store_contract(Arc::new(SqliteStore::in_memory().unwrap()))
+        .await;
 }
 
 #[tokio::test]
@@ -18,10 +19,19 @@ async fn sqlite_file_meets_the_contract_and_survives_a_reopen() {
     let dir = std::env::temp_dir().join(format!("relevo-contract-{}", std::process::id()));
     let path = dir.join("store.db");
     let _ = std::fs::remove_dir_all(&dir);
-    relevo_state::contract::record_store_contract(Arc::new(SqliteStore::open(&path).unwrap())).await;
+    relevo_state::contract::record_store_contract(Arc::new(SqliteStore::open(&path).unwrap()))
+        .await;
     let reopened = SqliteStore::open(&path).unwrap();
     let key = RecordKey::new(Owner::personal("acme", "alice"), "note", "n1");
-    assert_eq!(reopened.get(&key, 1_800_000_000).await.unwrap().unwrap().body, json!({"text": "a2"}));
+    assert_eq!(
+        reopened
+            .get(&key, 1_800_000_000)
+            .await
+            .unwrap()
+            .unwrap()
+            .body,
+        json!({"text": "a2"})
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -33,12 +43,16 @@ async fn sqlite_counts_several_units_in_one_write_all_or_none() {
 #[tokio::test]
 async fn sqlite_transactions_are_all_or_nothing() {
     let store = Arc::new(SqliteStore::in_memory().unwrap());
-    relevo_state::contract::transaction_contract(store, relevo_state::contract::Racers::Concurrent).await;
+    relevo_state::contract::transaction_contract(store, relevo_state::contract::Racers::Concurrent)
+        .await;
 }
 
 #[tokio::test]
 async fn sqlite_transactions_set_move_and_remove_an_expiry() {
-    relevo_state::contract::transaction_expiry_contract(Arc::new(SqliteStore::in_memory().unwrap())).await;
+    relevo_state::contract::transaction_expiry_contract(Arc::new(
+        SqliteStore::in_memory().unwrap(),
+    ))
+    .await;
 }
 
 #[tokio::test]
@@ -50,7 +64,10 @@ async fn sqlite_meets_the_job_store_contract() {
 async fn sqlite_meets_the_queue_contract_and_dead_letters() {
     let queue = relevo_embedded::SqliteQueue::new(SqliteStore::in_memory().unwrap(), 3);
     relevo_state::contract::queue_contract(Arc::new(queue.clone()), 3, 1_800_000_000).await;
-    assert_eq!(queue.dead_letters().await.unwrap(), vec![("two".to_string(), 3)]);
+    assert_eq!(
+        queue.dead_letters().await.unwrap(),
+        vec![("two".to_string(), 3)]
+    );
 }
 
 #[tokio::test]
@@ -77,11 +94,21 @@ async fn the_sweep_removes_what_expired_and_keeps_the_rest() {
     let gone = RecordKey::new(Owner::tenant("acme"), "cart", "old");
     let kept = RecordKey::new(Owner::tenant("acme"), "cart", "new");
     let forever = RecordKey::new(Owner::tenant("acme"), "stock", "main/MUG");
-    store.create(&gone, &json!({}), Some(now + 10), now).await.unwrap();
-    store.create(&kept, &json!({}), Some(now + 1000), now).await.unwrap();
+    store
+        .create(&gone, &json!({}), Some(now + 10), now)
+        .await
+        .unwrap();
+    store
+        .create(&kept, &json!({}), Some(now + 1000), now)
+        .await
+        .unwrap();
     store.create(&forever, &json!({}), None, now).await.unwrap();
     assert_eq!(store.sweep(now + 10).await.unwrap(), 1);
-    assert_eq!(store.get(&gone, now).await.unwrap(), None, "removed, not merely hidden");
+    assert_eq!(
+        store.get(&gone, now).await.unwrap(),
+        None,
+        "removed, not merely hidden"
+    );
     assert!(store.get(&kept, now).await.unwrap().is_some());
     assert!(store.get(&forever, now + 10_000).await.unwrap().is_some());
 }

@@ -28,14 +28,28 @@ pub struct KeyRefresh {
 }
 
 impl KeyRefresh {
-    pub fn new(client: aws_sdk_secretsmanager::Client, secret_id: &str, ring: KeyRing, every: Duration) -> Self {
-        KeyRefresh { client, secret_id: secret_id.into(), ring, every, next: Mutex::new(Instant::now() + every) }
+    pub fn new(
+        client: aws_sdk_secretsmanager::Client,
+        secret_id: &str,
+        ring: KeyRing,
+        every: Duration,
+    ) -> Self {
+        KeyRefresh {
+            client,
+            secret_id: secret_id.into(),
+            ring,
+            every,
+            next: Mutex::new(Instant::now() + every),
+        }
     }
 
     /// Reads the secret again if the interval has passed since the last read.
     pub async fn if_due(&self) {
         {
-            let mut next = self.next.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut next = self
+                .next
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
             let now = Instant::now();
             if now < *next {
                 return;
@@ -47,10 +61,16 @@ impl KeyRefresh {
                 let (before, after) = (self.ring.key_ids(), newer.key_ids());
                 self.ring.replace_with(&newer);
                 if before != after {
-                    tracing::info!(?before, ?after, "requestState keys changed in the secret; now in use");
+                    tracing::info!(
+                        ?before,
+                        ?after,
+                        "requestState keys changed in the secret; now in use"
+                    );
                 }
             }
-            Err(error) => tracing::warn!(%error, "cannot re-read the keys secret; keeping the keys held"),
+            Err(error) => {
+                tracing::warn!(%error, "cannot re-read the keys secret; keeping the keys held")
+            }
         }
     }
 }
@@ -59,7 +79,10 @@ static REFRESH: OnceLock<KeyRefresh> = OnceLock::new();
 
 /// The refresh interval from `RELEVO_STATE_KEYS_REFRESH_SECS` (module docs).
 pub fn refresh_interval() -> Duration {
-    let secs = std::env::var("RELEVO_STATE_KEYS_REFRESH_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    let secs = std::env::var("RELEVO_STATE_KEYS_REFRESH_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
     Duration::from_secs(secs)
 }
 

@@ -26,7 +26,9 @@ use http_body_util::StreamBody;
 use lambda_http::LambdaEvent;
 use relevo_auth::AuthSettings;
 use relevo_aws::{DynamoStore, SqsQueue};
-use relevo_protocol::{AppBuilder, Deadline, McpServer, Method, Ports, Reply, ReplyBody, RequestIds, Route, Settings};
+use relevo_protocol::{
+    AppBuilder, Deadline, McpServer, Method, Ports, Reply, ReplyBody, RequestIds, Route, Settings,
+};
 use relevo_state::TraceContext;
 use relevo_state::emf::{Metrics, Unit};
 use relevo_state::{Engine, EngineConfig, InFlightLimits, RandomIds, SystemClock, Worker};
@@ -48,7 +50,12 @@ pub async fn server_from_env(streaming: bool, app: &impl AppBuilder) -> Result<M
     settings.config.streams_responses = streaming;
     settings.config.pushes_updates = false;
     let ports = ports_from_env(&settings).await?;
-    let mut server = McpServer::new(app(&ports), settings.config, settings.keys, ports.auth.clone());
+    let mut server = McpServer::new(
+        app(&ports),
+        settings.config,
+        settings.keys,
+        ports.auth.clone(),
+    );
     if let Some(records) = ports.records.clone() {
         server = server.with_store(records);
     }
@@ -59,27 +66,49 @@ pub async fn server_from_env(streaming: bool, app: &impl AppBuilder) -> Result<M
 }
 
 fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// DynamoDB (`RELEVO_TABLE`) and SQS (`RELEVO_QUEUE_URL`) when configured; features whose port is
 /// missing are left out of the app.
 pub async fn backend_from_env() -> Ports {
     let table = std::env::var("RELEVO_TABLE").ok().filter(|t| !t.is_empty());
-    let Some(table) = table else { return Ports::new(None) };
+    let Some(table) = table else {
+        return Ports::new(None);
+    };
     let config = relevo_aws::sdk_config();
-    let store = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(&config), &table));
+    let store = Arc::new(DynamoStore::new(
+        aws_sdk_dynamodb::Client::new(&config),
+        &table,
+    ));
     let pages_url = std::env::var("RELEVO_APPROVALS_URL")
         .ok()
         .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| Ports::approvals_beside(&std::env::var("RELEVO_AUTH_AUDIENCE").unwrap_or_default()));
+        .unwrap_or_else(|| {
+            Ports::approvals_beside(&std::env::var("RELEVO_AUTH_AUDIENCE").unwrap_or_default())
+        });
     let ports = Ports::new(Some(store.clone())).with_pages_url(&pages_url);
-    match std::env::var("RELEVO_QUEUE_URL").ok().filter(|u| !u.is_empty()) {
+    match std::env::var("RELEVO_QUEUE_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    {
         Some(url) => {
             let queue = Arc::new(SqsQueue::new(aws_sdk_sqs::Client::new(&config), &url));
-            let config = EngineConfig { lease_secs: env_number("RELEVO_LEASE_SECS", 60), ..EngineConfig::default() };
-            let engine = Engine::new(store.clone(), queue, Arc::new(SystemClock), Arc::new(RandomIds), config)
-                .with_admission(store, InFlightLimits::from_env());
+            let config = EngineConfig {
+                lease_secs: env_number("RELEVO_LEASE_SECS", 60),
+                ..EngineConfig::default()
+            };
+            let engine = Engine::new(
+                store.clone(),
+                queue,
+                Arc::new(SystemClock),
+                Arc::new(RandomIds),
+                config,
+            )
+            .with_admission(store, InFlightLimits::from_env());
             ports.with_jobs(Arc::new(engine))
         }
         None => ports,
@@ -90,13 +119,21 @@ pub async fn backend_from_env() -> Ports {
 /// or from `RELEVO_STATE_KEYS`. Without either a function refuses to start: the instance that
 /// verifies a `requestState` is rarely the one that sealed it, so a per-process key is wrong here.
 pub async fn settings_from_env() -> Result<Settings, Error> {
-    match std::env::var("RELEVO_STATE_KEYS_SECRET").ok().filter(|s| !s.is_empty()) {
+    match std::env::var("RELEVO_STATE_KEYS_SECRET")
+        .ok()
+        .filter(|s| !s.is_empty())
+    {
         Some(secret) => {
             let mut settings = Settings::from_env(true).map_err(|e| e.to_string())?;
             let client = aws_sdk_secretsmanager::Client::new(&relevo_aws::sdk_config());
             settings.keys = relevo_aws::load_key_ring(&client, &secret).await?;
             settings.ephemeral_keys = false;
-            keys::install(keys::KeyRefresh::new(client, &secret, settings.keys.clone(), keys::refresh_interval()));
+            keys::install(keys::KeyRefresh::new(
+                client,
+                &secret,
+                settings.keys.clone(),
+                keys::refresh_interval(),
+            ));
             Ok(settings)
         }
         // Its Display, not its Debug: the error names the key entry's position, never its text.
@@ -109,13 +146,18 @@ pub async fn settings_from_env() -> Result<Settings, Error> {
 async fn ports_from_env(settings: &Settings) -> Result<Ports, Error> {
     let auth = relevo_auth::lambda_authenticator(&AuthSettings::from_env("")?)?;
     let origins = settings.config.origin_policy.clone();
-    Ok(backend_from_env().await.with_security(auth, settings.keys.clone(), origins))
+    Ok(backend_from_env()
+        .await
+        .with_security(auth, settings.keys.clone(), origins))
 }
 
 /// The worker of `app`: its job runners and its tools' tasks, over the configured table and queue.
 async fn worker_from_env(app: &impl AppBuilder) -> Result<Arc<Worker>, Error> {
     let ports = ports_from_env(&settings_from_env().await?).await?;
-    let engine = ports.jobs.clone().ok_or_else(|| Error::from("RELEVO_TABLE and RELEVO_QUEUE_URL are required"))?;
+    let engine = ports
+        .jobs
+        .clone()
+        .ok_or_else(|| Error::from("RELEVO_TABLE and RELEVO_QUEUE_URL are required"))?;
     Ok(Arc::new(Arc::new(app(&ports)).worker(engine)))
 }
 
@@ -130,7 +172,9 @@ pub async fn run_worker(app: impl AppBuilder) -> Result<(), Error> {
         let span = tracing::info_span!("invocation", lambda_request_id = %event.context.request_id);
         async move {
             keys::refresh_if_due().await;
-            let response = handle_sqs_batch(&worker, event.payload).instrument(span).await;
+            let response = handle_sqs_batch(&worker, event.payload)
+                .instrument(span)
+                .await;
             otlp::flush().await;
             Ok::<_, Error>(response)
         }
@@ -145,8 +189,15 @@ pub async fn handle_sqs_batch(worker: &Worker, event: SqsEvent) -> SqsBatchRespo
         .records
         .into_iter()
         .map(|m| {
-            let trace = m.attributes.get("AWSTraceHeader").and_then(|h| TraceContext::from_xray(h));
-            (m.message_id.unwrap_or_default(), m.body.unwrap_or_default(), trace)
+            let trace = m
+                .attributes
+                .get("AWSTraceHeader")
+                .and_then(|h| TraceContext::from_xray(h));
+            (
+                m.message_id.unwrap_or_default(),
+                m.body.unwrap_or_default(),
+                trace,
+            )
         })
         .collect();
     let mut response = SqsBatchResponse::default();
@@ -194,7 +245,12 @@ pub async fn handle_event(server: &McpServer, route: Route, event: Request) -> R
 }
 
 /// The server's reply to one event; the all-methods function also answers the metadata paths.
-async fn serve(server: &McpServer, route: Route, metadata: Option<&AuthSettings>, event: Request) -> Reply {
+async fn serve(
+    server: &McpServer,
+    route: Route,
+    metadata: Option<&AuthSettings>,
+    event: Request,
+) -> Reply {
     if let Some(settings) = metadata
         && relevo_auth::METADATA_PATHS.contains(&event.uri().path().trim_end_matches('/'))
     {
@@ -206,7 +262,9 @@ async fn serve(server: &McpServer, route: Route, metadata: Option<&AuthSettings>
             };
             return Response::from_parts(parts, ReplyBody::Full(body));
         }
-        let (parts, body) = relevo_auth::metadata_response(settings, event.method(), event.uri().path()).into_parts();
+        let (parts, body) =
+            relevo_auth::metadata_response(settings, event.method(), event.uri().path())
+                .into_parts();
         return Response::from_parts(parts, ReplyBody::Full(Bytes::from(body)));
     }
     let deadline = invocation_deadline(&event);
@@ -234,8 +292,12 @@ fn invocation_ids(event: &Request) -> (RequestIds, Option<TraceContext>) {
         _ => None,
     };
     let context = event.lambda_context_ref();
-    let lambda = context.map(|c| c.request_id.clone()).filter(|id| !id.is_empty());
-    let xray = context.and_then(|c| c.xray_trace_id.as_deref()).and_then(TraceContext::from_xray);
+    let lambda = context
+        .map(|c| c.request_id.clone())
+        .filter(|id| !id.is_empty());
+    let xray = context
+        .and_then(|c| c.xray_trace_id.as_deref())
+        .and_then(TraceContext::from_xray);
     (RequestIds { apigw, lambda }, xray)
 }
 
@@ -246,8 +308,14 @@ fn invocation_ids(event: &Request) -> (RequestIds, Option<TraceContext>) {
 fn invocation_deadline(event: &Request) -> Option<Deadline> {
     use lambda_http::RequestExt;
     let context = event.lambda_context_ref()?;
-    let margin = std::env::var("RELEVO_DEADLINE_MARGIN_MS").ok().and_then(|m| m.parse().ok()).unwrap_or(1500u64);
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as u64;
+    let margin = std::env::var("RELEVO_DEADLINE_MARGIN_MS")
+        .ok()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(1500u64);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_millis() as u64;
     let left = context.deadline.checked_sub(now)?.saturating_sub(margin);
     Some(Deadline::after(Duration::from_millis(left)))
 }
@@ -267,10 +335,20 @@ type ChunkBody = StreamBody<BoxStream<'static, Result<Frame<Bytes>, Infallible>>
 
 fn streamed(reply: Reply) -> Response<ChunkBody> {
     let (parts, body) = reply.into_parts();
-    Response::from_parts(parts, StreamBody::new(body.into_chunks().map(|chunk| Ok(Frame::data(chunk))).boxed()))
+    Response::from_parts(
+        parts,
+        StreamBody::new(
+            body.into_chunks()
+                .map(|chunk| Ok(Frame::data(chunk)))
+                .boxed(),
+        ),
+    )
 }
 
-fn http_request(parts: lambda_http::http::request::Parts, body: Body) -> lambda_http::http::Request<Bytes> {
+fn http_request(
+    parts: lambda_http::http::request::Parts,
+    body: Body,
+) -> lambda_http::http::Request<Bytes> {
     let bytes = match body {
         Body::Empty => Bytes::new(),
         Body::Text(text) => Bytes::from(text),
@@ -287,14 +365,26 @@ fn http_request(parts: lambda_http::http::request::Parts, body: Body) -> lambda_
 /// otherwise. Per-target levels, not a filter expression: `EnvFilter`'s regex engine would be
 /// in every binary for this.
 fn init_logging() {
-    let lambda_level = std::env::var("AWS_LAMBDA_LOG_LEVEL").ok().and_then(|l| l.parse::<LevelFilter>().ok());
-    let filter = match (lambda_level, std::env::var("RUST_LOG").ok().and_then(|v| v.parse::<Targets>().ok())) {
+    let lambda_level = std::env::var("AWS_LAMBDA_LOG_LEVEL")
+        .ok()
+        .and_then(|l| l.parse::<LevelFilter>().ok());
+    let filter = match (
+        lambda_level,
+        std::env::var("RUST_LOG")
+            .ok()
+            .and_then(|v| v.parse::<Targets>().ok()),
+    ) {
         (Some(level), _) => Targets::new().with_default(level),
         (None, Some(targets)) => targets,
         (None, None) => Targets::new().with_default(LevelFilter::INFO),
     };
-    let subscriber =
-        tracing_subscriber::fmt().json().with_target(false).without_time().with_span_list(false).finish().with(filter);
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .with_target(false)
+        .without_time()
+        .with_span_list(false)
+        .finish()
+        .with(filter);
     let _ = tracing::subscriber::set_global_default(subscriber);
     relevo_state::emf::enable_from_env();
     otlp::init_from_env();
@@ -311,7 +401,8 @@ pub async fn run_well_known() -> Result<(), Error> {
             if let Err(refused) = origins.check(event.headers()) {
                 return Ok::<_, Error>(forbidden(&refused));
             }
-            let response = relevo_auth::metadata_response(&settings, event.method(), event.uri().path());
+            let response =
+                relevo_auth::metadata_response(&settings, event.method(), event.uri().path());
             let (parts, body) = response.into_parts();
             Ok::<_, Error>(Response::from_parts(parts, Body::Text(body)))
         }
@@ -321,7 +412,8 @@ pub async fn run_well_known() -> Result<(), Error> {
 
 /// 403 for a Host or Origin outside the allow-list, as `/mcp` answers it.
 fn forbidden(refused: &relevo_protocol::McpError) -> Response<Body> {
-    let body = serde_json::json!({ "error": "forbidden", "error_description": refused.to_string() });
+    let body =
+        serde_json::json!({ "error": "forbidden", "error_description": refused.to_string() });
     let mut response = Response::new(Body::Text(body.to_string()));
     *response.status_mut() = lambda_http::http::StatusCode::FORBIDDEN;
     response.headers_mut().insert(
@@ -361,7 +453,14 @@ pub async fn run_pages(app: impl AppBuilder) -> Result<(), Error> {
             // Behind a stage or a base path the pages are still addressed from their prefix.
             let path = parts.uri.path();
             let path = path.find(pages.prefix()).map_or(path, |at| &path[at..]);
-            let served = relevo_protocol::pages::serve(&*pages, &gate, &parts.method, path, &parts.headers, &bytes);
+            let served = relevo_protocol::pages::serve(
+                &*pages,
+                &gate,
+                &parts.method,
+                path,
+                &parts.headers,
+                &bytes,
+            );
             let (out, html) = served.await.into_parts();
             Ok::<_, Error>(Response::from_parts(out, Body::Text(html)))
         }
@@ -387,7 +486,11 @@ pub async fn run(route: Route, app: impl AppBuilder) -> Result<(), Error> {
     let server = Arc::new(server_from_env(streaming, &app).await?);
     // Behind a custom domain the catch-all also receives the metadata paths (no routing rule
     // claims them), so the all-methods function answers them as the `well-known` function does.
-    let metadata = Arc::new(AuthSettings::from_env("").ok().filter(|_| route == Route::All));
+    let metadata = Arc::new(
+        AuthSettings::from_env("")
+            .ok()
+            .filter(|_| route == Route::All),
+    );
     let reply = move |event: Request| {
         let (server, metadata) = (server.clone(), metadata.clone());
         async move {
@@ -427,9 +530,8 @@ pub async fn run_function(name: &str, app: impl AppBuilder) -> Result<(), Error>
         "discover" => Method::Discover,
         "completion" => Method::Complete,
         "subscriptions-listen" => Method::SubscriptionsListen,
-        other => {
-            Method::from_wire(&other.replace('-', "/")).ok_or_else(|| Error::from(format!("no function {other:?}")))?
-        }
+        other => Method::from_wire(&other.replace('-', "/"))
+            .ok_or_else(|| Error::from(format!("no function {other:?}")))?,
     };
     run(Route::Only(method), app).await
 }

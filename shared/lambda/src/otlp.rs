@@ -36,7 +36,10 @@ pub struct OtlpExporter {
 
 impl SpanExporter for OtlpExporter {
     fn record(&self, span: FinishedSpan) {
-        let mut pending = self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut pending = self
+            .pending
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if pending.0.len() < MAX_PENDING {
             pending.0.push(span);
         } else {
@@ -51,15 +54,20 @@ impl OtlpExporter {
     pub fn from_env() -> Option<Arc<OtlpExporter>> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let url = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").or_else(|| {
-            var("OTEL_EXPORTER_OTLP_ENDPOINT").map(|base| format!("{}/v1/traces", base.trim_end_matches('/')))
+            var("OTEL_EXPORTER_OTLP_ENDPOINT")
+                .map(|base| format!("{}/v1/traces", base.trim_end_matches('/')))
         })?;
-        let parsed = url.parse::<http::Uri>().ok().filter(|u| u.scheme_str() == Some("http") && u.host().is_some());
+        let parsed = url
+            .parse::<http::Uri>()
+            .ok()
+            .filter(|u| u.scheme_str() == Some("http") && u.host().is_some());
         let Some(url) = parsed else {
             tracing::warn!(%url, "OTLP export is off: only an http:// collector beside the function is supported");
             return None;
         };
-        let service =
-            var("OTEL_SERVICE_NAME").or_else(|| var("AWS_LAMBDA_FUNCTION_NAME")).unwrap_or_else(|| "relevo".into());
+        let service = var("OTEL_SERVICE_NAME")
+            .or_else(|| var("AWS_LAMBDA_FUNCTION_NAME"))
+            .unwrap_or_else(|| "relevo".into());
         Some(Arc::new(OtlpExporter::new(url, &service)))
     }
 
@@ -75,11 +83,20 @@ impl OtlpExporter {
     /// Sends what is pending, in one request; failures are logged, and the spans dropped.
     pub async fn flush(&self) {
         let (spans, dropped) = {
-            let mut pending = self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            (std::mem::take(&mut pending.0), std::mem::take(&mut pending.1))
+            let mut pending = self
+                .pending
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            (
+                std::mem::take(&mut pending.0),
+                std::mem::take(&mut pending.1),
+            )
         };
         if dropped > 0 {
-            tracing::warn!(dropped, "spans dropped: more than {MAX_PENDING} waited for one flush");
+            tracing::warn!(
+                dropped,
+                "spans dropped: more than {MAX_PENDING} waited for one flush"
+            );
         }
         if spans.is_empty() {
             return;
@@ -96,8 +113,13 @@ impl OtlpExporter {
                 spans = spans.len(),
                 "the OTLP collector refused the spans"
             ),
-            Ok(Err(error)) => tracing::warn!(%error, spans = spans.len(), "the OTLP collector is unreachable"),
-            Err(_) => tracing::warn!(spans = spans.len(), "the OTLP collector did not answer in time"),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, spans = spans.len(), "the OTLP collector is unreachable")
+            }
+            Err(_) => tracing::warn!(
+                spans = spans.len(),
+                "the OTLP collector did not answer in time"
+            ),
         }
     }
 }

@@ -7,9 +7,20 @@ use relevo_protocol::{KeyRing, McpServer, Method, NoAuth, OriginPolicy, Route, S
 use serde_json::Value;
 
 fn server(hosts: Vec<String>) -> McpServer {
-    let config = ServerConfig { origin_policy: OriginPolicy { hosts, origins: vec![] }, ..ServerConfig::default() };
+    let config = ServerConfig {
+        origin_policy: OriginPolicy {
+            hosts,
+            origins: vec![],
+        },
+        ..ServerConfig::default()
+    };
     let keys = KeyRing::new(vec![("k".into(), vec![1; 32])]).unwrap();
-    McpServer::new(relevo_app::demo::app(&relevo_protocol::Ports::new(None)), config, keys, std::sync::Arc::new(NoAuth))
+    McpServer::new(
+        relevo_app::demo::app(&relevo_protocol::Ports::new(None)),
+        config,
+        keys,
+        std::sync::Arc::new(NoAuth),
+    )
 }
 
 fn json_body(body: &Body) -> Value {
@@ -22,7 +33,8 @@ fn json_body(body: &Body) -> Value {
 #[tokio::test]
 async fn rest_proxy_event_reaches_the_tools_list_function() {
     let event = from_str(include_str!("fixtures/apigw-rest-tools-list.json")).unwrap();
-    let response = relevo_lambda::handle_event(&server(vec![]), Route::Only(Method::ToolsList), event).await;
+    let response =
+        relevo_lambda::handle_event(&server(vec![]), Route::Only(Method::ToolsList), event).await;
     assert_eq!(response.status(), 200);
     let body = json_body(response.body());
     assert_eq!(body["id"], 7);
@@ -34,13 +46,17 @@ async fn http_api_event_reaches_the_all_methods_function() {
     let event = from_str(include_str!("fixtures/apigw-http-tools-call.json")).unwrap();
     let response = relevo_lambda::handle_event(&server(vec![]), Route::All, event).await;
     assert_eq!(response.status(), 200);
-    assert_eq!(json_body(response.body())["result"]["structuredContent"]["greeting"], "Hello, Ada!");
+    assert_eq!(
+        json_body(response.body())["result"]["structuredContent"]["greeting"],
+        "Hello, Ada!"
+    );
 }
 
 #[tokio::test]
 async fn function_for_another_method_refuses_the_event() {
     let event = from_str(include_str!("fixtures/apigw-http-tools-call.json")).unwrap();
-    let response = relevo_lambda::handle_event(&server(vec![]), Route::Only(Method::ToolsList), event).await;
+    let response =
+        relevo_lambda::handle_event(&server(vec![]), Route::Only(Method::ToolsList), event).await;
     assert_eq!(response.status(), 400);
     assert_eq!(json_body(response.body())["error"]["code"], -32020);
 }
@@ -48,6 +64,8 @@ async fn function_for_another_method_refuses_the_event() {
 #[tokio::test]
 async fn host_outside_the_configured_domains_is_forbidden() {
     let event = from_str(include_str!("fixtures/apigw-rest-tools-list.json")).unwrap();
-    let response = relevo_lambda::handle_event(&server(vec!["mcp.example.com".into()]), Route::All, event).await;
+    let response =
+        relevo_lambda::handle_event(&server(vec!["mcp.example.com".into()]), Route::All, event)
+            .await;
     assert_eq!(response.status(), 403);
 }

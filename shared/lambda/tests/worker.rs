@@ -9,8 +9,8 @@ use aws_lambda_events::sqs::SqsEvent;
 use relevo_embedded::{SqliteQueue, SqliteStore};
 use relevo_state::work::BoxFuture;
 use relevo_state::{
-    Engine, EngineConfig, JobContext, JobFailure, JobRunner, JobStatus, JobStore, RandomIds, SystemClock, WorkMessage,
-    Worker,
+    Engine, EngineConfig, JobContext, JobFailure, JobRunner, JobStatus, JobStore, RandomIds,
+    SystemClock, WorkMessage, Worker,
 };
 use serde_json::{Value, json};
 
@@ -40,20 +40,48 @@ async fn only_failed_messages_are_reported_and_a_panic_fails_only_its_own() {
     )))
     .runner("fine", Arc::new(Fine))
     .runner("panics", Arc::new(Panics));
-    let ok = engine.start("acme", "alice", "fine", None, json!({})).await.unwrap();
-    let bad = engine.start("acme", "alice", "panics", None, json!({})).await.unwrap();
+    let ok = engine
+        .start("acme", "alice", "fine", None, json!({}))
+        .await
+        .unwrap();
+    let bad = engine
+        .start("acme", "alice", "panics", None, json!({}))
+        .await
+        .unwrap();
 
     let fixture = include_str!("fixtures/sqs-work-batch.json")
-        .replace("\"__OK__\"", &serde_json::to_string(&WorkMessage::new(ok.job.clone()).encode()).unwrap())
-        .replace("\"__PANICS__\"", &serde_json::to_string(&WorkMessage::new(bad.job.clone()).encode()).unwrap());
+        .replace(
+            "\"__OK__\"",
+            &serde_json::to_string(&WorkMessage::new(ok.job.clone()).encode()).unwrap(),
+        )
+        .replace(
+            "\"__PANICS__\"",
+            &serde_json::to_string(&WorkMessage::new(bad.job.clone()).encode()).unwrap(),
+        );
     let event: SqsEvent = serde_json::from_str(&fixture).unwrap();
     let response = relevo_lambda::handle_sqs_batch(&engine, event).await;
 
-    let mut failed: Vec<String> = response.batch_item_failures.iter().map(|f| f.item_identifier.clone()).collect();
+    let mut failed: Vec<String> = response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect();
     failed.sort();
     assert_eq!(failed, vec!["m-garbage", "m-panics"]);
     let wire = serde_json::to_value(&response).unwrap();
-    assert!(wire["batchItemFailures"][0]["itemIdentifier"].as_str().is_some(), "the exact keys Lambda reads");
-    assert_eq!(sqlite.get_job(&ok.job).await.unwrap().unwrap().status, JobStatus::Succeeded);
-    assert_eq!(sqlite.get_job(&bad.job).await.unwrap().unwrap().status, JobStatus::Queued, "released for a retry");
+    assert!(
+        wire["batchItemFailures"][0]["itemIdentifier"]
+            .as_str()
+            .is_some(),
+        "the exact keys Lambda reads"
+    );
+    assert_eq!(
+        sqlite.get_job(&ok.job).await.unwrap().unwrap().status,
+        JobStatus::Succeeded
+    );
+    assert_eq!(
+        sqlite.get_job(&bad.job).await.unwrap().unwrap().status,
+        JobStatus::Queued,
+        "released for a retry"
+    );
 }

@@ -44,10 +44,14 @@ async fn read_within(body: Body, limit: usize, within: Duration) -> Result<Bytes
     let mut body = body;
     let mut kept = BytesMut::new();
     loop {
-        let Ok(next) = tokio::time::timeout_at(deadline, body.frame()).await else { return Err(BodyError::TooSlow) };
+        let Ok(next) = tokio::time::timeout_at(deadline, body.frame()).await else {
+            return Err(BodyError::TooSlow);
+        };
         let Some(frame) = next else { break };
         let frame = frame.map_err(|_| BodyError::Broken)?;
-        let Ok(data) = frame.into_data() else { continue };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
         if kept.len() + data.len() > limit {
             let drained = drain(body, kept.len() + data.len()).await;
             return Err(BodyError::TooLarge { limit, drained });
@@ -77,8 +81,14 @@ async fn drain(mut body: Body, already: usize) -> bool {
 
 /// Marks a refusal whose body was not drained: the connection closes after it.
 pub fn close_unless_drained(response: &mut http::Response<Body>, error: BodyError) {
-    if matches!(error, BodyError::TooLarge { drained: false, .. } | BodyError::Broken | BodyError::TooSlow) {
-        response.headers_mut().insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
+    if matches!(
+        error,
+        BodyError::TooLarge { drained: false, .. } | BodyError::Broken | BodyError::TooSlow
+    ) {
+        response.headers_mut().insert(
+            http::header::CONNECTION,
+            http::HeaderValue::from_static("close"),
+        );
     }
 }
 
@@ -88,21 +98,28 @@ mod tests {
 
     #[tokio::test]
     async fn a_body_within_the_limit_is_read_whole() {
-        assert_eq!(read_limited(Body::from("12345"), 5).await, Ok(Bytes::from("12345")));
+        assert_eq!(
+            read_limited(Body::from("12345"), 5).await,
+            Ok(Bytes::from("12345"))
+        );
     }
 
     #[tokio::test]
     async fn an_oversized_body_is_refused_after_it_was_read_to_its_end() {
         assert_eq!(
             read_limited(Body::from(vec![b'x'; 1000]), 10).await,
-            Err(BodyError::TooLarge { limit: 10, drained: true })
+            Err(BodyError::TooLarge {
+                limit: 10,
+                drained: true
+            })
         );
     }
 
     #[tokio::test]
     async fn a_body_that_trickles_past_the_timeout_is_refused() {
         use futures_util::StreamExt;
-        let first = futures_util::stream::once(async { Ok::<_, std::io::Error>(Bytes::from_static(b"{")) });
+        let first =
+            futures_util::stream::once(async { Ok::<_, std::io::Error>(Bytes::from_static(b"{")) });
         let never = futures_util::stream::pending::<Result<Bytes, std::io::Error>>();
         let body = Body::from_stream(first.chain(never));
         let read = read_within(body, 100, Duration::from_millis(100)).await;
@@ -111,8 +128,15 @@ mod tests {
 
     #[tokio::test]
     async fn a_body_past_the_drain_bound_is_not_read_to_its_end() {
-        let chunks = (0..(DRAIN_BYTES / 65536 + 2)).map(|_| Ok::<_, std::io::Error>(Bytes::from(vec![0u8; 65536])));
+        let chunks = (0..(DRAIN_BYTES / 65536 + 2))
+            .map(|_| Ok::<_, std::io::Error>(Bytes::from(vec![0u8; 65536])));
         let body = Body::from_stream(futures_util::stream::iter(chunks));
-        assert_eq!(read_limited(body, 10).await, Err(BodyError::TooLarge { limit: 10, drained: false }));
+        assert_eq!(
+            read_limited(body, 10).await,
+            Err(BodyError::TooLarge {
+                limit: 10,
+                drained: false
+            })
+        );
     }
 }

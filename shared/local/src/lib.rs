@@ -41,7 +41,9 @@ pub fn init_logging() {
         .json()
         .with_target(false)
         .with_span_list(false)
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .init();
     relevo_state::emf::enable_from_env();
 }
@@ -62,7 +64,9 @@ impl std::str::FromStr for Routing {
         match value {
             "per-method" => Ok(Routing::PerMethod),
             "single" => Ok(Routing::Single),
-            other => Err(format!("unknown routing {other:?}: expected per-method or single")),
+            other => Err(format!(
+                "unknown routing {other:?}: expected per-method or single"
+            )),
         }
     }
 }
@@ -78,9 +82,14 @@ pub struct InjectedToken {
 
 impl InjectedToken {
     pub fn mint(&self) -> Option<String> {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_secs();
         let scopes: Vec<&str> = self.scopes.iter().map(String::as_str).collect();
-        self.issuer.mint(&self.tenant, &self.subject, &scopes, now, 300).ok()
+        self.issuer
+            .mint(&self.tenant, &self.subject, &scopes, now, 300)
+            .ok()
     }
 }
 
@@ -101,7 +110,11 @@ pub struct GatewayOptions {
 pub fn route_for(headers: &http::HeaderMap) -> Route {
     let mut values = headers.get_all(header::METHOD).iter();
     match (values.next(), values.next()) {
-        (Some(value), None) => value.to_str().ok().and_then(Method::from_wire).map_or(Route::All, Route::Only),
+        (Some(value), None) => value
+            .to_str()
+            .ok()
+            .and_then(Method::from_wire)
+            .map_or(Route::All, Route::Only),
         _ => Route::All,
     }
 }
@@ -120,18 +133,37 @@ pub fn router(server: McpServer, options: GatewayOptions) -> Router {
         router = router.route(path, axum::routing::any(serve_metadata));
     }
     router = router.route("/.well-known/jwks.json", axum::routing::get(serve_jwks));
-    if let Some(prefix) = options.pages.as_ref().map(|pages| pages.prefix().to_string()) {
+    if let Some(prefix) = options
+        .pages
+        .as_ref()
+        .map(|pages| pages.prefix().to_string())
+    {
         router = router.route(&prefix, axum::routing::any(serve_pages));
-        router = router.route(&format!("{prefix}/{{*rest}}"), axum::routing::any(serve_pages));
+        router = router.route(
+            &format!("{prefix}/{{*rest}}"),
+            axum::routing::any(serve_pages),
+        );
     }
-    let gateway = Gateway { server: Arc::new(server), options: Arc::new(options) };
-    router.layer(axum::middleware::from_fn_with_state(gateway.clone(), allowed_host)).with_state(gateway)
+    let gateway = Gateway {
+        server: Arc::new(server),
+        options: Arc::new(options),
+    };
+    router
+        .layer(axum::middleware::from_fn_with_state(
+            gateway.clone(),
+            allowed_host,
+        ))
+        .with_state(gateway)
 }
 
 /// The Host/Origin allow-list of `/mcp`, on every route the gateway serves (metadata, keys,
 /// approval pages): a page answered to a rebound DNS name is a page an attacker's site can read.
 /// `/mcp` itself is checked by the core, which answers in JSON-RPC.
-async fn allowed_host(State(gateway): State<Gateway>, request: Request, next: axum::middleware::Next) -> Response {
+async fn allowed_host(
+    State(gateway): State<Gateway>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> Response {
     if request.uri().path() == "/mcp" {
         return next.run(request).await;
     }
@@ -148,7 +180,8 @@ async fn serve_metadata(State(gateway): State<Gateway>, request: Request) -> Res
     match &gateway.options.auth {
         Some(settings) => {
             let (parts, body) =
-                relevo_auth::metadata_response(settings, request.method(), request.uri().path()).into_parts();
+                relevo_auth::metadata_response(settings, request.method(), request.uri().path())
+                    .into_parts();
             Response::from_parts(parts, Body::from(body))
         }
         None => http::StatusCode::NOT_FOUND.into_response(),
@@ -157,7 +190,9 @@ async fn serve_metadata(State(gateway): State<Gateway>, request: Request) -> Res
 
 /// The app's pages (the `approvals` function), served in-process.
 async fn serve_pages(State(gateway): State<Gateway>, request: Request) -> Response {
-    let Some(pages) = gateway.options.pages.clone() else { return http::StatusCode::NOT_FOUND.into_response() };
+    let Some(pages) = gateway.options.pages.clone() else {
+        return http::StatusCode::NOT_FOUND.into_response();
+    };
     let (parts, body) = request.into_parts();
     let bytes = match body::read_limited(body, 64 * 1024).await {
         Ok(bytes) => bytes,
@@ -168,7 +203,14 @@ async fn serve_pages(State(gateway): State<Gateway>, request: Request) -> Respon
         }
     };
     let gate = gateway.server.page_gate();
-    let served = relevo_protocol::pages::serve(&*pages, &gate, &parts.method, parts.uri.path(), &parts.headers, &bytes);
+    let served = relevo_protocol::pages::serve(
+        &*pages,
+        &gate,
+        &parts.method,
+        parts.uri.path(),
+        &parts.headers,
+        &bytes,
+    );
     let (parts_out, html) = served.await.into_parts();
     Response::from_parts(parts_out, Body::from(html))
 }
@@ -189,7 +231,9 @@ async fn serve_mcp(State(gateway): State<Gateway>, request: Request) -> Response
     let (mut parts, body) = request.into_parts();
     if let Some(injected) = &options.inject_token
         && !parts.headers.contains_key(http::header::AUTHORIZATION)
-        && let Some(value) = injected.mint().and_then(|t| http::HeaderValue::from_str(&format!("Bearer {t}")).ok())
+        && let Some(value) = injected
+            .mint()
+            .and_then(|t| http::HeaderValue::from_str(&format!("Bearer {t}")).ok())
     {
         parts.headers.insert(http::header::AUTHORIZATION, value);
     }
@@ -201,20 +245,29 @@ async fn serve_mcp(State(gateway): State<Gateway>, request: Request) -> Response
             } else {
                 http::StatusCode::BAD_REQUEST
             };
-            let answer =
-                serde_json::json!({ "jsonrpc": "2.0", "error": { "code": -32600, "message": error.to_string() } });
+            let answer = serde_json::json!({ "jsonrpc": "2.0", "error": { "code": -32600, "message": error.to_string() } });
             let mut response = (status, axum::Json(answer)).into_response();
             body::close_unless_drained(&mut response, error);
             return response;
         }
         // Over the limit: give the core a body it will refuse by size (after its Host checks).
-        Err(error) => (Bytes::from(vec![b' '; options.max_body_bytes + 1]), Some(error)),
+        Err(error) => (
+            Bytes::from(vec![b' '; options.max_body_bytes + 1]),
+            Some(error),
+        ),
     };
-    let reply = gateway.server.handle(route, http::Request::from_parts(parts, bytes)).await;
+    let reply = gateway
+        .server
+        .handle(route, http::Request::from_parts(parts, bytes))
+        .await;
     let (parts, body) = reply.into_parts();
     let body = match body {
         ReplyBody::Full(bytes) => Body::from(bytes),
-        streamed => Body::from_stream(streamed.into_chunks().map(Ok::<_, std::convert::Infallible>)),
+        streamed => Body::from_stream(
+            streamed
+                .into_chunks()
+                .map(Ok::<_, std::convert::Infallible>),
+        ),
     };
     let mut response = Response::from_parts(parts, body);
     if let Some(error) = refused {

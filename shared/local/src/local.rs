@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::{GatewayOptions, InjectedToken, Routing};
-use relevo_auth::{AuthMode, AuthSettings, BearerAuthenticator, DevIssuer, HttpKeySource, StaticKeySource};
+use relevo_auth::{
+    AuthMode, AuthSettings, BearerAuthenticator, DevIssuer, HttpKeySource, StaticKeySource,
+};
 use relevo_embedded::{SqliteQueue, SqliteStore};
 use relevo_protocol::{AppBuilder, Authenticator, McpServer, NoAuth, Ports, Settings};
 use relevo_state::{Engine, EngineConfig, InFlightLimits, RandomIds, RecordStore, SystemClock};
@@ -36,7 +38,11 @@ pub async fn run_local(app: impl AppBuilder) -> Result<(), Box<dyn std::error::E
     let origin = format!("http://127.0.0.1:{}", args.port);
     // The local gateway defaults to the dev issuer; Lambdas default to `required`.
     let auth_settings = AuthSettings::load(
-        |name| std::env::var(name).ok().or_else(|| (name == "RELEVO_AUTH").then(|| "dev".into())),
+        |name| {
+            std::env::var(name)
+                .ok()
+                .or_else(|| (name == "RELEVO_AUTH").then(|| "dev".into()))
+        },
         &origin,
     )?;
     let mut options = GatewayOptions {
@@ -53,10 +59,18 @@ pub async fn run_local(app: impl AppBuilder) -> Result<(), Box<dyn std::error::E
             let issuer = dev_issuer(&auth_settings)?;
             if let Some((tenant, subject, scopes)) = args.inject {
                 tracing::warn!(%tenant, %subject, "injecting a dev token into requests without one (test harness mode)");
-                options.inject_token = Some(InjectedToken { issuer: issuer.clone(), tenant, subject, scopes });
+                options.inject_token = Some(InjectedToken {
+                    issuer: issuer.clone(),
+                    tenant,
+                    subject,
+                    scopes,
+                });
             }
             options.dev_issuer = Some(issuer.clone());
-            Arc::new(BearerAuthenticator::new(auth_settings.clone(), Arc::new(StaticKeySource(issuer.jwks()))))
+            Arc::new(BearerAuthenticator::new(
+                auth_settings.clone(),
+                Arc::new(StaticKeySource(issuer.jwks())),
+            ))
         }
         AuthMode::Required => Arc::new(BearerAuthenticator::new(
             auth_settings.clone(),
@@ -84,11 +98,13 @@ pub async fn run_local(app: impl AppBuilder) -> Result<(), Box<dyn std::error::E
             }
         });
     }
-    let mut ports = Ports::new(records.clone()).with_pages_url(&format!("{origin}/approvals")).with_security(
-        auth.clone(),
-        settings.keys.clone(),
-        settings.config.origin_policy.clone(),
-    );
+    let mut ports = Ports::new(records.clone())
+        .with_pages_url(&format!("{origin}/approvals"))
+        .with_security(
+            auth.clone(),
+            settings.keys.clone(),
+            settings.config.origin_policy.clone(),
+        );
     if let Some(engine) = &engine {
         ports = ports.with_jobs(engine.clone());
     }
@@ -97,11 +113,17 @@ pub async fn run_local(app: impl AppBuilder) -> Result<(), Box<dyn std::error::E
         // The local stand-ins for the SQS event source mapping and the scheduled reconciler.
         let worker = Arc::new(app.worker(engine));
         let reconciler = worker.clone();
-        tokio::spawn(
-            async move { worker.run_queue_loop(60, Duration::from_millis(100), std::future::pending()).await },
-        );
+        tokio::spawn(async move {
+            worker
+                .run_queue_loop(60, Duration::from_millis(100), std::future::pending())
+                .await
+        });
         let every = Duration::from_secs(env_number("RELEVO_RECONCILE_SECS", 10));
-        tokio::spawn(async move { reconciler.run_reconciler_loop(every, std::future::pending()).await });
+        tokio::spawn(async move {
+            reconciler
+                .run_reconciler_loop(every, std::future::pending())
+                .await
+        });
     }
     if let Some(pages) = app.find_pages() {
         options.pages = Some(pages.clone());
@@ -116,10 +138,17 @@ pub async fn run_local(app: impl AppBuilder) -> Result<(), Box<dyn std::error::E
         // 2025-11-25 clients: their sessions live in the same store, so two gateways share them.
         server = server.with_store(records);
     }
-    let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, args.port))).await?;
+    let listener =
+        tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, args.port))).await?;
     tracing::info!(url = %format!("http://{}/mcp", listener.local_addr()?), app = %name, routing = ?args.routing, auth = ?auth_settings.mode, "relevo gateway listening");
     let router = crate::router(server, options);
-    crate::serve::serve(listener, router, crate::serve::HEADER_READ_TIMEOUT, shutdown_signal()).await?;
+    crate::serve::serve(
+        listener,
+        router,
+        crate::serve::HEADER_READ_TIMEOUT,
+        shutdown_signal(),
+    )
+    .await?;
     Ok(())
 }
 
@@ -161,40 +190,73 @@ fn backend() -> Result<Backend, Box<dyn std::error::Error>> {
                 relevo_auth::tighten_data_dir(std::path::Path::new(path))?;
                 SqliteStore::open(std::path::Path::new(path))?
             }
-            None => return Err(format!("RELEVO_STORE must be sqlite:PATH, memory or none, got {other:?}").into()),
+            None => {
+                return Err(format!(
+                    "RELEVO_STORE must be sqlite:PATH, memory or none, got {other:?}"
+                )
+                .into());
+            }
         },
     };
     let queue = SqliteQueue::new(sqlite.clone(), 5);
-    let config = EngineConfig { lease_secs: env_number("RELEVO_LEASE_SECS", 30), ..EngineConfig::default() };
-    let engine =
-        Engine::new(Arc::new(sqlite.clone()), Arc::new(queue), Arc::new(SystemClock), Arc::new(RandomIds), config)
-            .with_admission(Arc::new(sqlite.clone()), InFlightLimits::from_env());
+    let config = EngineConfig {
+        lease_secs: env_number("RELEVO_LEASE_SECS", 30),
+        ..EngineConfig::default()
+    };
+    let engine = Engine::new(
+        Arc::new(sqlite.clone()),
+        Arc::new(queue),
+        Arc::new(SystemClock),
+        Arc::new(RandomIds),
+        config,
+    )
+    .with_admission(Arc::new(sqlite.clone()), InFlightLimits::from_env());
     Ok((Some(sqlite), Some(Arc::new(engine))))
 }
 
 fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let mut parsed = Args {
-        port: std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8080),
+        port: std::env::var("PORT")
+            .ok()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(8080),
         routing: Routing::default(),
         inject: None,
     };
     while let Some(arg) = args.next() {
         match arg.as_str() {
-            "--port" => parsed.port = args.next().and_then(|p| p.parse().ok()).ok_or("--port needs a number")?,
-            "--routing" => parsed.routing = args.next().ok_or("--routing needs a value")?.parse()?,
+            "--port" => {
+                parsed.port = args
+                    .next()
+                    .and_then(|p| p.parse().ok())
+                    .ok_or("--port needs a number")?
+            }
+            "--routing" => {
+                parsed.routing = args.next().ok_or("--routing needs a value")?.parse()?
+            }
             "--inject-dev-token" => {
-                let spec = args.next().ok_or("--inject-dev-token needs TENANT:SUB[:SCOPES]")?;
+                let spec = args
+                    .next()
+                    .ok_or("--inject-dev-token needs TENANT:SUB[:SCOPES]")?;
                 let mut parts = spec.splitn(3, ':');
                 let (Some(tenant), Some(subject)) = (parts.next(), parts.next()) else {
                     return Err("--inject-dev-token needs TENANT:SUB[:SCOPES]".into());
                 };
-                let scopes =
-                    parts.next().unwrap_or("").split([',', ' ']).filter(|s| !s.is_empty()).map(String::from).collect();
+                let scopes = parts
+                    .next()
+                    .unwrap_or("")
+                    .split([',', ' '])
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
                 parsed.inject = Some((tenant.into(), subject.into(), scopes));
             }
             other => {
@@ -208,8 +270,8 @@ fn parse_args() -> Result<Args, String> {
 }
 
 async fn shutdown_signal() {
-    let mut terminate =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler installs");
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler installs");
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = terminate.recv() => {}

@@ -27,7 +27,10 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let graceful = GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
-    builder.timer(TokioTimer::new()).header_read_timeout(header_read_timeout).keep_alive(true);
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout)
+        .keep_alive(true);
     tokio::pin!(shutdown);
     loop {
         let (stream, _) = tokio::select! {
@@ -49,7 +52,10 @@ pub async fn serve(
             }
         });
     }
-    if tokio::time::timeout(DRAIN_ON_SHUTDOWN, graceful.shutdown()).await.is_err() {
+    if tokio::time::timeout(DRAIN_ON_SHUTDOWN, graceful.shutdown())
+        .await
+        .is_err()
+    {
         tracing::warn!("connections still open at shutdown were dropped");
     }
     Ok(())

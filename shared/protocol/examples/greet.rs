@@ -20,7 +20,9 @@ struct Greeting {
 }
 
 async fn greet(args: GreetArgs, _: ToolContext) -> Result<Greeting, ToolError> {
-    Ok(Greeting { greeting: format!("Hello, {}!", args.name) })
+    Ok(Greeting {
+        greeting: format!("Hello, {}!", args.name),
+    })
 }
 
 pub fn app(_: &Ports) -> App {

@@ -23,7 +23,11 @@ pub struct Principal {
 }
 
 impl Principal {
-    pub fn new(tenant: &str, subject: &str, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+    pub fn new(
+        tenant: &str,
+        subject: &str,
+        scopes: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
         Principal {
             tenant: tenant.into(),
             subject: subject.into(),
@@ -34,7 +38,10 @@ impl Principal {
 
     /// The single local principal of `RELEVO_AUTH=off`.
     pub fn local_unauthenticated() -> Self {
-        Principal { unrestricted: true, ..Principal::new("local", "anonymous", Vec::<String>::new()) }
+        Principal {
+            unrestricted: true,
+            ..Principal::new("local", "anonymous", Vec::<String>::new())
+        }
     }
 
     /// True if the principal holds every scope in `needed`.
@@ -53,7 +60,8 @@ pub struct AuthChallenge {
     pub description: String,
 }
 
-pub type AuthFuture<'a> = Pin<Box<dyn Future<Output = Result<Principal, AuthChallenge>> + Send + 'a>>;
+pub type AuthFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Principal, AuthChallenge>> + Send + 'a>>;
 
 /// Verifies the credential on a request.
 pub trait Authenticator: Send + Sync {
@@ -81,7 +89,10 @@ impl Authenticator for NoAuth {
     fn insufficient_scope(&self, needed: &[String]) -> AuthChallenge {
         AuthChallenge {
             status: StatusCode::FORBIDDEN,
-            www_authenticate: format!("Bearer error=\"insufficient_scope\", scope=\"{}\"", needed.join(" ")),
+            www_authenticate: format!(
+                "Bearer error=\"insufficient_scope\", scope=\"{}\"",
+                needed.join(" ")
+            ),
             error: "insufficient_scope".into(),
             description: format!("requires scope {}", needed.join(" ")),
         }

@@ -12,7 +12,11 @@ const DOMAIN: &str = "cursor";
 const CURSOR_TTL_SECS: u64 = 24 * 3600;
 
 pub fn encode(keys: &KeyRing, list: &str, offset: usize, now: u64) -> String {
-    keys.seal(DOMAIN, &json!({ "l": list, "o": offset }), now + CURSOR_TTL_SECS)
+    keys.seal(
+        DOMAIN,
+        &json!({ "l": list, "o": offset }),
+        now + CURSOR_TTL_SECS,
+    )
 }
 
 pub fn decode(keys: &KeyRing, list: &str, cursor: &str, now: u64) -> Result<usize, McpError> {
@@ -21,7 +25,11 @@ pub fn decode(keys: &KeyRing, list: &str, cursor: &str, now: u64) -> Result<usiz
     if payload.get("l").and_then(Value::as_str) != Some(list) {
         return Err(invalid());
     }
-    payload.get("o").and_then(Value::as_u64).map(|o| o as usize).ok_or_else(invalid)
+    payload
+        .get("o")
+        .and_then(Value::as_u64)
+        .map(|o| o as usize)
+        .ok_or_else(invalid)
 }
 
 /// One page of `items` starting at the cursor's offset, and the cursor of the next page.
@@ -61,7 +69,8 @@ mod tests {
         let mut seen = Vec::new();
         let mut cursor = None;
         loop {
-            let (page, next) = page(&keys(), "tools", items.clone(), cursor.as_deref(), 3, 10).unwrap();
+            let (page, next) =
+                page(&keys(), "tools", items.clone(), cursor.as_deref(), 3, 10).unwrap();
             seen.extend(page);
             match next {
                 Some(next) => cursor = Some(next),
@@ -74,8 +83,16 @@ mod tests {
     #[test]
     fn cursor_for_another_list_or_tampered_is_invalid_params() {
         let cursor = encode(&keys(), "tools", 3, 10);
-        assert_eq!(decode(&keys(), "prompts", &cursor, 10).unwrap_err().code(), -32602);
-        assert_eq!(decode(&keys(), "tools", &format!("{cursor}x"), 10).unwrap_err().code(), -32602);
+        assert_eq!(
+            decode(&keys(), "prompts", &cursor, 10).unwrap_err().code(),
+            -32602
+        );
+        assert_eq!(
+            decode(&keys(), "tools", &format!("{cursor}x"), 10)
+                .unwrap_err()
+                .code(),
+            -32602
+        );
         assert_eq!(decode(&keys(), "tools", "", 10).unwrap_err().code(), -32602);
     }
 }

@@ -51,7 +51,10 @@ pub enum McpError {
     #[error("{message}")]
     MissingCapability { message: String, required: Value },
     #[error("{message}")]
-    InvalidParams { message: String, data: Option<Value> },
+    InvalidParams {
+        message: String,
+        data: Option<Value>,
+    },
     #[error("Resource not found")]
     ResourceNotFound { uri: String },
     #[error("Bad Request: the Mcp-Session-Id header is required after initialize")]
@@ -168,11 +171,17 @@ pub fn store_failure(what: &'static str) -> impl Fn(relevo_state::StoreError) ->
 
 impl McpError {
     pub fn invalid_params(message: impl Into<String>) -> Self {
-        McpError::InvalidParams { message: message.into(), data: None }
+        McpError::InvalidParams {
+            message: message.into(),
+            data: None,
+        }
     }
 
     pub fn invalid_params_with(message: impl Into<String>, data: Value) -> Self {
-        McpError::InvalidParams { message: message.into(), data: Some(data) }
+        McpError::InvalidParams {
+            message: message.into(),
+            data: Some(data),
+        }
     }
 
     /// `-32602` "Resource not found" with `data.uri` (`-32002` to a 2025-11-25 client).
@@ -183,7 +192,10 @@ impl McpError {
     /// `-32021` for a capability the request needed but the client did not declare, e.g.
     /// `missing_capability(json!({"sampling": {}}))`.
     pub fn missing_capability(required: Value) -> Self {
-        let names: Vec<&str> = required.as_object().map(|m| m.keys().map(String::as_str).collect()).unwrap_or_default();
+        let names: Vec<&str> = required
+            .as_object()
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default();
         McpError::MissingCapability {
             message: format!("Missing required client capability: {}", names.join(", ")),
             required,
@@ -235,7 +247,9 @@ impl McpError {
             | McpError::Internal
             | McpError::ResultBrokeOutputSchema => StatusCode::OK,
             McpError::Retryable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            McpError::LimitReached { .. } | McpError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            McpError::LimitReached { .. } | McpError::RateLimited { .. } => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
         }
     }
 
@@ -248,12 +262,13 @@ impl McpError {
                 }
                 Some(data)
             }
-            McpError::MissingCapability { required, .. } => Some(json!({ "requiredCapabilities": required })),
+            McpError::MissingCapability { required, .. } => {
+                Some(json!({ "requiredCapabilities": required }))
+            }
             McpError::InvalidParams { data, .. } => data.clone(),
             McpError::ResourceNotFound { uri } => Some(json!({ "uri": uri })),
             McpError::Retryable(retry) => {
-                let mut data =
-                    json!({ "retryable": true, "reason": retry.as_str(), "retryAfterMs": retry.retry_after_ms() });
+                let mut data = json!({ "retryable": true, "reason": retry.as_str(), "retryAfterMs": retry.retry_after_ms() });
                 if retry.outcome_unknown() {
                     data["outcome"] = json!("unknown");
                 }
@@ -263,7 +278,13 @@ impl McpError {
                 "limit": what, "max": max, "retryable": true, "reason": "limit_reached",
                 "retryAfterSecs": LIMIT_RETRY_AFTER_SECS,
             })),
-            McpError::RateLimited { scope, tool, limit, window_secs, retry_after_secs } => {
+            McpError::RateLimited {
+                scope,
+                tool,
+                limit,
+                window_secs,
+                retry_after_secs,
+            } => {
                 let mut data = json!({
                     "retryable": true, "reason": "rate_limited", "scope": scope.as_str(), "limit": limit,
                     "windowSecs": window_secs, "retryAfterSecs": retry_after_secs,
@@ -282,7 +303,9 @@ impl McpError {
     pub fn legacy_code(&self) -> i32 {
         match self {
             McpError::ResourceNotFound { .. } => code::LEGACY_RESOURCE_NOT_FOUND,
-            McpError::HeaderMismatch(_) | McpError::MissingCapability { .. } => code::INVALID_REQUEST,
+            McpError::HeaderMismatch(_) | McpError::MissingCapability { .. } => {
+                code::INVALID_REQUEST
+            }
             McpError::UnsupportedVersion { .. } => code::INVALID_PARAMS,
             other => other.code(),
         }
@@ -294,7 +317,9 @@ impl McpError {
         match self {
             McpError::Retryable(retry) => Some(retry.retry_after_ms().div_ceil(1000).max(1)),
             McpError::LimitReached { .. } => Some(LIMIT_RETRY_AFTER_SECS),
-            McpError::RateLimited { retry_after_secs, .. } => Some((*retry_after_secs).max(1)),
+            McpError::RateLimited {
+                retry_after_secs, ..
+            } => Some((*retry_after_secs).max(1)),
             _ => None,
         }
     }
@@ -344,7 +369,9 @@ mod tests {
 
     #[test]
     fn unsupported_version_names_supported_and_requested() {
-        let error = McpError::UnsupportedVersion { requested: Some("v999.0.0".into()) };
+        let error = McpError::UnsupportedVersion {
+            requested: Some("v999.0.0".into()),
+        };
         let response = error.to_response(Some(&json!(7)));
         assert_eq!(error.status(), StatusCode::BAD_REQUEST);
         assert_eq!(response["id"], 7);
@@ -357,53 +384,97 @@ mod tests {
     fn missing_capability_data_is_a_capabilities_object() {
         let error = McpError::missing_capability(json!({"sampling": {}}));
         assert_eq!(error.status(), StatusCode::BAD_REQUEST);
-        assert_eq!(error.to_error_object()["data"]["requiredCapabilities"], json!({"sampling": {}}));
+        assert_eq!(
+            error.to_error_object()["data"]["requiredCapabilities"],
+            json!({"sampling": {}})
+        );
     }
 
     #[test]
     fn handler_errors_travel_in_band() {
-        assert_eq!(McpError::invalid_params("bad cursor").status(), StatusCode::OK);
-        assert_eq!(McpError::MethodNotFound("ping".into()).status(), StatusCode::NOT_FOUND);
+        assert_eq!(
+            McpError::invalid_params("bad cursor").status(),
+            StatusCode::OK
+        );
+        assert_eq!(
+            McpError::MethodNotFound("ping".into()).status(),
+            StatusCode::NOT_FOUND
+        );
     }
 
     #[test]
     fn legacy_clients_get_their_codes_in_band() {
-        let missing = McpError::ResourceNotFound { uri: "test://x".into() };
+        let missing = McpError::ResourceNotFound {
+            uri: "test://x".into(),
+        };
         assert_eq!(missing.code(), -32602);
         assert_eq!(missing.legacy_code(), -32002);
-        assert_eq!(missing.to_legacy_response(Some(&json!(1)))["error"]["data"]["uri"], "test://x");
+        assert_eq!(
+            missing.to_legacy_response(Some(&json!(1)))["error"]["data"]["uri"],
+            "test://x"
+        );
         let unknown = McpError::MethodNotFound("server/discover".into());
-        assert_eq!((unknown.status(), unknown.legacy_status()), (StatusCode::NOT_FOUND, StatusCode::OK));
-        assert_eq!(McpError::SessionNotFound.legacy_status(), StatusCode::NOT_FOUND);
-        assert_eq!(McpError::missing_capability(json!({"sampling": {}})).legacy_code(), -32600);
+        assert_eq!(
+            (unknown.status(), unknown.legacy_status()),
+            (StatusCode::NOT_FOUND, StatusCode::OK)
+        );
+        assert_eq!(
+            McpError::SessionNotFound.legacy_status(),
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            McpError::missing_capability(json!({"sampling": {}})).legacy_code(),
+            -32600
+        );
     }
 
     #[test]
     fn a_retryable_failure_says_so_and_is_not_an_internal_error() {
         let error = McpError::Retryable(Retry::Contention);
-        assert_eq!((error.status(), error.code()), (StatusCode::SERVICE_UNAVAILABLE, -31000));
+        assert_eq!(
+            (error.status(), error.code()),
+            (StatusCode::SERVICE_UNAVAILABLE, -31000)
+        );
         let data = error.to_error_object()["data"].clone();
-        assert_eq!(data, json!({ "retryable": true, "reason": "contention", "retryAfterMs": 200 }));
+        assert_eq!(
+            data,
+            json!({ "retryable": true, "reason": "contention", "retryAfterMs": 200 })
+        );
         let failure = store_failure("test");
-        assert_eq!(failure(relevo_state::StoreError::TimedOut("x".into())), McpError::Retryable(Retry::StoreTimeout));
-        assert_eq!(failure(relevo_state::StoreError::NotFound), McpError::Internal);
+        assert_eq!(
+            failure(relevo_state::StoreError::TimedOut("x".into())),
+            McpError::Retryable(Retry::StoreTimeout)
+        );
+        assert_eq!(
+            failure(relevo_state::StoreError::NotFound),
+            McpError::Internal
+        );
     }
 
     #[test]
     fn a_timeout_answer_says_the_outcome_is_unknown_and_a_keyed_retry_is_safe() {
         for retry in [Retry::StoreTimeout, Retry::Deadline] {
             let error = McpError::Retryable(retry);
-            assert_eq!((error.status(), error.code()), (StatusCode::SERVICE_UNAVAILABLE, -31000));
+            assert_eq!(
+                (error.status(), error.code()),
+                (StatusCode::SERVICE_UNAVAILABLE, -31000)
+            );
             let object = error.to_error_object();
             assert_eq!(
                 object["data"],
                 json!({ "retryable": true, "reason": retry.as_str(), "retryAfterMs": 1000, "outcome": "unknown" })
             );
             let message = object["message"].as_str().unwrap_or_default();
-            assert!(message.contains("outcome is unknown") && message.contains("same idempotencyKey"), "{message}");
+            assert!(
+                message.contains("outcome is unknown") && message.contains("same idempotencyKey"),
+                "{message}"
+            );
         }
         let refused = McpError::Retryable(Retry::StoreUnavailable).to_error_object();
-        assert!(refused["data"].get("outcome").is_none(), "nothing was sent or applied: {refused}");
+        assert!(
+            refused["data"].get("outcome").is_none(),
+            "nothing was sent or applied: {refused}"
+        );
     }
 
     #[test]
@@ -430,8 +501,14 @@ mod tests {
             object["message"],
             "Rate limit reached: at most 30 requests per 60 s of tool cart_checkout for this tenant; retry in 12 s"
         );
-        let held = McpError::LimitReached { what: "jobs in flight", max: 2 };
-        assert_eq!((held.status(), held.retry_after_secs()), (StatusCode::TOO_MANY_REQUESTS, Some(5)));
+        let held = McpError::LimitReached {
+            what: "jobs in flight",
+            max: 2,
+        };
+        assert_eq!(
+            (held.status(), held.retry_after_secs()),
+            (StatusCode::TOO_MANY_REQUESTS, Some(5))
+        );
         assert_eq!(held.to_error_object()["data"]["reason"], "limit_reached");
     }
 

@@ -15,9 +15,13 @@ use crate::error::McpError;
 /// are not visible ASCII are header mismatches.
 pub fn single(headers: &HeaderMap, name: &str) -> Result<Option<String>, McpError> {
     let mut values = headers.get_all(name).iter();
-    let Some(first) = values.next() else { return Ok(None) };
+    let Some(first) = values.next() else {
+        return Ok(None);
+    };
     if values.next().is_some() {
-        return Err(McpError::HeaderMismatch(format!("{name} header appears more than once")));
+        return Err(McpError::HeaderMismatch(format!(
+            "{name} header appears more than once"
+        )));
     }
     let text = first
         .to_str()
@@ -30,22 +34,38 @@ pub fn single(headers: &HeaderMap, name: &str) -> Result<Option<String>, McpErro
 /// Decodes a Base64-sentinel value, or returns the literal value. An invalid payload inside a
 /// well-formed sentinel is an error.
 pub fn decode_sentinel(name: &str, value: &str) -> Result<String, McpError> {
-    let Some(inner) = value.strip_prefix("=?base64?").and_then(|v| v.strip_suffix("?=")) else {
+    let Some(inner) = value
+        .strip_prefix("=?base64?")
+        .and_then(|v| v.strip_suffix("?="))
+    else {
         return Ok(value.to_string());
     };
     STANDARD
         .decode(inner)
         .ok()
         .and_then(|bytes| String::from_utf8(bytes).ok())
-        .ok_or_else(|| McpError::HeaderMismatch(format!("{name} header has an invalid Base64 value")))
+        .ok_or_else(|| {
+            McpError::HeaderMismatch(format!("{name} header has an invalid Base64 value"))
+        })
 }
 
 /// Checks a required header against the body's value.
-pub fn expect_equal(headers: &HeaderMap, name: &str, body_value: &str, sentinel: bool) -> Result<(), McpError> {
+pub fn expect_equal(
+    headers: &HeaderMap,
+    name: &str,
+    body_value: &str,
+    sentinel: bool,
+) -> Result<(), McpError> {
     let Some(raw) = single(headers, name)? else {
-        return Err(McpError::HeaderMismatch(format!("{name} header is required")));
+        return Err(McpError::HeaderMismatch(format!(
+            "{name} header is required"
+        )));
     };
-    let value = if sentinel { decode_sentinel(name, &raw)? } else { raw };
+    let value = if sentinel {
+        decode_sentinel(name, &raw)?
+    } else {
+        raw
+    };
     if value != body_value {
         return Err(McpError::HeaderMismatch(format!(
             "{name} header value '{value}' does not match body value '{body_value}'"
@@ -62,7 +82,10 @@ mod tests {
     fn map(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut headers = HeaderMap::new();
         for (k, v) in pairs {
-            headers.append(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), HeaderValue::from_str(v).unwrap());
+            headers.append(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_str(v).unwrap(),
+            );
         }
         headers
     }
@@ -70,34 +93,58 @@ mod tests {
     #[test]
     fn names_are_case_insensitive_and_values_trimmed() {
         let headers = map(&[("MCP-METHOD", "  tools/list\t")]);
-        assert_eq!(single(&headers, "mcp-method").unwrap().as_deref(), Some("tools/list"));
+        assert_eq!(
+            single(&headers, "mcp-method").unwrap().as_deref(),
+            Some("tools/list")
+        );
     }
 
     #[test]
     fn values_are_case_sensitive() {
         let headers = map(&[("mcp-method", "TOOLS/LIST")]);
-        assert!(matches!(expect_equal(&headers, "mcp-method", "tools/list", false), Err(McpError::HeaderMismatch(_))));
+        assert!(matches!(
+            expect_equal(&headers, "mcp-method", "tools/list", false),
+            Err(McpError::HeaderMismatch(_))
+        ));
     }
 
     #[test]
     fn duplicate_header_is_a_mismatch() {
         let headers = map(&[("mcp-name", "a"), ("Mcp-Name", "a")]);
-        assert!(matches!(single(&headers, "mcp-name"), Err(McpError::HeaderMismatch(_))));
+        assert!(matches!(
+            single(&headers, "mcp-name"),
+            Err(McpError::HeaderMismatch(_))
+        ));
     }
 
     #[test]
     fn sentinel_is_decoded_only_with_lowercase_markers() {
-        assert_eq!(decode_sentinel("n", "=?base64?aMOpbGxv?=").unwrap(), "héllo");
-        assert_eq!(decode_sentinel("n", "=?BASE64?aMOpbGxv?=").unwrap(), "=?BASE64?aMOpbGxv?=");
-        assert_eq!(decode_sentinel("n", "=?base64?aMOpbGxv").unwrap(), "=?base64?aMOpbGxv");
+        assert_eq!(
+            decode_sentinel("n", "=?base64?aMOpbGxv?=").unwrap(),
+            "héllo"
+        );
+        assert_eq!(
+            decode_sentinel("n", "=?BASE64?aMOpbGxv?=").unwrap(),
+            "=?BASE64?aMOpbGxv?="
+        );
+        assert_eq!(
+            decode_sentinel("n", "=?base64?aMOpbGxv").unwrap(),
+            "=?base64?aMOpbGxv"
+        );
         assert!(decode_sentinel("n", "=?base64?!!!?=").is_err());
-        assert!(decode_sentinel("n", "=?base64?aGk?=").is_err(), "missing padding is invalid");
+        assert!(
+            decode_sentinel("n", "=?base64?aGk?=").is_err(),
+            "missing padding is invalid"
+        );
     }
 
     #[test]
     fn non_ascii_header_bytes_are_rejected() {
         let mut headers = HeaderMap::new();
         headers.insert("mcp-name", HeaderValue::from_bytes(b"caf\xc3\xa9").unwrap());
-        assert!(matches!(single(&headers, "mcp-name"), Err(McpError::HeaderMismatch(_))));
+        assert!(matches!(
+            single(&headers, "mcp-name"),
+            Err(McpError::HeaderMismatch(_))
+        ));
     }
 }

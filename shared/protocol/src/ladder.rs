@@ -69,8 +69,9 @@ impl OriginPolicy {
         if let Some(origin) = headers::single(headers, "origin").map_err(|_| forbidden("Origin"))? {
             let listed = self.origins.iter().any(|o| o.eq_ignore_ascii_case(&origin));
             // The page's own origin: same host and port as the request (a browser's same-origin call).
-            let own =
-                host.as_deref().is_some_and(|h| origin_authority(&origin).is_some_and(|a| a.eq_ignore_ascii_case(h)));
+            let own = host.as_deref().is_some_and(|h| {
+                origin_authority(&origin).is_some_and(|a| a.eq_ignore_ascii_case(h))
+            });
             if !(listed || own) {
                 return Err(forbidden("Origin"));
             }
@@ -117,7 +118,10 @@ impl ValidRequest {
 
     /// The tool, prompt or URI a request targets, for logs and request-state binding.
     pub fn target(&self) -> Option<&str> {
-        self.method.name_param().and_then(|key| self.params.get(key)).and_then(Value::as_str)
+        self.method
+            .name_param()
+            .and_then(|key| self.params.get(key))
+            .and_then(Value::as_str)
     }
 }
 
@@ -139,10 +143,7 @@ pub enum LegacyMessage {
         params: JsonObject,
     },
     /// The client's answer (`result` or `error`) to a request this server sent on a stream.
-    Response {
-        id: Value,
-        message: JsonObject,
-    },
+    Response { id: Value, message: JsonObject },
 }
 
 /// A ladder failure, with the request id when it could be read.
@@ -191,17 +192,28 @@ impl Ladder<'_> {
         check_accept(headers)?;
         check_content_type(headers)?;
         if request.body().len() > self.max_body_bytes {
-            return Err(McpError::BodyTooLarge { limit: self.max_body_bytes }.into());
+            return Err(McpError::BodyTooLarge {
+                limit: self.max_body_bytes,
+            }
+            .into());
         }
 
-        let message: Value = serde_json::from_slice(request.body()).map_err(|e| McpError::Parse(e.to_string()))?;
+        let message: Value =
+            serde_json::from_slice(request.body()).map_err(|e| McpError::Parse(e.to_string()))?;
         let Value::Object(mut message) = message else {
-            return Err(McpError::InvalidRequest("the body must be one JSON-RPC object".into()).into());
+            return Err(
+                McpError::InvalidRequest("the body must be one JSON-RPC object".into()).into(),
+            );
         };
         let id = message.get("id").cloned();
-        let reject = |error: McpError| Rejection { id: id.clone().filter(valid_id), error };
+        let reject = |error: McpError| Rejection {
+            id: id.clone().filter(valid_id),
+            error,
+        };
         if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            return Err(reject(McpError::InvalidRequest("jsonrpc must be \"2.0\"".into())));
+            return Err(reject(McpError::InvalidRequest(
+                "jsonrpc must be \"2.0\"".into(),
+            )));
         }
         let method_name = match message.remove("method") {
             Some(Value::String(name)) => name,
@@ -213,30 +225,54 @@ impl Ladder<'_> {
                 let id = id.clone().unwrap_or_default();
                 return Ok(Validated::Legacy(LegacyMessage::Response { id, message }));
             }
-            _ => return Err(reject(McpError::InvalidRequest("method must be a string".into()))),
+            _ => {
+                return Err(reject(McpError::InvalidRequest(
+                    "method must be a string".into(),
+                )));
+            }
         };
-        let Some(id) = id.clone() else { return Ok(Validated::Notification) };
+        let Some(id) = id.clone() else {
+            return Ok(Validated::Notification);
+        };
         if !valid_id(&id) {
-            return Err(McpError::InvalidRequest("id must be a string or an integer".into()).into());
+            return Err(
+                McpError::InvalidRequest("id must be a string or an integer".into()).into(),
+            );
         }
         let params = match message.remove("params") {
             None => JsonObject::new(),
             Some(Value::Object(params)) => params,
-            Some(_) => return Err(reject(McpError::InvalidEnvelope("params must be an object".into()))),
+            Some(_) => {
+                return Err(reject(McpError::InvalidEnvelope(
+                    "params must be an object".into(),
+                )));
+            }
         };
         let envelope = params.get("_meta").and_then(Value::as_object);
         let body_version = envelope.and_then(|m| m.get(meta::PROTOCOL_VERSION));
 
         if self.legacy && body_version.is_none() && !modern_header(headers) {
             // Legacy clients send no Mcp-Method; one that does must not contradict its body.
-            if headers::single(headers, header::METHOD).map_err(reject)?.is_some_and(|m| m != method_name) {
-                return Err(reject(McpError::InvalidRequest("Mcp-Method header does not match the body".into())));
+            if headers::single(headers, header::METHOD)
+                .map_err(reject)?
+                .is_some_and(|m| m != method_name)
+            {
+                return Err(reject(McpError::InvalidRequest(
+                    "Mcp-Method header does not match the body".into(),
+                )));
             }
-            return Ok(Validated::Legacy(LegacyMessage::Request { id, method: method_name, params }));
+            return Ok(Validated::Legacy(LegacyMessage::Request {
+                id,
+                method: method_name,
+                params,
+            }));
         }
 
         if method_name == "initialize" && body_version.is_none() && !modern_header(headers) {
-            let requested = params.get("protocolVersion").and_then(Value::as_str).map(String::from);
+            let requested = params
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .map(String::from);
             return Err(reject(McpError::UnsupportedVersion { requested }));
         }
 
@@ -252,7 +288,9 @@ impl Ladder<'_> {
 
         let header_version = headers::single(headers, header::PROTOCOL_VERSION).map_err(reject)?;
         let Some(header_version) = header_version else {
-            return Err(reject(McpError::HeaderMismatch("MCP-Protocol-Version header is required".into())));
+            return Err(reject(McpError::HeaderMismatch(
+                "MCP-Protocol-Version header is required".into(),
+            )));
         };
         if let Some(body_version) = body_version.and_then(Value::as_str)
             && body_version != header_version
@@ -264,12 +302,16 @@ impl Ladder<'_> {
 
         let client = read_envelope(envelope).map_err(reject)?;
         if !wire::SUPPORTED_VERSIONS.contains(&client.protocol_version.as_str()) {
-            return Err(reject(McpError::UnsupportedVersion { requested: Some(client.protocol_version) }));
+            return Err(reject(McpError::UnsupportedVersion {
+                requested: Some(client.protocol_version),
+            }));
         }
         let envelope = envelope.cloned().unwrap_or_default();
         let log_level = match envelope.get(meta::LOG_LEVEL) {
             None => None,
-            Some(Value::String(level)) if wire::log_level_rank(level).is_some() => Some(level.clone()),
+            Some(Value::String(level)) if wire::log_level_rank(level).is_some() => {
+                Some(level.clone())
+            }
             Some(_) => {
                 return Err(reject(McpError::InvalidEnvelope(format!(
                     "_meta[{}] is not a known logging level",
@@ -279,9 +321,13 @@ impl Ladder<'_> {
         };
         let progress_token = match envelope.get(meta::PROGRESS_TOKEN) {
             None => None,
-            Some(token @ (Value::String(_) | Value::Number(_))) if valid_id(token) => Some(token.clone()),
+            Some(token @ (Value::String(_) | Value::Number(_))) if valid_id(token) => {
+                Some(token.clone())
+            }
             Some(_) => {
-                return Err(reject(McpError::InvalidEnvelope("progressToken must be a string or an integer".into())));
+                return Err(reject(McpError::InvalidEnvelope(
+                    "progressToken must be a string or an integer".into(),
+                )));
             }
         };
 
@@ -289,7 +335,9 @@ impl Ladder<'_> {
             return Err(reject(McpError::MethodNotFound(method_name)));
         };
         if !self.route.accepts(method) {
-            return Err(reject(McpError::HeaderMismatch(format!("this function does not serve {method_name}"))));
+            return Err(reject(McpError::HeaderMismatch(format!(
+                "this function does not serve {method_name}"
+            ))));
         }
         Ok(Validated::Request(ValidRequest {
             id,
@@ -304,19 +352,35 @@ impl Ladder<'_> {
     }
 
     /// `Mcp-Param-{Name}` headers for arguments the tool's schema marks with `x-mcp-header`.
-    fn check_param_headers(&self, headers: &HeaderMap, params: &JsonObject) -> Result<(), McpError> {
-        let Some(tool) = params.get("name").and_then(Value::as_str).and_then(|n| self.app.find_tool(n)) else {
+    fn check_param_headers(
+        &self,
+        headers: &HeaderMap,
+        params: &JsonObject,
+    ) -> Result<(), McpError> {
+        let Some(tool) = params
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(|n| self.app.find_tool(n))
+        else {
             return Ok(());
         };
         let arguments = params.get("arguments").and_then(Value::as_object);
         for (header_name, argument, kind) in tool.header_params() {
-            let name = format!("{}{}", header::PARAM_PREFIX, header_name.to_ascii_lowercase());
-            let body = arguments.and_then(|a| a.get(&argument)).filter(|v| !v.is_null());
+            let name = format!(
+                "{}{}",
+                header::PARAM_PREFIX,
+                header_name.to_ascii_lowercase()
+            );
+            let body = arguments
+                .and_then(|a| a.get(&argument))
+                .filter(|v| !v.is_null());
             let raw = headers::single(headers, &name)?;
             match (body, raw) {
                 (None, None) => {}
                 (Some(_), None) => {
-                    return Err(McpError::HeaderMismatch(format!("Mcp-Param-{header_name} header is required")));
+                    return Err(McpError::HeaderMismatch(format!(
+                        "Mcp-Param-{header_name} header is required"
+                    )));
                 }
                 (None, Some(_)) => {
                     return Err(McpError::HeaderMismatch(format!(
@@ -341,9 +405,11 @@ fn param_matches(body: &Value, header_value: &str, kind: &str) -> bool {
     match body {
         Value::String(s) => s == header_value,
         Value::Bool(b) => header_value == if *b { "true" } else { "false" },
-        Value::Number(n) if kind == "integer" || kind == "number" => {
-            header_value.parse::<f64>().ok().zip(n.as_f64()).is_some_and(|(h, b)| h == b)
-        }
+        Value::Number(n) if kind == "integer" || kind == "number" => header_value
+            .parse::<f64>()
+            .ok()
+            .zip(n.as_f64())
+            .is_some_and(|(h, b)| h == b),
         Value::Number(n) => n.to_string() == header_value,
         _ => false,
     }
@@ -365,23 +431,44 @@ fn modern_header(headers: &HeaderMap) -> bool {
 }
 
 fn read_envelope(envelope: Option<&JsonObject>) -> Result<ClientContext, McpError> {
-    let envelope = envelope.ok_or_else(|| McpError::InvalidEnvelope("params._meta is required".into()))?;
+    let envelope =
+        envelope.ok_or_else(|| McpError::InvalidEnvelope("params._meta is required".into()))?;
     let protocol_version = match envelope.get(meta::PROTOCOL_VERSION) {
         Some(Value::String(v)) => v.clone(),
         Some(_) => {
-            return Err(McpError::InvalidEnvelope(format!("_meta[{}] must be a string", meta::PROTOCOL_VERSION)));
+            return Err(McpError::InvalidEnvelope(format!(
+                "_meta[{}] must be a string",
+                meta::PROTOCOL_VERSION
+            )));
         }
-        None => return Err(McpError::InvalidEnvelope(format!("_meta[{}] is required", meta::PROTOCOL_VERSION))),
+        None => {
+            return Err(McpError::InvalidEnvelope(format!(
+                "_meta[{}] is required",
+                meta::PROTOCOL_VERSION
+            )));
+        }
     };
     let capabilities = match envelope.get(meta::CLIENT_CAPABILITIES) {
         Some(Value::Object(c)) => c.clone(),
         Some(_) => {
-            return Err(McpError::InvalidEnvelope(format!("_meta[{}] must be an object", meta::CLIENT_CAPABILITIES)));
+            return Err(McpError::InvalidEnvelope(format!(
+                "_meta[{}] must be an object",
+                meta::CLIENT_CAPABILITIES
+            )));
         }
-        None => return Err(McpError::InvalidEnvelope(format!("_meta[{}] is required", meta::CLIENT_CAPABILITIES))),
+        None => {
+            return Err(McpError::InvalidEnvelope(format!(
+                "_meta[{}] is required",
+                meta::CLIENT_CAPABILITIES
+            )));
+        }
     };
     let info = envelope.get(meta::CLIENT_INFO).cloned();
-    Ok(ClientContext { protocol_version, capabilities, info })
+    Ok(ClientContext {
+        protocol_version,
+        capabilities,
+        info,
+    })
 }
 
 fn check_accept(headers: &HeaderMap) -> Result<(), McpError> {
@@ -390,16 +477,33 @@ fn check_accept(headers: &HeaderMap) -> Result<(), McpError> {
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
         .collect();
     let has = |wanted: &str| accepts.iter().any(|a| a == wanted || a == "*/*");
-    if has("application/json") && has("text/event-stream") { Ok(()) } else { Err(McpError::NotAcceptable) }
+    if has("application/json") && has("text/event-stream") {
+        Ok(())
+    } else {
+        Err(McpError::NotAcceptable)
+    }
 }
 
 fn check_content_type(headers: &HeaderMap) -> Result<(), McpError> {
-    let content_type = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
+    let content_type = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     let media = content_type.split(';').next().unwrap_or("").trim();
-    if media.eq_ignore_ascii_case("application/json") { Ok(()) } else { Err(McpError::UnsupportedMediaType) }
+    if media.eq_ignore_ascii_case("application/json") {
+        Ok(())
+    } else {
+        Err(McpError::UnsupportedMediaType)
+    }
 }
 
 #[cfg(test)]
@@ -409,7 +513,10 @@ mod tests {
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
         for (k, v) in pairs {
-            map.append(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), http::HeaderValue::from_str(v).unwrap());
+            map.append(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                http::HeaderValue::from_str(v).unwrap(),
+            );
         }
         map
     }
@@ -428,31 +535,81 @@ mod tests {
     #[test]
     fn foreign_origin_is_forbidden_even_with_a_good_host() {
         let policy = OriginPolicy::localhost();
-        assert!(policy.check(&headers(&[("host", "localhost:8080"), ("origin", "http://localhost:8080")])).is_ok());
-        assert!(policy.check(&headers(&[("host", "localhost:8080"), ("origin", "http://localhost:6274")])).is_ok());
         assert!(
-            policy.check(&headers(&[("host", "localhost:8080"), ("origin", "http://localhost:5173")])).is_err(),
+            policy
+                .check(&headers(&[
+                    ("host", "localhost:8080"),
+                    ("origin", "http://localhost:8080")
+                ]))
+                .is_ok()
+        );
+        assert!(
+            policy
+                .check(&headers(&[
+                    ("host", "localhost:8080"),
+                    ("origin", "http://localhost:6274")
+                ]))
+                .is_ok()
+        );
+        assert!(
+            policy
+                .check(&headers(&[
+                    ("host", "localhost:8080"),
+                    ("origin", "http://localhost:5173")
+                ]))
+                .is_err(),
             "another local page is another origin"
         );
         assert!(matches!(
-            policy.check(&headers(&[("host", "localhost:8080"), ("origin", "https://evil.com")])),
+            policy.check(&headers(&[
+                ("host", "localhost:8080"),
+                ("origin", "https://evil.com")
+            ])),
             Err(McpError::ForbiddenOrigin(_))
         ));
     }
 
     #[test]
     fn any_host_policy_still_checks_origin_against_its_list() {
-        let policy = OriginPolicy { hosts: vec![], origins: vec!["https://app.example.com".into()] };
-        assert!(policy.check(&headers(&[("host", "abc.execute-api.us-east-1.amazonaws.com")])).is_ok());
-        assert!(policy.check(&headers(&[("origin", "https://app.example.com")])).is_ok());
-        assert!(policy.check(&headers(&[("origin", "https://evil.example.com")])).is_err());
+        let policy = OriginPolicy {
+            hosts: vec![],
+            origins: vec!["https://app.example.com".into()],
+        };
+        assert!(
+            policy
+                .check(&headers(&[(
+                    "host",
+                    "abc.execute-api.us-east-1.amazonaws.com"
+                )]))
+                .is_ok()
+        );
+        assert!(
+            policy
+                .check(&headers(&[("origin", "https://app.example.com")]))
+                .is_ok()
+        );
+        assert!(
+            policy
+                .check(&headers(&[("origin", "https://evil.example.com")]))
+                .is_err()
+        );
     }
 
     #[test]
     fn accept_needs_both_media_types() {
-        assert!(check_accept(&headers(&[("accept", "application/json, text/event-stream")])).is_ok());
         assert!(
-            check_accept(&headers(&[("accept", "application/json"), ("accept", "text/event-stream;q=0.9")])).is_ok()
+            check_accept(&headers(&[(
+                "accept",
+                "application/json, text/event-stream"
+            )]))
+            .is_ok()
+        );
+        assert!(
+            check_accept(&headers(&[
+                ("accept", "application/json"),
+                ("accept", "text/event-stream;q=0.9")
+            ]))
+            .is_ok()
         );
         assert!(check_accept(&headers(&[("accept", "application/json")])).is_err());
         assert!(check_accept(&headers(&[])).is_err());

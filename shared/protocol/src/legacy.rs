@@ -96,7 +96,10 @@ pub fn kept_client_info(info: &Value) -> Value {
     let mut kept = serde_json::Map::new();
     for field in ["name", "title", "version"] {
         if let Some(text) = info.get(field).and_then(Value::as_str) {
-            kept.insert(field.into(), json!(text.chars().take(MAX_INFO_CHARS).collect::<String>()));
+            kept.insert(
+                field.into(),
+                json!(text.chars().take(MAX_INFO_CHARS).collect::<String>()),
+            );
         }
     }
     Value::Object(kept)
@@ -105,7 +108,11 @@ pub fn kept_client_info(info: &Value) -> Value {
 /// The version a session speaks: the client's if served, else the newest served (the client
 /// then decides whether it can go on).
 pub fn negotiate(requested: &str) -> &'static str {
-    LEGACY_VERSIONS.iter().find(|v| **v == requested).copied().unwrap_or(LEGACY_VERSIONS[0])
+    LEGACY_VERSIONS
+        .iter()
+        .find(|v| **v == requested)
+        .copied()
+        .unwrap_or(LEGACY_VERSIONS[0])
 }
 
 /// The session store, ids and bounds of legacy serving.
@@ -135,7 +142,11 @@ fn store_failure(error: StoreError) -> McpError {
 
 impl Legacy {
     fn session_key(principal: &Principal, id: &str) -> RecordKey {
-        RecordKey::new(Owner::personal(&principal.tenant, &principal.subject), SESSION_KIND, id)
+        RecordKey::new(
+            Owner::personal(&principal.tenant, &principal.subject),
+            SESSION_KIND,
+            id,
+        )
     }
 
     fn input_key(principal: &Principal, session: &str, request_id: &str) -> RecordKey {
@@ -147,25 +158,48 @@ impl Legacy {
     }
 
     fn sessions_key(principal: &Principal) -> RecordKey {
-        RecordKey::new(Owner::personal(&principal.tenant, &principal.subject), SESSIONS_KIND, "open")
+        RecordKey::new(
+            Owner::personal(&principal.tenant, &principal.subject),
+            SESSIONS_KIND,
+            "open",
+        )
     }
 
     fn pending_key(principal: &Principal, session: &str) -> RecordKey {
-        RecordKey::new(Owner::personal(&principal.tenant, &principal.subject), PENDING_KIND, session)
+        RecordKey::new(
+            Owner::personal(&principal.tenant, &principal.subject),
+            PENDING_KIND,
+            session,
+        )
     }
 
     /// Creates a session for the caller, within its share of open sessions; returns its id.
-    pub async fn create(&self, principal: &Principal, session: &Session) -> Result<String, McpError> {
+    pub async fn create(
+        &self,
+        principal: &Principal,
+        session: &Session,
+    ) -> Result<String, McpError> {
         let now = self.clock.now_unix();
         let body = serde_json::to_value(session).map_err(|_| McpError::Internal)?;
         let id = self.ids.new_id();
         let until = now + self.session_ttl_secs;
         let slots = Self::sessions_key(principal);
-        match slots::acquire(&*self.store, &slots, &id, until, self.max_sessions, now).await.map_err(slot_failure)? {
+        match slots::acquire(&*self.store, &slots, &id, until, self.max_sessions, now)
+            .await
+            .map_err(slot_failure)?
+        {
             Acquired::Held => {}
-            Acquired::Full => return Err(McpError::LimitReached { what: "open sessions", max: self.max_sessions }),
+            Acquired::Full => {
+                return Err(McpError::LimitReached {
+                    what: "open sessions",
+                    max: self.max_sessions,
+                });
+            }
         }
-        self.store.create(&Self::session_key(principal, &id), &body, Some(until), now).await.map_err(store_failure)?;
+        self.store
+            .create(&Self::session_key(principal, &id), &body, Some(until), now)
+            .await
+            .map_err(store_failure)?;
         Ok(id)
     }
 
@@ -173,20 +207,35 @@ impl Legacy {
     pub async fn end(&self, principal: &Principal, id: &str) -> Result<(), McpError> {
         let (record, _) = self.read(principal, id).await?;
         let now = self.clock.now_unix();
-        let delete = [Write::Delete { key: record.key.clone(), expected_revision: record.revision }];
+        let delete = [Write::Delete {
+            key: record.key.clone(),
+            expected_revision: record.revision,
+        }];
         match self.store.transact(&delete, now).await {
-            Ok(_) | Err(TransactError::Refused { cause: StoreError::NotFound, .. }) => {}
-            Err(TransactError::Refused { .. }) => return Err(McpError::Retryable(crate::Retry::Contention)),
+            Ok(_)
+            | Err(TransactError::Refused {
+                cause: StoreError::NotFound,
+                ..
+            }) => {}
+            Err(TransactError::Refused { .. }) => {
+                return Err(McpError::Retryable(crate::Retry::Contention));
+            }
             Err(TransactError::Store(error)) => return Err(store_failure(error)),
             Err(TransactError::Invalid(_)) => return Err(McpError::Internal),
         }
-        slots::release(&*self.store, &Self::sessions_key(principal), id, now).await.map_err(slot_failure)?;
+        slots::release(&*self.store, &Self::sessions_key(principal), id, now)
+            .await
+            .map_err(slot_failure)?;
         Ok(())
     }
 
     /// The caller's live session named by `Mcp-Session-Id`: 400 without the header, 404 for an
     /// unknown, expired, ended or foreign one.
-    pub async fn open(&self, principal: &Principal, headers: &HeaderMap) -> Result<OpenSession, McpError> {
+    pub async fn open(
+        &self,
+        principal: &Principal,
+        headers: &HeaderMap,
+    ) -> Result<OpenSession, McpError> {
         let id = headers::single(headers, header::SESSION_ID)
             .map_err(|_| McpError::SessionNotFound)?
             .ok_or(McpError::SessionRequired)?;
@@ -224,7 +273,11 @@ impl Legacy {
             let (record, mut session) = self.read(principal, id).await?;
             change(&mut session);
             let body = serde_json::to_value(&session).map_err(|_| McpError::Internal)?;
-            match self.store.update(&key, record.revision, &body, self.clock.now_unix()).await {
+            match self
+                .store
+                .update(&key, record.revision, &body, self.clock.now_unix())
+                .await
+            {
                 Ok(_) => return Ok(session),
                 Err(StoreError::Conflict { .. }) => continue,
                 Err(StoreError::NotFound) => return Err(McpError::SessionNotFound),
@@ -245,12 +298,18 @@ impl Legacy {
     ) -> Result<bool, McpError> {
         let key = Self::input_key(principal, session, request_id);
         let now = self.clock.now_unix();
-        let Some(pending) = self.store.get(&key, now).await.map_err(store_failure)? else { return Ok(false) };
+        let Some(pending) = self.store.get(&key, now).await.map_err(store_failure)? else {
+            return Ok(false);
+        };
         if pending.body.get("state").and_then(Value::as_str) != Some("waiting") {
             return Ok(false);
         }
         let answered = json!({ "state": "answered", "message": message });
-        match self.store.update(&key, pending.revision, &answered, now).await {
+        match self
+            .store
+            .update(&key, pending.revision, &answered, now)
+            .await
+        {
             Ok(_) => Ok(true),
             Err(StoreError::Conflict { .. } | StoreError::NotFound) => Ok(false),
             Err(other) => Err(store_failure(other)),
@@ -273,15 +332,30 @@ impl Legacy {
         let wait_secs = self.input_wait.as_secs().max(1);
         let pending = Self::pending_key(principal, session);
         let until = now + wait_secs + 60;
-        match slots::acquire(&*self.store, &pending, &request_id, until, MAX_PENDING_INPUTS, now).await {
+        match slots::acquire(
+            &*self.store,
+            &pending,
+            &request_id,
+            until,
+            MAX_PENDING_INPUTS,
+            now,
+        )
+        .await
+        {
             Ok(Acquired::Held) => {}
             Ok(Acquired::Full) => {
-                return Err(format!("{MAX_PENDING_INPUTS} requests of this session already wait for your answers"));
+                return Err(format!(
+                    "{MAX_PENDING_INPUTS} requests of this session already wait for your answers"
+                ));
             }
             Err(error) => return Err(format!("the server could not record the request: {error}")),
         }
-        let answer = self.ask_and_wait(client, input, stream, &request_id, &key).await;
-        if let Err(error) = slots::release(&*self.store, &pending, &request_id, self.clock.now_unix()).await {
+        let answer = self
+            .ask_and_wait(client, input, stream, &request_id, &key)
+            .await;
+        if let Err(error) =
+            slots::release(&*self.store, &pending, &request_id, self.clock.now_unix()).await
+        {
             tracing::warn!(%error, "a pending request's slot was not given back; it lapses");
         }
         answer
@@ -299,7 +373,12 @@ impl Legacy {
         let now = self.clock.now_unix();
         let wait_secs = self.input_wait.as_secs().max(1);
         self.store
-            .create(key, &json!({ "state": "waiting" }), Some(now + wait_secs + 60), now)
+            .create(
+                key,
+                &json!({ "state": "waiting" }),
+                Some(now + wait_secs + 60),
+                now,
+            )
             .await
             .map_err(|e| format!("the server could not record the request: {e}"))?;
         let wire = input.to_wire();
@@ -311,21 +390,30 @@ impl Legacy {
         {
             object.remove("mode"); // 2025-06-18 elicitation has form mode only, unnamed
         }
-        let message = json!({ "jsonrpc": "2.0", "id": request_id, "method": method, "params": params });
+        let message =
+            json!({ "jsonrpc": "2.0", "id": request_id, "method": method, "params": params });
         if stream.send(crate::server::sse_frame(&message)).is_err() {
             return Err("the client closed the stream".into());
         }
         let deadline = tokio::time::Instant::now() + self.input_wait;
         let mut delay = POLL_FIRST;
         loop {
-            let record = self.store.get(key, self.clock.now_unix()).await.map_err(|e| e.to_string())?;
+            let record = self
+                .store
+                .get(key, self.clock.now_unix())
+                .await
+                .map_err(|e| e.to_string())?;
             match record {
-                Some(record) if record.body.get("state").and_then(Value::as_str) == Some("answered") => {
+                Some(record)
+                    if record.body.get("state").and_then(Value::as_str) == Some("answered") =>
+                {
                     let answer = &record.body["message"];
                     if let Some(result) = answer.get("result") {
                         return Ok(result.clone());
                     }
-                    let reason = answer["error"]["message"].as_str().unwrap_or("no reason given");
+                    let reason = answer["error"]["message"]
+                        .as_str()
+                        .unwrap_or("no reason given");
                     return Err(format!("the client refused {method}: {reason}"));
                 }
                 Some(_) => {}
@@ -333,7 +421,10 @@ impl Legacy {
             }
             let now = tokio::time::Instant::now();
             if now >= deadline {
-                return Err(format!("no answer to {method} within {} s", self.input_wait.as_secs()));
+                return Err(format!(
+                    "no answer to {method} within {} s",
+                    self.input_wait.as_secs()
+                ));
             }
             tokio::select! {
                 () = tokio::time::sleep(delay.min(deadline - now)) => {}
@@ -358,9 +449,10 @@ mod tests {
 
     #[test]
     fn session_record_reads_back_with_defaults() {
-        let session: Session = serde_json::from_value(json!({ "protocolVersion": "2025-11-25" })).unwrap_or_else(|e| {
-            panic!("a minimal session record deserializes: {e}");
-        });
+        let session: Session = serde_json::from_value(json!({ "protocolVersion": "2025-11-25" }))
+            .unwrap_or_else(|e| {
+                panic!("a minimal session record deserializes: {e}");
+            });
         assert!(session.subscriptions.is_empty() && session.log_level.is_none() && !session.ended);
         assert_eq!(session.client().protocol_version, "2025-11-25");
     }

@@ -41,11 +41,14 @@ pub use method::{Method, Route};
 pub use notify::Notifier;
 pub use observe::RequestIds;
 
-pub use pages::{CallerFuture, PageFuture, PageGate, PageSession, PageSessionError, PageSessions, Pages};
+pub use pages::{
+    CallerFuture, PageFuture, PageGate, PageSession, PageSessionError, PageSessions, Pages,
+};
 pub use ports::{AppBuilder, Ports};
 pub use registry::{
-    App, CachePolicy, Call, ClientContext, ElicitAction, ElicitAnswer, Handler, InputRequest, Outcome, Prompt,
-    PromptArgument, Resource, ResourceTemplate, TaskAccess, Tool, WatchRecord, Who, handler,
+    App, CachePolicy, Call, ClientContext, ElicitAction, ElicitAnswer, Handler, InputRequest,
+    Outcome, Prompt, PromptArgument, Resource, ResourceTemplate, TaskAccess, Tool, WatchRecord,
+    Who, handler,
 };
 pub use seal::{KeyError, KeyRing};
 pub use server::{Deadline, MAX_WATCHED, McpServer, Reply, ReplyBody, ServerConfig};

@@ -49,7 +49,10 @@ fn manifest_for(principal: &Principal, name: &str, version: &str, entries: &[Ent
         "server": { "name": name, "version": version },
         "tools": [], "resources": [], "resourceTemplates": [], "prompts": [], "taskKinds": []
     });
-    for entry in entries.iter().filter(|entry| principal.holds(&entry.scopes)) {
+    for entry in entries
+        .iter()
+        .filter(|entry| principal.holds(&entry.scopes))
+    {
         if let Some(section) = manifest[entry.section].as_array_mut() {
             section.push(entry.description.clone());
         }
@@ -61,7 +64,8 @@ fn describe(app: &App) -> Vec<Entry> {
     let mut entries = Vec::new();
     for tool in app.tools() {
         let annotations = tool.annotations.as_ref();
-        let flag = |read: fn(&crate::wire::ToolAnnotations) -> Option<bool>| annotations.and_then(read);
+        let flag =
+            |read: fn(&crate::wire::ToolAnnotations) -> Option<bool>| annotations.and_then(read);
         let mut description = tool.to_wire();
         description["scopes"] = json!(tool.scopes);
         description["cache"] = json!(match tool.cache {
@@ -73,28 +77,49 @@ fn describe(app: &App) -> Vec<Entry> {
         description["readOnly"] = json!(flag(|a| a.read_only_hint));
         description["destructive"] = json!(flag(|a| a.destructive_hint));
         description["tasks"] = json!(format!("{:?}", tool.task_support).to_lowercase());
-        entries.push(Entry { section: "tools", scopes: tool.scopes.clone(), description });
+        entries.push(Entry {
+            section: "tools",
+            scopes: tool.scopes.clone(),
+            description,
+        });
     }
     for resource in app.resources() {
         let mut description = resource.to_wire();
         description["scopes"] = json!(resource.scopes);
         description["private"] = json!(resource.private);
-        entries.push(Entry { section: "resources", scopes: resource.scopes.clone(), description });
+        entries.push(Entry {
+            section: "resources",
+            scopes: resource.scopes.clone(),
+            description,
+        });
     }
     for template in app.templates() {
         let mut description = template.to_wire();
         description["scopes"] = json!(template.scopes);
         description["private"] = json!(template.private);
-        entries.push(Entry { section: "resourceTemplates", scopes: template.scopes.clone(), description });
+        entries.push(Entry {
+            section: "resourceTemplates",
+            scopes: template.scopes.clone(),
+            description,
+        });
     }
     for prompt in app.prompts() {
         let mut description = prompt.to_wire();
         description["scopes"] = json!(prompt.scopes);
-        entries.push(Entry { section: "prompts", scopes: prompt.scopes.clone(), description });
+        entries.push(Entry {
+            section: "prompts",
+            scopes: prompt.scopes.clone(),
+            description,
+        });
     }
     for (kind, access) in app.task_kinds() {
-        let description = json!({ "kind": kind, "readScopes": access.read, "writeScopes": access.write });
-        entries.push(Entry { section: "taskKinds", scopes: access.read.clone(), description });
+        let description =
+            json!({ "kind": kind, "readScopes": access.read, "writeScopes": access.write });
+        entries.push(Entry {
+            section: "taskKinds",
+            scopes: access.read.clone(),
+            description,
+        });
     }
     entries
 }

@@ -79,7 +79,10 @@ impl Method {
 
     /// Only these may answer `input_required` (MRTR).
     pub fn allows_input_required(self) -> bool {
-        matches!(self, Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead)
+        matches!(
+            self,
+            Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead
+        )
     }
 
     /// The body field that `Mcp-Name` must mirror, for the methods that carry one.

@@ -37,12 +37,19 @@ impl Notifier {
         progress_token: Option<Value>,
         log_level: Option<&str>,
     ) -> Self {
-        Notifier { sink: Some(sink), progress_token, log_threshold: log_level.and_then(log_level_rank), events: None }
+        Notifier {
+            sink: Some(sink),
+            progress_token,
+            log_threshold: log_level.and_then(log_level_rank),
+            events: None,
+        }
     }
 
     /// Sends `notifications/progress` if the client gave a progress token. `progress` must grow.
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        let (Some(sink), Some(token)) = (&self.sink, &self.progress_token) else { return };
+        let (Some(sink), Some(token)) = (&self.sink, &self.progress_token) else {
+            return;
+        };
         let mut params = json!({ "progressToken": token, "progress": progress });
         if let Some(total) = total {
             params["total"] = json!(total);
@@ -50,12 +57,16 @@ impl Notifier {
         if let Some(message) = message {
             params["message"] = json!(message);
         }
-        let _ = sink.send(json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": params }));
+        let _ = sink.send(
+            json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": params }),
+        );
     }
 
     /// Sends `notifications/message` if the client asked for logs at this level or below.
     pub fn log(&self, level: &str, logger: Option<&str>, data: Value) {
-        let (Some(sink), Some(threshold)) = (&self.sink, self.log_threshold) else { return };
+        let (Some(sink), Some(threshold)) = (&self.sink, self.log_threshold) else {
+            return;
+        };
         if log_level_rank(level).is_none_or(|rank| rank < threshold) {
             return;
         }
@@ -63,11 +74,17 @@ impl Notifier {
         if let Some(logger) = logger {
             params["logger"] = json!(logger);
         }
-        let _ = sink.send(json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": params }));
+        let _ = sink
+            .send(json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": params }));
     }
 
     /// Attaches the instance's resource-event channel, for the caller `tenant`/`subject`.
-    pub(crate) fn with_events(mut self, sender: broadcast::Sender<ResourceEvent>, tenant: &str, subject: &str) -> Self {
+    pub(crate) fn with_events(
+        mut self,
+        sender: broadcast::Sender<ResourceEvent>,
+        tenant: &str,
+        subject: &str,
+    ) -> Self {
         self.events = Some((sender, tenant.into(), subject.into()));
         self
     }
@@ -75,7 +92,11 @@ impl Notifier {
     /// Reports that `uri` (of the caller) changed, for `notifications/resources/updated`.
     pub fn resource_updated(&self, uri: &str) {
         if let Some((sender, tenant, subject)) = &self.events {
-            let _ = sender.send(ResourceEvent { tenant: tenant.clone(), subject: subject.clone(), uri: uri.into() });
+            let _ = sender.send(ResourceEvent {
+                tenant: tenant.clone(),
+                subject: subject.clone(),
+                uri: uri.into(),
+            });
         }
     }
 
@@ -98,7 +119,10 @@ mod tests {
         notifier.progress(1.0, None, None);
         let sent = rx.try_recv().unwrap();
         assert_eq!(sent["params"]["data"], "loud");
-        assert!(rx.try_recv().is_err(), "no progress without a token, no info below warning");
+        assert!(
+            rx.try_recv().is_err(),
+            "no progress without a token, no info below warning"
+        );
     }
 
     #[test]

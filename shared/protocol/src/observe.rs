@@ -39,9 +39,18 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 
 /// The context the HTTP request carries (`traceparent`, `tracestate`, `baggage`), else the one
 /// the adapter found (`fallback`).
-pub fn upstream_trace(headers: &HeaderMap, fallback: Option<&TraceContext>) -> Option<TraceContext> {
+pub fn upstream_trace(
+    headers: &HeaderMap,
+    fallback: Option<&TraceContext>,
+) -> Option<TraceContext> {
     header(headers, "traceparent")
-        .and_then(|parent| TraceContext::from_w3c(parent, header(headers, "tracestate"), header(headers, "baggage")))
+        .and_then(|parent| {
+            TraceContext::from_w3c(
+                parent,
+                header(headers, "tracestate"),
+                header(headers, "baggage"),
+            )
+        })
         .or_else(|| fallback.cloned())
 }
 
@@ -76,7 +85,12 @@ const OTHER_KNOWN_METHODS: [&str; 9] = [
 pub fn method_dimension(method: &str) -> &'static str {
     Method::from_wire(method)
         .map(Method::as_str)
-        .or_else(|| OTHER_KNOWN_METHODS.iter().copied().find(|known| *known == method))
+        .or_else(|| {
+            OTHER_KNOWN_METHODS
+                .iter()
+                .copied()
+                .find(|known| *known == method)
+        })
         .unwrap_or(emf::OTHER)
 }
 
@@ -113,16 +127,26 @@ impl RequestMetrics<'_> {
             .by(&["Function", "Method"]);
         if method == Method::ToolsCall.as_str() {
             let tool = self.tool.unwrap_or(emf::OTHER);
-            metrics = metrics.dimension("Tool", tool).by(&["Function", "Method", "Tool"]);
+            metrics = metrics
+                .dimension("Tool", tool)
+                .by(&["Function", "Method", "Tool"]);
         }
         let flag = |on: bool| if on { 1.0 } else { 0.0 };
         metrics = metrics
             .metric("Requests", 1.0, Unit::Count)
             .metric("Latency", self.latency_ms, Unit::Milliseconds)
-            .metric("ClientErrors", flag((400..500).contains(&self.status)), Unit::Count)
+            .metric(
+                "ClientErrors",
+                flag((400..500).contains(&self.status)),
+                Unit::Count,
+            )
             .metric("ServerErrors", flag(self.status >= 500), Unit::Count)
             .metric("Throttled", flag(self.status == 429), Unit::Count)
-            .metric("InputRequired", flag(self.result_type == "input_required"), Unit::Count)
+            .metric(
+                "InputRequired",
+                flag(self.result_type == "input_required"),
+                Unit::Count,
+            )
             .metric("ColdStart", flag(self.cold_start), Unit::Count);
         if let Some(token_ms) = self.token_ms {
             metrics = metrics.metric("TokenVerification", token_ms, Unit::Milliseconds);
@@ -167,10 +191,16 @@ mod tests {
     #[test]
     fn dimensions_name_only_known_methods_and_resolved_tools() {
         let known = call("tools/call", Some("add"));
-        assert_eq!((known["Method"].as_str(), known["Tool"].as_str()), (Some("tools/call"), Some("add")));
+        assert_eq!(
+            (known["Method"].as_str(), known["Tool"].as_str()),
+            (Some("tools/call"), Some("add"))
+        );
         let unresolved = call("tools/call", None);
         assert_eq!(unresolved["Tool"], emf::OTHER);
-        assert_eq!(unresolved["requestedName"], "\u{1b}]0;pwned\u{7}", "the raw name stays a property");
+        assert_eq!(
+            unresolved["requestedName"], "\u{1b}]0;pwned\u{7}",
+            "the raw name stays a property"
+        );
         let unknown = call("tools/cal\u{7}", None);
         assert_eq!(unknown["Method"], emf::OTHER);
         assert_eq!(unknown["requestedMethod"], "tools/cal\u{7}");
@@ -185,9 +215,15 @@ mod tests {
     #[test]
     fn the_http_traceparent_wins_over_the_adapters_context() {
         let mut headers = HeaderMap::new();
-        let xray = TraceContext::from_xray("Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1").expect("valid");
+        let xray = TraceContext::from_xray("Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1")
+            .expect("valid");
         assert_eq!(upstream_trace(&headers, Some(&xray)), Some(xray.clone()));
-        headers.insert("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".parse().expect("ok"));
+        headers.insert(
+            "traceparent",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+                .parse()
+                .expect("ok"),
+        );
         headers.insert("tracestate", "vendor=1".parse().expect("ok"));
         let http = upstream_trace(&headers, Some(&xray)).expect("from the header");
         assert_eq!(http.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
@@ -204,6 +240,13 @@ mod tests {
         let context = meta_trace(params.as_object().expect("object")).expect("a context");
         assert_eq!(context.trace_id, "0af7651916cd43dd8448eb211c80319c");
         assert_eq!(context.baggage.as_deref(), Some("userId=alice"));
-        assert_eq!(meta_trace(serde_json::json!({"_meta": {"traceparent": 7}}).as_object().expect("object")), None);
+        assert_eq!(
+            meta_trace(
+                serde_json::json!({"_meta": {"traceparent": 7}})
+                    .as_object()
+                    .expect("object")
+            ),
+            None
+        );
     }
 }

@@ -77,9 +77,13 @@ pub async fn serve(
 ) -> Response<String> {
     if !gate.quotas.is_off()
         && let Some(principal) = pages.caller(method, path, headers, body).await
-        && let Err(refused) =
-            crate::server::admit_tenant(&gate.quotas, gate.store.as_deref(), &principal.tenant, gate.clock.now_unix())
-                .await
+        && let Err(refused) = crate::server::admit_tenant(
+            &gate.quotas,
+            gate.store.as_deref(),
+            &principal.tenant,
+            gate.clock.now_unix(),
+        )
+        .await
     {
         return refusal(&refused);
     }
@@ -90,7 +94,10 @@ pub async fn serve(
 /// could not count it) and `Retry-After`.
 fn refusal(error: &McpError) -> Response<String> {
     let (title, text) = match error {
-        McpError::RateLimited { .. } => ("Too many requests", "Your organisation's request quota is spent for now."),
+        McpError::RateLimited { .. } => (
+            "Too many requests",
+            "Your organisation's request quota is spent for now.",
+        ),
         _ => ("Try again", "The request could not be admitted just now."),
     };
     let html = format!(
@@ -102,7 +109,10 @@ fn refusal(error: &McpError) -> Response<String> {
         _ => StatusCode::SERVICE_UNAVAILABLE,
     };
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     if let Some(secs) = error.retry_after_secs() {
         headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
@@ -168,8 +178,18 @@ pub struct PageSessions {
 }
 
 impl PageSessions {
-    pub fn new(keys: KeyRing, records: Arc<dyn RecordStore>, clock: Arc<dyn Clock>, ids: Arc<dyn Ids>) -> Self {
-        PageSessions { keys, records, clock, ids }
+    pub fn new(
+        keys: KeyRing,
+        records: Arc<dyn RecordStore>,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn Ids>,
+    ) -> Self {
+        PageSessions {
+            keys,
+            records,
+            clock,
+            ids,
+        }
     }
 
     /// A new session for `principal`, exchanged for the bearer `token` it was just verified from
@@ -180,7 +200,11 @@ impl PageSessions {
         let now = self.clock.now_unix();
         let longest = now + MAX_PAGE_SESSION_SECS;
         let expires_at = token_expires_at.map_or(longest, |exp| exp.min(longest));
-        let session = PageSession { id: self.ids.new_id(), principal: principal.clone(), expires_at };
+        let session = PageSession {
+            id: self.ids.new_id(),
+            principal: principal.clone(),
+            expires_at,
+        };
         let payload = json!({
             "id": session.id,
             "t": principal.tenant,
@@ -198,12 +222,31 @@ impl PageSessions {
         let now = self.clock.now_unix();
         let payload = self.keys.open(PAGE_SESSION_DOMAIN, sealed, now)?;
         let expires_at = payload["x"].as_u64().ok_or(PageSessionError::Malformed)?;
-        let text = |name: &str| payload[name].as_str().filter(|v| !v.is_empty()).ok_or(PageSessionError::Malformed);
-        let scopes = payload["sc"].as_array().ok_or(PageSessionError::Malformed)?;
-        let mut principal = Principal::new(text("t")?, text("s")?, scopes.iter().filter_map(Value::as_str));
+        let text = |name: &str| {
+            payload[name]
+                .as_str()
+                .filter(|v| !v.is_empty())
+                .ok_or(PageSessionError::Malformed)
+        };
+        let scopes = payload["sc"]
+            .as_array()
+            .ok_or(PageSessionError::Malformed)?;
+        let mut principal = Principal::new(
+            text("t")?,
+            text("s")?,
+            scopes.iter().filter_map(Value::as_str),
+        );
         principal.unrestricted = payload["u"].as_bool().unwrap_or(false);
-        let session = PageSession { id: text("id")?.to_string(), principal, expires_at };
-        let ended = self.records.get(&ended_key(&session), now).await.map_err(PageSessionError::Store)?;
+        let session = PageSession {
+            id: text("id")?.to_string(),
+            principal,
+            expires_at,
+        };
+        let ended = self
+            .records
+            .get(&ended_key(&session), now)
+            .await
+            .map_err(PageSessionError::Store)?;
         if ended.is_some() {
             return Err(PageSessionError::Ended);
         }
@@ -214,7 +257,11 @@ impl PageSessions {
     pub async fn end(&self, session: &PageSession) -> Result<(), PageSessionError> {
         let body = json!({ "subject": session.principal.subject });
         let now = self.clock.now_unix();
-        match self.records.create(&ended_key(session), &body, Some(session.expires_at), now).await {
+        match self
+            .records
+            .create(&ended_key(session), &body, Some(session.expires_at), now)
+            .await
+        {
             Ok(_) | Err(StoreError::AlreadyExists(_)) => Ok(()),
             Err(error) => Err(PageSessionError::Store(error)),
         }
@@ -222,7 +269,11 @@ impl PageSessions {
 }
 
 fn ended_key(session: &PageSession) -> RecordKey {
-    RecordKey::new(Owner::tenant(&session.principal.tenant), ENDED_SESSION_KIND, &session.id)
+    RecordKey::new(
+        Owner::tenant(&session.principal.tenant),
+        ENDED_SESSION_KIND,
+        &session.id,
+    )
 }
 
 /// The `exp` claim of a JWT (unix seconds), read without verifying: only for a token that has
@@ -230,8 +281,13 @@ fn ended_key(session: &PageSession) -> RecordKey {
 fn jwt_expiry(token: &str) -> Option<u64> {
     use base64::Engine as _;
     let payload = token.split('.').nth(1)?;
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?;
-    let exp = serde_json::from_slice::<Value>(&bytes).ok()?.get("exp")?.as_f64()?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    let exp = serde_json::from_slice::<Value>(&bytes)
+        .ok()?
+        .get("exp")?
+        .as_f64()?;
     (exp >= 0.0).then_some(exp as u64)
 }
 
@@ -245,17 +301,33 @@ mod tests {
     struct Empty;
 
     impl RecordStore for Empty {
-        fn create<'a>(&'a self, _: &'a RecordKey, _: &'a Value, _: Option<u64>, _: u64) -> StoreFuture<'a, Record> {
+        fn create<'a>(
+            &'a self,
+            _: &'a RecordKey,
+            _: &'a Value,
+            _: Option<u64>,
+            _: u64,
+        ) -> StoreFuture<'a, Record> {
             Box::pin(async { Err(StoreError::NotFound) })
         }
         fn get<'a>(&'a self, _: &'a RecordKey, _: u64) -> StoreFuture<'a, Option<Record>> {
             Box::pin(async { Ok(None) })
         }
-        fn update<'a>(&'a self, _: &'a RecordKey, _: u64, _: &'a Value, _: u64) -> StoreFuture<'a, Record> {
+        fn update<'a>(
+            &'a self,
+            _: &'a RecordKey,
+            _: u64,
+            _: &'a Value,
+            _: u64,
+        ) -> StoreFuture<'a, Record> {
             Box::pin(async { Err(StoreError::NotFound) })
         }
         fn transact<'a>(&'a self, _: &'a [Write], _: u64) -> TransactFuture<'a> {
-            Box::pin(async { Err(relevo_state::records::TransactError::Invalid("unused".into())) })
+            Box::pin(async {
+                Err(relevo_state::records::TransactError::Invalid(
+                    "unused".into(),
+                ))
+            })
         }
         fn count_up_by<'a>(
             &'a self,
@@ -274,12 +346,20 @@ mod tests {
 
     impl Ids for Counter {
         fn new_id(&self) -> String {
-            format!("session-{}", self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst))
+            format!(
+                "session-{}",
+                self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            )
         }
     }
 
     fn sessions(keys: &KeyRing, clock: &ManualClock) -> PageSessions {
-        PageSessions::new(keys.clone(), Arc::new(Empty), Arc::new(clock.clone()), Arc::new(Counter(0.into())))
+        PageSessions::new(
+            keys.clone(),
+            Arc::new(Empty),
+            Arc::new(clock.clone()),
+            Arc::new(Counter(0.into())),
+        )
     }
 
     #[tokio::test]
@@ -287,7 +367,8 @@ mod tests {
         let keys = KeyRing::new(vec![("k1".into(), vec![7; 32])]).unwrap();
         let clock = ManualClock::at(1_000);
         let sessions = sessions(&keys, &clock);
-        let (session, sealed) = sessions.begin(&Principal::new("acme", "alice", ["a:b"]), "not-a-jwt");
+        let (session, sealed) =
+            sessions.begin(&Principal::new("acme", "alice", ["a:b"]), "not-a-jwt");
         assert_eq!(sessions.open(&sealed).await.unwrap(), session);
         let state_domain = "request-state"; // server/call.rs REQUEST_STATE_DOMAIN
         assert_eq!(
@@ -295,9 +376,13 @@ mod tests {
             Err(SealError::BadSignature),
             "a session as a requestState"
         );
-        let payload = json!({ "id": "x", "t": "acme", "s": "alice", "sc": [], "u": false, "x": 2_000 });
+        let payload =
+            json!({ "id": "x", "t": "acme", "s": "alice", "sc": [], "u": false, "x": 2_000 });
         let state = keys.seal(state_domain, &payload, 2_000);
-        assert_eq!(sessions.open(&state).await, Err(PageSessionError::Seal(SealError::BadSignature)));
+        assert_eq!(
+            sessions.open(&state).await,
+            Err(PageSessionError::Seal(SealError::BadSignature))
+        );
     }
 
     #[tokio::test]
@@ -308,16 +393,29 @@ mod tests {
         let sessions = sessions(&keys, &clock);
         let jwt = |exp: u64| {
             let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-            format!("{}.{}.sig", b64.encode("{}"), b64.encode(json!({ "exp": exp }).to_string()))
+            format!(
+                "{}.{}.sig",
+                b64.encode("{}"),
+                b64.encode(json!({ "exp": exp }).to_string())
+            )
         };
         let person = Principal::new("acme", "alice", ["a:b"]);
         assert_eq!(sessions.begin(&person, &jwt(1_600)).0.expires_at, 1_600);
-        assert_eq!(sessions.begin(&person, &jwt(99_000)).0.expires_at, 1_000 + MAX_PAGE_SESSION_SECS);
-        assert_eq!(sessions.begin(&person, "no-exp").0.expires_at, 1_000 + MAX_PAGE_SESSION_SECS);
+        assert_eq!(
+            sessions.begin(&person, &jwt(99_000)).0.expires_at,
+            1_000 + MAX_PAGE_SESSION_SECS
+        );
+        assert_eq!(
+            sessions.begin(&person, "no-exp").0.expires_at,
+            1_000 + MAX_PAGE_SESSION_SECS
+        );
         let (_, sealed) = sessions.begin(&person, &jwt(1_600));
         clock.advance(599);
         assert!(sessions.open(&sealed).await.is_ok());
         clock.advance(1);
-        assert_eq!(sessions.open(&sealed).await, Err(PageSessionError::Seal(SealError::Expired)));
+        assert_eq!(
+            sessions.open(&sealed).await,
+            Err(PageSessionError::Seal(SealError::Expired))
+        );
     }
 }

@@ -61,7 +61,12 @@ impl Ports {
         self
     }
 
-    pub fn with_security(mut self, auth: Arc<dyn Authenticator>, keys: KeyRing, origins: OriginPolicy) -> Self {
+    pub fn with_security(
+        mut self,
+        auth: Arc<dyn Authenticator>,
+        keys: KeyRing,
+        origins: OriginPolicy,
+    ) -> Self {
         self.auth = auth;
         self.keys = keys;
         self.origins = origins;
@@ -85,11 +90,17 @@ mod tests {
 
     #[test]
     fn the_approval_page_is_beside_the_mcp_endpoint() {
-        assert_eq!(Ports::approvals_beside("https://mcp.example.com/mcp"), "https://mcp.example.com/approvals");
+        assert_eq!(
+            Ports::approvals_beside("https://mcp.example.com/mcp"),
+            "https://mcp.example.com/approvals"
+        );
         assert_eq!(
             Ports::approvals_beside("https://abc.execute-api.us-east-1.amazonaws.com/mcp/"),
             "https://abc.execute-api.us-east-1.amazonaws.com/approvals"
         );
-        assert_eq!(Ports::approvals_beside("https://example.com/tenant-a"), "https://example.com/tenant-a/approvals");
+        assert_eq!(
+            Ports::approvals_beside("https://example.com/tenant-a"),
+            "https://example.com/tenant-a/approvals"
+        );
     }
 }

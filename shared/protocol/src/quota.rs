@@ -94,14 +94,22 @@ impl Quotas {
         if let Some(spec) = per_tenant.map(str::trim).filter(|s| !s.is_empty()) {
             quotas.per_tenant = Some(parse_rate(spec, "RELEVO_RATE_PER_TENANT")?);
         }
-        for entry in per_tool.unwrap_or_default().split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        for entry in per_tool
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
             let bad = || BadRate {
                 what: "each RELEVO_RATE_PER_TOOL entry".into(),
                 expected: TOOL_SYNTAX,
                 value: entry.into(),
             };
             let (name, rate) = entry.rsplit_once(':').ok_or_else(bad)?;
-            let (name, rate) = (name.trim(), parse_rate(rate.trim(), &format!("the rate of tool {name:?}"))?);
+            let (name, rate) = (
+                name.trim(),
+                parse_rate(rate.trim(), &format!("the rate of tool {name:?}"))?,
+            );
             match name {
                 "" => return Err(bad()),
                 "*" => quotas.per_other_tool = Some(rate),
@@ -116,7 +124,11 @@ impl Quotas {
 
 /// `LIMIT/SECONDS`, both positive.
 fn parse_rate(spec: &str, what: &str) -> Result<Rate, BadRate> {
-    let bad = || BadRate { what: what.to_string(), expected: RATE_SYNTAX, value: spec.to_string() };
+    let bad = || BadRate {
+        what: what.to_string(),
+        expected: RATE_SYNTAX,
+        value: spec.to_string(),
+    };
     let (limit, secs) = spec.split_once('/').ok_or_else(bad)?;
     let limit: u32 = limit.trim().parse().map_err(|_| bad())?;
     let window_secs: u64 = secs.trim().parse().map_err(|_| bad())?;
@@ -140,13 +152,45 @@ mod tests {
 
     #[test]
     fn named_tools_take_their_own_rate_and_star_covers_the_rest() {
-        let quotas = Quotas::parse(Some("600/60"), Some("cart_checkout:30/60, *:120/60 ,notes.add:5/1")).unwrap();
-        assert_eq!(quotas.per_tenant, Some(Rate { limit: 600, window_secs: 60 }));
-        assert_eq!(quotas.for_tool("cart_checkout"), Some(Rate { limit: 30, window_secs: 60 }));
-        assert_eq!(quotas.for_tool("notes.add"), Some(Rate { limit: 5, window_secs: 1 }));
-        assert_eq!(quotas.for_tool("catalog_list"), Some(Rate { limit: 120, window_secs: 60 }));
+        let quotas = Quotas::parse(
+            Some("600/60"),
+            Some("cart_checkout:30/60, *:120/60 ,notes.add:5/1"),
+        )
+        .unwrap();
+        assert_eq!(
+            quotas.per_tenant,
+            Some(Rate {
+                limit: 600,
+                window_secs: 60
+            })
+        );
+        assert_eq!(
+            quotas.for_tool("cart_checkout"),
+            Some(Rate {
+                limit: 30,
+                window_secs: 60
+            })
+        );
+        assert_eq!(
+            quotas.for_tool("notes.add"),
+            Some(Rate {
+                limit: 5,
+                window_secs: 1
+            })
+        );
+        assert_eq!(
+            quotas.for_tool("catalog_list"),
+            Some(Rate {
+                limit: 120,
+                window_secs: 60
+            })
+        );
         let named_only = Quotas::parse(None, Some("cart_checkout:30/60")).unwrap();
-        assert_eq!(named_only.for_tool("catalog_list"), None, "without `*` other tools are not limited");
+        assert_eq!(
+            named_only.for_tool("catalog_list"),
+            None,
+            "without `*` other tools are not limited"
+        );
         assert!(!named_only.is_off());
     }
 
@@ -163,7 +207,10 @@ mod tests {
             (None, Some("cart_checkout:5")),
             (None, Some("a:5/60,b:5/x")),
         ] {
-            assert!(Quotas::parse(tenant, tool).is_err(), "{tenant:?} {tool:?} must be refused");
+            assert!(
+                Quotas::parse(tenant, tool).is_err(),
+                "{tenant:?} {tool:?} must be refused"
+            );
         }
         let error = Quotas::parse(None, Some("cart_checkout=30/60")).unwrap_err();
         assert_eq!(

@@ -51,8 +51,12 @@ impl CompiledSchema {
             compiler.set_default_draft(boon::Draft::V2020_12);
             compiler.use_loader(Box::new(boon::SchemeUrlLoader::new()));
             let mut schemas = boon::Schemas::new();
-            compiler.add_resource(location, Value::Object(schema.clone())).map_err(|error| format!("{error:#}"))?;
-            let index = compiler.compile(location, &mut schemas).map_err(|error| format!("{error:#}"))?;
+            compiler
+                .add_resource(location, Value::Object(schema.clone()))
+                .map_err(|error| format!("{error:#}"))?;
+            let index = compiler
+                .compile(location, &mut schemas)
+                .map_err(|error| format!("{error:#}"))?;
             Ok((schemas, index))
         })
     }
@@ -99,15 +103,26 @@ impl InputSchema {
                 return Err(Refusal::Bound(McpError::Internal));
             }
         };
-        let Err(invalid) = schemas.validate(&instance, *index) else { return Ok(()) };
+        let Err(invalid) = schemas.validate(&instance, *index) else {
+            return Ok(());
+        };
         let mut errors = Vec::new();
         leaves(&invalid, &mut errors);
         let summary: Vec<String> = errors
             .iter()
-            .map(|e| format!("{}: {}", e["path"].as_str().unwrap_or(""), e["message"].as_str().unwrap_or("")))
+            .map(|e| {
+                format!(
+                    "{}: {}",
+                    e["path"].as_str().unwrap_or(""),
+                    e["message"].as_str().unwrap_or("")
+                )
+            })
             .collect();
         errors.truncate(MAX_REPORTED);
-        Err(Refusal::Invalid { message: format!("Invalid arguments for tool {tool}: {}", summary.join("; ")), errors })
+        Err(Refusal::Invalid {
+            message: format!("Invalid arguments for tool {tool}: {}", summary.join("; ")),
+            errors,
+        })
     }
 }
 
@@ -142,19 +157,32 @@ mod tests {
 
     #[test]
     fn arguments_the_schema_refuses_are_named_by_location_and_reason() {
-        let schema = object(json!({ "type": "object", "properties": { "name": { "type": "string", "maxLength": 3 } },
-            "required": ["name"], "additionalProperties": false }));
+        let schema = object(
+            json!({ "type": "object", "properties": { "name": { "type": "string", "maxLength": 3 } },
+            "required": ["name"], "additionalProperties": false }),
+        );
         let checked = InputSchema::default();
-        assert_eq!(checked.check("greet", &schema, &object(json!({ "name": "Ada" })), 1024), Ok(()));
-        let Err(Refusal::Invalid { message, errors }) =
-            checked.check("greet", &schema, &object(json!({ "name": "Adaaa", "extra": 1 })), 1024)
-        else {
+        assert_eq!(
+            checked.check("greet", &schema, &object(json!({ "name": "Ada" })), 1024),
+            Ok(())
+        );
+        let Err(Refusal::Invalid { message, errors }) = checked.check(
+            "greet",
+            &schema,
+            &object(json!({ "name": "Adaaa", "extra": 1 })),
+            1024,
+        ) else {
             panic!("refused");
         };
-        assert!(message.contains("/name") && message.contains("extra"), "{message}");
+        assert!(
+            message.contains("/name") && message.contains("extra"),
+            "{message}"
+        );
         assert_eq!(errors.len(), 2, "{errors:?}");
         let missing = checked.check("greet", &schema, &JsonObject::new(), 1024);
-        assert!(matches!(missing, Err(Refusal::Invalid { message, .. }) if message.contains("name")));
+        assert!(
+            matches!(missing, Err(Refusal::Invalid { message, .. }) if message.contains("name"))
+        );
     }
 
     #[test]
@@ -162,7 +190,10 @@ mod tests {
         let schema = object(json!({ "type": "object" }));
         let checked = InputSchema::default();
         let big = object(json!({ "text": "x".repeat(2000) }));
-        assert!(matches!(checked.check("t", &schema, &big, 1000), Err(Refusal::Bound(McpError::InvalidParams { .. }))));
+        assert!(matches!(
+            checked.check("t", &schema, &big, 1000),
+            Err(Refusal::Bound(McpError::InvalidParams { .. }))
+        ));
         let mut deep = json!(1);
         for _ in 0..40 {
             deep = json!([deep]);
@@ -176,7 +207,9 @@ mod tests {
 
     #[test]
     fn a_schema_may_not_reach_outside_itself() {
-        let schema = object(json!({ "type": "object", "properties": { "a": { "$ref": "file:///etc/passwd" } } }));
+        let schema = object(
+            json!({ "type": "object", "properties": { "a": { "$ref": "file:///etc/passwd" } } }),
+        );
         let checked = InputSchema::default();
         assert_eq!(
             checked.check("t", &schema, &object(json!({ "a": 1 })), 1024),

@@ -192,7 +192,12 @@ pub struct McpServer {
 }
 
 impl McpServer {
-    pub fn new(app: impl Into<Arc<App>>, config: ServerConfig, keys: KeyRing, auth: Arc<dyn Authenticator>) -> Self {
+    pub fn new(
+        app: impl Into<Arc<App>>,
+        config: ServerConfig,
+        keys: KeyRing,
+        auth: Arc<dyn Authenticator>,
+    ) -> Self {
         let (events, _) = broadcast::channel(256);
         McpServer {
             app: app.into(),
@@ -279,19 +284,41 @@ impl McpServer {
     pub async fn handle(&self, route: Route, request: Request<Bytes>) -> Reply {
         let started = Instant::now();
         let cold_start = observe::first_request();
-        let upstream = observe::upstream_trace(request.headers(), request.extensions().get::<TraceContext>());
-        let ids = request.extensions().get::<RequestIds>().cloned().unwrap_or_default();
-        let trace = upstream.as_ref().map_or_else(TraceContext::root, TraceContext::child);
+        let upstream = observe::upstream_trace(
+            request.headers(),
+            request.extensions().get::<TraceContext>(),
+        );
+        let ids = request
+            .extensions()
+            .get::<RequestIds>()
+            .cloned()
+            .unwrap_or_default();
+        let trace = upstream
+            .as_ref()
+            .map_or_else(TraceContext::root, TraceContext::child);
         let function = match route {
             Route::All => "mcp",
             Route::Only(own) => own.function_name(),
         };
         let parent = upstream.map(|u| u.span_id);
         let started_unix = trace::unix_nanos();
-        let mut seen = Seen { trace, parent, method: None, target: None, tool: None, tenant: None, token_ms: None };
-        let mut reply = self.respond(route, request, function, &ids, &mut seen).await;
+        let mut seen = Seen {
+            trace,
+            parent,
+            method: None,
+            target: None,
+            tool: None,
+            tenant: None,
+            token_ms: None,
+        };
+        let mut reply = self
+            .respond(route, request, function, &ids, &mut seen)
+            .await;
         let result_type = reply.headers_mut().remove(RESULT_TYPE_HEADER);
-        let result_type = result_type.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("-");
+        let result_type = result_type
+            .as_ref()
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("-");
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         let method = bounded(seen.method.as_deref().unwrap_or("-"));
         let target = seen.target.as_deref().map(bounded);
@@ -349,7 +376,11 @@ impl McpServer {
             Err(Rejection { id, error }) => Err(error_reply(id.as_ref(), &error)),
             Ok(()) => {
                 let verifying = Instant::now();
-                let principal = self.auth.authenticate(request.headers()).await.map_err(|c| challenge_reply(&c));
+                let principal = self
+                    .auth
+                    .authenticate(request.headers())
+                    .await
+                    .map_err(|c| challenge_reply(&c));
                 seen.token_ms = Some(verifying.elapsed().as_secs_f64() * 1000.0);
                 principal
             }
@@ -370,7 +401,10 @@ impl McpServer {
                 match &message {
                     LegacyMessage::Request { method, params, .. } => {
                         seen.method = Some(method.clone());
-                        seen.target = ["name", "uri"].iter().find_map(|k| params.get(*k)?.as_str()).map(String::from);
+                        seen.target = ["name", "uri"]
+                            .iter()
+                            .find_map(|k| params.get(*k)?.as_str())
+                            .map(String::from);
                         if method.as_str() == Method::ToolsCall.as_str() {
                             seen.tool = self.visible_tool(&principal, seen.target.as_deref());
                         }
@@ -380,7 +414,8 @@ impl McpServer {
                     }
                     LegacyMessage::Response { .. } => seen.method = Some("(response)".into()),
                 };
-                let serving = self.serve_legacy(route, request.headers(), message, principal, deadline);
+                let serving =
+                    self.serve_legacy(route, request.headers(), message, principal, deadline);
                 seen.in_trace(function, ids, serving).await
             }
             Ok(Validated::Request(mut valid)) => {
@@ -394,9 +429,14 @@ impl McpServer {
                     seen.refine_trace(&meta);
                 }
                 let id = valid.id.clone();
-                match seen.in_trace(function, ids, self.dispatch(valid, principal)).await {
+                match seen
+                    .in_trace(function, ids, self.dispatch(valid, principal))
+                    .await
+                {
                     Ok(reply) => reply,
-                    Err(McpError::InsufficientScope(needed)) => challenge_reply(&self.auth.insufficient_scope(&needed)),
+                    Err(McpError::InsufficientScope(needed)) => {
+                        challenge_reply(&self.auth.insufficient_scope(&needed))
+                    }
                     Err(error) => error_reply(Some(&id), &error),
                 }
             }
@@ -438,9 +478,16 @@ impl Seen {
     /// Runs the method's work in the request's trace (what jobs it starts record) and in its
     /// span (what every line it logs carries). The work is boxed: it is large, and wrapping it
     /// by value would copy it at every layer.
-    async fn in_trace<T>(&self, function: &str, ids: &RequestIds, work: impl Future<Output = T>) -> T {
+    async fn in_trace<T>(
+        &self,
+        function: &str,
+        ids: &RequestIds,
+        work: impl Future<Output = T>,
+    ) -> T {
         let span = self.span(function, ids);
-        trace::scope(self.trace.clone(), Box::pin(work)).instrument(span).await
+        trace::scope(self.trace.clone(), Box::pin(work))
+            .instrument(span)
+            .await
     }
 
     /// The request as a span for an exporter, named and attributed as OpenTelemetry's MCP
@@ -448,16 +495,26 @@ impl Seen {
     fn finished(&self, started_unix: u128, status: u16, ids: &RequestIds) -> FinishedSpan {
         let method = bounded(self.method.as_deref().unwrap_or("-")).to_string();
         let target = self.target.as_deref().map(bounded);
-        let mut attributes =
-            vec![("mcp.method.name", method.clone()), ("http.response.status_code", status.to_string())];
+        let mut attributes = vec![
+            ("mcp.method.name", method.clone()),
+            ("http.response.status_code", status.to_string()),
+        ];
         match (method.as_str(), target) {
             ("tools/call", Some(tool)) => attributes.push(("gen_ai.tool.name", tool.to_string())),
             ("resources/read", Some(uri)) => attributes.push(("mcp.resource.uri", uri.to_string())),
             _ => {}
         }
-        attributes.extend(self.tenant.as_deref().map(|t| ("relevo.tenant", bounded(t).to_string())));
+        attributes.extend(
+            self.tenant
+                .as_deref()
+                .map(|t| ("relevo.tenant", bounded(t).to_string())),
+        );
         attributes.extend(ids.lambda.clone().map(|id| ("faas.invocation_id", id)));
-        attributes.extend(ids.apigw.clone().map(|id| ("aws.apigateway.request_id", id)));
+        attributes.extend(
+            ids.apigw
+                .clone()
+                .map(|id| ("aws.apigateway.request_id", id)),
+        );
         FinishedSpan {
             trace_id: self.trace.trace_id.clone(),
             span_id: self.trace.span_id.clone(),

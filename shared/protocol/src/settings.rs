@@ -25,7 +25,9 @@ use crate::server::ServerConfig;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
-    #[error("RELEVO_STATE_KEYS is required: set it to kid:base64key with a key of at least 32 bytes")]
+    #[error(
+        "RELEVO_STATE_KEYS is required: set it to kid:base64key with a key of at least 32 bytes"
+    )]
     MissingKeys,
     #[error("RELEVO_STATE_KEYS is invalid: {0}")]
     BadKeys(#[from] KeyError),
@@ -47,7 +49,10 @@ impl Settings {
     /// Reads settings through `lookup` (`std::env::var` in production, a map in tests).
     /// With `allow_ephemeral_keys`, a missing key yields a random per-process key: fine for one
     /// local process, wrong for Lambdas, where another instance must verify what this one sealed.
-    pub fn load(lookup: impl Fn(&str) -> Option<String>, allow_ephemeral_keys: bool) -> Result<Self, SettingsError> {
+    pub fn load(
+        lookup: impl Fn(&str) -> Option<String>,
+        allow_ephemeral_keys: bool,
+    ) -> Result<Self, SettingsError> {
         let number = |name: &'static str, default: usize| -> Result<usize, SettingsError> {
             match lookup(name) {
                 None => Ok(default),
@@ -59,11 +64,12 @@ impl Settings {
                     .ok_or(SettingsError::BadNumber { name, value }),
             }
         };
-        let (keys, ephemeral_keys) = match lookup("RELEVO_STATE_KEYS").filter(|v| !v.trim().is_empty()) {
-            Some(spec) => (KeyRing::from_config(&spec)?, false),
-            None if allow_ephemeral_keys => (KeyRing::ephemeral(), true),
-            None => return Err(SettingsError::MissingKeys),
-        };
+        let (keys, ephemeral_keys) =
+            match lookup("RELEVO_STATE_KEYS").filter(|v| !v.trim().is_empty()) {
+                Some(spec) => (KeyRing::from_config(&spec)?, false),
+                None if allow_ephemeral_keys => (KeyRing::ephemeral(), true),
+                None => return Err(SettingsError::MissingKeys),
+            };
         let origin_policy = origin_policy(&lookup);
         let defaults = ServerConfig::default();
         let config = ServerConfig {
@@ -71,18 +77,30 @@ impl Settings {
             max_body_bytes: number("RELEVO_MAX_BODY_BYTES", defaults.max_body_bytes)?,
             max_argument_bytes: number("RELEVO_MAX_ARGUMENT_BYTES", defaults.max_argument_bytes)?,
             page_size: number("RELEVO_PAGE_SIZE", defaults.page_size)?,
-            legacy_session_secs: number("RELEVO_LEGACY_SESSION_SECS", defaults.legacy_session_secs as usize)? as u64,
-            max_legacy_sessions: number("RELEVO_MAX_LEGACY_SESSIONS", defaults.max_legacy_sessions)?,
-            legacy_input_wait_secs: number("RELEVO_LEGACY_INPUT_WAIT_SECS", defaults.legacy_input_wait_secs as usize)?
+            legacy_session_secs: number(
+                "RELEVO_LEGACY_SESSION_SECS",
+                defaults.legacy_session_secs as usize,
+            )? as u64,
+            max_legacy_sessions: number(
+                "RELEVO_MAX_LEGACY_SESSIONS",
+                defaults.max_legacy_sessions,
+            )?,
+            legacy_input_wait_secs: number(
+                "RELEVO_LEGACY_INPUT_WAIT_SECS",
+                defaults.legacy_input_wait_secs as usize,
+            )? as u64,
+            sse_keepalive_secs: number(
+                "RELEVO_SSE_KEEPALIVE_SECS",
+                defaults.sse_keepalive_secs as usize,
+            )? as u64,
+            listen_poll_ms: number("RELEVO_LISTEN_POLL_MS", defaults.listen_poll_ms as usize)?
                 as u64,
-            sse_keepalive_secs: number("RELEVO_SSE_KEEPALIVE_SECS", defaults.sse_keepalive_secs as usize)? as u64,
-            listen_poll_ms: number("RELEVO_LISTEN_POLL_MS", defaults.listen_poll_ms as usize)? as u64,
             max_listen_streams: number("RELEVO_MAX_LISTEN_STREAMS", defaults.max_listen_streams)?,
             listen_max_secs: match lookup("RELEVO_LISTEN_MAX_SECS") {
-                Some(value) => value
-                    .trim()
-                    .parse()
-                    .map_err(|_| SettingsError::BadNumber { name: "RELEVO_LISTEN_MAX_SECS", value })?,
+                Some(value) => value.trim().parse().map_err(|_| SettingsError::BadNumber {
+                    name: "RELEVO_LISTEN_MAX_SECS",
+                    value,
+                })?,
                 None => defaults.listen_max_secs,
             },
             quotas: crate::quota::Quotas::parse(
@@ -91,7 +109,11 @@ impl Settings {
             )?,
             ..defaults
         };
-        Ok(Settings { config, keys, ephemeral_keys })
+        Ok(Settings {
+            config,
+            keys,
+            ephemeral_keys,
+        })
     }
 
     pub fn from_env(allow_ephemeral_keys: bool) -> Result<Self, SettingsError> {
@@ -103,13 +125,26 @@ impl Settings {
 /// `RELEVO_ALLOWED_ORIGINS`): loopback, plus the host of `RELEVO_AUTH_AUDIENCE`.
 pub fn origin_policy(lookup: &impl Fn(&str) -> Option<String>) -> OriginPolicy {
     let list = |name: &str| -> Option<Vec<String>> {
-        lookup(name).map(|v| v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
+        lookup(name).map(|v| {
+            v.split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
     };
     let mut policy = OriginPolicy::localhost();
     match list("RELEVO_ALLOWED_HOSTS") {
-        Some(hosts) => policy.hosts = if hosts.iter().any(|h| h == "*") { Vec::new() } else { hosts },
+        Some(hosts) => {
+            policy.hosts = if hosts.iter().any(|h| h == "*") {
+                Vec::new()
+            } else {
+                hosts
+            }
+        }
         // The host of this server's canonical URI: the custom domain, or the API's own host.
-        None => policy.hosts.extend(lookup("RELEVO_AUTH_AUDIENCE").as_deref().and_then(host_of)),
+        None => policy
+            .hosts
+            .extend(lookup("RELEVO_AUTH_AUDIENCE").as_deref().and_then(host_of)),
     }
     if let Some(origins) = list("RELEVO_ALLOWED_ORIGINS") {
         policy.origins = origins;
@@ -135,7 +170,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn load(vars: &[(&str, &str)], ephemeral: bool) -> Result<Settings, SettingsError> {
-        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Settings::load(|name| map.get(name).cloned(), ephemeral)
     }
 
@@ -148,23 +186,42 @@ mod tests {
 
     #[test]
     fn short_key_is_refused() {
-        assert!(matches!(load(&[("RELEVO_STATE_KEYS", "k1:c2hvcnQ=")], false), Err(SettingsError::BadKeys(_))));
+        assert!(matches!(
+            load(&[("RELEVO_STATE_KEYS", "k1:c2hvcnQ=")], false),
+            Err(SettingsError::BadKeys(_))
+        ));
     }
 
     #[test]
     fn star_allows_any_host_and_numbers_are_checked() {
-        let settings = load(&[("RELEVO_ALLOWED_HOSTS", "*"), ("RELEVO_PAGE_SIZE", "5")], true).unwrap();
+        let settings = load(
+            &[("RELEVO_ALLOWED_HOSTS", "*"), ("RELEVO_PAGE_SIZE", "5")],
+            true,
+        )
+        .unwrap();
         assert!(settings.config.origin_policy.hosts.is_empty());
         assert_eq!(settings.config.page_size, 5);
-        assert!(matches!(load(&[("RELEVO_PAGE_SIZE", "0")], true), Err(SettingsError::BadNumber { .. })));
+        assert!(matches!(
+            load(&[("RELEVO_PAGE_SIZE", "0")], true),
+            Err(SettingsError::BadNumber { .. })
+        ));
     }
 
     #[test]
     fn quotas_are_off_unless_configured_and_refused_when_malformed() {
         assert!(load(&[], true).unwrap().config.quotas.is_off());
-        let vars = [("RELEVO_RATE_PER_TENANT", "600/60"), ("RELEVO_RATE_PER_TOOL", "cart_checkout:30/60,*:120/60")];
+        let vars = [
+            ("RELEVO_RATE_PER_TENANT", "600/60"),
+            ("RELEVO_RATE_PER_TOOL", "cart_checkout:30/60,*:120/60"),
+        ];
         let quotas = load(&vars, true).unwrap().config.quotas;
-        assert_eq!(quotas.per_tenant, Some(crate::quota::Rate { limit: 600, window_secs: 60 }));
+        assert_eq!(
+            quotas.per_tenant,
+            Some(crate::quota::Rate {
+                limit: 600,
+                window_secs: 60
+            })
+        );
         assert_eq!(quotas.for_tool("cart_checkout").map(|r| r.limit), Some(30));
         assert_eq!(quotas.for_tool("anything").map(|r| r.limit), Some(120));
         let bad = load(&[("RELEVO_RATE_PER_TOOL", "cart_checkout=30/60")], true);
@@ -173,7 +230,11 @@ mod tests {
 
     #[test]
     fn the_audience_host_is_allowed_beside_loopback_and_others_are_not() {
-        let settings = load(&[("RELEVO_AUTH_AUDIENCE", "https://MCP.example.com:443/mcp")], true).unwrap();
+        let settings = load(
+            &[("RELEVO_AUTH_AUDIENCE", "https://MCP.example.com:443/mcp")],
+            true,
+        )
+        .unwrap();
         let policy = &settings.config.origin_policy;
         let host = |h: &str| {
             let mut headers = http::HeaderMap::new();
@@ -182,8 +243,16 @@ mod tests {
         };
         assert!(host("mcp.example.com") && host("127.0.0.1:8080"));
         assert!(!host("evil.example") && !host("mcp.example.com.evil.example"));
-        let explicit =
-            load(&[("RELEVO_ALLOWED_HOSTS", "a.example"), ("RELEVO_AUTH_AUDIENCE", "https://b.example/mcp")], true);
-        assert_eq!(explicit.unwrap().config.origin_policy.hosts, vec!["a.example".to_string()]);
+        let explicit = load(
+            &[
+                ("RELEVO_ALLOWED_HOSTS", "a.example"),
+                ("RELEVO_AUTH_AUDIENCE", "https://b.example/mcp"),
+            ],
+            true,
+        );
+        assert_eq!(
+            explicit.unwrap().config.origin_policy.hosts,
+            vec!["a.example".to_string()]
+        );
     }
 }

@@ -49,7 +49,10 @@ pub enum TaskSupport {
 impl ClientContext {
     /// True when this request declared the Tasks extension.
     pub fn declares_tasks(&self) -> bool {
-        self.capabilities.get("extensions").and_then(|e| e.get(EXTENSION)).is_some_and(Value::is_object)
+        self.capabilities
+            .get("extensions")
+            .and_then(|e| e.get(EXTENSION))
+            .is_some_and(Value::is_object)
     }
 }
 
@@ -71,7 +74,12 @@ pub fn iso8601(unix: u64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", seconds / 3600, seconds % 3600 / 60, seconds % 60)
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        seconds / 3600,
+        seconds % 3600 / 60,
+        seconds % 60
+    )
 }
 
 fn status(job: &Job) -> &'static str {
@@ -91,7 +99,10 @@ pub fn task_fields(job: &Job) -> JsonObject {
     task.insert("status".into(), json!(status(job)));
     task.insert("createdAt".into(), json!(iso8601(job.created_at)));
     task.insert("lastUpdatedAt".into(), json!(iso8601(job.updated_at)));
-    task.insert("ttlMs".into(), json!(job.expires_at.saturating_sub(job.created_at) * 1000));
+    task.insert(
+        "ttlMs".into(),
+        json!(job.expires_at.saturating_sub(job.created_at) * 1000),
+    );
     task.insert("pollIntervalMs".into(), json!(POLL_INTERVAL_MS));
     if let (JobStatus::Running, Some(checkpoint)) = (job.status, &job.checkpoint)
         && let Some(message) = checkpoint.get("statusMessage").and_then(Value::as_str)
@@ -106,7 +117,10 @@ pub fn detailed_task(job: &Job) -> JsonObject {
     let mut task = task_fields(job);
     match job.status {
         JobStatus::InputRequired => {
-            task.insert("inputRequests".into(), job.pending_input.clone().unwrap_or_else(|| json!({})));
+            task.insert(
+                "inputRequests".into(),
+                job.pending_input.clone().unwrap_or_else(|| json!({})),
+            );
         }
         JobStatus::Succeeded => {
             task.insert("result".into(), tool_result_of(job));
@@ -164,7 +178,9 @@ impl JobRunner for ToolTaskRunner {
             let app = &self.app;
             let name = job.input["tool"].as_str().unwrap_or_default();
             let tool = app.find_tool(name).ok_or_else(|| {
-                JobFailure::Protocol(json!({ "code": -32602, "message": format!("Unknown tool: {name}") }))
+                JobFailure::Protocol(
+                    json!({ "code": -32602, "message": format!("Unknown tool: {name}") }),
+                )
             })?;
             let object = |value: &Value| value.as_object().cloned().unwrap_or_default();
             let mut input_responses = object(&job.input["inputResponses"]);
@@ -175,7 +191,10 @@ impl JobRunner for ToolTaskRunner {
                 input_responses,
                 state: job.resume_state.clone(),
                 client: ClientContext {
-                    protocol_version: job.input["protocolVersion"].as_str().unwrap_or_default().into(),
+                    protocol_version: job.input["protocolVersion"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .into(),
                     capabilities: object(&job.input["capabilities"]),
                     info: None,
                 },
@@ -201,16 +220,21 @@ impl JobRunner for ToolTaskRunner {
                     Ok(Value::Object(result))
                 }
                 Ok(Ok(Outcome::InputRequired { requests, state })) => Err(JobFailure::NeedsInput {
-                    requests: Value::Object(requests.iter().map(|(k, r)| (k.clone(), r.to_wire())).collect()),
+                    requests: Value::Object(
+                        requests
+                            .iter()
+                            .map(|(k, r)| (k.clone(), r.to_wire()))
+                            .collect(),
+                    ),
                     state,
                 }),
-                Ok(Ok(Outcome::TaskCreated(_))) => {
-                    Err(JobFailure::Protocol(json!({ "code": -32603, "message": "a task cannot start a task" })))
-                }
+                Ok(Ok(Outcome::TaskCreated(_))) => Err(JobFailure::Protocol(
+                    json!({ "code": -32603, "message": "a task cannot start a task" }),
+                )),
                 Ok(Err(error)) => Err(JobFailure::Protocol(error.to_error_object())),
-                Err(_) => {
-                    Err(JobFailure::Protocol(json!({ "code": -32603, "message": "Internal error: the tool failed" })))
-                }
+                Err(_) => Err(JobFailure::Protocol(
+                    json!({ "code": -32603, "message": "Internal error: the tool failed" }),
+                )),
             }
         })
     }

@@ -5,8 +5,8 @@
 //! this module, so a change of SDK version touches one file.
 
 pub use rmcp::model::{
-    Annotations, CallToolResult, ContentBlock, ErrorCode, GetPromptResult, Implementation, PromptMessage,
-    ResourceContents, Role, ToolAnnotations,
+    Annotations, CallToolResult, ContentBlock, ErrorCode, GetPromptResult, Implementation,
+    PromptMessage, ResourceContents, Role, ToolAnnotations,
 };
 pub use serde_json::{Map, Value};
 
@@ -53,7 +53,8 @@ pub mod code {
     pub const INVALID_PARAMS: i32 = ErrorCode::INVALID_PARAMS.0;
     pub const INTERNAL_ERROR: i32 = ErrorCode::INTERNAL_ERROR.0;
     pub const HEADER_MISMATCH: i32 = ErrorCode::HEADER_MISMATCH.0;
-    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 = ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY.0;
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 =
+        ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY.0;
     pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = ErrorCode::UNSUPPORTED_PROTOCOL_VERSION.0;
     /// 2025-11-25 only: resource not found (2026-07-28 uses `-32602`).
     pub const LEGACY_RESOURCE_NOT_FOUND: i32 = -32002;
@@ -73,7 +74,16 @@ pub mod code {
 }
 
 /// Logging levels in increasing severity (RFC 5424 order, as the spec lists them).
-pub const LOG_LEVELS: &[&str] = &["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+pub const LOG_LEVELS: &[&str] = &[
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
 
 /// Position of a level in [`LOG_LEVELS`], or `None` for a level the spec does not define.
 pub fn log_level_rank(level: &str) -> Option<usize> {

@@ -24,7 +24,9 @@ struct Greeting {
 }
 
 async fn greet(args: GreetArgs, _: ToolContext) -> Result<Greeting, ToolError> {
-    Ok(Greeting { greeting: format!("Hello, {}!", args.name) })
+    Ok(Greeting {
+        greeting: format!("Hello, {}!", args.name),
+    })
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -43,12 +45,18 @@ struct Sum {
 }
 
 async fn add(args: AddArgs, _: ToolContext) -> Result<Sum, ToolError> {
-    let sum = args.a.checked_add(args.b).ok_or_else(|| ToolError::caller("the sum does not fit in 64 bits"))?;
+    let sum = args
+        .a
+        .checked_add(args.b)
+        .ok_or_else(|| ToolError::caller("the sum does not fit in 64 bits"))?;
     Ok(Sum { sum })
 }
 
 fn app(_: &Ports) -> App {
-    let pure = ToolAnnotations::new().read_only(true).destructive(false).idempotent(true);
+    let pure = ToolAnnotations::new()
+        .read_only(true)
+        .destructive(false)
+        .idempotent(true);
     App::new("hello", "1.0.0")
         .tool(Tool::typed("greet", "Greets a person by name.", greet).annotations(pure.clone()))
         .tool(Tool::typed("add", "Adds two integers.", add).annotations(pure))

@@ -125,10 +125,13 @@ pub use relevo_state as state;
 /// assert_eq!(tool.annotations.as_ref().and_then(|a| a.destructive_hint), Some(false));
 /// ```
 pub mod prelude {
-    pub use relevo_protocol::author::{Elicited, Fault, NoArgs, Required, Structured, ToolContext, ToolError};
+    pub use relevo_protocol::author::{
+        Elicited, Fault, NoArgs, Required, Structured, ToolContext, ToolError,
+    };
     pub use relevo_protocol::wire::ToolAnnotations;
     pub use relevo_protocol::{
-        App, AppBuilder, CachePolicy, Ports, Prompt, PromptArgument, Resource, ResourceTemplate, TaskSupport, Tool,
+        App, AppBuilder, CachePolicy, Ports, Prompt, PromptArgument, Resource, ResourceTemplate,
+        TaskSupport, Tool,
     };
 
     // Durable jobs are typed functions, like tools: `App::job(&KIND, f)` runs
@@ -183,7 +186,9 @@ pub mod sqlite {
 /// ```
 #[cfg(feature = "lambda")]
 pub mod lambda {
-    pub use relevo_lambda::{run, run_function, run_pages, run_reconciler, run_well_known, run_worker};
+    pub use relevo_lambda::{
+        run, run_function, run_pages, run_reconciler, run_well_known, run_worker,
+    };
     pub use relevo_protocol::{Method, Route};
 
     /// The runners' error (the same type as `lambda_http::Error`).
@@ -195,8 +200,8 @@ pub mod lambda {
 #[cfg(feature = "aws")]
 pub mod aws {
     pub use relevo_aws::{
-        DynamoStore, SecretKeysError, SqsDeadLetters, SqsQueue, create_queue_with_dead_letters, create_table,
-        key_ring_from_secret, load_key_ring,
+        DynamoStore, SecretKeysError, SqsDeadLetters, SqsQueue, create_queue_with_dead_letters,
+        create_table, key_ring_from_secret, load_key_ring,
     };
 }
 

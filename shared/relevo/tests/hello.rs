@@ -13,12 +13,23 @@ const PROTOCOL_VERSION: &str = "2026-07-28";
 /// The example's binary, built with the same cargo and target folder as this test.
 fn build_example() -> std::path::PathBuf {
     let output = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "-p", "relevo", "--example", "hello", "--message-format=json"])
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "relevo",
+            "--example",
+            "hello",
+            "--message-format=json",
+        ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stderr(Stdio::inherit())
         .output()
         .expect("cargo runs");
-    assert!(output.status.success(), "cargo build --example hello failed");
+    assert!(
+        output.status.success(),
+        "cargo build --example hello failed"
+    );
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
@@ -38,13 +49,21 @@ impl Drop for Server {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
 }
 
 /// Starts the example and waits for its "listening" log line.
 fn start(binary: &std::path::Path, dir: &std::path::Path, port: u16) -> Server {
     let mut child = Command::new(binary)
-        .args(["--port", &port.to_string(), "--inject-dev-token", "dev:tester"])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--inject-dev-token",
+            "dev:tester",
+        ])
         .env_remove("RELEVO_AUTH")
         .env("RELEVO_STORE", "memory")
         .env("RELEVO_DEV_ISSUER_FILE", dir.join("dev-issuer.json"))
@@ -64,9 +83,14 @@ fn start(binary: &std::path::Path, dir: &std::path::Path, port: u16) -> Server {
         }
     });
     loop {
-        let line = lines.recv_timeout(Duration::from_secs(30)).expect("the example logs that it listens");
+        let line = lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the example logs that it listens");
         if line.contains("listening") {
-            assert!(line.contains(&format!("127.0.0.1:{port}")), "it listens on loopback: {line}");
+            assert!(
+                line.contains(&format!("127.0.0.1:{port}")),
+                "it listens on loopback: {line}"
+            );
             return server;
         }
     }
@@ -97,8 +121,12 @@ async fn call(client: &reqwest::Client, port: u16, tool: &str, arguments: Value)
         .await
         .expect("the server answers");
     let text = response.text().await.expect("the body reads");
-    let last = text.lines().filter_map(|line| line.strip_prefix("data:")).next_back();
-    serde_json::from_str(last.unwrap_or(&text).trim()).unwrap_or_else(|_| panic!("a JSON-RPC answer: {text}"))
+    let last = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .next_back();
+    serde_json::from_str(last.unwrap_or(&text).trim())
+        .unwrap_or_else(|_| panic!("a JSON-RPC answer: {text}"))
 }
 
 #[tokio::test]
@@ -113,7 +141,10 @@ async fn the_hello_example_serves_its_two_tools_on_loopback() {
     let sum = call(&client, port, "add", json!({ "a": 2, "b": 40 })).await;
     assert_eq!(sum["result"]["structuredContent"]["sum"], 42, "{sum}");
     let greeting = call(&client, port, "greet", json!({ "name": "Ada" })).await;
-    assert_eq!(greeting["result"]["structuredContent"]["greeting"], "Hello, Ada!", "{greeting}");
+    assert_eq!(
+        greeting["result"]["structuredContent"]["greeting"], "Hello, Ada!",
+        "{greeting}"
+    );
     // The schema derived from the example's types is enforced before the tool runs.
     let refused = call(&client, port, "add", json!({ "a": 2 })).await;
     assert_eq!(refused["result"]["isError"], true, "{refused}");

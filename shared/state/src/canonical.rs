@@ -108,10 +108,14 @@ mod tests {
 
     #[test]
     fn key_order_does_not_change_the_canonical_form() {
-        let a: Value = serde_json::from_str(r#"{"b":1,"a":{"d":[1,{"y":2,"x":1}],"c":null}}"#).unwrap();
+        let a: Value =
+            serde_json::from_str(r#"{"b":1,"a":{"d":[1,{"y":2,"x":1}],"c":null}}"#).unwrap();
         let b = json!({"a": {"c": null, "d": [1, {"x": 1, "y": 2}]}, "b": 1});
         assert_eq!(canonical_json(&a), canonical_json(&b));
-        assert_eq!(canonical_json(&b), r#"{"a":{"c":null,"d":[1,{"x":1,"y":2}]},"b":1}"#);
+        assert_eq!(
+            canonical_json(&b),
+            r#"{"a":{"c":null,"d":[1,{"x":1,"y":2}]},"b":1}"#
+        );
     }
 
     #[test]
@@ -122,7 +126,10 @@ mod tests {
             "flags": [true, false, null],
             "": {}
         });
-        assert_eq!(canonical_json(&value), serde_json::to_string(&value).unwrap());
+        assert_eq!(
+            canonical_json(&value),
+            serde_json::to_string(&value).unwrap()
+        );
     }
 
     #[test]
@@ -131,6 +138,9 @@ mod tests {
         let map = object.as_object().unwrap();
         assert_eq!(canonical_object_digest(map), canonical_digest(&object));
         assert_eq!(canonical_digest(&json!({})), sha256_hex(b"{}"));
-        assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 }

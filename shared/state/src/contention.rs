@@ -40,7 +40,10 @@ mod tests {
         for attempt in 1..ATTEMPTS {
             let wait = backoff(attempt);
             let base = Duration::from_millis(1 << (attempt - 1).min(6));
-            assert!(wait >= base / 2 && wait < base * 3 / 2, "attempt {attempt}: {wait:?}");
+            assert!(
+                wait >= base / 2 && wait < base * 3 / 2,
+                "attempt {attempt}: {wait:?}"
+            );
         }
     }
 }

@@ -106,7 +106,11 @@ pub fn dimension_value_ok(value: &str) -> bool {
 /// refuse it.
 fn bounded(text: &str) -> String {
     let text: String = text.chars().take(MAX_VALUE_CHARS).collect();
-    if dimension_value_ok(&text) { text } else { OTHER.to_string() }
+    if dimension_value_ok(&text) {
+        text
+    } else {
+        OTHER.to_string()
+    }
 }
 
 impl Metrics {
@@ -126,8 +130,11 @@ impl Metrics {
     /// A set of dimensions the metrics are aggregated by; names without a value are left out,
     /// and so is a set beyond [`MAX_DIMENSIONS`] names.
     pub fn by(mut self, names: &[&'static str]) -> Self {
-        let set: Vec<&'static str> =
-            names.iter().copied().filter(|n| self.dimensions.iter().any(|(d, _)| d == n)).collect();
+        let set: Vec<&'static str> = names
+            .iter()
+            .copied()
+            .filter(|n| self.dimensions.iter().any(|(d, _)| d == n))
+            .collect();
         if set.len() <= MAX_DIMENSIONS && !self.sets.contains(&set) {
             self.sets.push(set);
         }
@@ -137,8 +144,14 @@ impl Metrics {
     /// A metric value; beyond [`MAX_METRICS`] or not finite, it is left out. `name` is one of
     /// [`PUBLISHED`] (checked in debug builds: a metric no alarm may name is a mistake).
     pub fn metric(mut self, name: &'static str, value: f64, unit: Unit) -> Self {
-        debug_assert!(PUBLISHED.contains(&name), "metric {name} is not in emf::PUBLISHED");
-        if value.is_finite() && self.metrics.len() < MAX_METRICS && !self.metrics.iter().any(|(n, ..)| *n == name) {
+        debug_assert!(
+            PUBLISHED.contains(&name),
+            "metric {name} is not in emf::PUBLISHED"
+        );
+        if value.is_finite()
+            && self.metrics.len() < MAX_METRICS
+            && !self.metrics.iter().any(|(n, ..)| *n == name)
+        {
             self.metrics.push((name, value, unit));
         }
         self
@@ -146,7 +159,8 @@ impl Metrics {
 
     /// A property: on the line, searchable, not a metric (a trace id, a status, a request id).
     pub fn property(mut self, name: &'static str, value: impl Into<Value>) -> Self {
-        let taken = self.dimensions.iter().any(|(d, _)| *d == name) || self.metrics.iter().any(|(m, ..)| *m == name);
+        let taken = self.dimensions.iter().any(|(d, _)| *d == name)
+            || self.metrics.iter().any(|(m, ..)| *m == name);
         if !taken && name != "_aws" {
             self.properties.retain(|(n, _)| *n != name);
             self.properties.push((name, value.into()));
@@ -174,11 +188,18 @@ impl Metrics {
             let _ = write!(out, "{value}");
             out.push(b',');
         }
-        let _ = write!(out, "\"_aws\":{{\"Timestamp\":{timestamp_ms},\"CloudWatchMetrics\":[{{\"Namespace\":");
+        let _ = write!(
+            out,
+            "\"_aws\":{{\"Timestamp\":{timestamp_ms},\"CloudWatchMetrics\":[{{\"Namespace\":"
+        );
         text(&mut out, namespace);
         out.extend_from_slice(b",\"Dimensions\":[");
         let no_sets = [Vec::new()];
-        let sets = if self.sets.is_empty() { &no_sets[..] } else { &self.sets[..] };
+        let sets = if self.sets.is_empty() {
+            &no_sets[..]
+        } else {
+            &self.sets[..]
+        };
         for (at, set) in sets.iter().enumerate() {
             out.extend_from_slice(if at == 0 { b"[" } else { b",[" });
             for (at, name) in set.iter().enumerate() {
@@ -191,7 +212,11 @@ impl Metrics {
         }
         out.extend_from_slice(b"],\"Metrics\":[");
         for (at, (name, _, unit)) in self.metrics.iter().enumerate() {
-            out.extend_from_slice(if at == 0 { b"{\"Name\":" } else { b",{\"Name\":" });
+            out.extend_from_slice(if at == 0 {
+                b"{\"Name\":"
+            } else {
+                b",{\"Name\":"
+            });
             text(&mut out, name);
             let _ = write!(out, ",\"Unit\":\"{}\"}}", unit.as_str());
         }
@@ -201,8 +226,12 @@ impl Metrics {
 
     /// Writes the line to stdout if metrics are on ([`enable_from_env`]).
     pub fn emit(&self) {
-        let Some(namespace) = NAMESPACE.get().and_then(Option::as_deref) else { return };
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        let Some(namespace) = NAMESPACE.get().and_then(Option::as_deref) else {
+            return;
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
         let mut line = self.line(namespace, now as u64);
         line.push('\n');
         let _ = std::io::stdout().lock().write_all(line.as_bytes());
@@ -268,7 +297,10 @@ mod tests {
         assert_eq!(line["traceId"], "abc");
         assert!(line.get("JobRetries").is_none());
         let directive = &line["_aws"]["CloudWatchMetrics"][0];
-        assert_eq!(directive["Dimensions"], json!([["Method"], ["Method", "Tool"]]));
+        assert_eq!(
+            directive["Dimensions"],
+            json!([["Method"], ["Method", "Tool"]])
+        );
         assert_eq!(
             directive["Metrics"],
             json!([{"Name": "Requests", "Unit": "Count"}, {"Name": "Latency", "Unit": "Milliseconds"}])
@@ -279,16 +311,31 @@ mod tests {
     #[test]
     fn caller_text_in_a_dimension_is_bounded() {
         let long = "x".repeat(10_000);
-        let line = Metrics::new().dimension("Tool", &long).by(&["Tool"]).line("Relevo", 0);
+        let line = Metrics::new()
+            .dimension("Tool", &long)
+            .by(&["Tool"])
+            .line("Relevo", 0);
         let line: Value = serde_json::from_str(&line).expect("JSON");
         assert_eq!(line["Tool"].as_str().map(str::len), Some(MAX_VALUE_CHARS));
     }
 
     #[test]
     fn a_value_cloudwatch_would_refuse_is_written_as_other() {
-        for refused in ["", " ", "\t\n", "caf\u{e9}", "a\u{7}b", "\u{1b}[2J", "x\u{7f}", "\u{85}"] {
+        for refused in [
+            "",
+            " ",
+            "\t\n",
+            "caf\u{e9}",
+            "a\u{7}b",
+            "\u{1b}[2J",
+            "x\u{7f}",
+            "\u{85}",
+        ] {
             assert!(!dimension_value_ok(refused), "{refused:?}");
-            let line = Metrics::new().dimension("Tool", refused).by(&["Tool"]).line("Relevo", 0);
+            let line = Metrics::new()
+                .dimension("Tool", refused)
+                .by(&["Tool"])
+                .line("Relevo", 0);
             let line: Value = serde_json::from_str(&line).expect("JSON");
             assert_eq!(line["Tool"], OTHER, "{refused:?}");
         }

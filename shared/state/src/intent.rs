@@ -28,7 +28,11 @@ pub const MAX_KEY_CHARS: usize = 64;
 pub fn keyed_id(owner: &Owner, kind: &str, key: &str) -> String {
     // The storage key is length-prefixed: no choice of parts makes two of them collide.
     let named = RecordKey::new(owner.clone(), kind, key).storage_key();
-    let digest = Sha256::new().chain_update("idempotency-key").chain_update([0]).chain_update(named).finalize();
+    let digest = Sha256::new()
+        .chain_update("idempotency-key")
+        .chain_update([0])
+        .chain_update(named)
+        .finalize();
     B64.encode(&digest[..16])
 }
 
@@ -61,7 +65,9 @@ impl Once {
 /// Checks an optional idempotency key.
 pub fn check_key(key: Option<&str>) -> Result<(), IntentError> {
     match key {
-        Some(key) if key.is_empty() || key.chars().count() > MAX_KEY_CHARS => Err(IntentError::BadKey),
+        Some(key) if key.is_empty() || key.chars().count() > MAX_KEY_CHARS => {
+            Err(IntentError::BadKey)
+        }
         _ => Ok(()),
     }
 }
@@ -81,7 +87,9 @@ pub async fn create_once(
     body[INTENT_FIELD] = Value::String(digest.to_string());
     match records.create(key, &body, expires_at, now).await {
         Ok(record) => Ok(Once::Created(record)),
-        Err(StoreError::AlreadyExists(first)) if first.body[INTENT_FIELD] == digest => Ok(Once::Replayed(*first)),
+        Err(StoreError::AlreadyExists(first)) if first.body[INTENT_FIELD] == digest => {
+            Ok(Once::Replayed(*first))
+        }
         Err(StoreError::AlreadyExists(_)) => Err(IntentError::Mismatch(client_key.to_string())),
         Err(other) => Err(other.into()),
     }
@@ -94,18 +102,36 @@ mod tests {
     #[test]
     fn one_key_names_one_record_per_kind_and_owner() {
         let alice = Owner::personal("acme", "alice");
-        assert_eq!(keyed_id(&alice, "cart", "k1"), keyed_id(&alice, "cart", "k1"));
-        assert_ne!(keyed_id(&alice, "cart", "k1"), keyed_id(&alice, "cart", "k2"));
-        assert_ne!(keyed_id(&alice, "cart", "k1"), keyed_id(&alice, "note", "k1"));
+        assert_eq!(
+            keyed_id(&alice, "cart", "k1"),
+            keyed_id(&alice, "cart", "k1")
+        );
+        assert_ne!(
+            keyed_id(&alice, "cart", "k1"),
+            keyed_id(&alice, "cart", "k2")
+        );
+        assert_ne!(
+            keyed_id(&alice, "cart", "k1"),
+            keyed_id(&alice, "note", "k1")
+        );
         assert_eq!(keyed_id(&alice, "cart", "k1").len(), 22);
     }
 
     #[test]
     fn two_owners_choosing_one_key_get_different_ids() {
-        let (alice, bob) = (Owner::personal("acme", "alice"), Owner::personal("acme", "bob"));
+        let (alice, bob) = (
+            Owner::personal("acme", "alice"),
+            Owner::personal("acme", "bob"),
+        );
         assert_ne!(keyed_id(&alice, "cart", "k1"), keyed_id(&bob, "cart", "k1"));
-        assert_ne!(keyed_id(&alice, "cart", "k1"), keyed_id(&Owner::personal("other", "alice"), "cart", "k1"));
-        assert_ne!(keyed_id(&alice, "cart", "k1"), keyed_id(&Owner::tenant("acme"), "cart", "k1"));
+        assert_ne!(
+            keyed_id(&alice, "cart", "k1"),
+            keyed_id(&Owner::personal("other", "alice"), "cart", "k1")
+        );
+        assert_ne!(
+            keyed_id(&alice, "cart", "k1"),
+            keyed_id(&Owner::tenant("acme"), "cart", "k1")
+        );
     }
 
     #[test]

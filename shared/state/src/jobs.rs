@@ -28,7 +28,10 @@ pub enum JobStatus {
 
 impl JobStatus {
     pub fn is_terminal(self) -> bool {
-        matches!(self, JobStatus::Succeeded | JobStatus::Failed | JobStatus::Cancelled)
+        matches!(
+            self,
+            JobStatus::Succeeded | JobStatus::Failed | JobStatus::Cancelled
+        )
     }
 
     pub fn as_str(self) -> &'static str {
@@ -48,7 +51,10 @@ impl JobStatus {
         matches!(
             (self, next),
             (Queued, Running | Cancelled | Failed)
-                | (Running, Running | Queued | InputRequired | Succeeded | Failed | Cancelled)
+                | (
+                    Running,
+                    Running | Queued | InputRequired | Succeeded | Failed | Cancelled
+                )
                 | (InputRequired, Queued | Cancelled)
         ) || (self == next && !self.is_terminal())
     }
@@ -129,7 +135,11 @@ impl Job {
 
     /// A copy with `revision + 1` and `updated_at = now`, ready for a conditional write.
     pub fn next(&self, now: u64) -> Job {
-        Job { revision: self.revision + 1, updated_at: now, ..self.clone() }
+        Job {
+            revision: self.revision + 1,
+            updated_at: now,
+            ..self.clone()
+        }
     }
 
     pub fn lease_live(&self, now: u64) -> bool {
@@ -139,11 +149,17 @@ impl Job {
     /// The storage key of the job's operation-key record. Operation keys are scoped to the job's
     /// owner and kind: another principal's key never finds (or leaks) this principal's job.
     pub fn operation_record_key(&self, key: &str) -> RecordKey {
-        RecordKey::new(self.job.owner(), "opkey", &format!("{}:{}{key}", self.kind.len(), self.kind))
+        RecordKey::new(
+            self.job.owner(),
+            "opkey",
+            &format!("{}:{}{key}", self.kind.len(), self.kind),
+        )
     }
 
     pub fn leased_by(&self, owner: &str, now: u64) -> bool {
-        self.lease.as_ref().is_some_and(|l| l.owner == owner && l.expires_at > now)
+        self.lease
+            .as_ref()
+            .is_some_and(|l| l.owner == owner && l.expires_at > now)
     }
 }
 
@@ -198,7 +214,13 @@ mod tests {
             }
         }
         assert!(Queued.may_become(Running));
-        assert!(Running.may_become(Queued), "a released or expired lease requeues");
-        assert!(!Queued.may_become(Succeeded), "a job cannot succeed without running");
+        assert!(
+            Running.may_become(Queued),
+            "a released or expired lease requeues"
+        );
+        assert!(
+            !Queued.may_become(Succeeded),
+            "a job cannot succeed without running"
+        );
     }
 }

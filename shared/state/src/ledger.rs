@@ -78,7 +78,8 @@ impl OpStatus {
 
 /// True when `history` starts at `proposed` and every step is allowed.
 pub fn is_valid_path(history: &[OpStatus]) -> bool {
-    history.first() == Some(&OpStatus::Proposed) && history.windows(2).all(|step| step[0].may_become(step[1]))
+    history.first() == Some(&OpStatus::Proposed)
+        && history.windows(2).all(|step| step[0].may_become(step[1]))
 }
 
 /// The normalized, immutable proposal.
@@ -156,7 +157,10 @@ pub enum LedgerError {
     #[error("no such operation")]
     NotFound,
     #[error("the operation is {from}; it cannot become {to}")]
-    IllegalTransition { from: &'static str, to: &'static str },
+    IllegalTransition {
+        from: &'static str,
+        to: &'static str,
+    },
     #[error("the decision names another version of the proposal (digest mismatch)")]
     DigestMismatch,
     #[error("the policy changed since the proposal ({was} → {now}); propose again")]
@@ -185,15 +189,30 @@ impl Operation {
             committed: None,
             receipt: None,
             reason: None,
-            history: vec![Transition { status: OpStatus::Proposed, at, by: proposal.proposer.clone(), note: None }],
+            history: vec![Transition {
+                status: OpStatus::Proposed,
+                at,
+                by: proposal.proposer.clone(),
+                note: None,
+            }],
             proposal,
         };
         if operation.needs_person.is_empty() {
             let policy = operation.proposal.policy_version.clone();
             let digest = operation.digest.clone();
-            operation.authorization =
-                Some(Authorization { id: authorization_id, by: "policy".into(), at, digest, policy_version: policy });
-            operation.history.push(Transition { status: OpStatus::Authorized, at, by: "policy".into(), note: None });
+            operation.authorization = Some(Authorization {
+                id: authorization_id,
+                by: "policy".into(),
+                at,
+                digest,
+                policy_version: policy,
+            });
+            operation.history.push(Transition {
+                status: OpStatus::Authorized,
+                at,
+                by: "policy".into(),
+                note: None,
+            });
             operation.status = OpStatus::Authorized;
         }
         operation
@@ -208,7 +227,8 @@ impl Operation {
     }
 
     pub fn from_record(record: &Record) -> Result<Operation, StoreError> {
-        serde_json::from_value(record.body.clone()).map_err(|e| StoreError::unavailable("corrupt operation record", e))
+        serde_json::from_value(record.body.clone())
+            .map_err(|e| StoreError::unavailable("corrupt operation record", e))
     }
 
     pub fn to_value(&self) -> Value {
@@ -220,13 +240,27 @@ impl Operation {
     }
 
     /// A copy moved to `next`, with the step in its history; refused if the graph forbids it.
-    pub fn advanced(&self, next: OpStatus, at: u64, by: &str, note: Option<String>) -> Result<Operation, LedgerError> {
+    pub fn advanced(
+        &self,
+        next: OpStatus,
+        at: u64,
+        by: &str,
+        note: Option<String>,
+    ) -> Result<Operation, LedgerError> {
         if !self.status.may_become(next) {
-            return Err(LedgerError::IllegalTransition { from: self.status.as_str(), to: next.as_str() });
+            return Err(LedgerError::IllegalTransition {
+                from: self.status.as_str(),
+                to: next.as_str(),
+            });
         }
         let mut advanced = self.clone();
         advanced.status = next;
-        advanced.history.push(Transition { status: next, at, by: by.into(), note });
+        advanced.history.push(Transition {
+            status: next,
+            at,
+            by: by.into(),
+            note,
+        });
         if next != OpStatus::Executing {
             advanced.lease = None;
         }
@@ -237,37 +271,48 @@ impl Operation {
     /// `unknown` (an effect whose outcome nobody knows yet) and leaving it (with how long the
     /// reconciliation took) are a log line and EMF metrics, what the operations alarm reads.
     pub fn report_written(&self) {
-        let [.., before, last] = self.history.as_slice() else { return };
+        let [.., before, last] = self.history.as_slice() else {
+            return;
+        };
         let p = &self.proposal;
         let metrics = match (before.status, last.status) {
             (_, OpStatus::Unknown) => {
                 tracing::warn!(operation = %p.operation_id, tenant = %p.tenant, reason = last.note.as_deref().unwrap_or("-"), "operation outcome unknown");
-                Metrics::new().by(&[]).metric("OperationsEnteredUnknown", 1.0, Unit::Count)
+                Metrics::new()
+                    .by(&[])
+                    .metric("OperationsEnteredUnknown", 1.0, Unit::Count)
             }
             (OpStatus::Unknown, status) => {
                 let took = last.at.saturating_sub(before.at);
                 tracing::info!(operation = %p.operation_id, tenant = %p.tenant, status = status.as_str(), reconcile_secs = took, "operation reconciled");
-                Metrics::new().by(&[]).metric("OperationsResolved", 1.0, Unit::Count).metric(
-                    "ReconcileTime",
-                    took as f64,
-                    Unit::Seconds,
-                )
+                Metrics::new()
+                    .by(&[])
+                    .metric("OperationsResolved", 1.0, Unit::Count)
+                    .metric("ReconcileTime", took as f64, Unit::Seconds)
             }
             _ => return,
         };
-        metrics.property("operationId", p.operation_id.as_str()).property("tenant", p.tenant.as_str()).emit();
+        metrics
+            .property("operationId", p.operation_id.as_str())
+            .property("tenant", p.tenant.as_str())
+            .emit();
     }
 
     /// Checks that the stored authorization still holds: same digest, same policy version, not
     /// expired, and the proposal itself still hashes to its digest.
     pub fn check_authorization(&self, policy_version: &str, now: u64) -> Result<(), LedgerError> {
         let Some(authorization) = &self.authorization else {
-            return Err(LedgerError::IllegalTransition { from: self.status.as_str(), to: "executing" });
+            return Err(LedgerError::IllegalTransition {
+                from: self.status.as_str(),
+                to: "executing",
+            });
         };
         if self.proposal.digest() != self.digest || authorization.digest != self.digest {
             return Err(LedgerError::DigestMismatch);
         }
-        if authorization.policy_version != policy_version || self.proposal.policy_version != policy_version {
+        if authorization.policy_version != policy_version
+            || self.proposal.policy_version != policy_version
+        {
             return Err(LedgerError::PolicyChanged {
                 was: authorization.policy_version.clone(),
                 now: policy_version.into(),
@@ -281,7 +326,11 @@ impl Operation {
 
     /// The conditional write that stores `self` over the record at `revision`.
     pub fn update_at(&self, revision: u64) -> Write {
-        Write::Update { key: self.record_key(), expected_revision: revision, body: self.to_value() }
+        Write::Update {
+            key: self.record_key(),
+            expected_revision: revision,
+            body: self.to_value(),
+        }
     }
 }
 
@@ -309,14 +358,26 @@ mod tests {
 
     #[test]
     fn unknown_is_reached_only_from_executing_and_terminal_states_never_change() {
-        let all = [Proposed, Authorized, Executing, Succeeded, Rejected, Unknown];
+        let all = [
+            Proposed, Authorized, Executing, Succeeded, Rejected, Unknown,
+        ];
         for from in all {
-            assert_eq!(from.may_become(Unknown), from == Executing, "{from:?} -> unknown");
+            assert_eq!(
+                from.may_become(Unknown),
+                from == Executing,
+                "{from:?} -> unknown"
+            );
         }
         for terminal in [Succeeded, Rejected] {
-            assert!(all.iter().all(|next| !terminal.may_become(*next)), "{terminal:?} is final");
+            assert!(
+                all.iter().all(|next| !terminal.may_become(*next)),
+                "{terminal:?} is final"
+            );
         }
-        assert!(!Proposed.may_become(Executing), "no execution without an authorization");
+        assert!(
+            !Proposed.may_become(Executing),
+            "no execution without an authorization"
+        );
     }
 
     #[test]
@@ -326,15 +387,27 @@ mod tests {
         assert_eq!(original.check_authorization("p1", 150), Ok(()));
         let mut tampered = original.clone();
         tampered.proposal.arguments = json!({ "to": 8 });
-        assert_eq!(tampered.check_authorization("p1", 150), Err(LedgerError::DigestMismatch));
-        assert!(matches!(original.check_authorization("p2", 150), Err(LedgerError::PolicyChanged { .. })));
-        assert_eq!(original.check_authorization("p1", 200), Err(LedgerError::Expired));
+        assert_eq!(
+            tampered.check_authorization("p1", 150),
+            Err(LedgerError::DigestMismatch)
+        );
+        assert!(matches!(
+            original.check_authorization("p2", 150),
+            Err(LedgerError::PolicyChanged { .. })
+        ));
+        assert_eq!(
+            original.check_authorization("p1", 200),
+            Err(LedgerError::Expired)
+        );
     }
 
     #[test]
     fn a_proposal_that_needs_a_person_starts_proposed_without_authorization() {
         let operation = Operation::new(proposal(), vec!["large".into()], "auth-1".into());
-        assert_eq!((operation.status, operation.authorization.is_none()), (Proposed, true));
+        assert_eq!(
+            (operation.status, operation.authorization.is_none()),
+            (Proposed, true)
+        );
         assert!(operation.advanced(Executing, 1, "x", None).is_err());
         let decided = operation.advanced(Rejected, 1, "boss", None).unwrap();
         assert_eq!(decided.statuses(), vec![Proposed, Rejected]);

@@ -32,10 +32,11 @@ pub use ids::{Ids, RandomIds};
 pub use jobs::{Created, Job, JobRef, JobStatus, JobStore, Lease};
 pub use queue::{Queue, QueueMessage, WorkMessage};
 pub use records::{
-    Cause, Owner, Record, RecordKey, RecordStore, StoreError, StoreFuture, TransactError, TransactFuture, Write,
+    Cause, Owner, Record, RecordKey, RecordStore, StoreError, StoreFuture, TransactError,
+    TransactFuture, Write,
 };
 pub use trace::TraceContext;
 pub use work::{
-    Engine, EngineConfig, InFlightLimits, JobContext, JobFailure, JobRunner, Processed, ReconcileReport, StartError,
-    WorkError, Worker,
+    Engine, EngineConfig, InFlightLimits, JobContext, JobFailure, JobRunner, Processed,
+    ReconcileReport, StartError, WorkError, Worker,
 };

@@ -35,7 +35,10 @@ pub struct Listing<T> {
 
 impl<T> Default for Listing<T> {
     fn default() -> Self {
-        Listing { items: Vec::new(), truncated: false }
+        Listing {
+            items: Vec::new(),
+            truncated: false,
+        }
     }
 }
 
@@ -53,7 +56,11 @@ pub trait OperatorView: Send + Sync {
 
     /// Jobs whose status is one of `statuses`, at most `limit` (capped at [`MAX_LISTING`]), in no
     /// particular order.
-    fn list_jobs<'a>(&'a self, statuses: &'a [JobStatus], limit: usize) -> StoreFuture<'a, Listing<Job>>;
+    fn list_jobs<'a>(
+        &'a self,
+        statuses: &'a [JobStatus],
+        limit: usize,
+    ) -> StoreFuture<'a, Listing<Job>>;
 }
 
 /// The text every storage key of `kind` holds between its owner and its id; a cheap pre-filter
@@ -87,7 +94,10 @@ pub fn parse_storage_key(storage_key: &str) -> Option<RecordKey> {
     if !rest.is_empty() {
         return None;
     }
-    let owner = Owner { tenant: tenant.to_string(), subject: subject.map(str::to_string) };
+    let owner = Owner {
+        tenant: tenant.to_string(),
+        subject: subject.map(str::to_string),
+    };
     Some(RecordKey::new(owner, kind, id))
 }
 
@@ -123,20 +133,38 @@ mod tests {
             RecordKey::new(Owner::personal("t|p-", "p-"), "k", ""),
             RecordKey::new(Owner::tenant("ünï"), "operation", "é|"),
         ] {
-            assert_eq!(parse_storage_key(&key.storage_key()), Some(key.clone()), "{}", key.storage_key());
+            assert_eq!(
+                parse_storage_key(&key.storage_key()),
+                Some(key.clone()),
+                "{}",
+                key.storage_key()
+            );
         }
     }
 
     #[test]
     fn a_crafted_id_holding_a_kind_marker_does_not_change_the_kind() {
         let key = RecordKey::new(Owner::tenant("acme"), "note", "x|k9:operation|i1:y");
-        assert!(key.storage_key().contains(&kind_marker("operation")), "the pre-filter matches");
-        assert_eq!(parse_storage_key(&key.storage_key()).map(|k| k.kind), Some("note".into()), "the parse does not");
+        assert!(
+            key.storage_key().contains(&kind_marker("operation")),
+            "the pre-filter matches"
+        );
+        assert_eq!(
+            parse_storage_key(&key.storage_key()).map(|k| k.kind),
+            Some("note".into()),
+            "the parse does not"
+        );
     }
 
     #[test]
     fn text_no_key_produces_is_refused() {
-        for text in ["", "t4:acme", "t4:acme|p-|k2:op|i1:x|extra", "t9:acme|p-|k2:op|i1:x", "tx:a|p-|k1:k|i1:i"] {
+        for text in [
+            "",
+            "t4:acme",
+            "t4:acme|p-|k2:op|i1:x|extra",
+            "t9:acme|p-|k2:op|i1:x",
+            "tx:a|p-|k1:k|i1:i",
+        ] {
             assert_eq!(parse_storage_key(text), None, "{text}");
         }
     }

@@ -23,19 +23,33 @@ pub trait Queue: Send + Sync {
 
     /// Sends `body` with the trace that caused it, where the queue carries one (SQS: the
     /// `AWSTraceHeader` system attribute). A queue without trace headers just sends.
-    fn send_traced<'a>(&'a self, body: &'a str, trace: Option<&'a TraceContext>) -> StoreFuture<'a, ()> {
+    fn send_traced<'a>(
+        &'a self,
+        body: &'a str,
+        trace: Option<&'a TraceContext>,
+    ) -> StoreFuture<'a, ()> {
         let _ = trace;
         self.send(body)
     }
 
     /// Up to `max` visible messages, each hidden for `visibility_secs` from `now`. A message
     /// delivered more than the queue's limit goes to the dead-letter queue instead.
-    fn receive<'a>(&'a self, max: usize, visibility_secs: u64, now: u64) -> StoreFuture<'a, Vec<QueueMessage>>;
+    fn receive<'a>(
+        &'a self,
+        max: usize,
+        visibility_secs: u64,
+        now: u64,
+    ) -> StoreFuture<'a, Vec<QueueMessage>>;
 
     fn delete<'a>(&'a self, receipt: &'a str) -> StoreFuture<'a, ()>;
 
     /// Makes a received message visible again after `visibility_secs` from `now` (0: at once).
-    fn change_visibility<'a>(&'a self, receipt: &'a str, visibility_secs: u64, now: u64) -> StoreFuture<'a, ()>;
+    fn change_visibility<'a>(
+        &'a self,
+        receipt: &'a str,
+        visibility_secs: u64,
+        now: u64,
+    ) -> StoreFuture<'a, ()>;
 }
 
 /// The body of a work message: which job to run. Versioned so old messages stay readable.
@@ -55,6 +69,8 @@ impl WorkMessage {
     }
 
     pub fn decode(body: &str) -> Option<Self> {
-        serde_json::from_str::<WorkMessage>(body).ok().filter(|m| m.v == 1)
+        serde_json::from_str::<WorkMessage>(body)
+            .ok()
+            .filter(|m| m.v == 1)
     }
 }

@@ -79,7 +79,11 @@ pub enum RateError {
 
 /// The record that counts `scope` of `tenant` in the window `now` falls in.
 pub fn window_key(tenant: &str, scope: &str, rate: Rate, now: u64) -> RecordKey {
-    let id = format!("{scope}/{}@{}", rate.window_secs.max(1), rate.window_start(now));
+    let id = format!(
+        "{scope}/{}@{}",
+        rate.window_secs.max(1),
+        rate.window_start(now)
+    );
     RecordKey::new(Owner::tenant(tenant), KIND, &id)
 }
 
@@ -108,14 +112,22 @@ pub async fn admit_units(
     now: u64,
 ) -> Result<Admission, RateError> {
     let end = rate.window_end(now);
-    let limited = Admission::Limited { retry_after_secs: end.saturating_sub(now).max(1) };
+    let limited = Admission::Limited {
+        retry_after_secs: end.saturating_sub(now).max(1),
+    };
     if rate.limit == 0 {
         return Ok(limited);
     }
     let key = window_key(tenant, scope, rate, now);
-    match records.count_up_by(&key, units.max(1), rate.limit, Some(end), now).await {
+    match records
+        .count_up_by(&key, units.max(1), rate.limit, Some(end), now)
+        .await
+    {
         Ok(Some(count)) => Ok(Admission::Allowed { count }),
         Ok(None) => Ok(limited),
-        Err(source) => Err(RateError::Store { scope: scope.to_string(), source }),
+        Err(source) => Err(RateError::Store {
+            scope: scope.to_string(),
+            source,
+        }),
     }
 }

@@ -19,12 +19,18 @@ pub struct Owner {
 impl Owner {
     /// A record only this principal may see.
     pub fn personal(tenant: &str, subject: &str) -> Self {
-        Owner { tenant: tenant.into(), subject: Some(subject.into()) }
+        Owner {
+            tenant: tenant.into(),
+            subject: Some(subject.into()),
+        }
     }
 
     /// A record every principal of the tenant may see.
     pub fn tenant(tenant: &str) -> Self {
-        Owner { tenant: tenant.into(), subject: None }
+        Owner {
+            tenant: tenant.into(),
+            subject: None,
+        }
     }
 }
 
@@ -38,7 +44,11 @@ pub struct RecordKey {
 
 impl RecordKey {
     pub fn new(owner: Owner, kind: &str, id: &str) -> Self {
-        RecordKey { owner, kind: kind.into(), id: id.into() }
+        RecordKey {
+            owner,
+            kind: kind.into(),
+            id: id.into(),
+        }
     }
 
     /// The storage key: length-prefixed parts, tenant first, so no crafted id can make two keys
@@ -85,13 +95,22 @@ pub struct Cause {
 impl Cause {
     /// A failure we describe ourselves (no underlying error).
     pub fn new(context: impl Into<Cow<'static, str>>) -> Self {
-        Cause { context: context.into(), source: None }
+        Cause {
+            context: context.into(),
+            source: None,
+        }
     }
 
     /// `error`, kept as the source, with what the adapter was doing (may be empty when the
     /// error says it all).
-    pub fn with_source(context: impl Into<Cow<'static, str>>, error: impl Error + Send + Sync + 'static) -> Self {
-        Cause { context: context.into(), source: Some(Arc::new(error)) }
+    pub fn with_source(
+        context: impl Into<Cow<'static, str>>,
+        error: impl Error + Send + Sync + 'static,
+    ) -> Self {
+        Cause {
+            context: context.into(),
+            source: Some(Arc::new(error)),
+        }
     }
 
     /// What the adapter was doing.
@@ -172,12 +191,18 @@ pub enum StoreError {
 
 impl StoreError {
     /// [`StoreError::Unavailable`] caused by `error` (kept as the source), while doing `context`.
-    pub fn unavailable(context: impl Into<Cow<'static, str>>, error: impl Error + Send + Sync + 'static) -> Self {
+    pub fn unavailable(
+        context: impl Into<Cow<'static, str>>,
+        error: impl Error + Send + Sync + 'static,
+    ) -> Self {
         StoreError::Unavailable(Cause::with_source(context, error))
     }
 
     /// [`StoreError::TimedOut`] caused by `error` (kept as the source), while doing `context`.
-    pub fn timed_out(context: impl Into<Cow<'static, str>>, error: impl Error + Send + Sync + 'static) -> Self {
+    pub fn timed_out(
+        context: impl Into<Cow<'static, str>>,
+        error: impl Error + Send + Sync + 'static,
+    ) -> Self {
         StoreError::TimedOut(Cause::with_source(context, error))
     }
 }
@@ -191,19 +216,38 @@ pub const MAX_TRANSACTION_WRITES: usize = 100;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Write {
     /// Creates `key` at revision 1 if no live record has it.
-    Create { key: RecordKey, body: Value, expires_at: Option<u64> },
+    Create {
+        key: RecordKey,
+        body: Value,
+        expires_at: Option<u64>,
+    },
     /// Replaces the body of the live record at `expected_revision` (its expiry is kept).
-    Update { key: RecordKey, expected_revision: u64, body: Value },
+    Update {
+        key: RecordKey,
+        expected_revision: u64,
+        body: Value,
+    },
     /// [`Write::Update`] that also sets the record's expiry to `expires_at`: sets it, moves it
     /// (earlier or later), or removes it (`None`: never expires). A time at or before the
     /// transaction's `now` makes the record read as absent at once.
-    UpdateExpiring { key: RecordKey, expected_revision: u64, body: Value, expires_at: Option<u64> },
+    UpdateExpiring {
+        key: RecordKey,
+        expected_revision: u64,
+        body: Value,
+        expires_at: Option<u64>,
+    },
     /// Writes nothing; holds only if the live record is at `expected_revision` (0: no live
     /// record). A refusal is `Conflict` (or `AlreadyExists` when 0 was expected).
-    Check { key: RecordKey, expected_revision: u64 },
+    Check {
+        key: RecordKey,
+        expected_revision: u64,
+    },
     /// Removes the live record at `expected_revision` (a refusal is `Conflict` or `NotFound`);
     /// its revision afterwards reads as 0.
-    Delete { key: RecordKey, expected_revision: u64 },
+    Delete {
+        key: RecordKey,
+        expected_revision: u64,
+    },
 }
 
 impl Write {
@@ -245,7 +289,10 @@ impl From<StoreError> for TransactError {
 /// Checks the shape every adapter refuses alike: 1..=100 writes, each key once.
 pub fn validate_transaction(writes: &[Write]) -> Result<(), TransactError> {
     if writes.is_empty() || writes.len() > MAX_TRANSACTION_WRITES {
-        return Err(TransactError::Invalid(format!("{} writes (1 to {MAX_TRANSACTION_WRITES} allowed)", writes.len())));
+        return Err(TransactError::Invalid(format!(
+            "{} writes (1 to {MAX_TRANSACTION_WRITES} allowed)",
+            writes.len()
+        )));
     }
     let mut keys: Vec<String> = writes.iter().map(|w| w.key().storage_key()).collect();
     keys.sort();
@@ -256,7 +303,8 @@ pub fn validate_transaction(writes: &[Write]) -> Result<(), TransactError> {
 }
 
 /// The revision each write of a transaction left, in order.
-pub type TransactFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<u64>, TransactError>> + Send + 'a>>;
+pub type TransactFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Vec<u64>, TransactError>> + Send + 'a>>;
 
 /// Conditional reads and writes of records. Every write is conditional; none is blind.
 ///
@@ -336,7 +384,11 @@ pub trait RecordStore: Send + Sync {
     /// one SQLite query): `None` for an absent or expired one, in the order of `keys`. At most
     /// [`MAX_BATCH_READ`] keys; more is refused as `Unavailable` before touching the store.
     /// The default reads them one by one.
-    fn get_many<'a>(&'a self, keys: &'a [RecordKey], now: u64) -> StoreFuture<'a, Vec<Option<Record>>> {
+    fn get_many<'a>(
+        &'a self,
+        keys: &'a [RecordKey],
+        now: u64,
+    ) -> StoreFuture<'a, Vec<Option<Record>>> {
         Box::pin(async move {
             check_batch(keys)?;
             let mut found = Vec::with_capacity(keys.len());
@@ -371,7 +423,9 @@ pub const MAX_BATCH_READ: usize = 100;
 /// under `limit` at all (answer `None` without touching the store), `Ok(true)` when they might.
 pub fn check_count(n: u32, limit: u32) -> Result<bool, StoreError> {
     if n == 0 {
-        return Err(StoreError::Unavailable(Cause::new("counting up by 0 units")));
+        return Err(StoreError::Unavailable(Cause::new(
+            "counting up by 0 units",
+        )));
     }
     Ok(n <= limit)
 }
@@ -398,23 +452,43 @@ mod tests {
         assert_ne!(a.storage_key(), b.storage_key());
         assert!(a.storage_key().starts_with("t4:acme|"));
         let shared = RecordKey::new(Owner::tenant("acme"), "note", "x");
-        assert_ne!(shared.storage_key(), RecordKey::new(Owner::personal("acme", "-"), "note", "x").storage_key());
+        assert_ne!(
+            shared.storage_key(),
+            RecordKey::new(Owner::personal("acme", "-"), "note", "x").storage_key()
+        );
     }
 
     #[test]
     fn a_store_error_keeps_the_original_error_as_its_source() {
-        let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
+        let refused =
+            std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
         let error = StoreError::unavailable("reading the record", refused);
-        assert_eq!(error.to_string(), "the store is unavailable: reading the record: connection refused");
+        assert_eq!(
+            error.to_string(),
+            "the store is unavailable: reading the record: connection refused"
+        );
         fn io_source<'a>(error: &'a (dyn Error + 'static)) -> Option<&'a std::io::Error> {
-            std::iter::successors(Some(error), |e| (*e).source()).find_map(|e| e.downcast_ref::<std::io::Error>())
+            std::iter::successors(Some(error), |e| (*e).source())
+                .find_map(|e| e.downcast_ref::<std::io::Error>())
         }
         let original = io_source(&error).expect("the io::Error is in the source chain");
         assert_eq!(original.kind(), std::io::ErrorKind::ConnectionRefused);
-        let refused = TransactError::Refused { index: 0, cause: error.clone() };
-        assert!(io_source(&refused).is_some() && io_source(&TransactError::Store(error.clone())).is_some());
+        let refused = TransactError::Refused {
+            index: 0,
+            cause: error.clone(),
+        };
+        assert!(
+            io_source(&refused).is_some()
+                && io_source(&TransactError::Store(error.clone())).is_some()
+        );
         assert_eq!(error.clone(), error, "a clone shares the cause");
-        assert_ne!(error, StoreError::timed_out("reading the record", std::io::Error::other("connection refused")));
+        assert_ne!(
+            error,
+            StoreError::timed_out(
+                "reading the record",
+                std::io::Error::other("connection refused")
+            )
+        );
         assert_eq!(
             StoreError::Unavailable("switched off".into()).to_string(),
             "the store is unavailable: switched off"

@@ -71,7 +71,10 @@ struct Key {
 
 impl Key {
     fn new(id: String, secret: &[u8]) -> Self {
-        Key { id, keyed: HmacSha256::new_from_slice(secret).expect("HMAC takes keys of any length") }
+        Key {
+            id,
+            keyed: HmacSha256::new_from_slice(secret).expect("HMAC takes keys of any length"),
+        }
     }
 }
 
@@ -86,7 +89,9 @@ pub struct KeyRing {
 
 impl std::fmt::Debug for KeyRing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KeyRing").field("key_ids", &self.key_ids()).finish()
+        f.debug_struct("KeyRing")
+            .field("key_ids", &self.key_ids())
+            .finish()
     }
 }
 
@@ -101,12 +106,17 @@ impl KeyRing {
             let position = index + 1;
             let id_ok = !id.is_empty()
                 && id.len() <= 32
-                && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
             if !id_ok {
                 return Err(KeyError::BadKeyId { position });
             }
             if secret.len() < MIN_KEY_BYTES {
-                return Err(KeyError::TooShort { position, len: secret.len() });
+                return Err(KeyError::TooShort {
+                    position,
+                    len: secret.len(),
+                });
             }
             ring.push(Key::new(id, &secret));
         }
@@ -117,9 +127,16 @@ impl KeyRing {
     /// An error names the entry's position, never its text (see [`KeyError`]).
     pub fn from_config(spec: &str) -> Result<Self, KeyError> {
         let mut keys = Vec::new();
-        for (index, entry) in spec.split(',').map(str::trim).filter(|e| !e.is_empty()).enumerate() {
+        for (index, entry) in spec
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .enumerate()
+        {
             let position = index + 1;
-            let (id, encoded) = entry.split_once(':').ok_or(KeyError::NotKidAndKey { position })?;
+            let (id, encoded) = entry
+                .split_once(':')
+                .ok_or(KeyError::NotKidAndKey { position })?;
             let secret = base64::engine::general_purpose::STANDARD
                 .decode(encoded.trim())
                 .or_else(|_| B64.decode(encoded.trim().trim_end_matches('=')))
@@ -137,19 +154,27 @@ impl KeyRing {
     }
 
     fn holding(keys: Arc<[Key]>) -> Self {
-        KeyRing { keys: Arc::new(RwLock::new(keys)) }
+        KeyRing {
+            keys: Arc::new(RwLock::new(keys)),
+        }
     }
 
     /// The keys as they are now (a rotation swaps the whole list, never part of it).
     fn current(&self) -> Arc<[Key]> {
-        self.keys.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+        self.keys
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     /// Makes `newer`'s keys this ring's, for every clone of it: what sealing and opening use from
     /// the next call on.
     pub fn replace_with(&self, newer: &KeyRing) {
         let keys = newer.current();
-        *self.keys.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = keys;
+        *self
+            .keys
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = keys;
     }
 
     /// The key ids, the active one first (never the secrets).
@@ -186,14 +211,22 @@ impl KeyRing {
         let (kid, payload_b64) = signed.split_once('.').ok_or(SealError::Malformed)?;
         let tag = B64.decode(tag).map_err(|_| SealError::Malformed)?;
         let keys = self.current();
-        let key = keys.iter().find(|k| k.id == kid).ok_or(SealError::UnknownKey)?;
-        Self::mac(key, domain, signed).verify_slice(&tag).map_err(|_| SealError::BadSignature)?;
+        let key = keys
+            .iter()
+            .find(|k| k.id == kid)
+            .ok_or(SealError::UnknownKey)?;
+        Self::mac(key, domain, signed)
+            .verify_slice(&tag)
+            .map_err(|_| SealError::BadSignature)?;
         let body: Value = B64
             .decode(payload_b64)
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .ok_or(SealError::Malformed)?;
-        let expires_at = body.get("exp").and_then(Value::as_u64).ok_or(SealError::Malformed)?;
+        let expires_at = body
+            .get("exp")
+            .and_then(Value::as_u64)
+            .ok_or(SealError::Malformed)?;
         if now >= expires_at {
             return Err(SealError::Expired);
         }
@@ -222,7 +255,8 @@ mod tests {
         let serving = ring("k1", 7);
         let held_by_another_handle = serving.clone();
         let before = serving.seal("state", &json!(1), 100);
-        let overlap = KeyRing::new(vec![("k2".into(), vec![9; 32]), ("k1".into(), vec![7; 32])]).unwrap();
+        let overlap =
+            KeyRing::new(vec![("k2".into(), vec![9; 32]), ("k1".into(), vec![7; 32])]).unwrap();
         serving.replace_with(&overlap);
         assert_eq!(held_by_another_handle.key_ids(), ["k2", "k1"]);
         assert_eq!(
@@ -233,8 +267,15 @@ mod tests {
         let after = held_by_another_handle.seal("state", &json!(2), 100);
         assert!(after.starts_with("v1.k2."), "the new key seals: {after}");
         serving.replace_with(&ring("k2", 9));
-        assert_eq!(held_by_another_handle.open("state", &before, 1), Err(SealError::UnknownKey), "retired");
-        assert_eq!(held_by_another_handle.open("state", &after, 1).unwrap(), json!(2));
+        assert_eq!(
+            held_by_another_handle.open("state", &before, 1),
+            Err(SealError::UnknownKey),
+            "retired"
+        );
+        assert_eq!(
+            held_by_another_handle.open("state", &after, 1).unwrap(),
+            json!(2)
+        );
     }
 
     #[test]
@@ -255,17 +296,33 @@ mod tests {
     fn previous_key_still_opens_after_rotation_but_foreign_key_does_not() {
         let old = ring("old", 1);
         let token = old.seal("state", &json!("x"), 100);
-        let rotated = KeyRing::new(vec![("new".into(), vec![2; 32]), ("old".into(), vec![1; 32])]).unwrap();
+        let rotated = KeyRing::new(vec![
+            ("new".into(), vec![2; 32]),
+            ("old".into(), vec![1; 32]),
+        ])
+        .unwrap();
         assert_eq!(rotated.open("state", &token, 1).unwrap(), json!("x"));
         let foreign = ring("old", 3);
-        assert_eq!(foreign.open("state", &token, 1), Err(SealError::BadSignature));
-        assert_eq!(ring("other", 1).open("state", &token, 1), Err(SealError::UnknownKey));
+        assert_eq!(
+            foreign.open("state", &token, 1),
+            Err(SealError::BadSignature)
+        );
+        assert_eq!(
+            ring("other", 1).open("state", &token, 1),
+            Err(SealError::UnknownKey)
+        );
     }
 
     #[test]
     fn short_keys_and_bad_ids_are_refused() {
-        assert!(matches!(KeyRing::new(vec![("k".into(), vec![0; 31])]), Err(KeyError::TooShort { len: 31, .. })));
-        assert!(matches!(KeyRing::new(vec![("a.b".into(), vec![0; 32])]), Err(KeyError::BadKeyId { position: 1 })));
+        assert!(matches!(
+            KeyRing::new(vec![("k".into(), vec![0; 31])]),
+            Err(KeyError::TooShort { len: 31, .. })
+        ));
+        assert!(matches!(
+            KeyRing::new(vec![("a.b".into(), vec![0; 32])]),
+            Err(KeyError::BadKeyId { position: 1 })
+        ));
         assert!(matches!(KeyRing::from_config(""), Err(KeyError::Empty)));
     }
 
@@ -280,19 +337,37 @@ mod tests {
     fn a_malformed_key_list_names_the_entry_and_never_its_text() {
         let secret = base64::engine::general_purpose::STANDARD.encode([0x5au8; 32]);
         let cases = [
-            (format!("k1:{secret},{secret}"), "entry 2: expected kid:base64key"),
+            (
+                format!("k1:{secret},{secret}"),
+                "entry 2: expected kid:base64key",
+            ),
             (format!("k1={secret}"), "entry 1: expected kid:base64key"),
-            (format!("k1:{secret},k2:{secret}!!"), "entry 2: the key is not valid base64"),
-            (format!("{secret}:k1"), "entry 1: the key is not valid base64"),
-            (format!("k1:{secret},{}:{secret}", "x".repeat(40)), "entry 2: the key id"),
-            (format!("k1:{secret},k2:{}", &secret[..20]), "entry 2: the key is 15 bytes"),
+            (
+                format!("k1:{secret},k2:{secret}!!"),
+                "entry 2: the key is not valid base64",
+            ),
+            (
+                format!("{secret}:k1"),
+                "entry 1: the key is not valid base64",
+            ),
+            (
+                format!("k1:{secret},{}:{secret}", "x".repeat(40)),
+                "entry 2: the key id",
+            ),
+            (
+                format!("k1:{secret},k2:{}", &secret[..20]),
+                "entry 2: the key is 15 bytes",
+            ),
         ];
         for (spec, expected) in cases {
             let error = KeyRing::from_config(&spec).unwrap_err();
             let shown = format!("{error} {error:?}");
             assert!(shown.starts_with(expected), "{spec}: {shown}");
             for start in 0..secret.len() - 8 {
-                assert!(!shown.contains(&secret[start..start + 8]), "key material in {shown:?}");
+                assert!(
+                    !shown.contains(&secret[start..start + 8]),
+                    "key material in {shown:?}"
+                );
             }
         }
     }

@@ -69,23 +69,37 @@ pub async fn acquire(
     for attempt in 0..ATTEMPTS {
         crate::contention::pause(attempt).await;
         let current = records.get(key, now).await?;
-        let mut holders = current.as_ref().map(|r| live(&r.body, now)).unwrap_or_default();
+        let mut holders = current
+            .as_ref()
+            .map(|r| live(&r.body, now))
+            .unwrap_or_default();
         if let Some(mine) = holders.iter_mut().find(|h| h.id == holder) {
             mine.until = mine.until.max(until);
         } else if holders.len() >= max {
             return Ok(Acquired::Full);
         } else {
-            holders.push(Holder { id: holder.into(), until });
+            holders.push(Holder {
+                id: holder.into(),
+                until,
+            });
         }
         let body = json!({ "holders": holders });
         let expires_at = last_until(&holders);
         let written = match &current {
-            Some(record) => records.update_expiring(key, record.revision, &body, expires_at, now).await.map(|_| ()),
-            None => records.create(key, &body, expires_at, now).await.map(|_| ()),
+            Some(record) => records
+                .update_expiring(key, record.revision, &body, expires_at, now)
+                .await
+                .map(|_| ()),
+            None => records
+                .create(key, &body, expires_at, now)
+                .await
+                .map(|_| ()),
         };
         match written {
             Ok(()) => return Ok(Acquired::Held),
-            Err(StoreError::Conflict { .. } | StoreError::AlreadyExists(_) | StoreError::NotFound) => continue,
+            Err(
+                StoreError::Conflict { .. } | StoreError::AlreadyExists(_) | StoreError::NotFound,
+            ) => continue,
             Err(other) => return Err(other.into()),
         }
     }
@@ -93,19 +107,49 @@ pub async fn acquire(
 }
 
 /// The live holders of `key`.
-pub async fn holders(records: &dyn RecordStore, key: &RecordKey, now: u64) -> Result<Vec<String>, StoreError> {
-    Ok(records.get(key, now).await?.map(|r| live(&r.body, now)).unwrap_or_default().into_iter().map(|h| h.id).collect())
+pub async fn holders(
+    records: &dyn RecordStore,
+    key: &RecordKey,
+    now: u64,
+) -> Result<Vec<String>, StoreError> {
+    Ok(records
+        .get(key, now)
+        .await?
+        .map(|r| live(&r.body, now))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|h| h.id)
+        .collect())
 }
 
 /// Gives `holder`'s slot back (nothing if it holds none).
-pub async fn release(records: &dyn RecordStore, key: &RecordKey, holder: &str, now: u64) -> Result<(), SlotError> {
+pub async fn release(
+    records: &dyn RecordStore,
+    key: &RecordKey,
+    holder: &str,
+    now: u64,
+) -> Result<(), SlotError> {
     for attempt in 0..ATTEMPTS {
         crate::contention::pause(attempt).await;
-        let Some(current) = records.get(key, now).await? else { return Ok(()) };
-        let holders: Vec<Holder> = live(&current.body, now).into_iter().filter(|h| h.id != holder).collect();
+        let Some(current) = records.get(key, now).await? else {
+            return Ok(());
+        };
+        let holders: Vec<Holder> = live(&current.body, now)
+            .into_iter()
+            .filter(|h| h.id != holder)
+            .collect();
         // No holder left: the record expires now (and is swept).
         let expires_at = last_until(&holders).or(Some(now));
-        match records.update_expiring(key, current.revision, &json!({ "holders": holders }), expires_at, now).await {
+        match records
+            .update_expiring(
+                key,
+                current.revision,
+                &json!({ "holders": holders }),
+                expires_at,
+                now,
+            )
+            .await
+        {
             Ok(_) => return Ok(()),
             Err(StoreError::Conflict { .. }) => continue,
             Err(StoreError::NotFound) => return Ok(()),

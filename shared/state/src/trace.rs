@@ -32,7 +32,9 @@ pub struct TraceContext {
 
 fn is_hex(text: &str, len: usize) -> bool {
     text.len() == len
-        && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
         && text.bytes().any(|b| b != b'0')
 }
 
@@ -82,23 +84,34 @@ fn random_hex<const BYTES: usize>() -> String {
 }
 
 fn carried(value: Option<&str>) -> Option<String> {
-    value.filter(|v| !v.is_empty() && v.len() <= MAX_CARRIED && v.is_ascii()).map(String::from)
+    value
+        .filter(|v| !v.is_empty() && v.len() <= MAX_CARRIED && v.is_ascii())
+        .map(String::from)
 }
 
 impl TraceContext {
     /// A new trace: nobody upstream gave us one. Its first 8 hex digits are the time in seconds,
     /// as X-Ray requires of the trace ids it accepts (it refuses ids older than 30 days).
     pub fn root() -> Self {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_secs());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_secs());
         let trace_id = format!("{:08x}{}", now as u32, random_hex::<12>());
-        TraceContext { trace_id, span_id: random_hex::<8>(), sampled: true, tracestate: None, baggage: None }
+        TraceContext {
+            trace_id,
+            span_id: random_hex::<8>(),
+            sampled: true,
+            tracestate: None,
+            baggage: None,
+        }
     }
 
     /// `version-traceid-parentid-flags` (W3C Trace Context §3.2.2). Versions above `00` are
     /// read by their first four fields, as the specification asks.
     pub fn from_traceparent(header: &str) -> Option<Self> {
         let mut parts = header.trim().split('-');
-        let (version, trace_id, span_id, flags) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+        let (version, trace_id, span_id, flags) =
+            (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
         let version_ok = is_hex(version, 2) || version == "00";
         if !version_ok || version == "ff" || (version == "00" && parts.next().is_some()) {
             return None;
@@ -139,11 +152,21 @@ impl TraceContext {
             Some(parent) if is_hex(parent, 16) => parent.to_string(),
             _ => random_hex::<8>(),
         };
-        Some(TraceContext { trace_id, span_id, sampled, tracestate: None, baggage: None })
+        Some(TraceContext {
+            trace_id,
+            span_id,
+            sampled,
+            tracestate: None,
+            baggage: None,
+        })
     }
 
     /// The context from `traceparent` with its `tracestate` and `baggage` (bounded).
-    pub fn from_w3c(traceparent: &str, tracestate: Option<&str>, baggage: Option<&str>) -> Option<Self> {
+    pub fn from_w3c(
+        traceparent: &str,
+        tracestate: Option<&str>,
+        baggage: Option<&str>,
+    ) -> Option<Self> {
         let mut context = TraceContext::from_traceparent(traceparent)?;
         context.tracestate = carried(tracestate);
         context.baggage = carried(baggage);
@@ -152,11 +175,19 @@ impl TraceContext {
 
     /// A span of this trace whose parent is this one: what a service does on receiving it.
     pub fn child(&self) -> Self {
-        TraceContext { span_id: random_hex::<8>(), ..self.clone() }
+        TraceContext {
+            span_id: random_hex::<8>(),
+            ..self.clone()
+        }
     }
 
     pub fn traceparent(&self) -> String {
-        format!("00-{}-{}-{}", self.trace_id, self.span_id, if self.sampled { "01" } else { "00" })
+        format!(
+            "00-{}-{}-{}",
+            self.trace_id,
+            self.span_id,
+            if self.sampled { "01" } else { "00" }
+        )
     }
 
     /// The same trace in X-Ray form, for SQS's `AWSTraceHeader`.
@@ -221,7 +252,9 @@ pub fn record(span: FinishedSpan) {
 
 /// Nanoseconds since the epoch, for span times.
 pub fn unix_nanos() -> u128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
 }
 
 tokio::task_local! {
@@ -265,7 +298,10 @@ mod tests {
             assert_eq!(TraceContext::from_traceparent(bad), None, "{bad}");
         }
         let future = "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-more";
-        assert!(TraceContext::from_traceparent(future).is_some(), "a later version is read by its first fields");
+        assert!(
+            TraceContext::from_traceparent(future).is_some(),
+            "a later version is read by its first fields"
+        );
     }
 
     #[test]
@@ -275,12 +311,22 @@ mod tests {
         assert_eq!(context.trace_id, "5759e988bd862e3fe1be46a994272793");
         assert_eq!(context.span_id, "53995c3f42cd8ad8");
         assert_eq!(context.xray(), xray);
-        assert_eq!(TraceContext::from_traceparent(&context.traceparent()), Some(context.clone()));
-        let lambda = TraceContext::from_xray("Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=0").expect("no parent");
+        assert_eq!(
+            TraceContext::from_traceparent(&context.traceparent()),
+            Some(context.clone())
+        );
+        let lambda = TraceContext::from_xray("Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=0")
+            .expect("no parent");
         assert_eq!(lambda.trace_id, context.trace_id);
         assert!(!lambda.sampled);
-        assert_eq!(TraceContext::from_xray("Root=1-00000000-000000000000000000000000;Sampled=0"), None);
-        assert_eq!(TraceContext::from_xray("Root=2-5759e988-bd862e3fe1be46a994272793"), None);
+        assert_eq!(
+            TraceContext::from_xray("Root=1-00000000-000000000000000000000000;Sampled=0"),
+            None
+        );
+        assert_eq!(
+            TraceContext::from_xray("Root=2-5759e988-bd862e3fe1be46a994272793"),
+            None
+        );
     }
 
     #[test]
@@ -294,12 +340,18 @@ mod tests {
 
     #[test]
     fn new_traces_do_not_repeat_and_start_with_the_time() {
-        let traces: std::collections::HashSet<String> = (0..10_000).map(|_| TraceContext::root().trace_id).collect();
+        let traces: std::collections::HashSet<String> =
+            (0..10_000).map(|_| TraceContext::root().trace_id).collect();
         assert_eq!(traces.len(), 10_000);
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
         let first = traces.iter().next().expect("one");
         let stamped = u64::from_str_radix(&first[..8], 16).expect("hex");
-        assert!(now.abs_diff(stamped) < 5, "X-Ray reads the first 8 hex digits as the time: {first}");
+        assert!(
+            now.abs_diff(stamped) < 5,
+            "X-Ray reads the first 8 hex digits as the time: {first}"
+        );
     }
 
     #[test]

@@ -43,12 +43,24 @@ impl TestServer {
         let ports = Ports::new(Some(Arc::new(sqlite.clone()))).with_jobs(engine.clone());
         let app = Arc::new(app(&ports));
         let worker = app.worker(engine.clone());
-        let keys = KeyRing::new(vec![("test".into(), vec![7; 32])]).expect("a 32-byte key is valid");
-        let config = ServerConfig { listen_max_secs: 0, ..ServerConfig::default() };
-        let server =
-            McpServer::new(app, config, keys, Arc::new(NoAuth)).with_tasks(engine).with_store(Arc::new(sqlite));
-        let options = relevo_local::GatewayOptions { max_body_bytes: 1024 * 1024, ..Default::default() };
-        TestServer { router: relevo_local::router(server, options), worker, queue }
+        let keys =
+            KeyRing::new(vec![("test".into(), vec![7; 32])]).expect("a 32-byte key is valid");
+        let config = ServerConfig {
+            listen_max_secs: 0,
+            ..ServerConfig::default()
+        };
+        let server = McpServer::new(app, config, keys, Arc::new(NoAuth))
+            .with_tasks(engine)
+            .with_store(Arc::new(sqlite));
+        let options = relevo_local::GatewayOptions {
+            max_body_bytes: 1024 * 1024,
+            ..Default::default()
+        };
+        TestServer {
+            router: relevo_local::router(server, options),
+            worker,
+            queue,
+        }
     }
 
     /// One JSON-RPC request; the response object (`result` or `error`).
@@ -66,22 +78,47 @@ impl TestServer {
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", PROTOCOL_VERSION)
             .header("mcp-method", method);
-        if let Some(name) = params.get("name").or(params.get("uri")).and_then(Value::as_str) {
+        if let Some(name) = params
+            .get("name")
+            .or(params.get("uri"))
+            .and_then(Value::as_str)
+        {
             request = request.header("mcp-name", name);
         }
         let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
-        let request = request.body(Body::from(body.to_string())).expect("a request builds");
-        let response = self.router.clone().oneshot(request).await.expect("the router answers");
-        let bytes = response.into_body().collect().await.expect("the body reads").to_bytes();
+        let request = request
+            .body(Body::from(body.to_string()))
+            .expect("a request builds");
+        let response = self
+            .router
+            .clone()
+            .oneshot(request)
+            .await
+            .expect("the router answers");
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .expect("the body reads")
+            .to_bytes();
         let text = String::from_utf8_lossy(&bytes);
         // An SSE answer ends with the response; notifications come before it.
-        let last = text.lines().filter_map(|line| line.strip_prefix("data:")).next_back();
+        let last = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .next_back();
         serde_json::from_str(last.unwrap_or(&text).trim()).unwrap_or(Value::Null)
     }
 
     /// `tools/call`: the result (`complete`, or `input_required`), or the error object.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Value {
-        result(self.rpc("tools/call", json!({ "name": name, "arguments": arguments })).await)
+        result(
+            self.rpc(
+                "tools/call",
+                json!({ "name": name, "arguments": arguments }),
+            )
+            .await,
+        )
     }
 
     /// `tools/call`, answering every `input_required` round with `answer(key, request)` (the
@@ -98,9 +135,14 @@ impl TestServer {
             if reply["resultType"] != "input_required" {
                 return reply;
             }
-            let requests = reply["inputRequests"].as_object().cloned().unwrap_or_default();
-            let responses: serde_json::Map<String, Value> =
-                requests.iter().map(|(key, request)| (key.clone(), answer(key, request))).collect();
+            let requests = reply["inputRequests"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            let responses: serde_json::Map<String, Value> = requests
+                .iter()
+                .map(|(key, request)| (key.clone(), answer(key, request)))
+                .collect();
             params["inputResponses"] = Value::Object(responses);
             params["requestState"] = reply["requestState"].clone();
         }
@@ -110,13 +152,20 @@ impl TestServer {
     /// Runs every queued job to its end, as the worker function would.
     pub async fn run_jobs(&self) {
         loop {
-            let messages = self.queue.receive(10, 60, now()).await.expect("the queue reads");
+            let messages = self
+                .queue
+                .receive(10, 60, now())
+                .await
+                .expect("the queue reads");
             if messages.is_empty() {
                 return;
             }
             for message in messages {
                 let _ = self.worker.process_message(&message.body).await;
-                self.queue.delete(&message.receipt).await.expect("the queue deletes");
+                self.queue
+                    .delete(&message.receipt)
+                    .await
+                    .expect("the queue deletes");
             }
         }
     }

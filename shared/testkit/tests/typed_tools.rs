@@ -44,10 +44,18 @@ async fn transfer(args: Transfer, cx: ToolContext) -> Result<Receipt, ToolError>
     if args.to == "nobody" {
         return Err(ToolError::caller("no account named nobody"));
     }
-    let quote = cx.state::<Quote>().unwrap_or(Quote { fee: args.amount / 10 });
-    let question = format!("Move {} to {} for a fee of {}?", args.amount, args.to, quote.fee);
+    let quote = cx.state::<Quote>().unwrap_or(Quote {
+        fee: args.amount / 10,
+    });
+    let question = format!(
+        "Move {} to {} for a fee of {}?",
+        args.amount, args.to, quote.fee
+    );
     match cx.elicit_with::<Confirm, _>("confirm", &question, &quote)? {
-        Elicited::Accept(Confirm { confirm: true }) => Ok(Receipt { moved: args.amount - quote.fee, to: args.to }),
+        Elicited::Accept(Confirm { confirm: true }) => Ok(Receipt {
+            moved: args.amount - quote.fee,
+            to: args.to,
+        }),
         _ => Err(ToolError::caller("not confirmed")),
     }
 }
@@ -67,24 +75,52 @@ fn app(ports: &Ports) -> App {
     let engine = ports.jobs.clone();
     let reader = ports.jobs.clone();
     App::new("typed", "1")
-        .tool(Tool::typed("job", "Reads a job.", move |args: JobId, cx: ToolContext| {
-            let engine: Arc<Engine> = reader.clone().unwrap();
-            async move {
-                let principal = cx.principal();
-                let id = JobRef { tenant: principal.tenant.clone(), subject: principal.subject.clone(), id: args.id };
-                let job = engine.store.get_job(&id).await?.ok_or_else(|| ToolError::caller("no such job"))?;
-                let result = job.result.as_ref().and_then(|r| r["tally"].as_u64());
-                Ok(JobResult { status: job.status.as_str().into(), result })
-            }
-        }))
-        .tool(Tool::typed("transfer", "Moves units after a confirmation.", transfer))
-        .tool(Tool::typed("start", "Starts a job.", move |_: relevo_protocol::author::NoArgs, cx: ToolContext| {
-            let engine: Arc<Engine> = engine.clone().unwrap();
-            async move {
-                let job = cx.start_job(&engine, &TALLY, Some("once"), &TallyInput { n: 3 }).await?;
-                Ok(Receipt { moved: 0, to: job.job.id })
-            }
-        }))
+        .tool(Tool::typed(
+            "job",
+            "Reads a job.",
+            move |args: JobId, cx: ToolContext| {
+                let engine: Arc<Engine> = reader.clone().unwrap();
+                async move {
+                    let principal = cx.principal();
+                    let id = JobRef {
+                        tenant: principal.tenant.clone(),
+                        subject: principal.subject.clone(),
+                        id: args.id,
+                    };
+                    let job = engine
+                        .store
+                        .get_job(&id)
+                        .await?
+                        .ok_or_else(|| ToolError::caller("no such job"))?;
+                    let result = job.result.as_ref().and_then(|r| r["tally"].as_u64());
+                    Ok(JobResult {
+                        status: job.status.as_str().into(),
+                        result,
+                    })
+                }
+            },
+        ))
+        .tool(Tool::typed(
+            "transfer",
+            "Moves units after a confirmation.",
+            transfer,
+        ))
+        .tool(Tool::typed(
+            "start",
+            "Starts a job.",
+            move |_: relevo_protocol::author::NoArgs, cx: ToolContext| {
+                let engine: Arc<Engine> = engine.clone().unwrap();
+                async move {
+                    let job = cx
+                        .start_job(&engine, &TALLY, Some("once"), &TallyInput { n: 3 })
+                        .await?;
+                    Ok(Receipt {
+                        moved: 0,
+                        to: job.job.id,
+                    })
+                }
+            },
+        ))
         .job(&TALLY, tally)
 }
 
@@ -108,21 +144,40 @@ async fn tally(input: TallyInput, _: JobContext) -> Result<Tallied, JobError> {
 async fn schemas_are_derived_and_arguments_are_checked_before_the_handler() {
     let server = TestServer::new(app);
     let listed = server.rpc("tools/list", json!({})).await;
-    let tool = listed["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "transfer").unwrap().clone();
+    let tool = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "transfer")
+        .unwrap()
+        .clone();
     assert_eq!(tool["inputSchema"]["properties"]["amount"]["maximum"], 100);
     assert_eq!(tool["inputSchema"]["additionalProperties"], false);
     assert_eq!(tool["outputSchema"]["required"], json!(["moved", "to"]));
-    let refused = server.call_tool("transfer", json!({ "amount": 500, "to": "bob" })).await;
+    let refused = server
+        .call_tool("transfer", json!({ "amount": 500, "to": "bob" }))
+        .await;
     assert_eq!(refused["isError"], true, "{refused}");
-    assert!(refused["content"][0]["text"].as_str().unwrap().contains("amount"), "{refused}");
+    assert!(
+        refused["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("amount"),
+        "{refused}"
+    );
 }
 
 #[tokio::test]
 async fn a_caller_error_is_a_tool_error_the_model_can_read() {
     let server = TestServer::new(app);
-    let refused = server.call_tool("transfer", json!({ "amount": 5, "to": "nobody" })).await;
+    let refused = server
+        .call_tool("transfer", json!({ "amount": 5, "to": "nobody" }))
+        .await;
     assert_eq!(
-        (refused["isError"].as_bool(), refused["content"][0]["text"].as_str()),
+        (
+            refused["isError"].as_bool(),
+            refused["content"][0]["text"].as_str()
+        ),
         (Some(true), Some("no account named nobody"))
     );
 }
@@ -130,18 +185,31 @@ async fn a_caller_error_is_a_tool_error_the_model_can_read() {
 #[tokio::test]
 async fn elicitation_asks_once_then_completes_with_the_state_of_the_first_round() {
     let server = TestServer::new(app);
-    let first = server.call_tool("transfer", json!({ "amount": 50, "to": "bob" })).await;
+    let first = server
+        .call_tool("transfer", json!({ "amount": 50, "to": "bob" }))
+        .await;
     assert_eq!(first["resultType"], "input_required", "{first}");
     let form = &first["inputRequests"]["confirm"]["params"];
     assert_eq!(form["message"], "Move 50 to bob for a fee of 5?");
-    assert_eq!(form["requestedSchema"]["properties"]["confirm"]["type"], "boolean");
+    assert_eq!(
+        form["requestedSchema"]["properties"]["confirm"]["type"],
+        "boolean"
+    );
     let done = server
         .call_tool_answering("transfer", json!({ "amount": 50, "to": "bob" }), |_, _| {
             accept(json!({ "confirm": true }))
         })
         .await;
-    assert_eq!(done["structuredContent"], json!({ "moved": 45, "to": "bob" }), "{done}");
-    let declined = server.call_tool_answering("transfer", json!({ "amount": 50, "to": "bob" }), |_, _| decline()).await;
+    assert_eq!(
+        done["structuredContent"],
+        json!({ "moved": 45, "to": "bob" }),
+        "{done}"
+    );
+    let declined = server
+        .call_tool_answering("transfer", json!({ "amount": 50, "to": "bob" }), |_, _| {
+            decline()
+        })
+        .await;
     assert_eq!(declined["isError"], true, "{declined}");
 }
 
@@ -151,7 +219,10 @@ async fn an_answer_sent_without_the_question_is_not_taken() {
     let forged = json!({ "name": "transfer", "arguments": { "amount": 50, "to": "bob" },
         "inputResponses": { "confirm": { "action": "accept", "content": { "confirm": true } } } });
     let reply = server.rpc("tools/call", forged).await;
-    assert_eq!(reply["result"]["resultType"], "input_required", "the question is asked first: {reply}");
+    assert_eq!(
+        reply["result"]["resultType"], "input_required",
+        "the question is asked first: {reply}"
+    );
 }
 
 #[tokio::test]
@@ -159,11 +230,22 @@ async fn a_job_started_in_one_call_runs_once_in_the_worker() {
     let server = TestServer::new(app);
     let first = server.call_tool("start", json!({})).await;
     let again = server.call_tool("start", json!({})).await;
-    let id = first["structuredContent"]["to"].as_str().unwrap().to_string();
-    assert_eq!(again["structuredContent"]["to"], Value::String(id.clone()), "one job per operation key");
+    let id = first["structuredContent"]["to"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        again["structuredContent"]["to"],
+        Value::String(id.clone()),
+        "one job per operation key"
+    );
     let queued = server.call_tool("job", json!({ "id": id })).await;
     assert_eq!(queued["structuredContent"]["status"], "queued", "{queued}");
     server.run_jobs().await;
     let done = server.call_tool("job", json!({ "id": id })).await;
-    assert_eq!(done["structuredContent"], json!({ "status": "succeeded", "result": 6 }), "{done}");
+    assert_eq!(
+        done["structuredContent"],
+        json!({ "status": "succeeded", "result": 6 }),
+        "{done}"
+    );
 }

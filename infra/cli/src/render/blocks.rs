@@ -2,18 +2,24 @@
 //! metric alarm, an event. Each is written once here; the tables fill them.
 
 /// Where every alarm sends ALARM and OK (nowhere when AlarmTopicArn is empty).
-const ALARM_ACTIONS: &str = "      AlarmActions: !If [HasAlarmTopic, [!Ref AlarmTopicArn], !Ref AWS::NoValue]
+const ALARM_ACTIONS: &str =
+    "      AlarmActions: !If [HasAlarmTopic, [!Ref AlarmTopicArn], !Ref AWS::NoValue]
       OKActions: !If [HasAlarmTopic, [!Ref AlarmTopicArn], !Ref AWS::NoValue]
 ";
 
 /// `    Condition: NAME` or nothing.
 fn condition(condition: Option<&str>) -> String {
-    condition.map(|name| format!("    Condition: {name}\n")).unwrap_or_default()
+    condition
+        .map(|name| format!("    Condition: {name}\n"))
+        .unwrap_or_default()
 }
 
 /// `# line` comments at `indent` spaces.
 pub fn comment(indent: usize, lines: &[&str]) -> String {
-    lines.iter().map(|line| format!("{:indent$}# {line}\n", "")).collect()
+    lines
+        .iter()
+        .map(|line| format!("{:indent$}# {line}\n", ""))
+        .collect()
 }
 
 /// An environment variable of one function: name, value, comment lines above it.
@@ -74,8 +80,14 @@ fn environment(variables: &[Variable<'_>]) -> String {
         return String::new();
     }
     if variables.iter().all(|(_, _, lines)| lines.is_empty()) {
-        let pairs: Vec<String> = variables.iter().map(|(name, value, _)| format!("{name}: \"{value}\"")).collect();
-        return format!("      Environment:\n        Variables: {{ {} }}\n", pairs.join(", "));
+        let pairs: Vec<String> = variables
+            .iter()
+            .map(|(name, value, _)| format!("{name}: \"{value}\""))
+            .collect();
+        return format!(
+            "      Environment:\n        Variables: {{ {} }}\n",
+            pairs.join(", ")
+        );
     }
     let mut out = "      Environment:\n        Variables:\n".to_string();
     for (name, value, lines) in variables {
@@ -157,10 +169,20 @@ impl MetricAlarm<'_> {
 
 /// A REST API event named `Api` (front door A). `path` is written as given (quote it when it
 /// has braces); `stream_millis` makes it a response-streaming integration with that timeout.
-pub fn rest_event(comment_lines: &[&str], api: &str, path: &str, stream_millis: Option<u32>) -> String {
-    let head = format!("{}        Api:\n          Type: Api\n", comment(8, comment_lines));
+pub fn rest_event(
+    comment_lines: &[&str],
+    api: &str,
+    path: &str,
+    stream_millis: Option<u32>,
+) -> String {
+    let head = format!(
+        "{}        Api:\n          Type: Api\n",
+        comment(8, comment_lines)
+    );
     match stream_millis {
-        None => format!("{head}          Properties: {{ RestApiId: !Ref {api}, Path: {path}, Method: ANY }}\n"),
+        None => format!(
+            "{head}          Properties: {{ RestApiId: !Ref {api}, Path: {path}, Method: ANY }}\n"
+        ),
         Some(millis) => format!(
             "{head}          Properties:\n            RestApiId: !Ref {api}\n            # Lambda response streaming (InvokeWithResponseStream): SSE frames leave as produced.\n            ResponseTransferMode: RESPONSE_STREAM\n            TimeoutInMillis: {millis}\n            Path: {path}\n            Method: ANY\n"
         ),

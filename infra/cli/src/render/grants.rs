@@ -59,7 +59,11 @@ pub const POLICIES: &[Policy] = &[
     Policy {
         name: RECORDS_WRITE,
         description: "Conditional writes, alone or in TransactWriteItems (which needs the per-item actions).",
-        actions: &["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"],
+        actions: &[
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:ConditionCheckItem",
+        ],
         resource: "!GetAtt Table.Arn",
         needs: Need::Always,
     },
@@ -87,7 +91,11 @@ pub const POLICIES: &[Policy] = &[
     Policy {
         name: WORK_QUEUE_CONSUME,
         description: "What the worker's event source mapping needs to poll the work queue (Lambda's poller, with the worker's role).",
-        actions: &["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"],
+        actions: &[
+            "sqs:ReceiveMessage",
+            "sqs:DeleteMessage",
+            "sqs:GetQueueAttributes",
+        ],
         resource: "!GetAtt WorkQueue.Arn",
         needs: Need::Jobs,
     },
@@ -142,15 +150,33 @@ impl Role {
                 Always(RECORDS_DELETE),
                 Always(RECORDS_BATCH_READ),
             ],
-            Role::Streams => &[Always(STATE_KEYS_READ), Always(RECORDS_READ), Always(RECORDS_WRITE)],
-            Role::Listen => {
-                &[Always(STATE_KEYS_READ), Always(RECORDS_READ), Always(RECORDS_WRITE), Always(RECORDS_BATCH_READ)]
-            }
-            Role::Reader => &[Always(RECORDS_READ), Always(STATE_KEYS_READ), WithTenantQuota(RECORDS_WRITE)],
-            Role::Writer => {
-                &[Always(RECORDS_READ), Always(RECORDS_WRITE), Always(WORK_QUEUE_SEND), Always(STATE_KEYS_READ)]
-            }
-            Role::Approvals => &[Always(RECORDS_READ), Always(RECORDS_WRITE), Always(STATE_KEYS_READ)],
+            Role::Streams => &[
+                Always(STATE_KEYS_READ),
+                Always(RECORDS_READ),
+                Always(RECORDS_WRITE),
+            ],
+            Role::Listen => &[
+                Always(STATE_KEYS_READ),
+                Always(RECORDS_READ),
+                Always(RECORDS_WRITE),
+                Always(RECORDS_BATCH_READ),
+            ],
+            Role::Reader => &[
+                Always(RECORDS_READ),
+                Always(STATE_KEYS_READ),
+                WithTenantQuota(RECORDS_WRITE),
+            ],
+            Role::Writer => &[
+                Always(RECORDS_READ),
+                Always(RECORDS_WRITE),
+                Always(WORK_QUEUE_SEND),
+                Always(STATE_KEYS_READ),
+            ],
+            Role::Approvals => &[
+                Always(RECORDS_READ),
+                Always(RECORDS_WRITE),
+                Always(STATE_KEYS_READ),
+            ],
             Role::Worker => &[
                 Always(RECORDS_READ),
                 Always(RECORDS_WRITE),
@@ -177,7 +203,9 @@ impl Role {
                 "table) and the signing keys; writes only the count of a principal's open streams (the",
                 "limit holds across environments); touches no queue.",
             ],
-            Role::Approvals => &["Reads operations and decides them with a conditional TransactWriteItems (no queue)."],
+            Role::Approvals => &[
+                "Reads operations and decides them with a conditional TransactWriteItems (no queue).",
+            ],
             Role::Nothing => &["No policies: it reads no secret, table or queue."],
             _ => &[],
         }
@@ -191,7 +219,9 @@ impl Role {
             .filter(|grant| policy(grant.name()).is_some_and(|policy| policy.needs.met(parts)))
             .map(|grant| match grant {
                 Grant::Always(name) => format!("!Ref {name}"),
-                Grant::WithTenantQuota(name) => format!("!If [HasTenantQuota, !Ref {name}, !Ref AWS::NoValue]"),
+                Grant::WithTenantQuota(name) => {
+                    format!("!If [HasTenantQuota, !Ref {name}, !Ref AWS::NoValue]")
+                }
             })
             .collect();
         (!items.is_empty()).then(|| format!("[{}]", items.join(", ")))
@@ -216,7 +246,10 @@ pub fn render_policies(parts: &Parts) -> String {
     for policy in POLICIES.iter().filter(|policy| policy.needs.met(parts)) {
         let actions = policy.actions.join(", ");
         let statement = if policy.actions.len() == 1 {
-            format!("        Statement: [{{ Effect: Allow, Action: [{actions}], Resource: {} }}]\n", policy.resource)
+            format!(
+                "        Statement: [{{ Effect: Allow, Action: [{actions}], Resource: {} }}]\n",
+                policy.resource
+            )
         } else {
             format!(
                 "        Statement:\n          - Effect: Allow\n            Action: [{actions}]\n            Resource: {}\n",

@@ -44,7 +44,9 @@ pub fn render(config: &Config) -> String {
 
 /// `@key@` markers of `text` replaced by their values.
 fn fill(text: &str, values: &[(&str, String)]) -> String {
-    values.iter().fold(text.to_string(), |text, (key, value)| text.replace(&format!("@{key}@"), value))
+    values.iter().fold(text.to_string(), |text, (key, value)| {
+        text.replace(&format!("@{key}@"), value)
+    })
 }
 
 /// The format line shared by every API's access log (REST and HTTP).
@@ -57,7 +59,11 @@ fn head(config: &Config) -> String {
         "AWSTemplateFormatVersion: \"2010-09-09\"\nTransform: AWS::Serverless-2016-10-31\nDescription: >\n",
     );
     for (index, line) in config.description.lines().enumerate() {
-        let line = if index == 0 { format!("{}: {line}", config.name) } else { line.to_string() };
+        let line = if index == 0 {
+            format!("{}: {line}", config.name)
+        } else {
+            line.to_string()
+        };
         out.push_str(&format!("  {line}\n"));
     }
     out.push_str(
@@ -98,7 +104,10 @@ fn head(config: &Config) -> String {
     }
     out.push_str(&fill(
         OPERATION_PARAMETERS,
-        &[("rate", quotas.throttling_rate.to_string()), ("burst", quotas.throttling_burst.to_string())],
+        &[
+            ("rate", quotas.throttling_rate.to_string()),
+            ("burst", quotas.throttling_burst.to_string()),
+        ],
     ));
     out.push_str("\nConditions:\n");
     if parts.per_method_front_door {
@@ -111,7 +120,11 @@ fn head(config: &Config) -> String {
         // Only the per-method readers hold a grant under this condition.
         out.push_str("  # A tenant quota counts every method in the table, so the read-only functions then write too.\n  HasTenantQuota: !Not [!Equals [!Ref RatePerTenant, \"\"]]\n");
     }
-    let queue = if parts.jobs { "        RELEVO_QUEUE_URL: !Ref WorkQueue\n" } else { "" };
+    let queue = if parts.jobs {
+        "        RELEVO_QUEUE_URL: !Ref WorkQueue\n"
+    } else {
+        ""
+    };
     out.push_str(&fill(
         FUNCTION_GLOBALS,
         &[
@@ -121,9 +134,15 @@ fn head(config: &Config) -> String {
         ],
     ));
     if parts.per_method_front_door {
-        out.push_str(&fill(REST_GLOBALS, &[("format", ACCESS_LOG_FORMAT.to_string())]));
+        out.push_str(&fill(
+            REST_GLOBALS,
+            &[("format", ACCESS_LOG_FORMAT.to_string())],
+        ));
     }
-    out.push_str(&fill(HTTP_GLOBALS, &[("format", ACCESS_LOG_FORMAT.to_string())]));
+    out.push_str(&fill(
+        HTTP_GLOBALS,
+        &[("format", ACCESS_LOG_FORMAT.to_string())],
+    ));
     out
 }
 
@@ -390,24 +409,28 @@ const QUEUES: &str = r#"
 fn reports(config: &Config) -> String {
     let alarms = &config.alarms;
     let namespace = "!Sub \"Relevo/${AWS::StackName}\"";
-    let emf = |id, comment, description, metric, statistic, unit, evaluation_periods, threshold| MetricAlarm {
-        id,
-        condition: None,
-        comment,
-        description,
-        namespace,
-        metric,
-        dimensions: None,
-        statistic,
-        unit,
-        period: 300,
-        evaluation_periods,
-        threshold,
+    let emf = |id, comment, description, metric, statistic, unit, evaluation_periods, threshold| {
+        MetricAlarm {
+            id,
+            condition: None,
+            comment,
+            description,
+            namespace,
+            metric,
+            dimensions: None,
+            statistic,
+            unit,
+            period: 300,
+            evaluation_periods,
+            threshold,
+        }
     };
     let mut list = vec![
         emf(
             "ServerErrorsAlarm",
-            &["---- What the functions report: EMF metrics in namespace Relevo/<stack> (README \"Operations\") ----"],
+            &[
+                "---- What the functions report: EMF metrics in namespace Relevo/<stack> (README \"Operations\") ----",
+            ],
             "MCP requests answered with 5xx (store outage, deadline, a bug). Find them by status in the function logs; each line has its trace id.",
             "ServerErrors",
             Statistic::Plain("Sum"),
@@ -534,7 +557,8 @@ fn durable_work(config: &Config) -> String {
     }
     .render();
     // The log group and alarm come after the event source mapping.
-    let (function, tail) = worker.split_at(worker.find("\n  WorkerLogGroup:").unwrap_or(worker.len()));
+    let (function, tail) =
+        worker.split_at(worker.find("\n  WorkerLogGroup:").unwrap_or(worker.len()));
     out.push_str(function);
     out.push_str(
         r#"
@@ -576,7 +600,8 @@ fn front_door_b(config: &Config) -> String {
     let when = parts.per_method_front_door.then_some("NoDomain");
     let mut out = format!(
         "\n  # ---- Front door B (no domain): one HTTP API, the all-methods function, buffered (30 s cap) ----\n  McpApi:\n    Type: AWS::Serverless::HttpApi\n{}",
-        when.map(|name| format!("    Condition: {name}\n")).unwrap_or_default()
+        when.map(|name| format!("    Condition: {name}\n"))
+            .unwrap_or_default()
     );
     out.push_str(
         &Function {
@@ -611,7 +636,12 @@ fn front_door_b(config: &Config) -> String {
             policy_comment: Role::Nothing.comment(),
             policies: Role::Nothing.policies(parts),
             events: http_event("Root", &[], "GET", "/.well-known/oauth-protected-resource")
-                + &http_event("ForMcp", &[], "GET", "/.well-known/oauth-protected-resource/mcp"),
+                + &http_event(
+                    "ForMcp",
+                    &[],
+                    "GET",
+                    "/.well-known/oauth-protected-resource/mcp",
+                ),
             label: "well-known",
         }
         .render(),
@@ -647,7 +677,12 @@ fn front_door_b(config: &Config) -> String {
 }
 
 /// The approvals function (its events set by the caller).
-fn approvals<'a>(config: &'a Config, id: &'a str, when: Option<&'a str>, label: &'a str) -> Function<'a> {
+fn approvals<'a>(
+    config: &'a Config,
+    id: &'a str,
+    when: Option<&'a str>,
+    label: &'a str,
+) -> Function<'a> {
     Function {
         id,
         condition: when,
@@ -687,7 +722,9 @@ fn rest_5xx_alarm(id: &str, slug: &str) -> String {
         description: &format!("{slug} REST API 5XX responses"),
         namespace: "AWS/ApiGateway",
         metric: "5XXError",
-        dimensions: Some(format!("[{{ Name: ApiName, Value: !Sub \"${{AWS::StackName}}-{slug}\" }}]")),
+        dimensions: Some(format!(
+            "[{{ Name: ApiName, Value: !Sub \"${{AWS::StackName}}-{slug}\" }}]"
+        )),
         statistic: Statistic::Plain("Sum"),
         unit: None,
         period: 60,
@@ -727,7 +764,11 @@ fn front_door_a(config: &Config) -> String {
                 Some(timeouts.streaming),
                 vec![
                     ("RELEVO_RESPONSE_STREAMING", "true".into(), &[]),
-                    ("RELEVO_LISTEN_MAX_SECS", timeouts.listen_max.to_string(), &[]),
+                    (
+                        "RELEVO_LISTEN_MAX_SECS",
+                        timeouts.listen_max.to_string(),
+                        &[],
+                    ),
                 ],
                 Some(timeouts.streaming * 1000),
             ),
@@ -759,7 +800,11 @@ fn front_door_a(config: &Config) -> String {
     ));
     let environment: Vec<Variable<'_>> = vec![
         ("RELEVO_RESPONSE_STREAMING", "true".into(), &[]),
-        ("RELEVO_LISTEN_MAX_SECS", timeouts.listen_max.to_string(), &[]),
+        (
+            "RELEVO_LISTEN_MAX_SECS",
+            timeouts.listen_max.to_string(),
+            &[],
+        ),
         (
             "RELEVO_LEGACY_INPUT_WAIT_SECS",
             timeouts.legacy_input_wait.to_string(),
@@ -878,9 +923,13 @@ const ROUTING_COMMENT: &str = r#"
 fn outputs(config: &Config) -> String {
     let door_a = config.parts.per_method_front_door;
     let url = |path: &str| {
-        let http_api = format!("!Sub \"https://${{McpApi}}.execute-api.${{AWS::Region}}.${{AWS::URLSuffix}}{path}\"");
+        let http_api = format!(
+            "!Sub \"https://${{McpApi}}.execute-api.${{AWS::Region}}.${{AWS::URLSuffix}}{path}\""
+        );
         if door_a {
-            format!("!If\n      - HasDomain\n      - !Sub \"https://${{DomainName}}{path}\"\n      - {http_api}")
+            format!(
+                "!If\n      - HasDomain\n      - !Sub \"https://${{DomainName}}{path}\"\n      - {http_api}"
+            )
         } else {
             http_api
         }

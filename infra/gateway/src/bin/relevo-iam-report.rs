@@ -21,7 +21,10 @@ fn main() -> ExitCode {
         }
     };
     for (function, actions) in &report.used {
-        println!("iam: {function} called {}", actions.iter().cloned().collect::<Vec<_>>().join(", "));
+        println!(
+            "iam: {function} called {}",
+            actions.iter().cloned().collect::<Vec<_>>().join(", ")
+        );
     }
     for (function, actions) in &report.unused {
         println!(
@@ -30,10 +33,16 @@ fn main() -> ExitCode {
         );
     }
     for denied in &report.denied {
-        eprintln!("iam: DENIED {} {} on {}", denied.function, denied.action, denied.resource);
+        eprintln!(
+            "iam: DENIED {} {} on {}",
+            denied.function, denied.action, denied.resource
+        );
     }
     if report.denied.is_empty() {
-        println!("iam: {} log(s), no call refused by its function's policy", logs.len());
+        println!(
+            "iam: {} log(s), no call refused by its function's policy",
+            logs.len()
+        );
         ExitCode::SUCCESS
     } else {
         eprintln!(

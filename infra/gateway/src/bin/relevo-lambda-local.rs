@@ -66,32 +66,67 @@ fn parse_args() -> Result<Args, String> {
     };
     let mut argv = std::env::args().skip(1);
     let seconds = |value: Option<String>, flag: &str| -> Result<Duration, String> {
-        value.and_then(|v| v.parse().ok()).map(Duration::from_secs).ok_or(format!("{flag} needs a number of seconds"))
+        value
+            .and_then(|v| v.parse().ok())
+            .map(Duration::from_secs)
+            .ok_or(format!("{flag} needs a number of seconds"))
     };
     while let Some(arg) = argv.next() {
         match arg.as_str() {
-            "--template" => args.template = PathBuf::from(argv.next().ok_or("--template needs a path")?),
-            "--front-door" => args.topology = argv.next().ok_or("--front-door needs a or b")?.parse()?,
+            "--template" => {
+                args.template = PathBuf::from(argv.next().ok_or("--template needs a path")?)
+            }
+            "--front-door" => {
+                args.topology = argv.next().ok_or("--front-door needs a or b")?.parse()?
+            }
             "--parameter" => {
                 let pair = argv.next().ok_or("--parameter needs KEY=VALUE")?;
                 let (key, value) = pair.split_once('=').ok_or("--parameter needs KEY=VALUE")?;
                 args.parameters.insert(key.to_string(), value.to_string());
             }
-            "--port" => args.port = argv.next().and_then(|p| p.parse().ok()).ok_or("--port needs a number")?,
+            "--port" => {
+                args.port = argv
+                    .next()
+                    .and_then(|p| p.parse().ok())
+                    .ok_or("--port needs a number")?
+            }
             "--issuer-port" => {
-                args.issuer_port = argv.next().and_then(|p| p.parse().ok()).ok_or("--issuer-port needs a number")?
+                args.issuer_port = argv
+                    .next()
+                    .and_then(|p| p.parse().ok())
+                    .ok_or("--issuer-port needs a number")?
             }
-            "--bin-dir" => args.bin_dir = PathBuf::from(argv.next().ok_or("--bin-dir needs a path")?),
-            "--one-binary" => args.one_binary = Some(PathBuf::from(argv.next().ok_or("--one-binary needs a path")?)),
+            "--bin-dir" => {
+                args.bin_dir = PathBuf::from(argv.next().ok_or("--bin-dir needs a path")?)
+            }
+            "--one-binary" => {
+                args.one_binary = Some(PathBuf::from(
+                    argv.next().ok_or("--one-binary needs a path")?,
+                ))
+            }
             "--inject-dev-token" => {
-                args.inject = Some(argv.next().ok_or("--inject-dev-token needs TENANT:SUB[:SCOPES]")?)
+                args.inject = Some(
+                    argv.next()
+                        .ok_or("--inject-dev-token needs TENANT:SUB[:SCOPES]")?,
+                )
             }
-            "--iam-log" => args.iam_log = Some(PathBuf::from(argv.next().ok_or("--iam-log needs a path")?)),
-            "--schedule-every" => args.schedule_every = Some(seconds(argv.next(), "--schedule-every")?),
-            "--stream-idle-secs" => args.stream_idle = Some(seconds(argv.next(), "--stream-idle-secs")?),
-            "--oauth-identity" => args.oauth_identity = argv.next().ok_or("--oauth-identity needs TENANT:SUB")?,
+            "--iam-log" => {
+                args.iam_log = Some(PathBuf::from(argv.next().ok_or("--iam-log needs a path")?))
+            }
+            "--schedule-every" => {
+                args.schedule_every = Some(seconds(argv.next(), "--schedule-every")?)
+            }
+            "--stream-idle-secs" => {
+                args.stream_idle = Some(seconds(argv.next(), "--stream-idle-secs")?)
+            }
+            "--oauth-identity" => {
+                args.oauth_identity = argv.next().ok_or("--oauth-identity needs TENANT:SUB")?
+            }
             "--environments" => {
-                args.environments = argv.next().and_then(|n| n.parse().ok()).ok_or("--environments needs a number")?
+                args.environments = argv
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .ok_or("--environments needs a number")?
             }
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -103,29 +138,47 @@ fn parse_args() -> Result<Args, String> {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     relevo_local::init_logging();
     let args = parse_args()?;
-    let endpoint = std::env::var("AWS_ENDPOINT_URL")
-        .map_err(|_| "AWS_ENDPOINT_URL must name the local emulator (make run-lambda starts moto)")?;
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").map_err(
+        |_| "AWS_ENDPOINT_URL must name the local emulator (make run-lambda starts moto)",
+    )?;
     // Both ports are taken before anything else binds (`0` picks a free one; the issuer file
     // names them).
-    let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, args.port))).await?;
+    let listener =
+        tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, args.port))).await?;
     let origin = format!("http://127.0.0.1:{}", listener.local_addr()?.port());
     let issuer_listener =
-        tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, args.issuer_port))).await?;
+        tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, args.issuer_port)))
+            .await?;
     let issuer_origin = format!("http://127.0.0.1:{}", issuer_listener.local_addr()?.port());
 
     // The issuer: its JWKS, and an authorization server that signs in `--oauth-identity` without
     // asking (what an MCP client's OAuth flow needs, for local tests only).
     let issuer = DevIssuer::generate(&issuer_origin, &format!("{origin}/mcp"));
-    let (tenant, subject) = args.oauth_identity.split_once(':').unwrap_or(("acme", "alice"));
-    let authorization_server = relevo_gateway::dev_oauth::router(issuer.clone(), tenant.into(), subject.into());
+    let (tenant, subject) = args
+        .oauth_identity
+        .split_once(':')
+        .unwrap_or(("acme", "alice"));
+    let authorization_server =
+        relevo_gateway::dev_oauth::router(issuer.clone(), tenant.into(), subject.into());
     tokio::spawn(async move { axum::serve(issuer_listener, authorization_server).await });
 
     let inject_token = args.inject.as_deref().map(|spec| {
         let mut parts = spec.splitn(3, ':');
         let tenant = parts.next().unwrap_or("dev").to_string();
         let subject = parts.next().unwrap_or("developer").to_string();
-        let scopes = parts.next().unwrap_or("").split([',', ' ']).filter(|s| !s.is_empty()).map(String::from).collect();
-        InjectedToken { issuer: issuer.clone(), tenant, subject, scopes }
+        let scopes = parts
+            .next()
+            .unwrap_or("")
+            .split([',', ' '])
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect();
+        InjectedToken {
+            issuer: issuer.clone(),
+            tenant,
+            subject,
+            scopes,
+        }
     });
     let options = LocalOptions {
         template: args.template,
@@ -136,7 +189,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         endpoint,
         origin: origin.clone(),
         issuer: issuer_origin,
-        extra_env: EXTRA_ENV.iter().filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?))).collect(),
+        extra_env: EXTRA_ENV
+            .iter()
+            .filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?)))
+            .collect(),
         iam_log: args.iam_log,
         schedule_every: args.schedule_every,
         stream_limits: StreamLimits {

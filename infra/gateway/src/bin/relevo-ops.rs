@@ -13,8 +13,9 @@ use relevo_ops::{Hooks, Ports};
 
 fn main() -> ExitCode {
     let hooks = Hooks::new().reconcile(|ports: Ports, tenant: String, id: String| async move {
-        let inventory = relevo_app::inventory(&ports)
-            .ok_or_else(|| InventoryError::Internal("the app has no inventory over this store".into()))?;
+        let inventory = relevo_app::inventory(&ports).ok_or_else(|| {
+            InventoryError::Internal("the app has no inventory over this store".into())
+        })?;
         inventory.settle(&tenant, &id).await
     });
     relevo_ops::run("relevo-ops", std::env::args().skip(1).collect(), hooks)

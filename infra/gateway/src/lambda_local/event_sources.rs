@@ -74,7 +74,10 @@ pub async fn sqs_event_source(mapping: SqsMapping) {
             .collect();
         let failed: Vec<String> = match mapping
             .function
-            .invoke(json!({ "Records": records }), mapping.timeout + Duration::from_secs(1))
+            .invoke(
+                json!({ "Records": records }),
+                mapping.timeout + Duration::from_secs(1),
+            )
             .await
         {
             Ok(answer) if mapping.report_batch_item_failures => answer["batchItemFailures"]
@@ -89,10 +92,18 @@ pub async fn sqs_event_source(mapping: SqsMapping) {
                 continue;
             }
         };
-        for message in messages.iter().filter(|m| !failed.iter().any(|f| Some(f.as_str()) == m.message_id())) {
+        for message in messages
+            .iter()
+            .filter(|m| !failed.iter().any(|f| Some(f.as_str()) == m.message_id()))
+        {
             if let Some(receipt) = message.receipt_handle()
-                && let Err(error) =
-                    mapping.client.delete_message().queue_url(&mapping.queue_url).receipt_handle(receipt).send().await
+                && let Err(error) = mapping
+                    .client
+                    .delete_message()
+                    .queue_url(&mapping.queue_url)
+                    .receipt_handle(receipt)
+                    .send()
+                    .await
             {
                 tracing::warn!(error = %error.into_service_error(), "the event source mapping cannot delete a message");
             }
@@ -111,7 +122,10 @@ pub async fn schedule(rule: String, function: Function, every: Duration, timeout
             "resources": [format!("arn:aws:events:{}:{}:rule/{rule}", relevo_template::REGION, relevo_template::ACCOUNT_ID)],
             "detail": {}
         });
-        if let Err(error) = function.invoke(event, timeout + Duration::from_secs(1)).await {
+        if let Err(error) = function
+            .invoke(event, timeout + Duration::from_secs(1))
+            .await
+        {
             tracing::warn!(%error, "scheduled invocation failed");
         }
     }

@@ -16,11 +16,27 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 /// Response headers a REST API renames to `x-amzn-Remapped-<name>` (Lambda proxy column).
-const REST_REMAPPED: [&str; 8] =
-    ["authorization", "connection", "content-md5", "max-forwards", "user-agent", "www-authenticate", "date", "server"];
+const REST_REMAPPED: [&str; 8] = [
+    "authorization",
+    "connection",
+    "content-md5",
+    "max-forwards",
+    "user-agent",
+    "www-authenticate",
+    "date",
+    "server",
+];
 /// Response headers a REST API drops.
-const REST_DROPPED: [&str; 8] =
-    ["expect", "host", "proxy-authenticate", "te", "transfer-encoding", "trailer", "upgrade", "via"];
+const REST_DROPPED: [&str; 8] = [
+    "expect",
+    "host",
+    "proxy-authenticate",
+    "te",
+    "transfer-encoding",
+    "trailer",
+    "upgrade",
+    "via",
+];
 
 /// What a request looked like when it reached the integration.
 pub struct Incoming<'a> {
@@ -40,7 +56,10 @@ pub struct Incoming<'a> {
 fn body_field(body: &[u8]) -> (Value, bool) {
     match std::str::from_utf8(body) {
         Ok(text) => (json!(text), false),
-        Err(_) => (json!(base64::engine::general_purpose::STANDARD.encode(body)), true),
+        Err(_) => (
+            json!(base64::engine::general_purpose::STANDARD.encode(body)),
+            true,
+        ),
     }
 }
 
@@ -49,16 +68,26 @@ pub fn path_parameters(template: &str, path: &str) -> Map<String, Value> {
     let mut parameters = Map::new();
     let actual: Vec<&str> = path.trim_matches('/').split('/').collect();
     for (index, segment) in template.trim_matches('/').split('/').enumerate() {
-        let Some(name) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) else { continue };
+        let Some(name) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) else {
+            continue;
+        };
         match name.strip_suffix('+') {
             Some(greedy) => {
                 parameters.insert(
                     greedy.to_string(),
-                    json!(actual.get(index..).map(|rest| rest.join("/")).unwrap_or_default()),
+                    json!(
+                        actual
+                            .get(index..)
+                            .map(|rest| rest.join("/"))
+                            .unwrap_or_default()
+                    ),
                 );
             }
             None => {
-                parameters.insert(name.to_string(), json!(actual.get(index).copied().unwrap_or_default()));
+                parameters.insert(
+                    name.to_string(),
+                    json!(actual.get(index).copied().unwrap_or_default()),
+                );
             }
         }
     }
@@ -66,7 +95,9 @@ pub fn path_parameters(template: &str, path: &str) -> Map<String, Value> {
 }
 
 fn query_parameters(query: Option<&str>) -> (Value, Value) {
-    let Some(query) = query.filter(|q| !q.is_empty()) else { return (Value::Null, Value::Null) };
+    let Some(query) = query.filter(|q| !q.is_empty()) else {
+        return (Value::Null, Value::Null);
+    };
     let mut single = Map::new();
     let mut multi: Map<String, Value> = Map::new();
     for (key, value) in form_urlencoded::parse(query.as_bytes()) {
@@ -124,7 +155,10 @@ pub fn rest_event(request: &Incoming) -> Value {
 }
 
 fn epoch_millis() -> u128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
 }
 
 /// The HTTP API proxy event (payload 2.0).
@@ -190,7 +224,9 @@ pub fn client_header(door: Door, name: &str) -> Option<String> {
     match door {
         Door::Http => Some(lower),
         Door::Rest if REST_DROPPED.contains(&lower.as_str()) => None,
-        Door::Rest if REST_REMAPPED.contains(&lower.as_str()) => Some(format!("x-amzn-remapped-{lower}")),
+        Door::Rest if REST_REMAPPED.contains(&lower.as_str()) => {
+            Some(format!("x-amzn-remapped-{lower}"))
+        }
         Door::Rest => Some(lower),
     }
 }
@@ -207,7 +243,9 @@ fn response_head(door: Door, answer: &Value, headers_keys: &[&str]) -> http::res
     let mut builder = Response::builder().status(status);
     for key in headers_keys {
         for (name, values) in answer[*key].as_object().into_iter().flatten() {
-            let Some(name) = client_header(door, name) else { continue };
+            let Some(name) = client_header(door, name) else {
+                continue;
+            };
             let values: Vec<&str> = match values {
                 Value::Array(values) => values.iter().filter_map(Value::as_str).collect(),
                 value => value.as_str().into_iter().collect(),
@@ -217,7 +255,12 @@ fn response_head(door: Door, answer: &Value, headers_keys: &[&str]) -> http::res
             }
         }
     }
-    for cookie in answer["cookies"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+    for cookie in answer["cookies"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
         builder = builder.header(http::header::SET_COOKIE, cookie);
     }
     builder
@@ -226,7 +269,9 @@ fn response_head(door: Door, answer: &Value, headers_keys: &[&str]) -> http::res
 fn decoded_body(answer: &Value) -> Vec<u8> {
     let body = answer["body"].as_str().unwrap_or_default();
     if answer["isBase64Encoded"].as_bool() == Some(true) {
-        base64::engine::general_purpose::STANDARD.decode(body).unwrap_or_default()
+        base64::engine::general_purpose::STANDARD
+            .decode(body)
+            .unwrap_or_default()
     } else {
         body.as_bytes().to_vec()
     }
@@ -236,11 +281,21 @@ fn decoded_body(answer: &Value) -> Vec<u8> {
 pub fn buffered_response(door: Door, answer: &Value) -> Response {
     if door == Door::Http && answer.get("statusCode").is_none() {
         // Payload 2.0: a result without statusCode is a 200 JSON body.
-        return ([(http::header::CONTENT_TYPE, "application/json")], answer.to_string()).into_response();
+        return (
+            [(http::header::CONTENT_TYPE, "application/json")],
+            answer.to_string(),
+        )
+            .into_response();
     }
     let keys: &[&str] = match door {
         // Payload 1.0: multiValueHeaders, when present, win over headers.
-        Door::Rest if answer["multiValueHeaders"].as_object().is_some_and(|h| !h.is_empty()) => &["multiValueHeaders"],
+        Door::Rest
+            if answer["multiValueHeaders"]
+                .as_object()
+                .is_some_and(|h| !h.is_empty()) =>
+        {
+            &["multiValueHeaders"]
+        }
         Door::Rest | Door::Http => &["headers"],
     };
     response_head(door, answer, keys)
@@ -283,17 +338,25 @@ pub fn gateway_error(door: Door, failure: Failure) -> Response {
     let (status, message) = match (door, failure) {
         (Door::Rest, Failure::BadAnswer) => (S::BAD_GATEWAY, "Internal server error"),
         (Door::Rest, Failure::InvokeRefused) => (S::INTERNAL_SERVER_ERROR, "Internal server error"),
-        (Door::Rest, Failure::IntegrationTimeout) => (S::GATEWAY_TIMEOUT, "Endpoint request timed out"),
+        (Door::Rest, Failure::IntegrationTimeout) => {
+            (S::GATEWAY_TIMEOUT, "Endpoint request timed out")
+        }
         (Door::Rest, Failure::TooLarge) => (S::PAYLOAD_TOO_LARGE, "Request Too Long"),
         (Door::Rest, Failure::NoRoute) => (S::FORBIDDEN, "Missing Authentication Token"),
         (_, Failure::NoRule) => (S::FORBIDDEN, "Forbidden"),
         (Door::Http, Failure::BadAnswer | Failure::InvokeRefused) => {
             (S::INTERNAL_SERVER_ERROR, "Internal Server Error")
         }
-        (Door::Http, Failure::IntegrationTimeout) => (S::SERVICE_UNAVAILABLE, "Service Unavailable"),
+        (Door::Http, Failure::IntegrationTimeout) => {
+            (S::SERVICE_UNAVAILABLE, "Service Unavailable")
+        }
         (Door::Http, Failure::TooLarge) => (S::PAYLOAD_TOO_LARGE, "Request Entity Too Large"),
         (Door::Http, Failure::NoRoute) => (S::NOT_FOUND, "Not Found"),
     };
-    (status, [(http::header::CONTENT_TYPE, "application/json")], json!({ "message": message }).to_string())
+    (
+        status,
+        [(http::header::CONTENT_TYPE, "application/json")],
+        json!({ "message": message }).to_string(),
+    )
         .into_response()
 }

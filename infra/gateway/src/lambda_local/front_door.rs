@@ -26,7 +26,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::events::{
-    Door, Failure, Incoming, buffered_response, gateway_error, http_event, rest_event, streamed_response,
+    Door, Failure, Incoming, buffered_response, gateway_error, http_event, rest_event,
+    streamed_response,
 };
 use super::runtime::{Answer, Function, InvokeError};
 use relevo_local::InjectedToken;
@@ -46,14 +47,20 @@ pub struct StreamLimits {
 impl Default for StreamLimits {
     /// Regional REST streams: five minutes idle, fifteen minutes in all.
     fn default() -> Self {
-        StreamLimits { idle: Duration::from_secs(300), total: Duration::from_secs(900) }
+        StreamLimits {
+            idle: Duration::from_secs(300),
+            total: Duration::from_secs(900),
+        }
     }
 }
 
 /// Which front door the stack declares.
 pub enum Routes {
     /// A custom domain's routing rules in front of REST APIs.
-    Domain { rules: Vec<RoutingRule>, apis: Vec<Api> },
+    Domain {
+        rules: Vec<RoutingRule>,
+        apis: Vec<Api>,
+    },
     /// One HTTP API.
     Http { api: Api },
 }
@@ -90,7 +97,12 @@ impl FrontDoor {
         inject_token: Option<InjectedToken>,
         limits: StreamLimits,
     ) -> FrontDoor {
-        FrontDoor(Arc::new(Inner { routes, functions, inject_token, limits }))
+        FrontDoor(Arc::new(Inner {
+            routes,
+            functions,
+            inject_token,
+            limits,
+        }))
     }
 
     pub fn router(self) -> Router {
@@ -107,7 +119,9 @@ async fn handle(State(door): State<FrontDoor>, request: Request) -> Response {
     };
     if let Some(injected) = &inner.inject_token
         && !parts.headers.contains_key(http::header::AUTHORIZATION)
-        && let Some(value) = injected.mint().and_then(|t| http::HeaderValue::from_str(&format!("Bearer {t}")).ok())
+        && let Some(value) = injected
+            .mint()
+            .and_then(|t| http::HeaderValue::from_str(&format!("Bearer {t}")).ok())
     {
         parts.headers.insert(http::header::AUTHORIZATION, value);
     }
@@ -119,17 +133,27 @@ async fn handle(State(door): State<FrontDoor>, request: Request) -> Response {
             return refused;
         }
     };
-    let domain = parts.headers.get(http::header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("127.0.0.1").to_string();
+    let domain = parts
+        .headers
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1")
+        .to_string();
     let request_id = relevo_state::Ids::new_id(&relevo_state::RandomIds);
     let path = parts.uri.path();
     match &inner.routes {
         Routes::Domain { rules, apis } => {
-            let headers: Vec<(&str, &str)> =
-                parts.headers.iter().filter_map(|(n, v)| Some((n.as_str(), v.to_str().ok()?))).collect();
+            let headers: Vec<(&str, &str)> = parts
+                .headers
+                .iter()
+                .filter_map(|(n, v)| Some((n.as_str(), v.to_str().ok()?)))
+                .collect();
             let Some(rule) = routing::first_match(rules, &headers, path) else {
                 return gateway_error(kind, Failure::NoRule);
             };
-            let Some(action) = rule.actions.first() else { return gateway_error(kind, Failure::NoRule) };
+            let Some(action) = rule.actions.first() else {
+                return gateway_error(kind, Failure::NoRule);
+            };
             let forwarded = routing::forwarded_path(rule, action, path);
             let Some(route) = apis
                 .iter()
@@ -176,12 +200,17 @@ async fn invoke(inner: &Inner, door: Door, route: &Route, event: Value) -> Respo
     if event.to_string().len() > MAX_EVENT_BYTES {
         return gateway_error(door, Failure::InvokeRefused);
     }
-    let Some(function) = inner.functions.get(&route.function) else { return gateway_error(door, Failure::BadAnswer) };
+    let Some(function) = inner.functions.get(&route.function) else {
+        return gateway_error(door, Failure::BadAnswer);
+    };
     let timeout = Duration::from_millis(route.timeout_ms);
     match function.invoke_http(event, timeout).await {
         Ok(Answer::Buffered(answer)) => buffered_response(door, &answer),
         Ok(Answer::Streamed { prelude, body }) if route.streaming => {
-            let limits = StreamLimits { idle: inner.limits.idle, total: inner.limits.total.min(timeout) };
+            let limits = StreamLimits {
+                idle: inner.limits.idle,
+                total: inner.limits.total.min(timeout),
+            };
             streamed_response(door, &prelude, relay(body, limits))
         }
         // A streamed answer to a buffered integration is not a proxy response.
@@ -205,7 +234,9 @@ fn relay(
         if ended {
             return None;
         }
-        let wait = limits.idle.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+        let wait = limits
+            .idle
+            .min(deadline.saturating_duration_since(tokio::time::Instant::now()));
         match tokio::time::timeout(wait, body.recv()).await {
             Ok(Some(Ok(chunk))) => Some((Ok(chunk), (body, false))),
             Ok(Some(Err(error))) => Some((Err(std::io::Error::other(error)), (body, true))),
@@ -217,7 +248,10 @@ fn relay(
                     "the idle timeout"
                 };
                 tracing::warn!("a streamed answer was cut at {why}");
-                Some((Err(std::io::Error::other(format!("cut at {why}"))), (body, true)))
+                Some((
+                    Err(std::io::Error::other(format!("cut at {why}"))),
+                    (body, true),
+                ))
             }
         }
     })

@@ -127,7 +127,12 @@ impl IamProxy {
         log: Option<PathBuf>,
     ) -> std::io::Result<Self> {
         let log = match log {
-            Some(path) => Some(Mutex::new(std::fs::OpenOptions::new().create(true).append(true).open(path)?)),
+            Some(path) => Some(Mutex::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)?,
+            )),
             None => None,
         };
         let client = Client::builder(TokioExecutor::new()).build_http();
@@ -154,7 +159,11 @@ impl IamProxy {
 /// The access key id and the service of a SigV4 `Authorization` header.
 fn credential(headers: &http::HeaderMap) -> Option<(String, String)> {
     let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
-    let scope = value.split("Credential=").nth(1)?.split([',', ' ']).next()?;
+    let scope = value
+        .split("Credential=")
+        .nth(1)?
+        .split([',', ' '])
+        .next()?;
     let mut parts = scope.split('/');
     let key = parts.next()?.to_string();
     let service = parts.nth(2)?.to_string();
@@ -166,7 +175,9 @@ fn operation(headers: &http::HeaderMap, body: &[u8]) -> Option<String> {
     if let Some(target) = headers.get("x-amz-target").and_then(|t| t.to_str().ok()) {
         return target.rsplit('.').next().map(String::from);
     }
-    form_urlencoded::parse(body).find(|(k, _)| k == "Action").map(|(_, v)| v.into_owned())
+    form_urlencoded::parse(body)
+        .find(|(k, _)| k == "Action")
+        .map(|(_, v)| v.into_owned())
 }
 
 fn table_arn(table: &str) -> String {
@@ -174,7 +185,10 @@ fn table_arn(table: &str) -> String {
 }
 
 fn queue_arn(queue_url_or_name: &str) -> String {
-    let name = queue_url_or_name.rsplit('/').next().unwrap_or(queue_url_or_name);
+    let name = queue_url_or_name
+        .rsplit('/')
+        .next()
+        .unwrap_or(queue_url_or_name);
     format!("arn:aws:sqs:{REGION}:{ACCOUNT_ID}:{name}")
 }
 
@@ -182,10 +196,11 @@ fn queue_arn(queue_url_or_name: &str) -> String {
 fn required(inner: &Inner, service: &str, operation: &str, body: &[u8]) -> Vec<(String, String)> {
     let json: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     let field = |name: &str| -> Option<String> {
-        json[name]
-            .as_str()
-            .map(String::from)
-            .or_else(|| form_urlencoded::parse(body).find(|(k, _)| k == name).map(|(_, v)| v.into_owned()))
+        json[name].as_str().map(String::from).or_else(|| {
+            form_urlencoded::parse(body)
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.into_owned())
+        })
     };
     let one = |action: &str, resource: String| vec![(format!("{service}:{action}"), resource)];
     match service {
@@ -203,7 +218,10 @@ fn required(inner: &Inner, service: &str, operation: &str, body: &[u8]) -> Vec<(
                         "ConditionCheck" => "ConditionCheckItem",
                         _ => return None,
                     };
-                    Some((format!("dynamodb:{action}"), table_arn(write["TableName"].as_str()?)))
+                    Some((
+                        format!("dynamodb:{action}"),
+                        table_arn(write["TableName"].as_str()?),
+                    ))
                 })
                 .collect(),
             "TransactGetItems" => json["TransactItems"]
@@ -211,7 +229,10 @@ fn required(inner: &Inner, service: &str, operation: &str, body: &[u8]) -> Vec<(
                 .into_iter()
                 .flatten()
                 .filter_map(|item| {
-                    Some(("dynamodb:GetItem".to_string(), table_arn(item["Get"]["TableName"].as_str()?)))
+                    Some((
+                        "dynamodb:GetItem".to_string(),
+                        table_arn(item["Get"]["TableName"].as_str()?),
+                    ))
                 })
                 .collect(),
             "BatchGetItem" | "BatchWriteItem" => json["RequestItems"]
@@ -231,15 +252,27 @@ fn required(inner: &Inner, service: &str, operation: &str, body: &[u8]) -> Vec<(
         },
         "sqs" => {
             let action = operation.strip_suffix("Batch").unwrap_or(operation);
-            let queue = field("QueueUrl").or_else(|| field("QueueName")).unwrap_or_default();
-            one(action, if queue.is_empty() { "*".into() } else { queue_arn(&queue) })
+            let queue = field("QueueUrl")
+                .or_else(|| field("QueueName"))
+                .unwrap_or_default();
+            one(
+                action,
+                if queue.is_empty() {
+                    "*".into()
+                } else {
+                    queue_arn(&queue)
+                },
+            )
         }
         "secretsmanager" => {
             let secret = field("SecretId").unwrap_or_default();
             let arn = inner.secrets.get(&secret).cloned().unwrap_or(secret);
             one(operation, arn)
         }
-        other => one(operation, format!("arn:aws:{other}:{REGION}:{ACCOUNT_ID}:*")),
+        other => one(
+            operation,
+            format!("arn:aws:{other}:{REGION}:{ACCOUNT_ID}:*"),
+        ),
     }
 }
 
@@ -252,12 +285,16 @@ fn denied(service: &str, caller: &str, role: &str, action: &str, resource: &str)
     let message = format!(
         "User: arn:aws:sts::{ACCOUNT_ID}:assumed-role/{role}/{caller} is not authorized to perform: {action} on resource: {resource} because no identity-based policy allows the {action} action"
     );
-    let body = json!({ "__type": "com.amazon.coral.service#AccessDeniedException", "message": message });
+    let body =
+        json!({ "__type": "com.amazon.coral.service#AccessDeniedException", "message": message });
     (
         http::StatusCode::BAD_REQUEST,
         [
             (http::header::CONTENT_TYPE, content_type),
-            (http::HeaderName::from_static("x-amzn-errortype"), "AccessDeniedException"),
+            (
+                http::HeaderName::from_static("x-amzn-errortype"),
+                "AccessDeniedException",
+            ),
         ],
         body.to_string(),
     )
@@ -266,15 +303,24 @@ fn denied(service: &str, caller: &str, role: &str, action: &str, resource: &str)
 
 async fn stall(State(proxy): State<IamProxy>, request: Request) -> Response {
     let query = request.uri().query().unwrap_or_default();
-    let param =
-        |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
+    let param = |name: &str| {
+        form_urlencoded::parse(query.as_bytes())
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+    };
     let secs: u64 = param("secs").and_then(|s| s.parse().ok()).unwrap_or(0);
     let actions = param("actions").map(|a| a.split(',').map(String::from).collect());
     let mode = match param("mode").as_deref() {
         None | Some("front") => StallMode::Front,
         Some("behind") => StallMode::Behind,
         Some("late") => StallMode::Late,
-        Some(_) => return (http::StatusCode::BAD_REQUEST, "mode is front, behind or late").into_response(),
+        Some(_) => {
+            return (
+                http::StatusCode::BAD_REQUEST,
+                "mode is front, behind or late",
+            )
+                .into_response();
+        }
     };
     let hold = std::time::Duration::from_secs(secs);
     let stall = (secs > 0).then(|| Stall {
@@ -293,10 +339,20 @@ async fn stall(State(proxy): State<IamProxy>, request: Request) -> Response {
 
 async fn arm_kill(State(proxy): State<IamProxy>, request: Request) -> Response {
     let query = request.uri().query().unwrap_or_default();
-    let param =
-        |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
-    let (Some(function), Some(after)) = (param("function"), param("after").and_then(|n| n.parse().ok())) else {
-        return (http::StatusCode::BAD_REQUEST, "function and after are required").into_response();
+    let param = |name: &str| {
+        form_urlencoded::parse(query.as_bytes())
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+    };
+    let (Some(function), Some(after)) = (
+        param("function"),
+        param("after").and_then(|n| n.parse().ok()),
+    ) else {
+        return (
+            http::StatusCode::BAD_REQUEST,
+            "function and after are required",
+        )
+            .into_response();
     };
     if let Ok(mut kill) = proxy.0.kill.lock() {
         *kill = (after > 0).then_some(KillAfter { function, after });
@@ -309,8 +365,12 @@ fn dies_after(inner: &Inner, function: &str, actions: &[String]) -> bool {
     if !actions.iter().any(|a| WRITES.contains(&a.as_str())) {
         return false;
     }
-    let Ok(mut kill) = inner.kill.lock() else { return false };
-    let Some(armed) = kill.as_mut().filter(|k| k.function == function) else { return false };
+    let Ok(mut kill) = inner.kill.lock() else {
+        return false;
+    };
+    let Some(armed) = kill.as_mut().filter(|k| k.function == function) else {
+        return false;
+    };
     armed.after -= 1;
     if armed.after > 0 {
         return false;
@@ -321,26 +381,42 @@ fn dies_after(inner: &Inner, function: &str, actions: &[String]) -> bool {
 
 /// SIGKILLs every environment of `function` (its pid files in `$RELEVO_LAMBDA_PID_DIR`).
 fn kill_function(function: &str) {
-    let Ok(dir) = std::env::var("RELEVO_LAMBDA_PID_DIR") else { return };
-    let Ok(entries) = std::fs::read_dir(&dir) else { return };
+    let Ok(dir) = std::env::var("RELEVO_LAMBDA_PID_DIR") else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().to_string();
-        let ours =
-            name == format!("{function}.pid") || (name.starts_with(&format!("{function}.")) && name.ends_with(".pid"));
+        let ours = name == format!("{function}.pid")
+            || (name.starts_with(&format!("{function}.")) && name.ends_with(".pid"));
         if ours && let Ok(pid) = std::fs::read_to_string(entry.path()) {
             tracing::warn!(%function, pid = %pid.trim(), "killed after its write (fault injection)");
-            let _ = std::process::Command::new("kill").args(["-9", pid.trim()]).status();
+            let _ = std::process::Command::new("kill")
+                .args(["-9", pid.trim()])
+                .status();
         }
     }
 }
 
 /// How a call of `actions` with `body` is held now, if a stall covers it: where, and until when
 /// (`Late`: for how long after the store answered).
-fn held(inner: &Inner, actions: &[String], body: &[u8]) -> Option<(StallMode, tokio::time::Instant)> {
+fn held(
+    inner: &Inner,
+    actions: &[String],
+    body: &[u8],
+) -> Option<(StallMode, tokio::time::Instant)> {
     let mut current = inner.stall.lock().ok()?;
     let stall = current.as_mut()?;
-    let covered = stall.actions.as_ref().is_none_or(|only| actions.iter().any(|a| only.contains(a)))
-        && stall.matching.as_ref().is_none_or(|text| body.windows(text.len()).any(|w| w == text.as_bytes()));
+    let covered = stall
+        .actions
+        .as_ref()
+        .is_none_or(|only| actions.iter().any(|a| only.contains(a)))
+        && stall
+            .matching
+            .as_ref()
+            .is_none_or(|text| body.windows(text.len()).any(|w| w == text.as_bytes()));
     if !covered {
         return None;
     }
@@ -366,7 +442,11 @@ async fn handle(State(proxy): State<IamProxy>, request: Request) -> Response {
         return (http::StatusCode::FORBIDDEN, "MissingAuthenticationToken").into_response();
     };
     let Some(caller) = inner.callers.get(&key) else {
-        return (http::StatusCode::FORBIDDEN, "The security token included in the request is invalid").into_response();
+        return (
+            http::StatusCode::FORBIDDEN,
+            "The security token included in the request is invalid",
+        )
+            .into_response();
     };
     let operation = operation(&parts.headers, &body).unwrap_or_default();
     let needed = required(inner, &service, &operation, &body);
@@ -374,7 +454,12 @@ async fn handle(State(proxy): State<IamProxy>, request: Request) -> Response {
         let allowed = caller.authorizer.allows(action, resource);
         record(
             inner,
-            Decision { function: caller.function.clone(), action: action.clone(), resource: resource.clone(), allowed },
+            Decision {
+                function: caller.function.clone(),
+                action: action.clone(),
+                resource: resource.clone(),
+                allowed,
+            },
         );
         if !allowed {
             tracing::warn!(function = %caller.function, %action, %resource, "denied by the function's execution policy");
@@ -396,12 +481,16 @@ async fn handle(State(proxy): State<IamProxy>, request: Request) -> Response {
                 tokio::time::sleep_until(until).await;
                 forward(&inner, parts, body).await
             });
-            applied.await.unwrap_or_else(|_| http::StatusCode::BAD_GATEWAY.into_response())
+            applied
+                .await
+                .unwrap_or_else(|_| http::StatusCode::BAD_GATEWAY.into_response())
         }
         Some((StallMode::Late, until)) => {
             let inner = proxy.0.clone();
             let applied = tokio::spawn(async move { forward(&inner, parts, body).await });
-            let answer = applied.await.unwrap_or_else(|_| http::StatusCode::BAD_GATEWAY.into_response());
+            let answer = applied
+                .await
+                .unwrap_or_else(|_| http::StatusCode::BAD_GATEWAY.into_response());
             tokio::time::sleep_until(until).await;
             answer
         }
@@ -433,7 +522,9 @@ async fn forward(inner: &Inner, parts: http::request::Parts, body: Bytes) -> Res
             request = request.header(name, value);
         }
     }
-    let Ok(request) = request.body(Full::new(body)) else { return http::StatusCode::BAD_GATEWAY.into_response() };
+    let Ok(request) = request.body(Full::new(body)) else {
+        return http::StatusCode::BAD_GATEWAY.into_response();
+    };
     match inner.client.request(request).await {
         Ok(response) => {
             let (parts, body) = response.into_parts();
@@ -452,7 +543,10 @@ async fn forward(inner: &Inner, parts: http::request::Parts, body: Bytes) -> Res
 /// Reads a call log written by the proxy.
 pub fn read_log(path: &std::path::Path) -> std::io::Result<Vec<Decision>> {
     let text = std::fs::read_to_string(path)?;
-    Ok(text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect())
+    Ok(text
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect())
 }
 
 /// Where the grants of a call log's run are written: `<log>.grants.json`.
@@ -464,12 +558,23 @@ pub fn grants_path(log: &std::path::Path) -> PathBuf {
 
 /// Writes the actions each function's policy allows (`{"ToolsCallFunction": ["dynamodb:GetItem", …]}`),
 /// for the report of grants never used.
-pub fn write_grants(log: &std::path::Path, policies: &[relevo_template::iam::ExecutionPolicy]) -> std::io::Result<()> {
+pub fn write_grants(
+    log: &std::path::Path,
+    policies: &[relevo_template::iam::ExecutionPolicy],
+) -> std::io::Result<()> {
     let grants: std::collections::BTreeMap<&str, std::collections::BTreeSet<String>> = policies
         .iter()
-        .map(|p| (p.function.as_str(), p.grants().into_iter().flat_map(|g| g.actions).collect()))
+        .map(|p| {
+            (
+                p.function.as_str(),
+                p.grants().into_iter().flat_map(|g| g.actions).collect(),
+            )
+        })
         .collect();
-    std::fs::write(grants_path(log), serde_json::to_string_pretty(&grants).map_err(std::io::Error::other)?)
+    std::fs::write(
+        grants_path(log),
+        serde_json::to_string_pretty(&grants).map_err(std::io::Error::other)?,
+    )
 }
 
 /// What a set of runs shows: every refused call, and per function the granted actions no call
@@ -484,16 +589,22 @@ pub struct Report {
 /// The report over call logs (each with its grants file beside it).
 pub fn report(logs: &[PathBuf]) -> std::io::Result<Report> {
     let mut report = Report::default();
-    let mut granted: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
+    let mut granted: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
     for log in logs {
         let grants: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
-            serde_json::from_str(&std::fs::read_to_string(grants_path(log))?).map_err(std::io::Error::other)?;
+            serde_json::from_str(&std::fs::read_to_string(grants_path(log))?)
+                .map_err(std::io::Error::other)?;
         for (function, actions) in grants {
             granted.entry(function).or_default().extend(actions);
         }
         for decision in read_log(log)? {
             if decision.allowed {
-                report.used.entry(decision.function.clone()).or_default().insert(decision.action.clone());
+                report
+                    .used
+                    .entry(decision.function.clone())
+                    .or_default()
+                    .insert(decision.action.clone());
             } else {
                 report.denied.push(decision);
             }
@@ -501,8 +612,10 @@ pub fn report(logs: &[PathBuf]) -> std::io::Result<Report> {
     }
     for (function, actions) in granted {
         let used = report.used.get(&function).cloned().unwrap_or_default();
-        let unused: std::collections::BTreeSet<String> =
-            actions.into_iter().filter(|grant| !used.iter().any(|action| grant.eq_ignore_ascii_case(action))).collect();
+        let unused: std::collections::BTreeSet<String> = actions
+            .into_iter()
+            .filter(|grant| !used.iter().any(|action| grant.eq_ignore_ascii_case(action)))
+            .collect();
         if !unused.is_empty() {
             report.unused.insert(function, unused);
         }

@@ -50,7 +50,9 @@ impl std::str::FromStr for Topology {
         match value {
             "a" | "A" => Ok(Topology::A),
             "b" | "B" => Ok(Topology::B),
-            other => Err(format!("unknown front door {other:?}: a (custom domain) or b (HTTP API)")),
+            other => Err(format!(
+                "unknown front door {other:?}: a (custom domain) or b (HTTP API)"
+            )),
         }
     }
 }
@@ -101,14 +103,24 @@ pub enum LocalError {
 fn parameters(options: &LocalOptions) -> BTreeMap<String, String> {
     let mut parameters = BTreeMap::from([
         ("AuthIssuer".to_string(), options.issuer.clone()),
-        ("AuthAudience".to_string(), format!("{}/mcp", options.origin)),
-        ("AuthJwksUrl".to_string(), format!("{}/.well-known/jwks.json", options.issuer)),
+        (
+            "AuthAudience".to_string(),
+            format!("{}/mcp", options.origin),
+        ),
+        (
+            "AuthJwksUrl".to_string(),
+            format!("{}/.well-known/jwks.json", options.issuer),
+        ),
     ]);
     if options.topology == Topology::A {
         parameters.insert("DomainName".into(), "mcp.local.test".into());
         parameters.insert(
             "CertificateArn".into(),
-            format!("arn:aws:acm:{}:{}:certificate/local", relevo_template::REGION, relevo_template::ACCOUNT_ID),
+            format!(
+                "arn:aws:acm:{}:{}:certificate/local",
+                relevo_template::REGION,
+                relevo_template::ACCOUNT_ID
+            ),
         );
     }
     parameters.extend(options.parameters.clone());
@@ -123,19 +135,33 @@ pub fn local_stack(options: &LocalOptions) -> Result<Stack, LocalError> {
 
 /// For tests (`$RELEVO_LAMBDA_PID_DIR/stack.json`): the AWS proxy's URL (its fault injection)
 /// and the physical names of the tables and queues (to read what the functions wrote).
-fn describe(stack: &Stack, ids: &relevo_template::PhysicalIds, proxy_url: &str) -> std::io::Result<()> {
-    let Ok(dir) = std::env::var("RELEVO_LAMBDA_PID_DIR") else { return Ok(()) };
+fn describe(
+    stack: &Stack,
+    ids: &relevo_template::PhysicalIds,
+    proxy_url: &str,
+) -> std::io::Result<()> {
+    let Ok(dir) = std::env::var("RELEVO_LAMBDA_PID_DIR") else {
+        return Ok(());
+    };
     let names = |kind: &str| -> serde_json::Map<String, serde_json::Value> {
         stack
             .of_type(kind)
-            .filter_map(|r| Some((r.logical_id.clone(), serde_json::json!(ids.reference(&r.logical_id)?))))
+            .filter_map(|r| {
+                Some((
+                    r.logical_id.clone(),
+                    serde_json::json!(ids.reference(&r.logical_id)?),
+                ))
+            })
             .collect()
     };
     let description = serde_json::json!({
         "awsProxy": proxy_url, "tables": names("AWS::DynamoDB::Table"), "queues": names("AWS::SQS::Queue"),
     });
     std::fs::create_dir_all(&dir)?;
-    std::fs::write(PathBuf::from(dir).join("stack.json"), description.to_string())
+    std::fs::write(
+        PathBuf::from(dir).join("stack.json"),
+        description.to_string(),
+    )
 }
 
 /// Creates the stack's resources on the emulator, starts every function, the IAM proxy, the event
@@ -143,7 +169,8 @@ fn describe(stack: &Stack, ids: &relevo_template::PhysicalIds, proxy_url: &str) 
 pub async fn start(options: &LocalOptions) -> Result<FrontDoor, LocalError> {
     let stack = local_stack(options)?;
     let admin = relevo_aws::emulator_config(&options.endpoint).await;
-    let suffix = relevo_state::Ids::new_id(&relevo_state::RandomIds).replace(['_', '-'], "x")[..10].to_string();
+    let suffix = relevo_state::Ids::new_id(&relevo_state::RandomIds).replace(['_', '-'], "x")[..10]
+        .to_string();
     let ids = provision::provision(&stack, &admin, &suffix).await?;
     let functions = stack.functions(&ids)?;
     let policies = stack.execution_policies(&ids)?;
@@ -152,10 +179,16 @@ pub async fn start(options: &LocalOptions) -> Result<FrontDoor, LocalError> {
     let mut keys = HashMap::new();
     for (index, policy) in policies.iter().enumerate() {
         let key = format!("AKIALOCAL{index:04}");
-        let role = ids.reference(&policy.role).unwrap_or_else(|| policy.role.clone());
+        let role = ids
+            .reference(&policy.role)
+            .unwrap_or_else(|| policy.role.clone());
         callers.insert(
             key.clone(),
-            iam_proxy::Caller { function: policy.function.clone(), role, authorizer: policy.authorizer()? },
+            iam_proxy::Caller {
+                function: policy.function.clone(),
+                role,
+                authorizer: policy.authorizer()?,
+            },
         );
         keys.insert(policy.function.clone(), key);
     }
@@ -163,14 +196,21 @@ pub async fn start(options: &LocalOptions) -> Result<FrontDoor, LocalError> {
         .of_type("AWS::SecretsManager::Secret")
         .filter_map(|s| ids.reference(&s.logical_id))
         .flat_map(|arn| {
-            let name = arn.rsplit(":secret:").next().and_then(|n| n.rsplit_once('-')).map(|(n, _)| n.to_string());
-            [(arn.clone(), arn.clone())].into_iter().chain(name.map(|n| (n, arn)))
+            let name = arn
+                .rsplit(":secret:")
+                .next()
+                .and_then(|n| n.rsplit_once('-'))
+                .map(|(n, _)| n.to_string());
+            [(arn.clone(), arn.clone())]
+                .into_iter()
+                .chain(name.map(|n| (n, arn)))
         })
         .collect();
     if let Some(log) = &options.iam_log {
         iam_proxy::write_grants(log, &policies)?;
     }
-    let proxy = iam_proxy::IamProxy::new(&options.endpoint, callers, secrets, options.iam_log.clone())?;
+    let proxy =
+        iam_proxy::IamProxy::new(&options.endpoint, callers, secrets, options.iam_log.clone())?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let proxy_url = format!("http://{}", listener.local_addr()?);
     tokio::spawn(async move { axum::serve(listener, proxy.router()).await });
@@ -182,8 +222,14 @@ pub async fn start(options: &LocalOptions) -> Result<FrontDoor, LocalError> {
         let mut env: Vec<(String, String)> = function.environment.clone().into_iter().collect();
         env.extend([
             ("AWS_ENDPOINT_URL".to_string(), proxy_url.clone()),
-            ("AWS_REGION".to_string(), relevo_template::REGION.to_string()),
-            ("AWS_DEFAULT_REGION".to_string(), relevo_template::REGION.to_string()),
+            (
+                "AWS_REGION".to_string(),
+                relevo_template::REGION.to_string(),
+            ),
+            (
+                "AWS_DEFAULT_REGION".to_string(),
+                relevo_template::REGION.to_string(),
+            ),
             ("AWS_ACCESS_KEY_ID".to_string(), key),
             ("AWS_SECRET_ACCESS_KEY".to_string(), "local".to_string()),
         ]);
@@ -201,20 +247,35 @@ pub async fn start(options: &LocalOptions) -> Result<FrontDoor, LocalError> {
             env,
             memory_mb: function.memory_mb,
             timeout: Duration::from_secs(function.timeout_secs),
-            environments: if function.streams() { options.streaming_environments } else { 1 },
+            environments: if function.streams() {
+                options.streaming_environments
+            } else {
+                1
+            },
         };
         running.insert(function.logical_id.clone(), start_function(spec).await?);
     }
 
-    for mapping in stack.event_source_mappings(&ids)?.into_iter().filter(|m| m.enabled) {
-        let (Some(function), Some(spec)) =
-            (running.get(&mapping.function), functions.iter().find(|f| f.logical_id == mapping.function))
-        else {
-            return Err(LocalError::Stack(format!("{}: no function {}", mapping.logical_id, mapping.function)));
+    for mapping in stack
+        .event_source_mappings(&ids)?
+        .into_iter()
+        .filter(|m| m.enabled)
+    {
+        let (Some(function), Some(spec)) = (
+            running.get(&mapping.function),
+            functions.iter().find(|f| f.logical_id == mapping.function),
+        ) else {
+            return Err(LocalError::Stack(format!(
+                "{}: no function {}",
+                mapping.logical_id, mapping.function
+            )));
         };
-        let queue_url = ids
-            .reference(&mapping.source)
-            .ok_or_else(|| LocalError::Stack(format!("{}: no queue {}", mapping.logical_id, mapping.source)))?;
+        let queue_url = ids.reference(&mapping.source).ok_or_else(|| {
+            LocalError::Stack(format!(
+                "{}: no queue {}",
+                mapping.logical_id, mapping.source
+            ))
+        })?;
         let key = keys.get(&mapping.function).cloned().unwrap_or_default();
         let config = relevo_aws::emulator_config_as(&proxy_url, &key).await;
         tokio::spawn(sqs_event_source(SqsMapping {
@@ -237,9 +298,10 @@ pub async fn start(options: &LocalOptions) -> Result<FrontDoor, LocalError> {
             }
         };
         for target in &rule.targets {
-            let (Some(function), Some(spec)) =
-                (running.get(target), functions.iter().find(|f| f.logical_id == *target))
-            else {
+            let (Some(function), Some(spec)) = (
+                running.get(target),
+                functions.iter().find(|f| f.logical_id == *target),
+            ) else {
                 continue;
             };
             tokio::spawn(schedule(
@@ -250,6 +312,12 @@ pub async fn start(options: &LocalOptions) -> Result<FrontDoor, LocalError> {
             ));
         }
     }
-    let routes = Routes::from_stack(stack.routing_rules(&ids)?, stack.apis(&ids)?).map_err(LocalError::Stack)?;
-    Ok(FrontDoor::new(routes, running, options.inject_token.clone(), options.stream_limits))
+    let routes = Routes::from_stack(stack.routing_rules(&ids)?, stack.apis(&ids)?)
+        .map_err(LocalError::Stack)?;
+    Ok(FrontDoor::new(
+        routes,
+        running,
+        options.inject_token.clone(),
+        options.stream_limits,
+    ))
 }

@@ -8,8 +8,8 @@
 
 use aws_config::SdkConfig;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection, ProjectionType,
-    ScalarAttributeType, TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
 };
 use aws_sdk_sqs::types::QueueAttributeName;
 use relevo_template::{PhysicalIds, Stack, TemplateError, graph};
@@ -28,11 +28,17 @@ pub enum ProvisionError {
 }
 
 fn refused(resource: &str, error: impl std::fmt::Display) -> ProvisionError {
-    ProvisionError::Emulator { resource: resource.to_string(), message: error.to_string() }
+    ProvisionError::Emulator {
+        resource: resource.to_string(),
+        message: error.to_string(),
+    }
 }
 
 fn bad(resource: &str, message: impl Into<String>) -> ProvisionError {
-    ProvisionError::Property { resource: resource.to_string(), message: message.into() }
+    ProvisionError::Property {
+        resource: resource.to_string(),
+        message: message.into(),
+    }
 }
 
 fn text(value: &Value) -> Option<String> {
@@ -46,7 +52,11 @@ fn text(value: &Value) -> Option<String> {
 
 /// Creates what the stack stores data in; `suffix` keeps the names of this run apart from other
 /// runs on the same emulator.
-pub async fn provision(stack: &Stack, config: &SdkConfig, suffix: &str) -> Result<PhysicalIds, ProvisionError> {
+pub async fn provision(
+    stack: &Stack,
+    config: &SdkConfig,
+    suffix: &str,
+) -> Result<PhysicalIds, ProvisionError> {
     let mut ids = PhysicalIds::synthetic(stack);
     let order = graph::creation_order(&stack.resources).ok_or(ProvisionError::Cycle)?;
     let dynamodb = aws_sdk_dynamodb::Client::new(config);
@@ -64,7 +74,11 @@ pub async fn provision(stack: &Stack, config: &SdkConfig, suffix: &str) -> Resul
             "AWS::SQS::Queue" => {
                 let properties = stack.properties(&ids, &logical_id)?;
                 let (url, arn) = create_queue(&sqs, &logical_id, &name, &properties).await?;
-                ids.set(&logical_id, &url, &[("Arn", &arn), ("QueueName", &name), ("QueueUrl", &url)]);
+                ids.set(
+                    &logical_id,
+                    &url,
+                    &[("Arn", &arn), ("QueueName", &name), ("QueueUrl", &url)],
+                );
             }
             "AWS::SecretsManager::Secret" => {
                 let properties = stack.properties(&ids, &logical_id)?;
@@ -76,7 +90,10 @@ pub async fn provision(stack: &Stack, config: &SdkConfig, suffix: &str) -> Resul
                     .send()
                     .await
                     .map_err(|e| refused(&logical_id, e.into_service_error()))?;
-                let arn = created.arn().ok_or_else(|| refused(&logical_id, "no ARN"))?.to_string();
+                let arn = created
+                    .arn()
+                    .ok_or_else(|| refused(&logical_id, "no ARN"))?
+                    .to_string();
                 ids.set(&logical_id, &arn, &[("Id", &arn)]);
             }
             _ => {}
@@ -99,7 +116,9 @@ async fn create_table(
             .map(|key| {
                 KeySchemaElement::builder()
                     .attribute_name(text(&key["AttributeName"]).unwrap_or_default())
-                    .key_type(KeyType::from(text(&key["KeyType"]).unwrap_or_default().as_str()))
+                    .key_type(KeyType::from(
+                        text(&key["KeyType"]).unwrap_or_default().as_str(),
+                    ))
                     .build()
                     .map_err(|e| bad(id, e.to_string()))
             })
@@ -108,25 +127,45 @@ async fn create_table(
     let mut request = client
         .create_table()
         .table_name(name)
-        .billing_mode(BillingMode::from(text(&properties["BillingMode"]).unwrap_or("PROVISIONED".into()).as_str()))
+        .billing_mode(BillingMode::from(
+            text(&properties["BillingMode"])
+                .unwrap_or("PROVISIONED".into())
+                .as_str(),
+        ))
         .set_key_schema(Some(key_schema(&properties["KeySchema"])?));
-    for attribute in properties["AttributeDefinitions"].as_array().into_iter().flatten() {
+    for attribute in properties["AttributeDefinitions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
         request = request.attribute_definitions(
             AttributeDefinition::builder()
                 .attribute_name(text(&attribute["AttributeName"]).unwrap_or_default())
                 .attribute_type(ScalarAttributeType::from(
-                    text(&attribute["AttributeType"]).unwrap_or_default().as_str(),
+                    text(&attribute["AttributeType"])
+                        .unwrap_or_default()
+                        .as_str(),
                 ))
                 .build()
                 .map_err(|e| bad(id, e.to_string()))?,
         );
     }
-    for index in properties["GlobalSecondaryIndexes"].as_array().into_iter().flatten() {
+    for index in properties["GlobalSecondaryIndexes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
         let projection = &index["Projection"];
         let projection = Projection::builder()
-            .projection_type(ProjectionType::from(text(&projection["ProjectionType"]).unwrap_or("ALL".into()).as_str()))
+            .projection_type(ProjectionType::from(
+                text(&projection["ProjectionType"])
+                    .unwrap_or("ALL".into())
+                    .as_str(),
+            ))
             .set_non_key_attributes(
-                projection["NonKeyAttributes"].as_array().map(|names| names.iter().filter_map(text).collect()),
+                projection["NonKeyAttributes"]
+                    .as_array()
+                    .map(|names| names.iter().filter_map(text).collect()),
             )
             .build();
         request = request.global_secondary_indexes(
@@ -138,9 +177,15 @@ async fn create_table(
                 .map_err(|e| bad(id, e.to_string()))?,
         );
     }
-    let created = request.send().await.map_err(|e| refused(id, e.into_service_error()))?;
-    let arn =
-        created.table_description().and_then(|d| d.table_arn()).ok_or_else(|| refused(id, "no table ARN"))?.to_string();
+    let created = request
+        .send()
+        .await
+        .map_err(|e| refused(id, e.into_service_error()))?;
+    let arn = created
+        .table_description()
+        .and_then(|d| d.table_arn())
+        .ok_or_else(|| refused(id, "no table ARN"))?
+        .to_string();
     let ttl = &properties["TimeToLiveSpecification"];
     if ttl["Enabled"].as_bool() == Some(true) {
         let specification = TimeToLiveSpecification::builder()
@@ -168,10 +213,16 @@ async fn create_queue(
     let mut request = client.create_queue().queue_name(name);
     for (property, attribute) in [
         ("VisibilityTimeout", QueueAttributeName::VisibilityTimeout),
-        ("MessageRetentionPeriod", QueueAttributeName::MessageRetentionPeriod),
+        (
+            "MessageRetentionPeriod",
+            QueueAttributeName::MessageRetentionPeriod,
+        ),
         ("DelaySeconds", QueueAttributeName::DelaySeconds),
         ("MaximumMessageSize", QueueAttributeName::MaximumMessageSize),
-        ("ReceiveMessageWaitTimeSeconds", QueueAttributeName::ReceiveMessageWaitTimeSeconds),
+        (
+            "ReceiveMessageWaitTimeSeconds",
+            QueueAttributeName::ReceiveMessageWaitTimeSeconds,
+        ),
     ] {
         if let Some(value) = text(&properties[property]) {
             request = request.attributes(attribute, value);
@@ -179,10 +230,10 @@ async fn create_queue(
     }
     let redrive = &properties["RedrivePolicy"];
     if redrive.is_object() {
-        let max: u64 =
-            text(&redrive["maxReceiveCount"]).and_then(|m| m.parse().ok()).ok_or_else(|| bad(id, "maxReceiveCount"))?;
-        let policy =
-            serde_json::json!({ "deadLetterTargetArn": redrive["deadLetterTargetArn"], "maxReceiveCount": max });
+        let max: u64 = text(&redrive["maxReceiveCount"])
+            .and_then(|m| m.parse().ok())
+            .ok_or_else(|| bad(id, "maxReceiveCount"))?;
+        let policy = serde_json::json!({ "deadLetterTargetArn": redrive["deadLetterTargetArn"], "maxReceiveCount": max });
         request = request.attributes(QueueAttributeName::RedrivePolicy, policy.to_string());
     }
     let url = request
@@ -211,8 +262,13 @@ fn secret_value(id: &str, properties: &Value) -> Result<String, ProvisionError> 
         return Ok(value);
     }
     let generate = &properties["GenerateSecretString"];
-    let length: usize = text(&generate["PasswordLength"]).and_then(|l| l.parse().ok()).unwrap_or(32);
-    let mut alphabet: Vec<u8> = (b'a'..=b'z').chain(b'A'..=b'Z').chain(b'0'..=b'9').collect();
+    let length: usize = text(&generate["PasswordLength"])
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(32);
+    let mut alphabet: Vec<u8> = (b'a'..=b'z')
+        .chain(b'A'..=b'Z')
+        .chain(b'0'..=b'9')
+        .collect();
     if generate["ExcludePunctuation"].as_bool() != Some(true) {
         alphabet.extend_from_slice(b"!#$%&()*+,-./:;<=>?@[]^_`{|}~");
     }
@@ -220,11 +276,17 @@ fn secret_value(id: &str, properties: &Value) -> Result<String, ProvisionError> 
     alphabet.retain(|c| !excluded.as_bytes().contains(c));
     let mut random = vec![0u8; length];
     getrandom::fill(&mut random).map_err(|e| bad(id, e.to_string()))?;
-    let password: String = random.iter().map(|b| char::from(alphabet[usize::from(*b) % alphabet.len()])).collect();
-    match (text(&generate["SecretStringTemplate"]), text(&generate["GenerateStringKey"])) {
+    let password: String = random
+        .iter()
+        .map(|b| char::from(alphabet[usize::from(*b) % alphabet.len()]))
+        .collect();
+    match (
+        text(&generate["SecretStringTemplate"]),
+        text(&generate["GenerateStringKey"]),
+    ) {
         (Some(template), Some(key)) => {
-            let mut value: Value =
-                serde_json::from_str(&template).map_err(|e| bad(id, format!("SecretStringTemplate: {e}")))?;
+            let mut value: Value = serde_json::from_str(&template)
+                .map_err(|e| bad(id, format!("SecretStringTemplate: {e}")))?;
             value[key] = Value::String(password);
             Ok(value.to_string())
         }

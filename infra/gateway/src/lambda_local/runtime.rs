@@ -40,7 +40,10 @@ pub enum Answer {
     Buffered(Value),
     /// An HTTP integration response: its prelude (`statusCode`, `headers`, `cookies`), then the
     /// body as the function writes it (an `Err` if the function failed or died mid-stream).
-    Streamed { prelude: Value, body: mpsc::Receiver<Result<Bytes, String>> },
+    Streamed {
+        prelude: Value,
+        body: mpsc::Receiver<Result<Bytes, String>>,
+    },
 }
 
 /// Why an invocation has no answer.
@@ -110,9 +113,10 @@ impl Function {
     pub async fn invoke(&self, event: Value, wait: Duration) -> Result<Value, InvokeError> {
         match self.invoke_http(event, wait).await? {
             Answer::Buffered(value) => Ok(value),
-            Answer::Streamed { .. } => {
-                Err(InvokeError::Failed(self.name.clone(), "streamed an answer to a buffered invoke".into()))
-            }
+            Answer::Streamed { .. } => Err(InvokeError::Failed(
+                self.name.clone(),
+                "streamed an answer to a buffered invoke".into(),
+            )),
         }
     }
 
@@ -127,7 +131,10 @@ impl Function {
             .map_err(|_| InvokeError::NotRunning(self.name.clone()))?;
         match tokio::time::timeout(wait, receiver).await {
             Ok(Ok(result)) => result,
-            Ok(Err(_)) => Err(InvokeError::Failed(self.name.clone(), "the environment went away".into())),
+            Ok(Err(_)) => Err(InvokeError::Failed(
+                self.name.clone(),
+                "the environment went away".into(),
+            )),
             Err(_) => Err(InvokeError::Waited(self.name.clone(), wait)),
         }
     }
@@ -140,16 +147,25 @@ fn invocation_trace() -> String {
 }
 
 fn epoch_millis() -> u128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
 }
 
 async fn next_invocation(State(runtime): State<Arc<Runtime>>) -> Response {
     runtime.ready.store(true, Ordering::SeqCst);
     let invocation = runtime.pending.lock().await.recv().await;
-    let Some(invocation) = invocation else { return http::StatusCode::GONE.into_response() };
+    let Some(invocation) = invocation else {
+        return http::StatusCode::GONE.into_response();
+    };
     record_invocation(&runtime.name, runtime.environment, &invocation.id);
     runtime.running.lock().await.insert(invocation.id.clone());
-    runtime.in_flight.lock().await.insert(invocation.id.clone(), invocation.answer);
+    runtime
+        .in_flight
+        .lock()
+        .await
+        .insert(invocation.id.clone(), invocation.answer);
     tokio::spawn(watchdog(runtime.clone(), invocation.id.clone()));
     let deadline = epoch_millis() + runtime.timeout.as_millis();
     Response::builder()
@@ -178,17 +194,27 @@ async fn watchdog(runtime: Arc<Runtime>, id: String) {
         return;
     }
     if let Some(answer) = runtime.in_flight.lock().await.remove(&id) {
-        let _ = answer.send(Err(InvokeError::TimedOut(runtime.name.clone(), runtime.timeout.as_secs())));
+        let _ = answer.send(Err(InvokeError::TimedOut(
+            runtime.name.clone(),
+            runtime.timeout.as_secs(),
+        )));
     }
     tracing::warn!(function = %runtime.name, "invocation timed out; stopping its environment");
     runtime.kill.notify_one();
 }
 
-async fn respond(State(runtime): State<Arc<Runtime>>, Path(id): Path<String>, request: Request) -> Response {
+async fn respond(
+    State(runtime): State<Arc<Runtime>>,
+    Path(id): Path<String>,
+    request: Request,
+) -> Response {
     let Some(answer) = runtime.in_flight.lock().await.remove(&id) else {
         return http::StatusCode::ACCEPTED.into_response();
     };
-    let streaming = request.headers().get("lambda-runtime-function-response-mode").is_some_and(|m| m == "streaming");
+    let streaming = request
+        .headers()
+        .get("lambda-runtime-function-response-mode")
+        .is_some_and(|m| m == "streaming");
     if streaming {
         relay_stream(request.into_body(), answer, &runtime.name).await;
     } else {
@@ -199,7 +225,9 @@ async fn respond(State(runtime): State<Arc<Runtime>>, Path(id): Path<String>, re
                 let _ = answer.send(Ok(Answer::Buffered(value)));
             }
             Err(error) => {
-                let why = format!("the response is over Lambda's 6 MB payload limit or unreadable: {error}");
+                let why = format!(
+                    "the response is over Lambda's 6 MB payload limit or unreadable: {error}"
+                );
                 let _ = answer.send(Err(InvokeError::Failed(runtime.name.clone(), why)));
             }
         }
@@ -224,7 +252,12 @@ async fn relay_stream(mut body: Body, answer: AnswerSender, name: &str) {
             Ok(frame) => frame
                 .trailers_ref()
                 .and_then(|t| t.get("lambda-runtime-function-error-type"))
-                .map(|kind| format!("function error mid-stream: {}", String::from_utf8_lossy(kind.as_bytes()))),
+                .map(|kind| {
+                    format!(
+                        "function error mid-stream: {}",
+                        String::from_utf8_lossy(kind.as_bytes())
+                    )
+                }),
         };
         if let Some(error) = error {
             match answer.take() {
@@ -233,7 +266,9 @@ async fn relay_stream(mut body: Body, answer: AnswerSender, name: &str) {
             }
             return;
         }
-        let Some(data) = frame.ok().and_then(|f| f.into_data().ok()) else { continue };
+        let Some(data) = frame.ok().and_then(|f| f.into_data().ok()) else {
+            continue;
+        };
         match answer.take() {
             None => drop(chunks.send(Ok(data)).await),
             Some((sender, receiver)) => {
@@ -247,7 +282,10 @@ async fn relay_stream(mut body: Body, answer: AnswerSender, name: &str) {
                 if !rest.is_empty() {
                     let _ = chunks.send(Ok(rest)).await;
                 }
-                let _ = sender.send(Ok(Answer::Streamed { prelude, body: receiver }));
+                let _ = sender.send(Ok(Answer::Streamed {
+                    prelude,
+                    body: receiver,
+                }));
             }
         }
     }
@@ -256,7 +294,11 @@ async fn relay_stream(mut body: Body, answer: AnswerSender, name: &str) {
     }
 }
 
-async fn fail(State(runtime): State<Arc<Runtime>>, Path(id): Path<String>, body: Bytes) -> Response {
+async fn fail(
+    State(runtime): State<Arc<Runtime>>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
     if let Some(answer) = runtime.in_flight.lock().await.remove(&id) {
         let why = format!("function error: {}", String::from_utf8_lossy(&body));
         let _ = answer.send(Err(InvokeError::Failed(runtime.name.clone(), why)));
@@ -275,10 +317,15 @@ async fn init_error(State(runtime): State<Arc<Runtime>>, body: Bytes) -> Respons
 /// environment cannot start. Only when no environment is waiting for work (one that is holds the
 /// queue): a healthy environment of the same function would serve them.
 fn fail_waiting(runtime: &Runtime, why: &str) {
-    let Ok(mut pending) = runtime.pending.try_lock() else { return };
+    let Ok(mut pending) = runtime.pending.try_lock() else {
+        return;
+    };
     while let Ok(invocation) = pending.try_recv() {
         tracing::warn!(function = %runtime.name, why, "invocation failed: the function cannot start");
-        let _ = invocation.answer.send(Err(InvokeError::Failed(runtime.name.clone(), why.to_string())));
+        let _ = invocation.answer.send(Err(InvokeError::Failed(
+            runtime.name.clone(),
+            why.to_string(),
+        )));
     }
 }
 
@@ -300,22 +347,42 @@ pub async fn start_function(spec: FunctionSpec) -> std::io::Result<Function> {
             ready: AtomicBool::new(false),
         });
         let api = Router::new()
-            .route("/2018-06-01/runtime/invocation/next", axum::routing::get(next_invocation))
-            .route("/2018-06-01/runtime/invocation/{id}/response", axum::routing::post(respond))
-            .route("/2018-06-01/runtime/invocation/{id}/error", axum::routing::post(fail))
-            .route("/2018-06-01/runtime/init/error", axum::routing::post(init_error))
+            .route(
+                "/2018-06-01/runtime/invocation/next",
+                axum::routing::get(next_invocation),
+            )
+            .route(
+                "/2018-06-01/runtime/invocation/{id}/response",
+                axum::routing::post(respond),
+            )
+            .route(
+                "/2018-06-01/runtime/invocation/{id}/error",
+                axum::routing::post(fail),
+            )
+            .route(
+                "/2018-06-01/runtime/init/error",
+                axum::routing::post(init_error),
+            )
             .with_state(runtime.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let address = listener.local_addr()?;
         tokio::spawn(async move { axum::serve(listener, api).await });
         tokio::spawn(supervise(spec.clone(), environment, address, runtime));
     }
-    Ok(Function { name: spec.name.clone(), queue })
+    Ok(Function {
+        name: spec.name.clone(),
+        queue,
+    })
 }
 
 /// Keeps one execution environment's process running; when it dies or times out, fails what it
 /// held and starts it again.
-async fn supervise(spec: Arc<FunctionSpec>, environment: usize, address: std::net::SocketAddr, runtime: Arc<Runtime>) {
+async fn supervise(
+    spec: Arc<FunctionSpec>,
+    environment: usize,
+    address: std::net::SocketAddr,
+    runtime: Arc<Runtime>,
+) {
     loop {
         runtime.ready.store(false, Ordering::SeqCst);
         let mut command = tokio::process::Command::new(&spec.binary);
@@ -323,14 +390,22 @@ async fn supervise(spec: Arc<FunctionSpec>, environment: usize, address: std::ne
             .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .env("AWS_LAMBDA_RUNTIME_API", address.to_string())
             .env("AWS_LAMBDA_FUNCTION_NAME", &spec.name)
-            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", spec.memory_mb.to_string())
+            .env(
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
+                spec.memory_mb.to_string(),
+            )
             .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-            .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{}", spec.name))
+            .env(
+                "AWS_LAMBDA_LOG_GROUP_NAME",
+                format!("/aws/lambda/{}", spec.name),
+            )
             .env("AWS_LAMBDA_LOG_STREAM_NAME", format!("local-{environment}"))
             .kill_on_drop(true);
         let log = log_group(&spec.name);
         if log.is_some() {
-            command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+            command
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
         }
         match command.spawn() {
             Ok(mut child) => {
@@ -350,16 +425,24 @@ async fn supervise(spec: Arc<FunctionSpec>, environment: usize, address: std::ne
                     }
                 }
             }
-            Err(error) => tracing::error!(function = %spec.name, %error, "cannot start the function"),
+            Err(error) => {
+                tracing::error!(function = %spec.name, %error, "cannot start the function")
+            }
         }
         // What the dead process held will never be answered: fail it, as Lambda would.
         for (_, answer) in runtime.in_flight.lock().await.drain() {
-            let _ = answer.send(Err(InvokeError::Failed(spec.name.clone(), "the function's process died".into())));
+            let _ = answer.send(Err(InvokeError::Failed(
+                spec.name.clone(),
+                "the function's process died".into(),
+            )));
         }
         runtime.running.lock().await.clear();
         if !runtime.ready.load(Ordering::SeqCst) {
             // It never finished its init: what waits for it would wait for the next one to fail too.
-            fail_waiting(&runtime, "Runtime.ExitError: the function exited during its init");
+            fail_waiting(
+                &runtime,
+                "Runtime.ExitError: the function exited during its init",
+            );
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -369,7 +452,9 @@ async fn supervise(spec: Arc<FunctionSpec>, environment: usize, address: std::ne
 /// `$RELEVO_LAMBDA_LOG_DIR/<name>.log`, every environment's stdout and stderr, line by line.
 /// Unset: the lines go to this process's own output.
 fn log_group(name: &str) -> Option<PathBuf> {
-    let dir = std::env::var("RELEVO_LAMBDA_LOG_DIR").ok().filter(|d| !d.is_empty())?;
+    let dir = std::env::var("RELEVO_LAMBDA_LOG_DIR")
+        .ok()
+        .filter(|d| !d.is_empty())?;
     let _ = std::fs::create_dir_all(&dir);
     Some(PathBuf::from(dir).join(format!("{name}.log")))
 }
@@ -385,12 +470,18 @@ fn collect_logs(child: &mut tokio::process::Child, log: PathBuf, environment: us
             while let Ok(Some(line)) = lines.next_line().await {
                 let line = match serde_json::from_str::<Value>(&line) {
                     Ok(Value::Object(mut object)) => {
-                        object.insert("logStream".into(), Value::String(format!("local-{environment}")));
+                        object.insert(
+                            "logStream".into(),
+                            Value::String(format!("local-{environment}")),
+                        );
                         Value::Object(object).to_string()
                     }
                     _ => line,
                 };
-                let appended = std::fs::OpenOptions::new().create(true).append(true).open(&log);
+                let appended = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&log);
                 if let Ok(mut file) = appended {
                     let _ = std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes());
                 }
@@ -411,8 +502,10 @@ fn record_invocation(name: &str, environment: usize, id: &str) {
     use std::io::Write;
     if let Ok(dir) = std::env::var("RELEVO_LAMBDA_PID_DIR") {
         let _ = std::fs::create_dir_all(&dir);
-        let log =
-            std::fs::OpenOptions::new().create(true).append(true).open(PathBuf::from(dir).join("invocations.log"));
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(PathBuf::from(dir).join("invocations.log"));
         if let Ok(mut log) = log {
             let _ = log.write_all(format!("{name} {environment} {id}\n").as_bytes());
         }
@@ -423,7 +516,11 @@ fn record_invocation(name: &str, environment: usize, id: &str) {
 /// `<name>.<environment>.pid`, for fault-injection tests.
 fn write_pid(name: &str, environment: usize, pid: u32) {
     if let Ok(dir) = std::env::var("RELEVO_LAMBDA_PID_DIR") {
-        let file = if environment == 0 { format!("{name}.pid") } else { format!("{name}.{environment}.pid") };
+        let file = if environment == 0 {
+            format!("{name}.pid")
+        } else {
+            format!("{name}.{environment}.pid")
+        };
         let _ = std::fs::create_dir_all(&dir);
         let _ = std::fs::write(PathBuf::from(dir).join(file), pid.to_string());
     }

@@ -35,9 +35,16 @@ fn main() -> ExitCode {
     for problem in &problems {
         eprintln!("package check: {problem}");
     }
-    let names: Vec<&str> = publishable(&metadata).iter().map(|p| p.name.as_str()).collect();
+    let names: Vec<&str> = publishable(&metadata)
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
     if !problems.is_empty() {
-        eprintln!("package check: {} finding(s) over {} publishable crate(s)", problems.len(), names.len());
+        eprintln!(
+            "package check: {} finding(s) over {} publishable crate(s)",
+            problems.len(),
+            names.len()
+        );
         return ExitCode::FAILURE;
     }
     if list {
@@ -45,12 +52,18 @@ fn main() -> ExitCode {
             println!("{name}");
         }
     } else {
-        println!("package check: {} publishable crates ready: {}", names.len(), names.join(", "));
+        println!(
+            "package check: {} publishable crates ready: {}",
+            names.len(),
+            names.join(", ")
+        );
     }
     ExitCode::SUCCESS
 }
 
 fn usage(problem: &str) -> ExitCode {
-    eprintln!("relevo-package-check: {problem}\nusage: relevo-package-check [--manifest-path Cargo.toml] [--list]");
+    eprintln!(
+        "relevo-package-check: {problem}\nusage: relevo-package-check [--manifest-path Cargo.toml] [--list]"
+    );
     ExitCode::from(2)
 }

@@ -19,7 +19,10 @@ fn main() -> ExitCode {
         match arg.as_str() {
             "--rules" => {
                 for rule in RULES {
-                    println!("{:<22} refuses {}\n{:<22} source: {}", rule.id, rule.refuses, "", rule.source);
+                    println!(
+                        "{:<22} refuses {}\n{:<22} source: {}",
+                        rule.id, rule.refuses, "", rule.source
+                    );
                 }
                 return ExitCode::SUCCESS;
             }
@@ -32,7 +35,9 @@ fn main() -> ExitCode {
             other => return usage(&format!("unexpected argument {other:?}")),
         }
     }
-    let Some(path) = template else { return usage("the translated template is required") };
+    let Some(path) = template else {
+        return usage("the translated template is required");
+    };
     let template = match Template::load(&path) {
         Ok(template) => template,
         Err(error) => {
@@ -49,10 +54,18 @@ fn main() -> ExitCode {
     }
     let names: Vec<&str> = topologies.iter().map(|t| t.name.as_str()).collect();
     if findings.is_empty() {
-        println!("deploy check: {} rules, topologies {}: nothing refused", RULES.len(), names.join(", "));
+        println!(
+            "deploy check: {} rules, topologies {}: nothing refused",
+            RULES.len(),
+            names.join(", ")
+        );
         ExitCode::SUCCESS
     } else {
-        println!("deploy check: {} finding(s) in {}", findings.len(), names.join(", "));
+        println!(
+            "deploy check: {} finding(s) in {}",
+            findings.len(),
+            names.join(", ")
+        );
         ExitCode::FAILURE
     }
 }

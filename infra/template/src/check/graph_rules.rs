@@ -13,7 +13,12 @@ const MAX_TEMPLATE_BYTES: usize = 1_000_000;
 pub(super) fn template_rules(template: &Template) -> Vec<Finding> {
     let mut findings = Vec::new();
     let mut refuse = |rule: &'static str, resource: &str, message: String| {
-        findings.push(Finding { rule, topology: "template".into(), resource: resource.into(), message });
+        findings.push(Finding {
+            rule,
+            topology: "template".into(),
+            resource: resource.into(),
+            message,
+        });
     };
     let resources = match template.resources() {
         Ok(resources) => resources,
@@ -27,24 +32,52 @@ pub(super) fn template_rules(template: &Template) -> Vec<Finding> {
         refuse(
             "cycle",
             &path[0],
-            format!("circular dependency between [{}], e.g. {}", members.join(", "), path.join(" -> ")),
+            format!(
+                "circular dependency between [{}], e.g. {}",
+                members.join(", "),
+                path.join(" -> ")
+            ),
         );
     }
     let json = template.json();
     let count = |key: &str| json[key].as_object().map_or(0, |o| o.len());
-    for (key, max) in [("Resources", MAX_RESOURCES), ("Parameters", MAX_PARAMETERS), ("Outputs", MAX_OUTPUTS)] {
+    for (key, max) in [
+        ("Resources", MAX_RESOURCES),
+        ("Parameters", MAX_PARAMETERS),
+        ("Outputs", MAX_OUTPUTS),
+    ] {
         if count(key) > max {
-            refuse("cfn-quotas", key, format!("{} {key} (at most {max})", count(key)));
+            refuse(
+                "cfn-quotas",
+                key,
+                format!("{} {key} (at most {max})", count(key)),
+            );
         }
     }
     let size = json.to_string().len();
     if size > MAX_TEMPLATE_BYTES {
-        refuse("cfn-quotas", "template", format!("{size} bytes (at most {MAX_TEMPLATE_BYTES} through S3)"));
+        refuse(
+            "cfn-quotas",
+            "template",
+            format!("{size} bytes (at most {MAX_TEMPLATE_BYTES} through S3)"),
+        );
     }
     for key in ["Resources", "Parameters", "Outputs", "Conditions"] {
-        for name in json[key].as_object().into_iter().flatten().map(|(name, _)| name) {
-            if name.is_empty() || name.len() > 255 || !name.chars().all(|c| c.is_ascii_alphanumeric()) {
-                refuse("cfn-quotas", name, format!("{key} logical id must be 1–255 alphanumeric characters"));
+        for name in json[key]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(name, _)| name)
+        {
+            if name.is_empty()
+                || name.len() > 255
+                || !name.chars().all(|c| c.is_ascii_alphanumeric())
+            {
+                refuse(
+                    "cfn-quotas",
+                    name,
+                    format!("{key} logical id must be 1–255 alphanumeric characters"),
+                );
             }
         }
     }
@@ -66,7 +99,8 @@ pub(super) fn stack_rules(context: &mut Context) {
         {
             continue;
         }
-        if let Err(error) = stack.resolve(&format!("Outputs.{name}"), &output["Value"], context.ids) {
+        if let Err(error) = stack.resolve(&format!("Outputs.{name}"), &output["Value"], context.ids)
+        {
             context.refuse("references", &format!("Outputs.{name}"), error.to_string());
         }
     }

@@ -20,7 +20,11 @@ pub const ALLOWED_AWS_MANAGED: [&str; 4] = [
 
 /// IAM does not count white space in a policy's size.
 fn policy_chars(document: &Value) -> usize {
-    document.to_string().chars().filter(|c| !c.is_whitespace()).count()
+    document
+        .to_string()
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .count()
 }
 
 fn strings(value: &Value) -> Vec<String> {
@@ -31,16 +35,28 @@ fn strings(value: &Value) -> Vec<String> {
 }
 
 pub(super) fn run(context: &mut Context) {
-    let roles: Vec<String> = context.stack.of_type("AWS::IAM::Role").map(|r| r.logical_id.clone()).collect();
+    let roles: Vec<String> = context
+        .stack
+        .of_type("AWS::IAM::Role")
+        .map(|r| r.logical_id.clone())
+        .collect();
     for role in roles {
-        let Ok(properties) = context.stack.properties(context.ids, &role) else { continue };
-        let inline: usize =
-            properties["Policies"].as_array().into_iter().flatten().map(|p| policy_chars(&p["PolicyDocument"])).sum();
+        let Ok(properties) = context.stack.properties(context.ids, &role) else {
+            continue;
+        };
+        let inline: usize = properties["Policies"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| policy_chars(&p["PolicyDocument"]))
+            .sum();
         if inline > MAX_ROLE_INLINE_CHARS {
             context.refuse(
                 "iam-limits",
                 &role,
-                format!("inline policies take {inline} characters (at most {MAX_ROLE_INLINE_CHARS})"),
+                format!(
+                    "inline policies take {inline} characters (at most {MAX_ROLE_INLINE_CHARS})"
+                ),
             );
         }
         let managed = strings(&properties["ManagedPolicyArns"]);
@@ -48,10 +64,16 @@ pub(super) fn run(context: &mut Context) {
             context.refuse(
                 "iam-limits",
                 &role,
-                format!("{} managed policies (at most {MAX_MANAGED_POLICIES_PER_ROLE} by default)", managed.len()),
+                format!(
+                    "{} managed policies (at most {MAX_MANAGED_POLICIES_PER_ROLE} by default)",
+                    managed.len()
+                ),
             );
         }
-        for arn in managed.iter().filter(|arn| arn.starts_with("arn:aws:iam::aws:policy/")) {
+        for arn in managed
+            .iter()
+            .filter(|arn| arn.starts_with("arn:aws:iam::aws:policy/"))
+        {
             if !ALLOWED_AWS_MANAGED.contains(&arn.as_str()) {
                 context.refuse(
                     "least-privilege",
@@ -60,16 +82,35 @@ pub(super) fn run(context: &mut Context) {
                 );
             }
         }
-        for (index, policy) in properties["Policies"].as_array().into_iter().flatten().enumerate() {
-            statements(context, &format!("{role} inline {index}"), &policy["PolicyDocument"]);
+        for (index, policy) in properties["Policies"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            statements(
+                context,
+                &format!("{role} inline {index}"),
+                &policy["PolicyDocument"],
+            );
         }
     }
-    let managed: Vec<String> = context.stack.of_type("AWS::IAM::ManagedPolicy").map(|r| r.logical_id.clone()).collect();
+    let managed: Vec<String> = context
+        .stack
+        .of_type("AWS::IAM::ManagedPolicy")
+        .map(|r| r.logical_id.clone())
+        .collect();
     for policy in managed {
-        let Ok(properties) = context.stack.properties(context.ids, &policy) else { continue };
+        let Ok(properties) = context.stack.properties(context.ids, &policy) else {
+            continue;
+        };
         let size = policy_chars(&properties["PolicyDocument"]);
         if size > MAX_MANAGED_POLICY_CHARS {
-            context.refuse("iam-limits", &policy, format!("{size} characters (at most {MAX_MANAGED_POLICY_CHARS})"));
+            context.refuse(
+                "iam-limits",
+                &policy,
+                format!("{size} characters (at most {MAX_MANAGED_POLICY_CHARS})"),
+            );
         }
         statements(context, &policy, &properties["PolicyDocument"]);
     }
@@ -83,13 +124,27 @@ fn statements(context: &mut Context, at: &str, document: &Value) {
     };
     for statement in statements.into_iter().filter(|s| s["Effect"] == "Allow") {
         if !statement["NotAction"].is_null() || !statement["NotResource"].is_null() {
-            context.refuse("least-privilege", at, "an Allow with NotAction or NotResource grants everything else");
+            context.refuse(
+                "least-privilege",
+                at,
+                "an Allow with NotAction or NotResource grants everything else",
+            );
         }
-        for action in strings(&statement["Action"]).into_iter().filter(|a| a.contains('*')) {
+        for action in strings(&statement["Action"])
+            .into_iter()
+            .filter(|a| a.contains('*'))
+        {
             context.refuse("least-privilege", at, format!("wildcard action {action:?}"));
         }
-        for resource in strings(&statement["Resource"]).into_iter().filter(|r| r.contains('*')) {
-            context.refuse("least-privilege", at, format!("wildcard resource {resource:?}"));
+        for resource in strings(&statement["Resource"])
+            .into_iter()
+            .filter(|r| r.contains('*'))
+        {
+            context.refuse(
+                "least-privilege",
+                at,
+                format!("wildcard resource {resource:?}"),
+            );
         }
     }
 }

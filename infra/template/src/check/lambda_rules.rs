@@ -2,7 +2,9 @@
 
 use super::Context;
 use super::routing_rules::ALL_METHODS_BINARY;
-use crate::apis::{ApiKind, HTTP_MAX_TIMEOUT_MS, REST_DEFAULT_TIMEOUT_MS, REST_STREAMED_MAX_TIMEOUT_MS};
+use crate::apis::{
+    ApiKind, HTTP_MAX_TIMEOUT_MS, REST_DEFAULT_TIMEOUT_MS, REST_STREAMED_MAX_TIMEOUT_MS,
+};
 use crate::functions::Function;
 
 const TIMEOUT_SECS: std::ops::RangeInclusive<u64> = 1..=900;
@@ -54,7 +56,9 @@ pub(super) fn run(context: &mut Context) {
     };
     for api in &apis {
         for route in &api.routes {
-            let Some(function) = functions.iter().find(|f| f.logical_id == route.function) else { continue };
+            let Some(function) = functions.iter().find(|f| f.logical_id == route.function) else {
+                continue;
+            };
             let at = format!("{} {} {}", api.logical_id, route.method, route.path);
             let limit = match (api.kind, route.streaming) {
                 (ApiKind::Rest, false) => REST_DEFAULT_TIMEOUT_MS,
@@ -65,7 +69,10 @@ pub(super) fn run(context: &mut Context) {
                 context.refuse(
                     "integration-timeout",
                     &at,
-                    format!("integration timeout {} ms is outside 50–{limit} ms", route.timeout_ms),
+                    format!(
+                        "integration timeout {} ms is outside 50–{limit} ms",
+                        route.timeout_ms
+                    ),
                 );
             }
             if function.timeout_secs * 1000 > route.timeout_ms {
@@ -79,7 +86,11 @@ pub(super) fn run(context: &mut Context) {
                 );
             }
             if api.kind == ApiKind::Http && route.streaming {
-                context.refuse("streaming", &at, "HTTP APIs cannot stream responses (REST only)");
+                context.refuse(
+                    "streaming",
+                    &at,
+                    "HTTP APIs cannot stream responses (REST only)",
+                );
             }
             if route.streaming && !route.streaming_uri {
                 context.refuse(
@@ -92,7 +103,11 @@ pub(super) fn run(context: &mut Context) {
                 context.refuse(
                     "streaming",
                     &function.logical_id,
-                    format!("RELEVO_RESPONSE_STREAMING={} but {at} streams={}", function.streams(), route.streaming),
+                    format!(
+                        "RELEVO_RESPONSE_STREAMING={} but {at} streams={}",
+                        function.streams(),
+                        route.streaming
+                    ),
                 );
             }
         }
@@ -105,37 +120,76 @@ pub(super) fn run(context: &mut Context) {
 fn limits(context: &mut Context, function: &Function) {
     let id = &function.logical_id;
     if !TIMEOUT_SECS.contains(&function.timeout_secs) {
-        context.refuse("lambda-limits", id, format!("Timeout {} s is outside 1–900 s", function.timeout_secs));
+        context.refuse(
+            "lambda-limits",
+            id,
+            format!("Timeout {} s is outside 1–900 s", function.timeout_secs),
+        );
     }
     if !MEMORY_MB.contains(&function.memory_mb) {
-        context.refuse("lambda-limits", id, format!("MemorySize {} MB is outside 128–10,240 MB", function.memory_mb));
+        context.refuse(
+            "lambda-limits",
+            id,
+            format!(
+                "MemorySize {} MB is outside 128–10,240 MB",
+                function.memory_mb
+            ),
+        );
     }
-    if function.description.as_ref().is_some_and(|d| d.chars().count() > MAX_DESCRIPTION) {
-        context.refuse("lambda-limits", id, format!("Description is over {MAX_DESCRIPTION} characters"));
+    if function
+        .description
+        .as_ref()
+        .is_some_and(|d| d.chars().count() > MAX_DESCRIPTION)
+    {
+        context.refuse(
+            "lambda-limits",
+            id,
+            format!("Description is over {MAX_DESCRIPTION} characters"),
+        );
     }
 }
 
 fn environment(context: &mut Context, function: &Function) {
     let id = &function.logical_id;
-    let size: usize = function.environment.iter().map(|(k, v)| k.len() + v.len()).sum();
+    let size: usize = function
+        .environment
+        .iter()
+        .map(|(k, v)| k.len() + v.len())
+        .sum();
     if size > MAX_ENVIRONMENT_BYTES {
-        context.refuse("lambda-environment", id, format!("environment variables take {size} bytes (at most 4 KB)"));
+        context.refuse(
+            "lambda-environment",
+            id,
+            format!("environment variables take {size} bytes (at most 4 KB)"),
+        );
     }
     for name in function.environment.keys() {
         if RESERVED_VARIABLES.contains(&name.as_str()) {
-            context.refuse("lambda-environment", id, format!("{name} is reserved by Lambda"));
+            context.refuse(
+                "lambda-environment",
+                id,
+                format!("{name} is reserved by Lambda"),
+            );
         }
         let mut chars = name.chars();
         let well_formed = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
             && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !well_formed {
-            context.refuse("lambda-environment", id, format!("{name:?} is not a valid variable name"));
+            context.refuse(
+                "lambda-environment",
+                id,
+                format!("{name:?} is not a valid variable name"),
+            );
         }
     }
 }
 
 fn seconds(function: &Function, name: &str, default: u64) -> u64 {
-    function.environment.get(name).and_then(|v| v.parse().ok()).unwrap_or(default)
+    function
+        .environment
+        .get(name)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// A stream must end before its function's timeout and never idle out. The code sends an SSE
@@ -144,7 +198,11 @@ fn seconds(function: &Function, name: &str, default: u64) -> u64 {
 /// waiting for its client's answer are bounded below the timeout.
 fn stream_lifetimes(context: &mut Context, function: &Function) {
     let id = &function.logical_id;
-    let keepalive = seconds(function, "RELEVO_SSE_KEEPALIVE_SECS", DEFAULT_KEEPALIVE_SECS);
+    let keepalive = seconds(
+        function,
+        "RELEVO_SSE_KEEPALIVE_SECS",
+        DEFAULT_KEEPALIVE_SECS,
+    );
     if keepalive == 0 || keepalive >= STREAM_IDLE_SECS {
         context.refuse(
             "streaming",
@@ -158,12 +216,19 @@ fn stream_lifetimes(context: &mut Context, function: &Function) {
             context.refuse(
                 "streaming",
                 id,
-                format!("a listen stream may last {listen} s, not below the {} s timeout", function.timeout_secs),
+                format!(
+                    "a listen stream may last {listen} s, not below the {} s timeout",
+                    function.timeout_secs
+                ),
             );
         }
     }
     if function.binary == ALL_METHODS_BINARY {
-        let wait = seconds(function, "RELEVO_LEGACY_INPUT_WAIT_SECS", DEFAULT_LEGACY_INPUT_WAIT_SECS);
+        let wait = seconds(
+            function,
+            "RELEVO_LEGACY_INPUT_WAIT_SECS",
+            DEFAULT_LEGACY_INPUT_WAIT_SECS,
+        );
         if wait >= function.timeout_secs {
             context.refuse(
                 "streaming",

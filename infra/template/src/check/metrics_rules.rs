@@ -22,9 +22,16 @@ pub(super) fn run(context: &mut Context) {
 /// The namespaces the functions publish to; refuses a function that publishes nothing.
 fn published(context: &mut Context) -> BTreeSet<String> {
     let mut namespaces = BTreeSet::new();
-    let Ok(functions) = context.stack.functions(context.ids) else { return namespaces };
+    let Ok(functions) = context.stack.functions(context.ids) else {
+        return namespaces;
+    };
     for function in functions {
-        if function.environment.get("RELEVO_METRICS").map(String::as_str) != Some("emf") {
+        if function
+            .environment
+            .get("RELEVO_METRICS")
+            .map(String::as_str)
+            != Some("emf")
+        {
             context.refuse(
                 "metrics",
                 &function.logical_id,
@@ -32,14 +39,23 @@ fn published(context: &mut Context) -> BTreeSet<String> {
             );
             continue;
         }
-        let namespace = function.environment.get("RELEVO_METRICS_NAMESPACE").cloned();
+        let namespace = function
+            .environment
+            .get("RELEVO_METRICS_NAMESPACE")
+            .cloned();
         namespaces.insert(namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.to_string()));
     }
     namespaces
 }
 
 /// A custom (non-`AWS/`) namespace and metric read somewhere: refused unless published.
-fn check_read(context: &mut Context, resource: &str, namespace: &str, metric: &str, namespaces: &BTreeSet<String>) {
+fn check_read(
+    context: &mut Context,
+    resource: &str,
+    namespace: &str,
+    metric: &str,
+    namespaces: &BTreeSet<String>,
+) {
     if namespace.starts_with("AWS/") {
         return;
     }
@@ -50,20 +66,36 @@ fn check_read(context: &mut Context, resource: &str, namespace: &str, metric: &s
             format!("namespace {namespace:?} is not one the functions publish to ({namespaces:?})"),
         );
     } else if !metric.is_empty() && !PUBLISHED.contains(&metric) {
-        context.refuse("metrics", resource, format!("metric {metric:?} is not one the functions write"));
+        context.refuse(
+            "metrics",
+            resource,
+            format!("metric {metric:?} is not one the functions write"),
+        );
     }
 }
 
 fn alarms(context: &mut Context, namespaces: &BTreeSet<String>) {
-    for alarm in context.stack.of_type("AWS::CloudWatch::Alarm").map(|a| a.logical_id.clone()).collect::<Vec<_>>() {
-        let Ok(properties) = context.stack.properties(context.ids, &alarm) else { continue };
+    for alarm in context
+        .stack
+        .of_type("AWS::CloudWatch::Alarm")
+        .map(|a| a.logical_id.clone())
+        .collect::<Vec<_>>()
+    {
+        let Ok(properties) = context.stack.properties(context.ids, &alarm) else {
+            continue;
+        };
         let mut read: Vec<(String, String)> = Vec::new();
-        if let (Some(namespace), Some(metric)) = (text(&properties["Namespace"]), text(&properties["MetricName"])) {
+        if let (Some(namespace), Some(metric)) = (
+            text(&properties["Namespace"]),
+            text(&properties["MetricName"]),
+        ) {
             read.push((namespace, metric));
         }
         for metric in properties["Metrics"].as_array().into_iter().flatten() {
             let stat = &metric["MetricStat"]["Metric"];
-            if let (Some(namespace), Some(name)) = (text(&stat["Namespace"]), text(&stat["MetricName"])) {
+            if let (Some(namespace), Some(name)) =
+                (text(&stat["Namespace"]), text(&stat["MetricName"]))
+            {
                 read.push((namespace, name));
             }
         }
@@ -74,16 +106,25 @@ fn alarms(context: &mut Context, namespaces: &BTreeSet<String>) {
 }
 
 fn dashboards(context: &mut Context, namespaces: &BTreeSet<String>) {
-    for dashboard in
-        context.stack.of_type("AWS::CloudWatch::Dashboard").map(|d| d.logical_id.clone()).collect::<Vec<_>>()
+    for dashboard in context
+        .stack
+        .of_type("AWS::CloudWatch::Dashboard")
+        .map(|d| d.logical_id.clone())
+        .collect::<Vec<_>>()
     {
-        let Ok(properties) = context.stack.properties(context.ids, &dashboard) else { continue };
+        let Ok(properties) = context.stack.properties(context.ids, &dashboard) else {
+            continue;
+        };
         let body = text(&properties["DashboardBody"]).unwrap_or_default();
         let widgets = match serde_json::from_str::<Value>(&body) {
             Ok(Value::Object(body)) => match body.get("widgets") {
                 Some(Value::Array(widgets)) => widgets.clone(),
                 _ => {
-                    context.refuse("metrics", &dashboard, "DashboardBody has no \"widgets\" array");
+                    context.refuse(
+                        "metrics",
+                        &dashboard,
+                        "DashboardBody has no \"widgets\" array",
+                    );
                     continue;
                 }
             },
@@ -92,13 +133,21 @@ fn dashboards(context: &mut Context, namespaces: &BTreeSet<String>) {
                 continue;
             }
             Err(error) => {
-                context.refuse("metrics", &dashboard, format!("DashboardBody is not JSON: {error}"));
+                context.refuse(
+                    "metrics",
+                    &dashboard,
+                    format!("DashboardBody is not JSON: {error}"),
+                );
                 continue;
             }
         };
         for widget in widgets {
             let (mut namespace, mut metric) = (String::new(), String::new());
-            for row in widget["properties"]["metrics"].as_array().into_iter().flatten() {
+            for row in widget["properties"]["metrics"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
                 let Some(row) = row.as_array() else { continue };
                 if let Some(expression) = row.first().and_then(|r| r["expression"].as_str()) {
                     for searched in search_namespaces(expression) {

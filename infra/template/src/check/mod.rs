@@ -41,8 +41,15 @@ pub struct Finding {
 
 impl std::fmt::Display for Finding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let source = RULES.iter().find(|r| r.id == self.rule).map_or("", |r| r.source);
-        write!(f, "[{}] {} ({}): {} — {}", self.rule, self.resource, self.topology, self.message, source)
+        let source = RULES
+            .iter()
+            .find(|r| r.id == self.rule)
+            .map_or("", |r| r.source);
+        write!(
+            f,
+            "[{}] {} ({}): {} — {}",
+            self.rule, self.resource, self.topology, self.message, source
+        )
     }
 }
 
@@ -59,10 +66,15 @@ impl Topology {
         let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
         let mut parameters = BTreeMap::new();
         for pair in rest.split(',').filter(|p| !p.is_empty()) {
-            let (key, value) = pair.split_once('=').ok_or_else(|| format!("{pair:?} is not KEY=VALUE"))?;
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("{pair:?} is not KEY=VALUE"))?;
             parameters.insert(key.to_string(), value.to_string());
         }
-        Ok(Topology { name: name.to_string(), parameters })
+        Ok(Topology {
+            name: name.to_string(),
+            parameters,
+        })
     }
 }
 
@@ -88,14 +100,20 @@ pub fn front_doors() -> Vec<Topology> {
             "front-door-b",
             vec![
                 ("AuthIssuer", "https://auth.example.com"),
-                ("AuthAudience", "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com/mcp"),
+                (
+                    "AuthAudience",
+                    "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com/mcp",
+                ),
             ],
         ),
     ];
     spec.into_iter()
         .map(|(name, pairs)| Topology {
             name: name.to_string(),
-            parameters: pairs.into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            parameters: pairs
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         })
         .collect()
 }
@@ -109,8 +127,16 @@ pub(crate) struct Context<'a> {
 }
 
 impl Context<'_> {
-    pub(crate) fn refuse(&mut self, rule: &'static str, resource: &str, message: impl Into<String>) {
-        debug_assert!(RULES.iter().any(|r| r.id == rule), "rule {rule} is not in RULES");
+    pub(crate) fn refuse(
+        &mut self,
+        rule: &'static str,
+        resource: &str,
+        message: impl Into<String>,
+    ) {
+        debug_assert!(
+            RULES.iter().any(|r| r.id == rule),
+            "rule {rule} is not in RULES"
+        );
         self.findings.push(Finding {
             rule,
             topology: self.topology.to_string(),
@@ -276,7 +302,12 @@ pub fn check(template: &Template, topologies: &[Topology]) -> Vec<Finding> {
             }
         };
         let ids = PhysicalIds::synthetic(&stack);
-        let mut context = Context { stack: &stack, ids: &ids, topology: &topology.name, findings: Vec::new() };
+        let mut context = Context {
+            stack: &stack,
+            ids: &ids,
+            topology: &topology.name,
+            findings: Vec::new(),
+        };
         graph_rules::stack_rules(&mut context);
         routing_rules::run(&mut context);
         lambda_rules::run(&mut context);

@@ -29,19 +29,29 @@ pub(super) fn run(context: &mut Context) {
             context.refuse(
                 "sqs-limits",
                 id,
-                format!("VisibilityTimeout {} s is outside 0–43,200 s", queue.visibility_secs),
+                format!(
+                    "VisibilityTimeout {} s is outside 0–43,200 s",
+                    queue.visibility_secs
+                ),
             );
         }
         if !RETENTION_SECS.contains(&queue.retention_secs) {
             context.refuse(
                 "sqs-limits",
                 id,
-                format!("MessageRetentionPeriod {} s is outside 60–1,209,600 s", queue.retention_secs),
+                format!(
+                    "MessageRetentionPeriod {} s is outside 60–1,209,600 s",
+                    queue.retention_secs
+                ),
             );
         }
         if let Some((dead_letters, receives)) = &queue.dead_letter {
             if !MAX_RECEIVE_COUNT.contains(receives) {
-                context.refuse("sqs-limits", id, format!("maxReceiveCount {receives} is outside 1–1,000"));
+                context.refuse(
+                    "sqs-limits",
+                    id,
+                    format!("maxReceiveCount {receives} is outside 1–1,000"),
+                );
             }
             match queues.iter().find(|q| q.logical_id == *dead_letters) {
                 None => context.refuse("sqs-limits", id, format!("its dead-letter queue {dead_letters} is not a queue of this stack")),
@@ -56,7 +66,9 @@ pub(super) fn run(context: &mut Context) {
     }
     for mapping in &mappings {
         let id = &mapping.logical_id;
-        let Some(queue) = queues.iter().find(|q| q.logical_id == mapping.source) else { continue };
+        let Some(queue) = queues.iter().find(|q| q.logical_id == mapping.source) else {
+            continue;
+        };
         if let Some(function) = functions.iter().find(|f| f.logical_id == mapping.function)
             && queue.visibility_secs < 6 * function.timeout_secs
         {
@@ -79,15 +91,27 @@ pub(super) fn run(context: &mut Context) {
             );
         }
         if !BATCH_SIZE.contains(&mapping.batch_size) {
-            context.refuse("event-source", id, format!("BatchSize {} is outside 1–10,000", mapping.batch_size));
+            context.refuse(
+                "event-source",
+                id,
+                format!("BatchSize {} is outside 1–10,000", mapping.batch_size),
+            );
         }
         if mapping.batch_size > 10 && mapping.batching_window_secs < 1 {
-            context.refuse("event-source", id, "BatchSize over 10 needs MaximumBatchingWindowInSeconds of at least 1");
+            context.refuse(
+                "event-source",
+                id,
+                "BatchSize over 10 needs MaximumBatchingWindowInSeconds of at least 1",
+            );
         }
         if let Some(concurrency) = mapping.maximum_concurrency
             && !MAXIMUM_CONCURRENCY.contains(&concurrency)
         {
-            context.refuse("event-source", id, format!("MaximumConcurrency {concurrency} is outside 2–1,000"));
+            context.refuse(
+                "event-source",
+                id,
+                format!("MaximumConcurrency {concurrency} is outside 2–1,000"),
+            );
         }
         if !mapping.report_batch_item_failures {
             context.refuse(
@@ -102,7 +126,10 @@ pub(super) fn run(context: &mut Context) {
             context.refuse(
                 "schedule",
                 &schedule.logical_id,
-                format!("{:?} is not a valid schedule expression", schedule.expression),
+                format!(
+                    "{:?} is not a valid schedule expression",
+                    schedule.expression
+                ),
             );
         }
     }
@@ -112,7 +139,12 @@ fn valid_schedule(expression: &str) -> bool {
     if expression.starts_with("rate(") {
         return rate_period_secs(expression).is_some();
     }
-    let Some(fields) = expression.strip_prefix("cron(").and_then(|e| e.strip_suffix(')')) else { return false };
+    let Some(fields) = expression
+        .strip_prefix("cron(")
+        .and_then(|e| e.strip_suffix(')'))
+    else {
+        return false;
+    };
     let fields: Vec<&str> = fields.split(' ').collect();
     // Six fields; day-of-month and day-of-week cannot both be set: one of them is `?`.
     fields.len() == 6 && (fields[2] == "?") != (fields[4] == "?")

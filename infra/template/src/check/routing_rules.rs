@@ -43,7 +43,9 @@ pub(super) fn run(context: &mut Context) {
         context.stack.stages(context.ids),
     ) {
         (Ok(a), Ok(f), Ok(s)) => (a, f, s),
-        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return context.refuse("references", "APIs", e.to_string()),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+            return context.refuse("references", "APIs", e.to_string());
+        }
     };
     for rule in &rules {
         shape(context, rule);
@@ -51,14 +53,20 @@ pub(super) fn run(context: &mut Context) {
     }
     let mut by_domain: BTreeMap<&str, Vec<&RoutingRule>> = BTreeMap::new();
     for rule in &rules {
-        by_domain.entry(rule.domain_name_arn.as_str()).or_default().push(rule);
+        by_domain
+            .entry(rule.domain_name_arn.as_str())
+            .or_default()
+            .push(rule);
     }
     for (domain, rules) in &by_domain {
         if rules.len() > MAX_RULES_PER_DOMAIN {
             context.refuse(
                 "routing-quota",
                 domain,
-                format!("{} rules (the default quota is {MAX_RULES_PER_DOMAIN})", rules.len()),
+                format!(
+                    "{} rules (the default quota is {MAX_RULES_PER_DOMAIN})",
+                    rules.len()
+                ),
             );
         }
         let mut seen = BTreeMap::new();
@@ -79,20 +87,30 @@ pub(super) fn run(context: &mut Context) {
 fn shape(context: &mut Context, rule: &RoutingRule) {
     let id = &rule.logical_id;
     if !PRIORITIES.contains(&rule.priority) {
-        context.refuse("routing-priority", id, format!("priority {} is outside 1–1,000,000", rule.priority));
+        context.refuse(
+            "routing-priority",
+            id,
+            format!("priority {} is outside 1–1,000,000", rule.priority),
+        );
     }
     if rule.header_conditions() > MAX_HEADER_CONDITIONS {
         context.refuse(
             "routing-conditions",
             id,
-            format!("{} header conditions (at most {MAX_HEADER_CONDITIONS})", rule.header_conditions()),
+            format!(
+                "{} header conditions (at most {MAX_HEADER_CONDITIONS})",
+                rule.header_conditions()
+            ),
         );
     }
     if rule.base_path_conditions() > MAX_BASE_PATH_CONDITIONS {
         context.refuse(
             "routing-conditions",
             id,
-            format!("{} base path conditions (at most one)", rule.base_path_conditions()),
+            format!(
+                "{} base path conditions (at most one)",
+                rule.base_path_conditions()
+            ),
         );
     }
     for condition in &rule.conditions {
@@ -109,7 +127,10 @@ fn shape(context: &mut Context, rule: &RoutingRule) {
                     context.refuse(
                         "routing-conditions",
                         id,
-                        format!("a MatchHeaders AnyOf holds {} entries (exactly one)", any_of.len()),
+                        format!(
+                            "a MatchHeaders AnyOf holds {} entries (exactly one)",
+                            any_of.len()
+                        ),
                     );
                 }
                 for entry in any_of {
@@ -127,18 +148,26 @@ fn shape(context: &mut Context, rule: &RoutingRule) {
                         context.refuse(
                             "routing-glob",
                             id,
-                            format!("header name {:?}: less than 40 of a-zA-Z0-9 *?-!#$%&'.^_`|~", entry.header),
+                            format!(
+                                "header name {:?}: less than 40 of a-zA-Z0-9 *?-!#$%&'.^_`|~",
+                                entry.header
+                            ),
                         );
                     }
                     for problem in routing::glob_problems(&entry.glob) {
-                        context.refuse("routing-glob", id, format!("ValueGlob {:?} {problem}", entry.glob));
+                        context.refuse(
+                            "routing-glob",
+                            id,
+                            format!("ValueGlob {:?} {problem}", entry.glob),
+                        );
                     }
                 }
             }
             routing::Condition::BasePaths(any_of) => {
                 for base in any_of {
                     let allowed = |c: char| c.is_ascii_alphanumeric() || "$-_.+!*'()/".contains(c);
-                    if base.is_empty() || base.chars().count() >= 128 || !base.chars().all(allowed) {
+                    if base.is_empty() || base.chars().count() >= 128 || !base.chars().all(allowed)
+                    {
                         context.refuse(
                             "routing-conditions",
                             id,
@@ -151,7 +180,12 @@ fn shape(context: &mut Context, rule: &RoutingRule) {
     }
 }
 
-fn target(context: &mut Context, rule: &RoutingRule, apis: &[Api], stages: &[(String, String, String)]) {
+fn target(
+    context: &mut Context,
+    rule: &RoutingRule,
+    apis: &[Api],
+    stages: &[(String, String, String)],
+) {
     let id = &rule.logical_id;
     let [action] = rule.actions.as_slice() else {
         return context.refuse(
@@ -160,11 +194,17 @@ fn target(context: &mut Context, rule: &RoutingRule, apis: &[Api], stages: &[(St
             format!("{} actions (a rule has exactly one)", rule.actions.len()),
         );
     };
-    if !apis.iter().any(|api| api.logical_id == action.api && api.kind == crate::apis::ApiKind::Rest) {
+    if !apis
+        .iter()
+        .any(|api| api.logical_id == action.api && api.kind == crate::apis::ApiKind::Rest)
+    {
         return context.refuse(
             "routing-target",
             id,
-            format!("{} is not a REST API of this stack (only REST API stages can be targets)", action.api),
+            format!(
+                "{} is not a REST API of this stack (only REST API stages can be targets)",
+                action.api
+            ),
         );
     }
     match stages.iter().find(|(api, stage, _)| *api == action.api && *stage == action.stage) {
@@ -186,11 +226,18 @@ fn landing(
     headers: &[(&str, &str)],
 ) -> Result<String, String> {
     let rule = routing::first_match(rules, headers, "/mcp").ok_or("no rule matches")?;
-    let action = rule.actions.first().ok_or_else(|| format!("{} has no action", rule.logical_id))?;
-    let api =
-        apis.iter().find(|a| a.logical_id == action.api).ok_or_else(|| format!("{} is not an API", action.api))?;
+    let action = rule
+        .actions
+        .first()
+        .ok_or_else(|| format!("{} has no action", rule.logical_id))?;
+    let api = apis
+        .iter()
+        .find(|a| a.logical_id == action.api)
+        .ok_or_else(|| format!("{} is not an API", action.api))?;
     let path = routing::forwarded_path(rule, action, "/mcp");
-    let route = api.route("POST", &path).ok_or_else(|| format!("{} has no route for POST {path}", api.logical_id))?;
+    let route = api
+        .route("POST", &path)
+        .ok_or_else(|| format!("{} has no route for POST {path}", api.logical_id))?;
     let function = functions
         .iter()
         .find(|f| f.logical_id == route.function)
@@ -215,12 +262,24 @@ fn methods(context: &mut Context, rules: &[RoutingRule], apis: &[Api], functions
             Ok(binary) => context.refuse(
                 "routing-methods",
                 &catch_all,
-                format!("{} reaches {binary}, not {}", method.as_str(), method.function_name()),
+                format!(
+                    "{} reaches {binary}, not {}",
+                    method.as_str(),
+                    method.function_name()
+                ),
             ),
-            Err(why) => context.refuse("routing-methods", &catch_all, format!("{}: {why}", method.as_str())),
+            Err(why) => context.refuse(
+                "routing-methods",
+                &catch_all,
+                format!("{}: {why}", method.as_str()),
+            ),
         }
     }
-    let names: BTreeSet<&str> = Method::ALL.iter().map(|m| m.as_str()).chain(OTHER_METHODS).collect();
+    let names: BTreeSet<&str> = Method::ALL
+        .iter()
+        .map(|m| m.as_str())
+        .chain(OTHER_METHODS)
+        .collect();
     let mut older: Vec<Vec<(&str, &str)>> = vec![vec![], vec![modern[0]]];
     for version in ["2025-11-25", "2025-06-18", ""] {
         for name in &names {
@@ -237,9 +296,15 @@ fn methods(context: &mut Context, rules: &[RoutingRule], apis: &[Api], functions
             Ok(binary) => context.refuse(
                 "routing-methods",
                 &catch_all,
-                format!("a request with {headers:?} reaches {binary}, not the all-methods function"),
+                format!(
+                    "a request with {headers:?} reaches {binary}, not the all-methods function"
+                ),
             ),
-            Err(why) => context.refuse("routing-methods", &catch_all, format!("a request with {headers:?}: {why}")),
+            Err(why) => context.refuse(
+                "routing-methods",
+                &catch_all,
+                format!("a request with {headers:?}: {why}"),
+            ),
         }
     }
 }

@@ -9,13 +9,24 @@ use std::process::Command;
 use serde_json::Value;
 
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 /// Translates `template` into `out` with the real SAM translator; `Err` with its message.
 pub fn translate_file(template: &Path, out: &Path) -> Result<(), String> {
-    let output = Command::new(root().join("infra/scripts/translate.sh")).arg(template).arg(out).output().unwrap();
-    if output.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&output.stderr).into_owned()) }
+    let output = Command::new(root().join("infra/scripts/translate.sh"))
+        .arg(template)
+        .arg(out)
+        .output()
+        .unwrap();
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).into_owned())
+    }
 }
 
 /// The translation of the project's `template.yaml` (made again when the template is newer).
@@ -40,8 +51,8 @@ pub fn translate_text(name: &str, text: &str) -> Result<Value, String> {
     std::fs::create_dir_all(&dir).unwrap();
     let (source, out) = (dir.join("template.yaml"), dir.join("template.json"));
     std::fs::write(&source, text).unwrap();
-    let result =
-        translate_file(&source, &out).map(|()| serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap());
+    let result = translate_file(&source, &out)
+        .map(|()| serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap());
     let _ = std::fs::remove_dir_all(&dir);
     result
 }

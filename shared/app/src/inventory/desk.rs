@@ -63,7 +63,11 @@ impl Desk {
 
     /// The ids of open operations (candidates for a finished mark).
     pub fn open_ids(&self, now: u64) -> Vec<String> {
-        self.operations.iter().filter(|e| e.is_open(now)).map(|e| e.id.clone()).collect()
+        self.operations
+            .iter()
+            .filter(|e| e.is_open(now))
+            .map(|e| e.id.clone())
+            .collect()
     }
 
     pub fn open_count(&self, now: u64) -> usize {
@@ -71,12 +75,20 @@ impl Desk {
     }
 
     pub fn push(&mut self, id: &str, expires_at: u64) {
-        self.operations.push(Entry { id: id.into(), expires_at, finished_at: None });
+        self.operations.push(Entry {
+            id: id.into(),
+            expires_at,
+            finished_at: None,
+        });
     }
 
     /// Marks `id` finished at `now`; false when it was not listed or already marked.
     pub fn mark_finished(&mut self, id: &str, now: u64) -> bool {
-        match self.operations.iter_mut().find(|e| e.id == id && e.finished_at.is_none()) {
+        match self
+            .operations
+            .iter_mut()
+            .find(|e| e.id == id && e.finished_at.is_none())
+        {
             Some(entry) => {
                 entry.finished_at = Some(now);
                 true
@@ -88,7 +100,13 @@ impl Desk {
     /// When the last entry leaves: the latest of each open entry's own expiry and each finished
     /// entry's mark + [`REPORT_WINDOW_SECS`]; `None` for an empty desk.
     pub fn expires_at(&self) -> Option<u64> {
-        self.operations.iter().map(|e| e.finished_at.map_or(e.expires_at, |at| at + REPORT_WINDOW_SECS)).max()
+        self.operations
+            .iter()
+            .map(|e| {
+                e.finished_at
+                    .map_or(e.expires_at, |at| at + REPORT_WINDOW_SECS)
+            })
+            .max()
     }
 
     /// The write that stores this desk under `key` over `current` (the record it was read from,
@@ -96,10 +114,17 @@ impl Desk {
     pub fn write(&self, key: RecordKey, current: Option<&Record>, now: u64) -> Write {
         let expires_at = Some(self.expires_at().unwrap_or(now));
         match current {
-            Some(record) => {
-                Write::UpdateExpiring { key, expected_revision: record.revision, body: self.to_value(), expires_at }
-            }
-            None => Write::Create { key, body: self.to_value(), expires_at },
+            Some(record) => Write::UpdateExpiring {
+                key,
+                expected_revision: record.revision,
+                body: self.to_value(),
+                expires_at,
+            },
+            None => Write::Create {
+                key,
+                body: self.to_value(),
+                expires_at,
+            },
         }
     }
 
@@ -110,7 +135,11 @@ impl Desk {
             Some(at) => at + REPORT_WINDOW_SECS > now,
             None => e.expires_at > now,
         });
-        let finished = self.operations.iter().filter(|e| e.finished_at.is_some()).count();
+        let finished = self
+            .operations
+            .iter()
+            .filter(|e| e.finished_at.is_some())
+            .count();
         let mut excess = finished.saturating_sub(MAX_DESK);
         self.operations.retain(|e| {
             if excess > 0 && e.finished_at.is_some() {
@@ -134,12 +163,21 @@ mod tests {
         }
         assert_eq!(desk.open_count(0), MAX_DESK);
         assert!(desk.mark_finished("op0", 100));
-        assert!(!desk.mark_finished("op0", 200), "a second mark changes nothing");
+        assert!(
+            !desk.mark_finished("op0", 200),
+            "a second mark changes nothing"
+        );
         assert_eq!(desk.open_count(100), MAX_DESK - 1);
         desk.prune(100 + REPORT_WINDOW_SECS - 1);
-        assert!(desk.ids().contains(&"op0".to_string()), "still reported inside the window");
+        assert!(
+            desk.ids().contains(&"op0".to_string()),
+            "still reported inside the window"
+        );
         desk.prune(100 + REPORT_WINDOW_SECS);
-        assert!(!desk.ids().contains(&"op0".to_string()), "gone after the window");
+        assert!(
+            !desk.ids().contains(&"op0".to_string()),
+            "gone after the window"
+        );
     }
 
     #[test]
@@ -151,7 +189,11 @@ mod tests {
             desk.prune(5);
         }
         assert_eq!(desk.ids().len(), MAX_DESK);
-        assert_eq!(desk.ids()[0], format!("op{}", 2 * MAX_DESK), "the oldest finished leave first");
+        assert_eq!(
+            desk.ids()[0],
+            format!("op{}", 2 * MAX_DESK),
+            "the oldest finished leave first"
+        );
     }
 
     #[test]
@@ -160,13 +202,29 @@ mod tests {
         assert_eq!(desk.expires_at(), None);
         desk.push("long", 10_000);
         desk.push("short", 500);
-        assert_eq!(desk.expires_at(), Some(10_000), "the latest open entry's own expiry");
+        assert_eq!(
+            desk.expires_at(),
+            Some(10_000),
+            "the latest open entry's own expiry"
+        );
         desk.mark_finished("long", 100);
-        assert_eq!(desk.expires_at(), Some(100 + REPORT_WINDOW_SECS), "a finished one's mark plus the window");
+        assert_eq!(
+            desk.expires_at(),
+            Some(100 + REPORT_WINDOW_SECS),
+            "a finished one's mark plus the window"
+        );
         desk.mark_finished("short", 200);
-        assert_eq!(desk.expires_at(), Some(200 + REPORT_WINDOW_SECS), "whichever is later");
+        assert_eq!(
+            desk.expires_at(),
+            Some(200 + REPORT_WINDOW_SECS),
+            "whichever is later"
+        );
         desk.prune(200 + REPORT_WINDOW_SECS);
-        assert_eq!(desk.expires_at(), None, "prune empties it at that very moment");
+        assert_eq!(
+            desk.expires_at(),
+            None,
+            "prune empties it at that very moment"
+        );
     }
 
     #[test]

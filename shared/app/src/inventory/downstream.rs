@@ -29,7 +29,11 @@ pub trait Downstream: Send + Sync {
         payload: &'a Value,
     ) -> BoxFuture<'a, Result<Value, DownstreamError>>;
     /// The receipt of `key`, if the downstream applied it.
-    fn receipt<'a>(&'a self, tenant: &'a str, key: &'a str) -> BoxFuture<'a, Result<Option<Value>, DownstreamError>>;
+    fn receipt<'a>(
+        &'a self,
+        tenant: &'a str,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Value>, DownstreamError>>;
 }
 
 /// The demo's warehouse API: its own records (kind `warehouse-api`), an idempotency window of
@@ -57,7 +61,16 @@ impl Downstream for SimulatedWarehouse {
         Box::pin(async move {
             let now = self.clock.now_unix();
             let receipt = json!({ "receiptId": self.ids.new_id(), "key": key, "acceptedAt": now, "payload": payload });
-            match self.records.create(&Self::key(tenant, key), &receipt, Some(now + self.window_secs), now).await {
+            match self
+                .records
+                .create(
+                    &Self::key(tenant, key),
+                    &receipt,
+                    Some(now + self.window_secs),
+                    now,
+                )
+                .await
+            {
                 Ok(_) => Ok(receipt),
                 Err(StoreError::AlreadyExists(first)) => Ok(first.body),
                 Err(other) => Err(DownstreamError::NoAnswer(other.to_string())),
@@ -65,7 +78,11 @@ impl Downstream for SimulatedWarehouse {
         })
     }
 
-    fn receipt<'a>(&'a self, tenant: &'a str, key: &'a str) -> BoxFuture<'a, Result<Option<Value>, DownstreamError>> {
+    fn receipt<'a>(
+        &'a self,
+        tenant: &'a str,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Value>, DownstreamError>> {
         Box::pin(async move {
             let now = self.clock.now_unix();
             match self.records.get(&Self::key(tenant, key), now).await {

@@ -24,7 +24,9 @@ use std::sync::Arc;
 use relevo_protocol::author::{JobContext, JobError, JobKind};
 use relevo_protocol::{Clock, Principal};
 use relevo_state::ledger::{Authorization, LedgerError, OpStatus, Operation, Proposal};
-use relevo_state::{Engine, Ids, Lease, Owner, RecordKey, RecordStore, StoreError, TransactError, Write};
+use relevo_state::{
+    Engine, Ids, Lease, Owner, RecordKey, RecordStore, StoreError, TransactError, Write,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -58,8 +60,14 @@ pub enum InventoryError {
     NotPermitted(&'static str),
     #[error("no such operation or plan")]
     NotFound,
-    #[error("version conflict on {resource}: expected {expected}, found {current}; read it again and decide again")]
-    VersionConflict { resource: String, expected: u64, current: u64 },
+    #[error(
+        "version conflict on {resource}: expected {expected}, found {current}; read it again and decide again"
+    )]
+    VersionConflict {
+        resource: String,
+        expected: u64,
+        current: u64,
+    },
     #[error("request key {0:?} was already used with different arguments")]
     KeyMismatch(String),
     #[error(transparent)]
@@ -78,7 +86,10 @@ impl From<TransactError> for InventoryError {
         match error {
             TransactError::Store(error) => InventoryError::Store(error),
             // A refusal the caller did not expect is a changed record: contention.
-            TransactError::Refused { cause: StoreError::Conflict { .. }, .. } => InventoryError::Contention("a record"),
+            TransactError::Refused {
+                cause: StoreError::Conflict { .. },
+                ..
+            } => InventoryError::Contention("a record"),
             TransactError::Refused { cause, .. } => InventoryError::Store(cause),
             TransactError::Invalid(why) => InventoryError::Internal(why),
         }
@@ -132,7 +143,10 @@ pub struct InventoryConfig {
 
 impl Default for InventoryConfig {
     fn default() -> Self {
-        InventoryConfig { lease_secs: 30, approvals_url: "/approvals".into() }
+        InventoryConfig {
+            lease_secs: 30,
+            approvals_url: "/approvals".into(),
+        }
     }
 }
 
@@ -169,16 +183,33 @@ pub struct Settled {
 }
 
 fn valid_name(value: &str, what: &str) -> Result<(), InventoryError> {
-    let ok = (1..=32).contains(&value.len()) && value.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
-    if ok { Ok(()) } else { Err(InventoryError::Invalid(format!("{what} must be 1-32 characters of [A-Za-z0-9-]"))) }
+    let ok = (1..=32).contains(&value.len())
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(InventoryError::Invalid(format!(
+            "{what} must be 1-32 characters of [A-Za-z0-9-]"
+        )))
+    }
 }
 
 pub fn stock_key(tenant: &str, warehouse: &str, sku: &str) -> RecordKey {
-    RecordKey::new(Owner::tenant(tenant), "stock", &format!("{warehouse}/{sku}"))
+    RecordKey::new(
+        Owner::tenant(tenant),
+        "stock",
+        &format!("{warehouse}/{sku}"),
+    )
 }
 
 fn desk_key(tenant: &str, subject: &str) -> RecordKey {
-    RecordKey::new(Owner::personal(tenant, subject), "inventory-desk", "operations")
+    RecordKey::new(
+        Owner::personal(tenant, subject),
+        "inventory-desk",
+        "operations",
+    )
 }
 
 fn outbox_key(tenant: &str, operation_id: &str) -> RecordKey {
@@ -187,19 +218,37 @@ fn outbox_key(tenant: &str, operation_id: &str) -> RecordKey {
 
 /// Equal strings compare in time that does not depend on where they differ.
 pub fn constant_time_eq(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
 }
 
 /// The write that sets a stock level at `version` (a create at version 0).
-fn stock_write(tenant: &str, warehouse: &str, sku: &str, version: u64, quantity: Option<u64>) -> Write {
+fn stock_write(
+    tenant: &str,
+    warehouse: &str,
+    sku: &str,
+    version: u64,
+    quantity: Option<u64>,
+) -> Write {
     let key = stock_key(tenant, warehouse, sku);
     let body = match quantity {
         Some(quantity) => json!({ "warehouse": warehouse, "sku": sku, "quantity": quantity }),
         None => json!({ "warehouse": warehouse, "sku": sku, "quantity": 0, "deleted": true }),
     };
     match version {
-        0 => Write::Create { key, body, expires_at: None },
-        version => Write::Update { key, expected_revision: version, body },
+        0 => Write::Create {
+            key,
+            body,
+            expires_at: None,
+        },
+        version => Write::Update {
+            key,
+            expected_revision: version,
+            body,
+        },
     }
 }
 
@@ -235,24 +284,48 @@ impl Inventory {
         self.clock.now_unix()
     }
 
-    pub async fn read(&self, tenant: &str, warehouse: &str, sku: &str) -> Result<Stock, InventoryError> {
+    pub async fn read(
+        &self,
+        tenant: &str,
+        warehouse: &str,
+        sku: &str,
+    ) -> Result<Stock, InventoryError> {
         valid_name(warehouse, "warehouse")?;
         valid_name(sku, "sku")?;
-        let record = self.records.get(&stock_key(tenant, warehouse, sku), self.now()).await?;
+        let record = self
+            .records
+            .get(&stock_key(tenant, warehouse, sku), self.now())
+            .await?;
         let (quantity, version, exists) = match record {
-            Some(r) if r.body["deleted"] != true => (r.body["quantity"].as_u64().unwrap_or(0), r.revision, true),
+            Some(r) if r.body["deleted"] != true => {
+                (r.body["quantity"].as_u64().unwrap_or(0), r.revision, true)
+            }
             Some(r) => (0, r.revision, false),
             None => (0, 0, false),
         };
-        Ok(Stock { warehouse: warehouse.into(), sku: sku.into(), quantity, version, exists })
+        Ok(Stock {
+            warehouse: warehouse.into(),
+            sku: sku.into(),
+            quantity,
+            version,
+            exists,
+        })
     }
 
     /// The operation, if it exists in the caller's tenant.
-    pub async fn operation(&self, tenant: &str, id: &str) -> Result<Option<(Operation, u64)>, InventoryError> {
+    pub async fn operation(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Option<(Operation, u64)>, InventoryError> {
         if id.is_empty() || id.len() > 64 {
             return Ok(None);
         }
-        match self.records.get(&Operation::key(tenant, id), self.now()).await? {
+        match self
+            .records
+            .get(&Operation::key(tenant, id), self.now())
+            .await?
+        {
             Some(record) => Ok(Some((Operation::from_record(&record)?, record.revision))),
             None => Ok(None),
         }
@@ -260,34 +333,50 @@ impl Inventory {
 
     /// Validates, records and returns the new operation (or, for a repeated request key with the
     /// same arguments, the first one).
-    pub async fn propose(&self, caller: &Principal, request: &ProposeRequest) -> Result<Operation, InventoryError> {
+    pub async fn propose(
+        &self,
+        caller: &Principal,
+        request: &ProposeRequest,
+    ) -> Result<Operation, InventoryError> {
         valid_name(&request.warehouse, "warehouse")?;
         valid_name(&request.sku, "sku")?;
         if request.to > MAX_QUANTITY {
-            return Err(InventoryError::Invalid(format!("to must be at most {MAX_QUANTITY}")));
+            return Err(InventoryError::Invalid(format!(
+                "to must be at most {MAX_QUANTITY}"
+            )));
         }
         if let Some(key) = &request.request_key
             && !(1..=64).contains(&key.len())
         {
-            return Err(InventoryError::Invalid("requestKey must be 1-64 characters".into()));
+            return Err(InventoryError::Invalid(
+                "requestKey must be 1-64 characters".into(),
+            ));
         }
-        if !policy::effective_scopes(caller, request.task_scopes.as_deref()).contains(policy::WRITE) {
+        if !policy::effective_scopes(caller, request.task_scopes.as_deref()).contains(policy::WRITE)
+        {
             return Err(InventoryError::NotPermitted(policy::WRITE));
         }
         let request_digest = relevo_state::canonical_digest(&json!({
             "warehouse": request.warehouse, "sku": request.sku, "to": request.to,
             "expectedVersion": request.expected_version, "taskScopes": request.task_scopes,
         }));
-        let key_record = request
-            .request_key
-            .as_ref()
-            .map(|k| RecordKey::new(Owner::personal(&caller.tenant, &caller.subject), "proposal-key", k));
+        let key_record = request.request_key.as_ref().map(|k| {
+            RecordKey::new(
+                Owner::personal(&caller.tenant, &caller.subject),
+                "proposal-key",
+                k,
+            )
+        });
         if let Some(key_record) = &key_record
             && let Some(first) = self.records.get(key_record, self.now()).await?
         {
-            return self.first_for_key(caller, request, &first.body, &request_digest).await;
+            return self
+                .first_for_key(caller, request, &first.body, &request_digest)
+                .await;
         }
-        let stock = self.read(&caller.tenant, &request.warehouse, &request.sku).await?;
+        let stock = self
+            .read(&caller.tenant, &request.warehouse, &request.sku)
+            .await?;
         let resource = format!("stock/{}/{}", request.warehouse, request.sku);
         if stock.version != request.expected_version {
             return Err(InventoryError::VersionConflict {
@@ -321,7 +410,10 @@ impl Inventory {
             }
             let by_policy = reasons.is_empty();
             let operation = Operation::new(proposal.clone(), reasons, self.ids.new_id());
-            let record = self.records.get(&desk_key(&caller.tenant, &caller.subject), now).await?;
+            let record = self
+                .records
+                .get(&desk_key(&caller.tenant, &caller.subject), now)
+                .await?;
             let mut desk = Desk::from_record(record.as_ref())?;
             desk.prune(now);
             if desk.open_count(now) >= MAX_DESK {
@@ -333,13 +425,20 @@ impl Inventory {
                     "at most {MAX_DESK} open proposals; apply or let some expire"
                 )));
             }
-            desk.push(&operation.proposal.operation_id, operation.proposal.expires_at);
+            desk.push(
+                &operation.proposal.operation_id,
+                operation.proposal.expires_at,
+            );
             let mut writes = vec![Write::Create {
                 key: operation.record_key(),
                 body: operation.to_value(),
                 expires_at: Some(now + RETENTION_SECS),
             }];
-            writes.push(desk.write(desk_key(&caller.tenant, &caller.subject), record.as_ref(), now));
+            writes.push(desk.write(
+                desk_key(&caller.tenant, &caller.subject),
+                record.as_ref(),
+                now,
+            ));
             let key_index = key_record.as_ref().map(|key_record| {
                 writes.push(Write::Create {
                     key: key_record.clone(),
@@ -353,13 +452,18 @@ impl Inventory {
             }
             match self.records.transact(&writes, now).await {
                 Ok(_) => return Ok(operation),
-                Err(TransactError::Refused { index, cause: StoreError::AlreadyExists(first) })
-                    if Some(index) == key_index =>
-                {
-                    return self.first_for_key(caller, request, &first.body, &request_digest).await;
+                Err(TransactError::Refused {
+                    index,
+                    cause: StoreError::AlreadyExists(first),
+                }) if Some(index) == key_index => {
+                    return self
+                        .first_for_key(caller, request, &first.body, &request_digest)
+                        .await;
                 }
                 // The desk or the item's window changed under us (another proposal): read again.
-                Err(TransactError::Refused { index, .. }) if index == 1 || (by_policy && index == writes.len() - 1) => {
+                Err(TransactError::Refused { index, .. })
+                    if index == 1 || (by_policy && index == writes.len() - 1) =>
+                {
                     continue;
                 }
                 Err(other) => return Err(other.into()),
@@ -376,10 +480,15 @@ impl Inventory {
         digest: &str,
     ) -> Result<Operation, InventoryError> {
         if !constant_time_eq(first["digest"].as_str().unwrap_or_default(), digest) {
-            return Err(InventoryError::KeyMismatch(request.request_key.clone().unwrap_or_default()));
+            return Err(InventoryError::KeyMismatch(
+                request.request_key.clone().unwrap_or_default(),
+            ));
         }
         let id = first["operationId"].as_str().unwrap_or_default();
-        self.operation(&caller.tenant, id).await?.map(|(op, _)| op).ok_or(InventoryError::NotFound)
+        self.operation(&caller.tenant, id)
+            .await?
+            .map(|(op, _)| op)
+            .ok_or(InventoryError::NotFound)
     }
 
     /// A person's decision, bound to the digest they saw. Approvers hold `inventory:approve` and
@@ -394,11 +503,18 @@ impl Inventory {
         if !(person.unrestricted || person.scopes.contains(policy::APPROVE)) {
             return Err(InventoryError::NotPermitted(policy::APPROVE));
         }
-        let (operation, revision) = self.operation(&person.tenant, id).await?.ok_or(InventoryError::NotFound)?;
+        let (operation, revision) = self
+            .operation(&person.tenant, id)
+            .await?
+            .ok_or(InventoryError::NotFound)?;
         if operation.proposal.proposer == person.subject {
-            return Err(InventoryError::Invalid("the proposer cannot decide their own proposal".into()));
+            return Err(InventoryError::Invalid(
+                "the proposer cannot decide their own proposal".into(),
+            ));
         }
-        if !constant_time_eq(&operation.digest, digest) || operation.proposal.digest() != operation.digest {
+        if !constant_time_eq(&operation.digest, digest)
+            || operation.proposal.digest() != operation.digest
+        {
             return Err(LedgerError::DigestMismatch.into());
         }
         if operation.status != OpStatus::Proposed {
@@ -430,8 +546,12 @@ impl Inventory {
             });
             next
         } else {
-            let mut next =
-                operation.advanced(OpStatus::Rejected, now, &person.subject, Some("rejected by a person".into()))?;
+            let mut next = operation.advanced(
+                OpStatus::Rejected,
+                now,
+                &person.subject,
+                Some("rejected by a person".into()),
+            )?;
             next.reason = Some(format!("rejected by {}", person.subject));
             next
         };
@@ -440,7 +560,11 @@ impl Inventory {
     }
 
     async fn write(&self, operation: &Operation, revision: u64) -> Result<u64, InventoryError> {
-        match self.records.transact(&[operation.update_at(revision)], self.now()).await {
+        match self
+            .records
+            .transact(&[operation.update_at(revision)], self.now())
+            .await
+        {
             Ok(revisions) => {
                 operation.report_written();
                 Ok(revisions[0])
@@ -451,9 +575,18 @@ impl Inventory {
     }
 
     /// Marks the desk's open entries whose operation has finished.
-    async fn mark_finished(&self, tenant: &str, desk: &mut Desk, now: u64) -> Result<(), InventoryError> {
+    async fn mark_finished(
+        &self,
+        tenant: &str,
+        desk: &mut Desk,
+        now: u64,
+    ) -> Result<(), InventoryError> {
         for id in desk.open_ids(now) {
-            if self.operation(tenant, &id).await?.is_none_or(|(op, _)| op.status.is_terminal()) {
+            if self
+                .operation(tenant, &id)
+                .await?
+                .is_none_or(|(op, _)| op.status.is_terminal())
+            {
                 desk.mark_finished(&id, now);
             }
         }
@@ -463,14 +596,25 @@ impl Inventory {
     /// Records on the caller's desk that `finished` have finished (so they stop counting as
     /// open). Bookkeeping only: after a few lost races it gives up, and the next full desk asks
     /// the operations themselves.
-    async fn record_finished(&self, caller: &Principal, finished: &[String]) -> Result<(), InventoryError> {
+    async fn record_finished(
+        &self,
+        caller: &Principal,
+        finished: &[String],
+    ) -> Result<(), InventoryError> {
         for _ in 0..3 {
             let now = self.now();
-            let Some(record) = self.records.get(&desk_key(&caller.tenant, &caller.subject), now).await? else {
+            let Some(record) = self
+                .records
+                .get(&desk_key(&caller.tenant, &caller.subject), now)
+                .await?
+            else {
                 return Ok(());
             };
             let mut desk = Desk::from_record(Some(&record))?;
-            let marked = finished.iter().filter(|id| desk.mark_finished(id, now)).count();
+            let marked = finished
+                .iter()
+                .filter(|id| desk.mark_finished(id, now))
+                .count();
             if marked == 0 {
                 return Ok(());
             }
@@ -489,25 +633,39 @@ impl Inventory {
     /// a person. Operations finished within the report window report their first outcome (and
     /// receipt), so a repeated apply whose first answer was lost learns the same; an operation
     /// named in `only` that has left the desk is looked up directly.
-    pub async fn apply(&self, caller: &Principal, only: Option<&[String]>) -> Result<Vec<Value>, InventoryError> {
+    pub async fn apply(
+        &self,
+        caller: &Principal,
+        only: Option<&[String]>,
+    ) -> Result<Vec<Value>, InventoryError> {
         if !policy::effective_scopes(caller, None).contains(policy::WRITE) {
             return Err(InventoryError::NotPermitted(policy::WRITE));
         }
         let now = self.now();
-        let record = self.records.get(&desk_key(&caller.tenant, &caller.subject), now).await?;
+        let record = self
+            .records
+            .get(&desk_key(&caller.tenant, &caller.subject), now)
+            .await?;
         let mut desk = Desk::from_record(record.as_ref())?;
         desk.prune(now);
         let desk = desk.ids();
         let mut reports = Vec::new();
         let mut finished = Vec::new();
-        for id in desk.iter().filter(|id| only.is_none_or(|only| only.contains(id))) {
-            let Some((operation, revision)) = self.operation(&caller.tenant, id).await? else { continue };
+        for id in desk
+            .iter()
+            .filter(|id| only.is_none_or(|only| only.contains(id)))
+        {
+            let Some((operation, revision)) = self.operation(&caller.tenant, id).await? else {
+                continue;
+            };
             if operation.proposal.proposer != caller.subject {
                 continue;
             }
             let outcome = match operation.status {
                 OpStatus::Authorized => self.execute(operation, revision).await?,
-                OpStatus::Executing | OpStatus::Unknown => self.settle_operation(operation, revision).await?,
+                OpStatus::Executing | OpStatus::Unknown => {
+                    self.settle_operation(operation, revision).await?
+                }
                 _ => operation,
             };
             if outcome.status.is_terminal() {
@@ -538,31 +696,51 @@ impl Inventory {
 
     /// authorized → executing → (commit: stock CAS + ledger + outbox, one transaction) →
     /// downstream → succeeded. Returns the operation as it stands afterwards.
-    pub async fn execute(&self, operation: Operation, revision: u64) -> Result<Operation, InventoryError> {
+    pub async fn execute(
+        &self,
+        operation: Operation,
+        revision: u64,
+    ) -> Result<Operation, InventoryError> {
         let now = self.now();
         if let Err(invalid) = operation.check_authorization(policy::POLICY_VERSION, now) {
-            let mut rejected = operation.advanced(OpStatus::Rejected, now, "policy", Some(invalid.to_string()))?;
+            let mut rejected =
+                operation.advanced(OpStatus::Rejected, now, "policy", Some(invalid.to_string()))?;
             rejected.reason = Some(invalid.to_string());
             return self.write_or_current(&rejected, revision).await;
         }
         if let Some(engine) = &self.settler {
             // The dead man's switch first: if this executor dies, the reconciler runs it.
             let p = &operation.proposal;
-            let input = SettleInput { operation_id: p.operation_id.clone() };
-            SETTLE.start_deferred(engine, &p.tenant, &p.proposer, Some(&p.operation_id), &input).await.map_err(
-                |e| match e {
+            let input = SettleInput {
+                operation_id: p.operation_id.clone(),
+            };
+            SETTLE
+                .start_deferred(
+                    engine,
+                    &p.tenant,
+                    &p.proposer,
+                    Some(&p.operation_id),
+                    &input,
+                )
+                .await
+                .map_err(|e| match e {
                     relevo_state::StartError::Store(error) => InventoryError::Store(error),
                     other => InventoryError::Internal(other.to_string()),
-                },
-            )?;
+                })?;
         }
-        let mut executing = operation.advanced(OpStatus::Executing, now, &operation.proposal.proposer, None)?;
+        let mut executing =
+            operation.advanced(OpStatus::Executing, now, &operation.proposal.proposer, None)?;
         executing.attempts += 1;
-        executing.lease = Some(Lease { owner: self.ids.new_id(), expires_at: now + self.config.lease_secs });
+        executing.lease = Some(Lease {
+            owner: self.ids.new_id(),
+            expires_at: now + self.config.lease_secs,
+        });
         let revision = match self.write(&executing, revision).await {
             Ok(revision) => revision,
             // Another executor took it first: report what it is now.
-            Err(InventoryError::Ledger(LedgerError::Raced)) => return self.current(&operation).await,
+            Err(InventoryError::Ledger(LedgerError::Raced)) => {
+                return self.current(&operation).await;
+            }
             Err(other) => return Err(other),
         };
         self.commit(executing, revision).await
@@ -570,10 +748,17 @@ impl Inventory {
 
     async fn current(&self, operation: &Operation) -> Result<Operation, InventoryError> {
         let p = &operation.proposal;
-        self.operation(&p.tenant, &p.operation_id).await?.map(|(op, _)| op).ok_or(InventoryError::NotFound)
+        self.operation(&p.tenant, &p.operation_id)
+            .await?
+            .map(|(op, _)| op)
+            .ok_or(InventoryError::NotFound)
     }
 
-    async fn write_or_current(&self, operation: &Operation, revision: u64) -> Result<Operation, InventoryError> {
+    async fn write_or_current(
+        &self,
+        operation: &Operation,
+        revision: u64,
+    ) -> Result<Operation, InventoryError> {
         match self.write(operation, revision).await {
             Ok(_) => Ok(operation.clone()),
             Err(InventoryError::Ledger(LedgerError::Raced)) => self.current(operation).await,
@@ -586,11 +771,17 @@ impl Inventory {
         json!({ "operationId": p.operation_id, "resource": p.resource, "from": p.arguments["from"], "to": p.arguments["to"], "version": new_version })
     }
 
-    async fn commit(&self, executing: Operation, revision: u64) -> Result<Operation, InventoryError> {
+    async fn commit(
+        &self,
+        executing: Operation,
+        revision: u64,
+    ) -> Result<Operation, InventoryError> {
         let now = self.now();
         let p = &executing.proposal;
-        let (warehouse, sku) =
-            (p.arguments["warehouse"].as_str().unwrap_or_default(), p.arguments["sku"].as_str().unwrap_or_default());
+        let (warehouse, sku) = (
+            p.arguments["warehouse"].as_str().unwrap_or_default(),
+            p.arguments["sku"].as_str().unwrap_or_default(),
+        );
         let to = p.arguments["to"].as_u64().unwrap_or(0);
         let new_version = p.expected_version + 1;
         let mut committed = executing.clone();
@@ -608,14 +799,21 @@ impl Inventory {
             Ok(revisions) => self.deliver(committed, revisions[1]).await,
             Err(TransactError::Refused { index: 0, cause }) => {
                 let current = match cause {
-                    StoreError::Conflict { current, .. } | StoreError::AlreadyExists(current) => current.revision,
+                    StoreError::Conflict { current, .. } | StoreError::AlreadyExists(current) => {
+                        current.revision
+                    }
                     _ => 0,
                 };
-                let note = format!("version conflict: expected {}, found {current}", p.expected_version);
-                let mut rejected = executing.advanced(OpStatus::Rejected, now, "executor", Some(note.clone()))?;
+                let note = format!(
+                    "version conflict: expected {}, found {current}",
+                    p.expected_version
+                );
+                let mut rejected =
+                    executing.advanced(OpStatus::Rejected, now, "executor", Some(note.clone()))?;
                 rejected.reason = Some(format!("{note}; read the item again and propose again"));
-                rejected.receipt =
-                    Some(json!({ "conflict": { "expectedVersion": p.expected_version, "currentVersion": current } }));
+                rejected.receipt = Some(
+                    json!({ "conflict": { "expectedVersion": p.expected_version, "currentVersion": current } }),
+                );
                 self.write_or_current(&rejected, revision).await
             }
             // Fenced: the operation moved on without us (settled by someone else).
@@ -624,8 +822,10 @@ impl Inventory {
             // authorized again (a retry executes it) instead of waiting out its lease to be
             // rejected. A timeout is different: the commit may have happened; settling decides.
             Err(TransactError::Store(error @ StoreError::Unavailable(_))) => {
-                let note = format!("the commit failed and nothing was applied ({error}); apply again");
-                let mut again = executing.advanced(OpStatus::Authorized, self.now(), "executor", Some(note))?;
+                let note =
+                    format!("the commit failed and nothing was applied ({error}); apply again");
+                let mut again =
+                    executing.advanced(OpStatus::Authorized, self.now(), "executor", Some(note))?;
                 again.lease = None;
                 let _ = self.write_or_current(&again, revision).await;
                 Err(InventoryError::Store(error))
@@ -635,15 +835,35 @@ impl Inventory {
     }
 
     /// Tells the downstream (idempotency key: the operation id), then records the receipt.
-    async fn deliver(&self, committed: Operation, revision: u64) -> Result<Operation, InventoryError> {
+    async fn deliver(
+        &self,
+        committed: Operation,
+        revision: u64,
+    ) -> Result<Operation, InventoryError> {
         let p = &committed.proposal;
-        let version = committed.committed.as_ref().and_then(|c| c["version"].as_u64()).unwrap_or(0);
-        let answer = self.downstream.deliver(&p.tenant, &p.operation_id, &Self::payload(&committed, version)).await;
+        let version = committed
+            .committed
+            .as_ref()
+            .and_then(|c| c["version"].as_u64())
+            .unwrap_or(0);
+        let answer = self
+            .downstream
+            .deliver(
+                &p.tenant,
+                &p.operation_id,
+                &Self::payload(&committed, version),
+            )
+            .await;
         let now = self.now();
         match answer {
             Ok(downstream) => self.succeed(committed, revision, downstream).await,
             Err(error) => {
-                let unknown = committed.advanced(OpStatus::Unknown, now, "executor", Some(error.to_string()))?;
+                let unknown = committed.advanced(
+                    OpStatus::Unknown,
+                    now,
+                    "executor",
+                    Some(error.to_string()),
+                )?;
                 self.write_or_current(&unknown, revision).await
             }
         }
@@ -657,7 +877,11 @@ impl Inventory {
     ) -> Result<Operation, InventoryError> {
         let now = self.now();
         let p = &operation.proposal;
-        let version = operation.committed.as_ref().and_then(|c| c["version"].as_u64()).unwrap_or(0);
+        let version = operation
+            .committed
+            .as_ref()
+            .and_then(|c| c["version"].as_u64())
+            .unwrap_or(0);
         let mut done = operation.advanced(OpStatus::Succeeded, now, "executor", None)?;
         done.receipt = Some(json!({
             "operationId": p.operation_id, "resource": p.resource, "from": p.arguments["from"], "to": p.arguments["to"],
@@ -672,9 +896,15 @@ impl Inventory {
     /// downstream never saw it), never by reading the current stock. An operation whose local
     /// commit never happened (the commit and the `committed` mark are one transaction) had no
     /// effect and is rejected.
-    pub async fn settle(&self, tenant: &str, id: &str) -> Result<Option<Operation>, InventoryError> {
+    pub async fn settle(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Option<Operation>, InventoryError> {
         match self.operation(tenant, id).await? {
-            Some((operation, revision)) => Ok(Some(self.settle_operation(operation, revision).await?)),
+            Some((operation, revision)) => {
+                Ok(Some(self.settle_operation(operation, revision).await?))
+            }
             None => Ok(None),
         }
     }
@@ -683,18 +913,32 @@ impl Inventory {
     /// executing under a live lease, or whose downstream is still silent, is tried again later.
     pub async fn settle_job(self, input: SettleInput, cx: JobContext) -> Result<Settled, JobError> {
         let id = input.operation_id;
-        let settled = |status: &str| Ok(Settled { operation_id: id.clone(), status: status.to_string() });
+        let settled = |status: &str| {
+            Ok(Settled {
+                operation_id: id.clone(),
+                status: status.to_string(),
+            })
+        };
         match self.settle(&cx.job().job.tenant, &id).await {
-            Ok(Some(op)) if op.status.is_terminal() || op.status == OpStatus::Proposed => settled(op.status.as_str()),
+            Ok(Some(op)) if op.status.is_terminal() || op.status == OpStatus::Proposed => {
+                settled(op.status.as_str())
+            }
             // Authorized but never started: nothing was done, nothing to settle.
             Ok(Some(op)) if op.status == OpStatus::Authorized => settled("authorized"),
-            Ok(Some(op)) => Err(JobError::retry(format!("operation still {}", op.status.as_str()))),
+            Ok(Some(op)) => Err(JobError::retry(format!(
+                "operation still {}",
+                op.status.as_str()
+            ))),
             Ok(None) => settled("gone"),
             Err(error) => Err(JobError::retry(error)),
         }
     }
 
-    async fn settle_operation(&self, operation: Operation, revision: u64) -> Result<Operation, InventoryError> {
+    async fn settle_operation(
+        &self,
+        operation: Operation,
+        revision: u64,
+    ) -> Result<Operation, InventoryError> {
         let now = self.now();
         let (operation, revision) = match operation.status {
             OpStatus::Executing if operation.lease.as_ref().is_some_and(|l| l.expires_at > now) => {
@@ -709,7 +953,9 @@ impl Inventory {
                 )?;
                 match self.write(&unknown, revision).await {
                     Ok(revision) => (unknown, revision),
-                    Err(InventoryError::Ledger(LedgerError::Raced)) => return self.current(&operation).await,
+                    Err(InventoryError::Ledger(LedgerError::Raced)) => {
+                        return self.current(&operation).await;
+                    }
                     Err(other) => return Err(other),
                 }
             }
@@ -722,7 +968,8 @@ impl Inventory {
             // expiry and policy again). A late commit from the dead executor is fenced by the
             // operation's revision, which this write moves.
             let note = "interrupted before the change was committed; nothing was applied; it runs on the next apply";
-            let mut again = operation.advanced(OpStatus::Authorized, now, "reconciler", Some(note.into()))?;
+            let mut again =
+                operation.advanced(OpStatus::Authorized, now, "reconciler", Some(note.into()))?;
             again.lease = None;
             return self.write_or_current(&again, revision).await;
         }
@@ -730,9 +977,18 @@ impl Inventory {
         let known = match self.downstream.receipt(&p.tenant, &p.operation_id).await {
             Ok(Some(receipt)) => receipt,
             Ok(None) => {
-                let outbox = self.records.get(&outbox_key(&p.tenant, &p.operation_id), now).await?;
-                let Some(outbox) = outbox else { return Ok(operation) };
-                match self.downstream.deliver(&p.tenant, &p.operation_id, &outbox.body["payload"]).await {
+                let outbox = self
+                    .records
+                    .get(&outbox_key(&p.tenant, &p.operation_id), now)
+                    .await?;
+                let Some(outbox) = outbox else {
+                    return Ok(operation);
+                };
+                match self
+                    .downstream
+                    .deliver(&p.tenant, &p.operation_id, &outbox.body["payload"])
+                    .await
+                {
                     Ok(receipt) => receipt,
                     Err(_) => return Ok(operation),
                 }

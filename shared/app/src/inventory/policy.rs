@@ -34,10 +34,14 @@ pub fn effective_scopes(user: &Principal, task: Option<&[String]>) -> BTreeSet<S
 pub fn needs_person(warehouse: &str, from: u64, to: u64) -> Vec<String> {
     let mut reasons = Vec::new();
     if from.abs_diff(to) > PERSON_THRESHOLD {
-        reasons.push(format!("changes more than {PERSON_THRESHOLD} units ({from} → {to})"));
+        reasons.push(format!(
+            "changes more than {PERSON_THRESHOLD} units ({from} → {to})"
+        ));
     }
     if warehouse != HOME_WAREHOUSE {
-        reasons.push(format!("warehouse {warehouse} is not the home warehouse {HOME_WAREHOUSE}"));
+        reasons.push(format!(
+            "warehouse {warehouse} is not the home warehouse {HOME_WAREHOUSE}"
+        ));
     }
     reasons
 }
@@ -48,7 +52,10 @@ mod tests {
 
     #[test]
     fn large_changes_and_other_warehouses_need_a_person() {
-        assert!(needs_person("main", 10, 30).is_empty(), "20 units is within the threshold");
+        assert!(
+            needs_person("main", 10, 30).is_empty(),
+            "20 units is within the threshold"
+        );
         assert_eq!(needs_person("main", 10, 31).len(), 1);
         assert_eq!(needs_person("north", 10, 11).len(), 1, "another warehouse");
         assert_eq!(needs_person("north", 0, 100).len(), 2);
@@ -58,10 +65,21 @@ mod tests {
     fn permissions_are_the_intersection_of_user_service_and_task_scopes() {
         let user = Principal::new("acme", "agent", [READ, WRITE, APPROVE, "notes:write"]);
         let all: BTreeSet<String> = [READ, WRITE].iter().map(|s| s.to_string()).collect();
-        assert_eq!(effective_scopes(&user, None), all, "the service never grants approve or other apps' scopes");
+        assert_eq!(
+            effective_scopes(&user, None),
+            all,
+            "the service never grants approve or other apps' scopes"
+        );
         let task = vec![READ.to_string(), APPROVE.to_string()];
-        assert_eq!(effective_scopes(&user, Some(&task)), BTreeSet::from([READ.to_string()]), "a task narrows");
+        assert_eq!(
+            effective_scopes(&user, Some(&task)),
+            BTreeSet::from([READ.to_string()]),
+            "a task narrows"
+        );
         let reader = Principal::new("acme", "r", [READ]);
-        assert!(!effective_scopes(&reader, Some(&[WRITE.to_string()])).contains(WRITE), "a task cannot widen");
+        assert!(
+            !effective_scopes(&reader, Some(&[WRITE.to_string()])).contains(WRITE),
+            "a task cannot widen"
+        );
     }
 }

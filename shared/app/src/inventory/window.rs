@@ -34,18 +34,33 @@ pub struct Window {
 }
 
 pub fn window_key(tenant: &str, warehouse: &str, sku: &str) -> RecordKey {
-    RecordKey::new(Owner::tenant(tenant), "policy-window", &format!("{warehouse}/{sku}"))
+    RecordKey::new(
+        Owner::tenant(tenant),
+        "policy-window",
+        &format!("{warehouse}/{sku}"),
+    )
 }
 
 impl Window {
-    pub fn from_record(key: RecordKey, record: Option<&Record>, now: u64) -> Result<Window, InventoryError> {
+    pub fn from_record(
+        key: RecordKey,
+        record: Option<&Record>,
+        now: u64,
+    ) -> Result<Window, InventoryError> {
         let changes: Vec<Change> = match record {
             None => Vec::new(),
             Some(record) => serde_json::from_value(record.body["changes"].clone())
                 .map_err(|e| InventoryError::Internal(format!("unreadable policy window: {e}")))?,
         };
-        let changes = changes.into_iter().filter(|c| c.at + WINDOW_SECS > now).collect();
-        Ok(Window { key, revision: record.map(|r| r.revision), changes })
+        let changes = changes
+            .into_iter()
+            .filter(|c| c.at + WINDOW_SECS > now)
+            .collect();
+        Ok(Window {
+            key,
+            revision: record.map(|r| r.revision),
+            changes,
+        })
     }
 
     /// Units changed without a person in the window.
@@ -57,7 +72,9 @@ impl Window {
     pub fn needs_person(&self, units: u64) -> Option<String> {
         let recent = self.recent_units();
         if self.changes.len() >= MAX_CHANGES {
-            return Some(format!("{MAX_CHANGES} changes without a person in the last 24 h"));
+            return Some(format!(
+                "{MAX_CHANGES} changes without a person in the last 24 h"
+            ));
         }
         (units <= PERSON_THRESHOLD && recent + units > PERSON_THRESHOLD).then(|| {
             format!(
@@ -69,11 +86,23 @@ impl Window {
     /// The conditional write that adds a policy-authorized change of `units`.
     pub fn add(&self, units: u64, operation: &str, now: u64) -> Write {
         let mut changes = self.changes.clone();
-        changes.push(Change { at: now, units, operation: operation.into() });
+        changes.push(Change {
+            at: now,
+            units,
+            operation: operation.into(),
+        });
         let body = serde_json::json!({ "changes": changes });
         match self.revision {
-            Some(revision) => Write::Update { key: self.key.clone(), expected_revision: revision, body },
-            None => Write::Create { key: self.key.clone(), body, expires_at: None },
+            Some(revision) => Write::Update {
+                key: self.key.clone(),
+                expected_revision: revision,
+                body,
+            },
+            None => Write::Create {
+                key: self.key.clone(),
+                body,
+                expires_at: None,
+            },
         }
     }
 }
@@ -83,24 +112,46 @@ mod tests {
     use super::*;
 
     fn window(units: &[(u64, u64)]) -> Window {
-        let changes =
-            units.iter().map(|(at, units)| Change { at: *at, units: *units, operation: "op".into() }).collect();
-        Window { key: window_key("acme", "main", "MUG"), revision: Some(1), changes }
+        let changes = units
+            .iter()
+            .map(|(at, units)| Change {
+                at: *at,
+                units: *units,
+                operation: "op".into(),
+            })
+            .collect();
+        Window {
+            key: window_key("acme", "main", "MUG"),
+            revision: Some(1),
+            changes,
+        }
     }
 
     #[test]
     fn small_changes_add_up_to_the_threshold_within_the_window_only() {
         assert_eq!(window(&[]).needs_person(20), None);
-        assert!(window(&[(100, 20)]).needs_person(1).is_some(), "the second slice needs a person");
-        assert_eq!(window(&[(100, 5), (200, 5)]).needs_person(10), None, "20 in all is within");
+        assert!(
+            window(&[(100, 20)]).needs_person(1).is_some(),
+            "the second slice needs a person"
+        );
+        assert_eq!(
+            window(&[(100, 5), (200, 5)]).needs_person(10),
+            None,
+            "20 in all is within"
+        );
         let record = Record {
             key: window_key("acme", "main", "MUG"),
             revision: 3,
             body: serde_json::json!({ "changes": [{ "at": 100, "units": 20, "operation": "a" }] }),
             expires_at: None,
         };
-        let later = Window::from_record(record.key.clone(), Some(&record), 100 + WINDOW_SECS).unwrap();
-        assert_eq!(later.needs_person(20), None, "a day later the first change no longer counts");
+        let later =
+            Window::from_record(record.key.clone(), Some(&record), 100 + WINDOW_SECS).unwrap();
+        assert_eq!(
+            later.needs_person(20),
+            None,
+            "a day later the first change no longer counts"
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
-    let name = std::env::var("RELEVO_FUNCTION").map_err(|_| "RELEVO_FUNCTION names the function to play")?;
+    let name = std::env::var("RELEVO_FUNCTION")
+        .map_err(|_| "RELEVO_FUNCTION names the function to play")?;
     relevo_lambda::run_function(&name, relevo_conformance::build).await
 }

@@ -74,7 +74,11 @@ impl ToolContext {
 
     /// Asks the user for a `T` (a form derived from `T`) under `key`, or returns the answer this
     /// round carries.
-    pub fn elicit<T: DeserializeOwned + JsonSchema>(&self, key: &str, message: &str) -> Result<Elicited<T>, ToolError> {
+    pub fn elicit<T: DeserializeOwned + JsonSchema>(
+        &self,
+        key: &str,
+        message: &str,
+    ) -> Result<Elicited<T>, ToolError> {
         self.elicit_with(key, message, &self.state::<Value>())
     }
 
@@ -86,13 +90,21 @@ impl ToolContext {
         message: &str,
         state: &S,
     ) -> Result<Elicited<T>, ToolError> {
-        if let Some(answer) = self.asked(key).then(|| self.call.elicitation(key)).flatten() {
+        if let Some(answer) = self
+            .asked(key)
+            .then(|| self.call.elicitation(key))
+            .flatten()
+        {
             return match answer.action {
                 ElicitAction::Accept => {
                     let content = Value::Object(answer.content.unwrap_or_default());
-                    serde_json::from_value(content).map(Elicited::Accept).map_err(|error| {
-                        ToolError::caller(format!("the answer to {key:?} does not fit its form: {error}"))
-                    })
+                    serde_json::from_value(content)
+                        .map(Elicited::Accept)
+                        .map_err(|error| {
+                            ToolError::caller(format!(
+                                "the answer to {key:?} does not fit its form: {error}"
+                            ))
+                        })
                 }
                 ElicitAction::Decline => Ok(Elicited::Decline),
                 ElicitAction::Cancel => Ok(Elicited::Cancel),
@@ -103,7 +115,12 @@ impl ToolContext {
 
     /// The `input_required` that asks the user for a `T` under `key`, whatever this round
     /// carries (the question changed: a quote went stale). Return it as the handler's error.
-    pub fn ask<T: JsonSchema, S: Serialize>(&self, key: &str, message: &str, state: &S) -> ToolError {
+    pub fn ask<T: JsonSchema, S: Serialize>(
+        &self,
+        key: &str,
+        message: &str,
+        state: &S,
+    ) -> ToolError {
         let data = match serde_json::to_value(state) {
             Ok(data) => data,
             Err(error) => return ToolError::internal(error),
@@ -144,16 +161,37 @@ impl ToolContext {
         input: &I,
     ) -> Result<Job, ToolError> {
         let principal = &self.call.principal;
-        Ok(kind.start(engine, &principal.tenant, &principal.subject, operation_key, input).await?)
+        Ok(kind
+            .start(
+                engine,
+                &principal.tenant,
+                &principal.subject,
+                operation_key,
+                input,
+            )
+            .await?)
     }
 
     /// The caller's job `id` of `kind`, or `None`: absent, another principal's (jobs are keyed by
     /// the verified tenant and subject, so another caller's id reads as absent, never as
     /// forbidden), or of another kind.
-    pub async fn find_job<I>(&self, engine: &Engine, kind: &JobKind<I>, id: &str) -> Result<Option<Job>, ToolError> {
+    pub async fn find_job<I>(
+        &self,
+        engine: &Engine,
+        kind: &JobKind<I>,
+        id: &str,
+    ) -> Result<Option<Job>, ToolError> {
         let principal = &self.call.principal;
-        let job = JobRef { tenant: principal.tenant.clone(), subject: principal.subject.clone(), id: id.to_string() };
-        Ok(engine.store.get_job(&job).await?.filter(|job| job.kind == kind.name()))
+        let job = JobRef {
+            tenant: principal.tenant.clone(),
+            subject: principal.subject.clone(),
+            id: id.to_string(),
+        };
+        Ok(engine
+            .store
+            .get_job(&job)
+            .await?
+            .filter(|job| job.kind == kind.name()))
     }
 
     /// Starts a durable job of `kind` as [`ToolContext::start_job`] does; a client that declared
@@ -168,7 +206,9 @@ impl ToolContext {
     ) -> Result<Job, ToolError> {
         let job = self.start_job(engine, kind, operation_key, input).await?;
         if self.call.client.declares_tasks() {
-            return Err(ToolError::Answer(Box::new(Outcome::TaskCreated(Box::new(job)))));
+            return Err(ToolError::Answer(Box::new(Outcome::TaskCreated(Box::new(
+                job,
+            )))));
         }
         Ok(job)
     }
@@ -176,7 +216,9 @@ impl ToolContext {
     /// Records this round's answers, one per question asked, before the handler can act on
     /// them: an answer other than the one recorded first is refused ([`super::rounds`]).
     pub(crate) async fn settle_answers(&self) -> Result<(), ToolError> {
-        let (Some(ledger), Some(state)) = (&self.call.answers, &self.call.state) else { return Ok(()) };
+        let (Some(ledger), Some(state)) = (&self.call.answers, &self.call.state) else {
+            return Ok(());
+        };
         // A state sealed before rounds had ids is its own round.
         let round = match state.get(ROUND).and_then(Value::as_str) {
             Some(round) => round.to_string(),
@@ -193,8 +235,15 @@ impl ToolContext {
     }
 
     fn asked_keys(&self) -> Vec<String> {
-        let asked = self.call.state.as_ref().and_then(|state| state.get(ASKED)).cloned();
-        asked.and_then(|keys| serde_json::from_value(keys).ok()).unwrap_or_default()
+        let asked = self
+            .call
+            .state
+            .as_ref()
+            .and_then(|state| state.get(ASKED))
+            .cloned();
+        asked
+            .and_then(|keys| serde_json::from_value(keys).ok())
+            .unwrap_or_default()
     }
 
     fn asked(&self, key: &str) -> bool {

@@ -53,7 +53,10 @@ impl ToolError {
     /// The handler's outcome on methods without tool execution errors (prompts, resources).
     pub(crate) fn into_outcome(self, target: &str) -> Result<Outcome, McpError> {
         match self {
-            ToolError::Caller(message) => Err(McpError::InvalidParams { message, data: None }),
+            ToolError::Caller(message) => Err(McpError::InvalidParams {
+                message,
+                data: None,
+            }),
             ToolError::Answer(outcome) => Ok(*outcome),
             other => Err(other.into_protocol_error(target)),
         }
@@ -66,7 +69,10 @@ impl ToolError {
                 tracing::error!(target, cause = %cause, "handler failed");
                 McpError::Internal
             }
-            ToolError::Caller(message) => McpError::InvalidParams { message, data: None },
+            ToolError::Caller(message) => McpError::InvalidParams {
+                message,
+                data: None,
+            },
             ToolError::Answer(_) => McpError::Internal,
         }
     }
@@ -85,7 +91,9 @@ impl From<StartError> for ToolError {
     fn from(error: StartError) -> Self {
         match error {
             StartError::KeyConflict { .. } => ToolError::Caller(error.to_string()),
-            StartError::LimitReached { what, max } => ToolError::Server(McpError::LimitReached { what, max }),
+            StartError::LimitReached { what, max } => {
+                ToolError::Server(McpError::LimitReached { what, max })
+            }
             StartError::Store(error) => error.into(),
             StartError::Input { .. } => ToolError::internal(error),
         }

@@ -96,7 +96,11 @@ impl ser::Serializer for &mut Walk {
         Ok(())
     }
 
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, value: &T) -> Result<(), Never> {
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        value: &T,
+    ) -> Result<(), Never> {
         value.serialize(self)
     }
 
@@ -189,16 +193,35 @@ mod tests {
 
     #[test]
     fn a_non_finite_float_is_found_wherever_it_is() {
-        let fine = Reading { label: "x".into(), value: Some(1.5), history: vec![1.0], by_name: BTreeMap::new() };
+        let fine = Reading {
+            label: "x".into(),
+            value: Some(1.5),
+            history: vec![1.0],
+            by_name: BTreeMap::new(),
+        };
         assert!(!has_non_finite(&fine));
-        assert!(has_non_finite(&Reading { value: Some(f64::INFINITY), ..fine_clone(&fine) }));
-        assert!(has_non_finite(&Reading { history: vec![0.0, f32::NAN], ..fine_clone(&fine) }));
+        assert!(has_non_finite(&Reading {
+            value: Some(f64::INFINITY),
+            ..fine_clone(&fine)
+        }));
+        assert!(has_non_finite(&Reading {
+            history: vec![0.0, f32::NAN],
+            ..fine_clone(&fine)
+        }));
         let by_name = [("a".to_string(), f64::NEG_INFINITY)].into_iter().collect();
-        assert!(has_non_finite(&Reading { by_name, ..fine_clone(&fine) }));
+        assert!(has_non_finite(&Reading {
+            by_name,
+            ..fine_clone(&fine)
+        }));
         assert!(!has_non_finite(&serde_json::json!({ "n": 1 })));
     }
 
     fn fine_clone(r: &Reading) -> Reading {
-        Reading { label: r.label.clone(), value: r.value, history: r.history.clone(), by_name: r.by_name.clone() }
+        Reading {
+            label: r.label.clone(),
+            value: r.value,
+            history: r.history.clone(),
+            by_name: r.by_name.clone(),
+        }
     }
 }

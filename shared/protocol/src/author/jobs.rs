@@ -89,7 +89,10 @@ pub struct JobKind<I> {
 
 impl<I> JobKind<I> {
     pub const fn new(name: &'static str) -> Self {
-        JobKind { name, input: PhantomData }
+        JobKind {
+            name,
+            input: PhantomData,
+        }
     }
 
     /// The kind as stored on every job (and as `App::task_kind` takes it).
@@ -108,7 +111,12 @@ impl<I> Copy for JobKind<I> {}
 
 impl<I> fmt::Debug for JobKind<I> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "JobKind({:?}: {})", self.name, std::any::type_name::<I>())
+        write!(
+            f,
+            "JobKind({:?}: {})",
+            self.name,
+            std::any::type_name::<I>()
+        )
     }
 }
 
@@ -123,7 +131,15 @@ impl<I: Serialize> JobKind<I> {
         operation_key: Option<&str>,
         input: &I,
     ) -> Result<Job, StartError> {
-        engine.start(tenant, subject, self.name, operation_key, self.encode(input)?).await
+        engine
+            .start(
+                tenant,
+                subject,
+                self.name,
+                operation_key,
+                self.encode(input)?,
+            )
+            .await
     }
 
     /// Starts a job of this kind without enqueuing it ([`Engine::start_deferred`]): the
@@ -136,12 +152,22 @@ impl<I: Serialize> JobKind<I> {
         operation_key: Option<&str>,
         input: &I,
     ) -> Result<Job, StartError> {
-        engine.start_deferred(tenant, subject, self.name, operation_key, self.encode(input)?).await
+        engine
+            .start_deferred(
+                tenant,
+                subject,
+                self.name,
+                operation_key,
+                self.encode(input)?,
+            )
+            .await
     }
 
     fn encode(&self, input: &I) -> Result<Value, StartError> {
-        serde_json::to_value(input)
-            .map_err(|error| StartError::Input { kind: self.name.to_string(), reason: error.to_string() })
+        serde_json::to_value(input).map_err(|error| StartError::Input {
+            kind: self.name.to_string(),
+            reason: error.to_string(),
+        })
     }
 }
 
@@ -162,7 +188,11 @@ impl<I: DeserializeOwned + Send + 'static> JobKind<I> {
     fn decode(&self, input: &Value) -> Result<I, JobFailure> {
         serde_path_to_error::deserialize(input).map_err(|error| {
             let path = error.path().to_string();
-            let at = if path == "." { "its top level".to_string() } else { format!("`{path}`") };
+            let at = if path == "." {
+                "its top level".to_string()
+            } else {
+                format!("`{path}`")
+            };
             JobFailure::Failed(format!(
                 "the input of this {:?} job does not fit its type at {at}: {}",
                 self.name,
@@ -233,7 +263,9 @@ where
     fn run<'a>(&'a self, ctx: &'a JobContext) -> BoxFuture<'a, Result<Value, JobFailure>> {
         Box::pin(async move {
             let input = self.kind.decode(&ctx.input())?;
-            let output = (self.run)(input, ctx.clone()).await.map_err(JobFailure::from)?;
+            let output = (self.run)(input, ctx.clone())
+                .await
+                .map_err(JobFailure::from)?;
             encode_output(self.kind.name, &output)
         })
     }
@@ -242,10 +274,15 @@ where
 /// The output as the job's stored result; one JSON cannot hold faithfully fails the job.
 fn encode_output<O: Serialize>(kind: &str, output: &O) -> Result<Value, JobFailure> {
     if super::finite::has_non_finite(output) {
-        return Err(JobFailure::Failed(format!("the output of this {kind:?} job holds a non-finite number")));
+        return Err(JobFailure::Failed(format!(
+            "the output of this {kind:?} job holds a non-finite number"
+        )));
     }
-    serde_json::to_value(output)
-        .map_err(|error| JobFailure::Failed(format!("the output of this {kind:?} job does not serialize: {error}")))
+    serde_json::to_value(output).map_err(|error| {
+        JobFailure::Failed(format!(
+            "the output of this {kind:?} job does not serialize: {error}"
+        ))
+    })
 }
 
 /// How a typed job's run ended other than with its output.
@@ -288,10 +325,15 @@ impl From<JobFailure> for JobError {
             JobFailure::Retry(reason) => JobError::Retry(reason),
             JobFailure::Cancelled => JobError::Cancelled,
             JobFailure::Fenced => JobError::Fenced,
-            JobFailure::Protocol(error) => {
-                JobError::Failed(error["message"].as_str().unwrap_or("protocol error").to_string())
+            JobFailure::Protocol(error) => JobError::Failed(
+                error["message"]
+                    .as_str()
+                    .unwrap_or("protocol error")
+                    .to_string(),
+            ),
+            JobFailure::NeedsInput { .. } => {
+                JobError::Failed("a typed job cannot ask for input".into())
             }
-            JobFailure::NeedsInput { .. } => JobError::Failed("a typed job cannot ask for input".into()),
         }
     }
 }
@@ -349,8 +391,17 @@ mod tests {
     {
         let store = Arc::new(SqliteStore::in_memory().unwrap());
         let queue = Arc::new(SqliteQueue::new(SqliteStore::in_memory().unwrap(), 5));
-        let config = EngineConfig { max_attempts: 3, ..EngineConfig::default() };
-        let engine = Arc::new(Engine::new(store, queue, Arc::new(SystemClock), Arc::new(RandomIds), config));
+        let config = EngineConfig {
+            max_attempts: 3,
+            ..EngineConfig::default()
+        };
+        let engine = Arc::new(Engine::new(
+            store,
+            queue,
+            Arc::new(SystemClock),
+            Arc::new(RandomIds),
+            config,
+        ));
         let app = Arc::new(App::new("jobs", "1").job(&ORDER, run));
         let worker = app.worker(engine.clone());
         (engine, worker)
@@ -364,56 +415,102 @@ mod tests {
     }
 
     fn two_lines() -> Order {
-        let line = |sku: &str, quantity| Line { sku: sku.into(), quantity };
-        Order { lines: vec![line("tea", 2), line("cup", 3)] }
+        let line = |sku: &str, quantity| Line {
+            sku: sku.into(),
+            quantity,
+        };
+        Order {
+            lines: vec![line("tea", 2), line("cup", 3)],
+        }
     }
 
     async fn run_once(engine: &Engine, worker: &Worker, job: &Job) -> (Processed, Job) {
         let processed = worker.process(&job.job).await.unwrap();
-        (processed, engine.store.get_job(&job.job).await.unwrap().unwrap())
+        (
+            processed,
+            engine.store.get_job(&job.job).await.unwrap().unwrap(),
+        )
     }
 
     #[tokio::test]
     async fn a_typed_job_runs_on_its_decoded_input_and_stores_its_output_serialized() {
         let (engine, worker) = harness(total);
-        let job = ORDER.start(&engine, "acme", "alice", None, &two_lines()).await.unwrap();
+        let job = ORDER
+            .start(&engine, "acme", "alice", None, &two_lines())
+            .await
+            .unwrap();
         assert_eq!(job.kind, "order");
-        assert_eq!(job.input, json!({ "lines": [{ "sku": "tea", "quantity": 2 }, { "sku": "cup", "quantity": 3 }] }));
+        assert_eq!(
+            job.input,
+            json!({ "lines": [{ "sku": "tea", "quantity": 2 }, { "sku": "cup", "quantity": 3 }] })
+        );
         let (processed, done) = run_once(&engine, &worker, &job).await;
         assert_eq!(processed, Processed::Finished(JobStatus::Succeeded));
-        assert_eq!(done.result, Some(json!({ "units": 5, "skus": ["tea", "cup"] })));
+        assert_eq!(
+            done.result,
+            Some(json!({ "units": 5, "skus": ["tea", "cup"] }))
+        );
     }
 
     #[tokio::test]
-    async fn a_stored_input_that_does_not_fit_fails_the_job_for_good_naming_the_kind_and_the_path() {
+    async fn a_stored_input_that_does_not_fit_fails_the_job_for_good_naming_the_kind_and_the_path()
+    {
         let ran = Arc::new(AtomicUsize::new(0));
         let counted = ran.clone();
         let (engine, worker) = harness(move |order, cx| {
             counted.fetch_add(1, Ordering::SeqCst);
             total(order, cx)
         });
-        let stored = json!({ "lines": [{ "sku": "tea", "quantity": 2 }, { "sku": 7, "quantity": 3 }] });
-        let job = engine.start("acme", "alice", ORDER.name(), None, stored).await.unwrap();
+        let stored =
+            json!({ "lines": [{ "sku": "tea", "quantity": 2 }, { "sku": 7, "quantity": 3 }] });
+        let job = engine
+            .start("acme", "alice", ORDER.name(), None, stored)
+            .await
+            .unwrap();
         let (processed, failed) = run_once(&engine, &worker, &job).await;
         assert_eq!(processed, Processed::Finished(JobStatus::Failed));
         let reason = failed.error.unwrap();
         assert!(reason.contains("\"order\""), "names the kind: {reason}");
-        assert!(reason.contains("`lines[1].sku`"), "names the path: {reason}");
-        assert!(reason.contains("invalid type: integer `7`, expected a string"), "says what broke: {reason}");
-        assert_eq!(ran.load(Ordering::SeqCst), 0, "the function never saw the input");
+        assert!(
+            reason.contains("`lines[1].sku`"),
+            "names the path: {reason}"
+        );
+        assert!(
+            reason.contains("invalid type: integer `7`, expected a string"),
+            "says what broke: {reason}"
+        );
+        assert_eq!(
+            ran.load(Ordering::SeqCst),
+            0,
+            "the function never saw the input"
+        );
         assert_eq!(failed.attempts, 1);
-        assert_eq!(worker.process(&job.job).await.unwrap(), Processed::NothingToDo, "never retried");
-        assert_eq!(engine.reconcile(10).await.unwrap().requeued, 0, "nor requeued");
+        assert_eq!(
+            worker.process(&job.job).await.unwrap(),
+            Processed::NothingToDo,
+            "never retried"
+        );
+        assert_eq!(
+            engine.reconcile(10).await.unwrap().requeued,
+            0,
+            "nor requeued"
+        );
     }
 
     #[tokio::test]
     async fn a_missing_field_is_named_at_the_top_level() {
         let (engine, worker) = harness(total);
-        let job = engine.start("acme", "alice", ORDER.name(), None, json!({ "line": [] })).await.unwrap();
+        let job = engine
+            .start("acme", "alice", ORDER.name(), None, json!({ "line": [] }))
+            .await
+            .unwrap();
         let (_, failed) = run_once(&engine, &worker, &job).await;
         assert_eq!(failed.status, JobStatus::Failed);
         let reason = failed.error.unwrap();
-        assert!(reason.contains("at its top level: missing field `lines`"), "{reason}");
+        assert!(
+            reason.contains("at its top level: missing field `lines`"),
+            "{reason}"
+        );
     }
 
     #[tokio::test]
@@ -424,14 +521,29 @@ mod tests {
                 _ => Err(JobError::retry("the warehouse is busy")),
             }
         });
-        let empty = ORDER.start(&engine, "acme", "alice", None, &Order { lines: vec![] }).await.unwrap();
+        let empty = ORDER
+            .start(&engine, "acme", "alice", None, &Order { lines: vec![] })
+            .await
+            .unwrap();
         let (_, failed) = run_once(&engine, &worker, &empty).await;
-        assert_eq!((failed.status, failed.error.as_deref()), (JobStatus::Failed, Some("an empty order")));
+        assert_eq!(
+            (failed.status, failed.error.as_deref()),
+            (JobStatus::Failed, Some("an empty order"))
+        );
 
-        let busy = ORDER.start(&engine, "acme", "alice", None, &two_lines()).await.unwrap();
-        assert!(worker.process(&busy.job).await.is_err(), "a retry leaves the message for redelivery");
+        let busy = ORDER
+            .start(&engine, "acme", "alice", None, &two_lines())
+            .await
+            .unwrap();
+        assert!(
+            worker.process(&busy.job).await.is_err(),
+            "a retry leaves the message for redelivery"
+        );
         let again = engine.store.get_job(&busy.job).await.unwrap().unwrap();
-        assert_eq!((again.status, again.attempts, again.lease), (JobStatus::Queued, 1, None));
+        assert_eq!(
+            (again.status, again.attempts, again.lease),
+            (JobStatus::Queued, 1, None)
+        );
     }
 
     #[tokio::test]
@@ -440,8 +552,12 @@ mod tests {
         struct Ratio {
             ratio: f64,
         }
-        let (engine, worker) = harness(|_: Order, _| async { Ok::<_, JobError>(Ratio { ratio: f64::NAN }) });
-        let job = ORDER.start(&engine, "acme", "alice", None, &two_lines()).await.unwrap();
+        let (engine, worker) =
+            harness(|_: Order, _| async { Ok::<_, JobError>(Ratio { ratio: f64::NAN }) });
+        let job = ORDER
+            .start(&engine, "acme", "alice", None, &two_lines())
+            .await
+            .unwrap();
         let (_, failed) = run_once(&engine, &worker, &job).await;
         assert_eq!(failed.status, JobStatus::Failed);
         assert_eq!(failed.result, None);
@@ -453,12 +569,16 @@ mod tests {
         let (engine, worker) = harness(|order: Order, cx: JobContext| async move {
             let done: Vec<String> = cx.checkpoint_as().unwrap_or_default();
             if done.is_empty() {
-                cx.save_checkpoint_as(&vec![order.lines[0].sku.clone()]).await?;
+                cx.save_checkpoint_as(&vec![order.lines[0].sku.clone()])
+                    .await?;
                 return Err(JobError::retry("one line at a time"));
             }
             Ok(done)
         });
-        let job = ORDER.start(&engine, "acme", "alice", None, &two_lines()).await.unwrap();
+        let job = ORDER
+            .start(&engine, "acme", "alice", None, &two_lines())
+            .await
+            .unwrap();
         assert!(worker.process(&job.job).await.is_err());
         let (_, done) = run_once(&engine, &worker, &job).await;
         assert_eq!(done.result, Some(json!(["tea"])));
@@ -467,16 +587,33 @@ mod tests {
     #[tokio::test]
     async fn typed_starts_stay_idempotent_per_owner_kind_and_operation_key() {
         let (engine, _) = harness(total);
-        let first = ORDER.start(&engine, "acme", "alice", Some("k"), &two_lines()).await.unwrap();
-        let again = ORDER.start(&engine, "acme", "alice", Some("k"), &two_lines()).await.unwrap();
+        let first = ORDER
+            .start(&engine, "acme", "alice", Some("k"), &two_lines())
+            .await
+            .unwrap();
+        let again = ORDER
+            .start(&engine, "acme", "alice", Some("k"), &two_lines())
+            .await
+            .unwrap();
         assert_eq!(again.job.id, first.job.id);
         let other = Order { lines: vec![] };
-        let conflict = ORDER.start(&engine, "acme", "alice", Some("k"), &other).await;
-        assert!(matches!(conflict, Err(StartError::KeyConflict { .. })), "{conflict:?}");
-        let theirs = ORDER.start(&engine, "acme", "bob", Some("k"), &other).await.unwrap();
+        let conflict = ORDER
+            .start(&engine, "acme", "alice", Some("k"), &other)
+            .await;
+        assert!(
+            matches!(conflict, Err(StartError::KeyConflict { .. })),
+            "{conflict:?}"
+        );
+        let theirs = ORDER
+            .start(&engine, "acme", "bob", Some("k"), &other)
+            .await
+            .unwrap();
         assert_ne!(theirs.job.id, first.job.id, "keys are per owner");
         let later: JobKind<Order> = JobKind::new("later");
-        let deferred = later.start_deferred(&engine, "acme", "alice", Some("k"), &other).await.unwrap();
+        let deferred = later
+            .start_deferred(&engine, "acme", "alice", Some("k"), &other)
+            .await
+            .unwrap();
         assert_ne!(deferred.job.id, first.job.id, "and per kind");
     }
 
@@ -485,8 +622,19 @@ mod tests {
         use std::collections::BTreeMap;
         let (engine, _) = harness(total);
         let bad: JobKind<BTreeMap<(u8, u8), u8>> = JobKind::new("pairs");
-        let refused = bad.start(&engine, "acme", "alice", None, &BTreeMap::from([((1, 2), 3)])).await;
-        assert!(matches!(&refused, Err(StartError::Input { kind, .. }) if kind == "pairs"), "{refused:?}");
+        let refused = bad
+            .start(
+                &engine,
+                "acme",
+                "alice",
+                None,
+                &BTreeMap::from([((1, 2), 3)]),
+            )
+            .await;
+        assert!(
+            matches!(&refused, Err(StartError::Input { kind, .. }) if kind == "pairs"),
+            "{refused:?}"
+        );
         assert!(engine.store.list_active(10).await.unwrap().is_empty());
     }
 }

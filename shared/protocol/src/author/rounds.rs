@@ -47,7 +47,10 @@ pub struct RoundLedger {
 
 impl std::fmt::Debug for RoundLedger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RoundLedger").field("now", &self.now).field("ttl_secs", &self.ttl_secs).finish()
+        f.debug_struct("RoundLedger")
+            .field("now", &self.now)
+            .field("ttl_secs", &self.ttl_secs)
+            .finish()
     }
 }
 
@@ -55,19 +58,37 @@ impl RoundLedger {
     /// Answers recorded in `store`, at `now`, kept `ttl_secs` (the `requestState` lifetime: a
     /// round's state was sealed no later than now, so it expires no later than the record).
     pub fn new(store: Arc<dyn RecordStore>, now: u64, ttl_secs: u64) -> Self {
-        RoundLedger { store, now, ttl_secs }
+        RoundLedger {
+            store,
+            now,
+            ttl_secs,
+        }
     }
 
     /// Records `answer` as the one answer of `round` to question `key` for `owner`, or finds the
     /// same answer recorded before; another answer recorded first is refused.
-    pub(crate) async fn settle(&self, owner: Owner, round: &str, key: &str, answer: &Value) -> Result<(), ToolError> {
+    pub(crate) async fn settle(
+        &self,
+        owner: Owner,
+        round: &str,
+        key: &str,
+        answer: &Value,
+    ) -> Result<(), ToolError> {
         let digest = answer_digest(answer);
         let record = RecordKey::new(owner, ROUND_ANSWER_KIND, &format!("{round}:{key}"));
         let body = json!({ "action": answer.get("action").cloned().unwrap_or(Value::Null), "answer": digest });
-        match self.store.create(&record, &body, Some(self.now + self.ttl_secs), self.now).await {
+        match self
+            .store
+            .create(&record, &body, Some(self.now + self.ttl_secs), self.now)
+            .await
+        {
             Ok(_) => Ok(()),
-            Err(StoreError::AlreadyExists(first)) if first.body["answer"] == digest.as_str() => Ok(()),
-            Err(StoreError::AlreadyExists(first)) => Err(already_answered(key, &first.body["action"])),
+            Err(StoreError::AlreadyExists(first)) if first.body["answer"] == digest.as_str() => {
+                Ok(())
+            }
+            Err(StoreError::AlreadyExists(first)) => {
+                Err(already_answered(key, &first.body["action"]))
+            }
             Err(other) => Err(other.into()),
         }
     }
@@ -84,7 +105,9 @@ fn answer_digest(answer: &Value) -> String {
 fn already_answered(key: &str, first_action: &Value) -> ToolError {
     let first = first_action.as_str().unwrap_or("another answer");
     ToolError::Server(McpError::invalid_params_with(
-        format!("The input request {key:?} of this round was already answered ({first}); a round takes one answer"),
+        format!(
+            "The input request {key:?} of this round was already answered ({first}); a round takes one answer"
+        ),
         json!({ "reason": "round_already_answered", "key": key, "answered": first }),
     ))
 }
@@ -96,7 +119,8 @@ mod tests {
     #[test]
     fn an_answer_is_its_action_and_content_only() {
         let accept = json!({ "action": "accept", "content": { "confirm": true } });
-        let same = json!({ "content": { "confirm": true }, "action": "accept", "_meta": { "x": 1 } });
+        let same =
+            json!({ "content": { "confirm": true }, "action": "accept", "_meta": { "x": 1 } });
         let other = json!({ "action": "accept", "content": { "confirm": false } });
         let decline = json!({ "action": "decline" });
         assert_eq!(answer_digest(&accept), answer_digest(&same));
@@ -106,7 +130,9 @@ mod tests {
 
     #[test]
     fn a_refusal_is_invalid_params_that_says_why() {
-        let ToolError::Server(error) = already_answered("confirm", &json!("decline")) else { panic!("a server error") };
+        let ToolError::Server(error) = already_answered("confirm", &json!("decline")) else {
+            panic!("a server error")
+        };
         assert_eq!(error.code(), -32602);
         assert_eq!(error.data().unwrap()["reason"], "round_already_answered");
     }

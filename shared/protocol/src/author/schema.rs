@@ -33,7 +33,10 @@ pub fn form_schema<T: JsonSchema>() -> JsonObject {
 fn derived<T: JsonSchema>() -> Value {
     let mut settings = SchemaSettings::draft2020_12();
     settings.inline_subschemas = true;
-    let mut schema = settings.into_generator().into_root_schema_for::<T>().to_value();
+    let mut schema = settings
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
     if let Some(root) = schema.as_object_mut() {
         root.remove("$schema");
         root.remove("title");
@@ -56,8 +59,11 @@ fn nullable_as_any_of(schema: &mut Value) {
             for value in map.values_mut() {
                 nullable_as_any_of(value);
             }
-            let Some(Value::Array(types)) = map.get("type") else { return };
-            let (nulls, others): (Vec<&Value>, Vec<&Value>) = types.iter().partition(|t| *t == "null");
+            let Some(Value::Array(types)) = map.get("type") else {
+                return;
+            };
+            let (nulls, others): (Vec<&Value>, Vec<&Value>) =
+                types.iter().partition(|t| *t == "null");
             let others: Vec<Value> = others.into_iter().cloned().collect();
             let has_null = !nulls.is_empty();
             map.remove("type");
@@ -83,10 +89,18 @@ fn nullable_as_any_of(schema: &mut Value) {
 
 /// The keywords that describe a value rather than constrain it stay beside `anyOf`.
 fn take_annotations(map: &mut Map<String, Value>) -> Map<String, Value> {
-    ["description", "title", "default", "examples", "deprecated", "readOnly", "writeOnly"]
-        .into_iter()
-        .filter_map(|key| map.remove(key).map(|value| (key.to_string(), value)))
-        .collect()
+    [
+        "description",
+        "title",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+    ]
+    .into_iter()
+    .filter_map(|key| map.remove(key).map(|value| (key.to_string(), value)))
+    .collect()
 }
 
 fn drop_null_type(property: &mut Value) {
@@ -125,7 +139,11 @@ mod tests {
         assert_eq!(expires["anyOf"][1], json!({ "type": "null" }));
         assert_eq!(schema["properties"]["quantity"]["maximum"], 99);
         assert_eq!(schema["required"], json!(["quantity"]));
-        assert!(!serde_json::to_string(&schema).unwrap().contains("[\"integer\",\"null\"]"));
+        assert!(
+            !serde_json::to_string(&schema)
+                .unwrap()
+                .contains("[\"integer\",\"null\"]")
+        );
     }
 
     #[test]

@@ -19,7 +19,9 @@ use serde_json::Value;
 use super::context::ToolContext;
 use super::error::ToolError;
 use super::schema::tool_schema;
-use crate::registry::{Call, Outcome, Prompt, PromptArgument, Resource, ResourceTemplate, Schema, Tool, handler};
+use crate::registry::{
+    Call, Outcome, Prompt, PromptArgument, Resource, ResourceTemplate, Schema, Tool, handler,
+};
 use crate::wire::{CallToolResult, ContentBlock, GetPromptResult, JsonObject, ResourceContents};
 
 /// Arguments of a tool that takes none: `{"type": "object", "additionalProperties": false}`.
@@ -42,7 +44,8 @@ impl Tool {
         let run = std::sync::Arc::new(run);
         // Derived on first use: a cold start pays only for the schemas its request needs.
         let output = Schema::derived(|| {
-            Some(tool_schema::<R>()).filter(|schema| schema.get("type").is_some_and(|t| t == "object"))
+            Some(tool_schema::<R>())
+                .filter(|schema| schema.get("type").is_some_and(|t| t == "object"))
         });
         let structured = output.clone();
         let mut tool = Tool::new(
@@ -50,11 +53,14 @@ impl Tool {
             description,
             Value::Null,
             handler(move |call: Call| {
-                let (run, tool_name, structured) = (run.clone(), tool_name.clone(), structured.clone());
+                let (run, tool_name, structured) =
+                    (run.clone(), tool_name.clone(), structured.clone());
                 async move {
                     let args = match parse::<A>(&call.arguments) {
                         Ok(args) => args,
-                        Err(error) => return Ok(Outcome::tool_error(format!("Invalid arguments: {error}"))),
+                        Err(error) => {
+                            return Ok(Outcome::tool_error(format!("Invalid arguments: {error}")));
+                        }
                     };
                     let cx = ToolContext::new(call);
                     if let Err(error) = cx.settle_answers().await {
@@ -83,15 +89,23 @@ impl Prompt {
         Fut: Future<Output = Result<GetPromptResult, ToolError>> + Send + 'static,
     {
         let schema = tool_schema::<A>();
-        let required: Vec<&str> =
-            schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
         let arguments = schema
             .get("properties")
             .and_then(Value::as_object)
             .into_iter()
             .flatten()
             .map(|(name, property)| {
-                let description = property.get("description").and_then(Value::as_str).unwrap_or_default();
+                let description = property
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 if required.contains(&name.as_str()) {
                     PromptArgument::required(name, description)
                 } else {
@@ -120,7 +134,9 @@ impl Prompt {
                         }
                         Err(error) => Err(error),
                     };
-                    result.map(Outcome::prompt).or_else(|error| error.into_outcome(&target))
+                    result
+                        .map(Outcome::prompt)
+                        .or_else(|error| error.into_outcome(&target))
                 }
             }),
         )
@@ -147,7 +163,9 @@ impl Resource {
                         Ok(()) => read(cx).await,
                         Err(error) => Err(error),
                     };
-                    result.map(Outcome::contents).or_else(|e| e.into_outcome(&target))
+                    result
+                        .map(Outcome::contents)
+                        .or_else(|e| e.into_outcome(&target))
                 }
             }),
         )
@@ -156,7 +174,12 @@ impl Resource {
 
 impl ResourceTemplate {
     /// A template whose handler takes the URI's variables as a typed `V`.
-    pub fn typed<V, F, Fut>(uri_template: &str, name: &str, mime_type: &str, read: F) -> ResourceTemplate
+    pub fn typed<V, F, Fut>(
+        uri_template: &str,
+        name: &str,
+        mime_type: &str,
+        read: F,
+    ) -> ResourceTemplate
     where
         V: DeserializeOwned + Send + 'static,
         F: Fn(V, ToolContext) -> Fut + Send + Sync + 'static,
@@ -180,7 +203,9 @@ impl ResourceTemplate {
                         Ok(()) => read(variables, cx).await,
                         Err(error) => Err(error),
                     };
-                    result.map(Outcome::contents).or_else(|e| e.into_outcome(&target))
+                    result
+                        .map(Outcome::contents)
+                        .or_else(|e| e.into_outcome(&target))
                 }
             }),
         )
@@ -193,7 +218,11 @@ fn parse<A: DeserializeOwned>(arguments: &JsonObject) -> Result<A, serde_json::E
 
 /// A typed result as the tool's outcome. A result holding a NaN or an infinite number (which
 /// JSON would carry as `null`) is the server's error, logged, never a success.
-fn tool_result<R: Serialize>(tool: &str, result: &R, structured: bool) -> Result<Outcome, crate::error::McpError> {
+fn tool_result<R: Serialize>(
+    tool: &str,
+    result: &R,
+    structured: bool,
+) -> Result<Outcome, crate::error::McpError> {
     if super::finite::has_non_finite(result) {
         tracing::error!(%tool, "the tool's result holds a non-finite number: it broke its outputSchema");
         return Err(crate::error::McpError::ResultBrokeOutputSchema);
@@ -240,10 +269,25 @@ mod tests {
 
     #[test]
     fn a_non_finite_number_is_refused_even_where_null_would_conform() {
-        let refused = tool_result("ratio", &Maybe { ratio: Some(f64::NAN) }, true);
-        assert_eq!(refused.err(), Some(crate::error::McpError::ResultBrokeOutputSchema));
-        let kept = tool_result("ratio", &Maybe { ratio: None }, true).expect("null is a value here");
-        let Outcome::Complete(result) = kept else { panic!("complete") };
-        assert_eq!(result["structuredContent"], serde_json::json!({ "ratio": null }));
+        let refused = tool_result(
+            "ratio",
+            &Maybe {
+                ratio: Some(f64::NAN),
+            },
+            true,
+        );
+        assert_eq!(
+            refused.err(),
+            Some(crate::error::McpError::ResultBrokeOutputSchema)
+        );
+        let kept =
+            tool_result("ratio", &Maybe { ratio: None }, true).expect("null is a value here");
+        let Outcome::Complete(result) = kept else {
+            panic!("complete")
+        };
+        assert_eq!(
+            result["structuredContent"],
+            serde_json::json!({ "ratio": null })
+        );
     }
 }

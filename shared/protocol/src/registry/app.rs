@@ -68,7 +68,8 @@ impl App {
     }
 
     pub fn template(mut self, template: ResourceTemplate) -> Self {
-        self.templates.insert(template.uri_template.clone(), template);
+        self.templates
+            .insert(template.uri_template.clone(), template);
         self
     }
 
@@ -100,7 +101,13 @@ impl App {
     /// Makes jobs of `kind` (started by the app's own tools) reachable as tasks, for callers
     /// holding `read` (get) or `write` (update, cancel). Tool tasks are declared by their tool.
     pub fn task_kind(mut self, kind: &str, read: &[&str], write: &[&str]) -> Self {
-        self.task_kinds.insert(kind.into(), TaskAccess { read: owned(read), write: owned(write) });
+        self.task_kinds.insert(
+            kind.into(),
+            TaskAccess {
+                read: owned(read),
+                write: owned(write),
+            },
+        );
         self
     }
 
@@ -131,8 +138,13 @@ impl App {
     /// The worker of this app: the runner of each job kind it declared, and the runner of its
     /// tools' tasks. Built after the app, so nothing is bound later.
     pub fn worker(self: &Arc<Self>, engine: Arc<Engine>) -> Worker {
-        let worker = Worker::new(engine).runner(TOOL_TASK_KIND, Arc::new(ToolTaskRunner::new(self.clone())));
-        self.job_runners.iter().fold(worker, |worker, (kind, runner)| worker.runner(kind, runner.clone()))
+        let worker =
+            Worker::new(engine).runner(TOOL_TASK_KIND, Arc::new(ToolTaskRunner::new(self.clone())));
+        self.job_runners
+            .iter()
+            .fold(worker, |worker, (kind, runner)| {
+                worker.runner(kind, runner.clone())
+            })
     }
 
     /// The declared task kinds and who may reach them.

@@ -20,7 +20,9 @@ pub struct ClientContext {
 impl ClientContext {
     /// True when the client declared the capability (a top-level key such as `sampling`).
     pub fn declares(&self, capability: &str) -> bool {
-        self.capabilities.get(capability).is_some_and(Value::is_object)
+        self.capabilities
+            .get(capability)
+            .is_some_and(Value::is_object)
     }
 
     /// True when the client can answer this input request on this request.
@@ -31,9 +33,11 @@ impl ClientContext {
                 .get("elicitation")
                 .and_then(Value::as_object)
                 .is_some_and(|e| e.contains_key("form") || !e.contains_key("url")),
-            InputRequest::Elicit { url: true, .. } => {
-                self.capabilities.get("elicitation").and_then(Value::as_object).is_some_and(|e| e.contains_key("url"))
-            }
+            InputRequest::Elicit { url: true, .. } => self
+                .capabilities
+                .get("elicitation")
+                .and_then(Value::as_object)
+                .is_some_and(|e| e.contains_key("url")),
             InputRequest::Sample(_) => self.declares("sampling"),
             InputRequest::ListRoots => self.declares("roots"),
         }
@@ -69,7 +73,9 @@ impl Call {
 
     /// The answer to elicitation `key`, if present and well-formed.
     pub fn elicitation(&self, key: &str) -> Option<ElicitAnswer> {
-        self.input_responses.get(key).and_then(|v| serde_json::from_value(v.clone()).ok())
+        self.input_responses
+            .get(key)
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
     }
 
     /// The raw answer under `key`, if present.
@@ -87,8 +93,10 @@ mod tests {
     fn form_elicitation_needs_form_capability_and_url_needs_url() {
         let form = InputRequest::form("name?", json!({"type": "object"}));
         let url = InputRequest::url("pay", "https://example.com/pay");
-        let client =
-            |caps: Value| ClientContext { capabilities: caps.as_object().cloned().unwrap(), ..Default::default() };
+        let client = |caps: Value| ClientContext {
+            capabilities: caps.as_object().cloned().unwrap(),
+            ..Default::default()
+        };
         assert!(client(json!({"elicitation": {}})).can_answer(&form));
         assert!(!client(json!({"elicitation": {}})).can_answer(&url));
         assert!(!client(json!({"elicitation": {"url": {}}})).can_answer(&form));

@@ -27,7 +27,10 @@ impl InputRequest {
 
     /// A URL-mode elicitation.
     pub fn url(message: &str, url: &str) -> Self {
-        InputRequest::Elicit { params: json!({ "mode": "url", "message": message, "url": url }), url: true }
+        InputRequest::Elicit {
+            params: json!({ "mode": "url", "message": message, "url": url }),
+            url: true,
+        }
     }
 
     /// A sampling request with one user text message.
@@ -50,8 +53,12 @@ impl InputRequest {
 
     pub fn to_wire(&self) -> Value {
         match self {
-            InputRequest::Elicit { params, .. } => json!({ "method": "elicitation/create", "params": params }),
-            InputRequest::Sample(params) => json!({ "method": "sampling/createMessage", "params": params }),
+            InputRequest::Elicit { params, .. } => {
+                json!({ "method": "elicitation/create", "params": params })
+            }
+            InputRequest::Sample(params) => {
+                json!({ "method": "sampling/createMessage", "params": params })
+            }
             InputRequest::ListRoots => json!({ "method": "roots/list", "params": {} }),
         }
     }

@@ -13,7 +13,10 @@ pub enum Outcome {
     /// The method's result object, without `resultType` (the server adds it).
     Complete(JsonObject),
     /// Ask the client for input; `state` is sealed into `requestState` and comes back verified.
-    InputRequired { requests: BTreeMap<String, InputRequest>, state: Option<Value> },
+    InputRequired {
+        requests: BTreeMap<String, InputRequest>,
+        state: Option<Value>,
+    },
     /// The work continues as a task (only for `tools/call`, only when the client declared the
     /// Tasks extension): the job is already durably created.
     TaskCreated(Box<relevo_state::Job>),
@@ -29,7 +32,9 @@ impl Outcome {
     /// A tool execution error (`isError: true`) with one text block: input validation and
     /// business failures, as the spec asks, not JSON-RPC errors.
     pub fn tool_error(message: impl Into<String>) -> Self {
-        Outcome::tool(CallToolResult::error(vec![wire::ContentBlock::text(message.into())]))
+        Outcome::tool(CallToolResult::error(vec![wire::ContentBlock::text(
+            message.into(),
+        )]))
     }
 
     pub fn prompt(result: GetPromptResult) -> Self {
@@ -40,12 +45,18 @@ impl Outcome {
 
     pub fn contents(contents: Vec<ResourceContents>) -> Self {
         let mut object = JsonObject::new();
-        object.insert("contents".into(), serde_json::to_value(contents).unwrap_or(Value::Null));
+        object.insert(
+            "contents".into(),
+            serde_json::to_value(contents).unwrap_or(Value::Null),
+        );
         Outcome::Complete(object)
     }
 
     /// Asks for one input, optionally carrying state to the next round.
     pub fn ask(key: &str, request: InputRequest, state: Option<Value>) -> Self {
-        Outcome::InputRequired { requests: BTreeMap::from([(key.to_string(), request)]), state }
+        Outcome::InputRequired {
+            requests: BTreeMap::from([(key.to_string(), request)]),
+            state,
+        }
     }
 }

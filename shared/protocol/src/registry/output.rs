@@ -35,7 +35,12 @@ impl OutputCheck {
 
     /// Checks a successful result of tool `tool` against its `schema`: `Ok` when it conforms
     /// (or is a tool execution error), the server's error otherwise, logged.
-    pub fn check(&self, tool: &str, schema: &JsonObject, result: &JsonObject) -> Result<(), McpError> {
+    pub fn check(
+        &self,
+        tool: &str,
+        schema: &JsonObject,
+        result: &JsonObject,
+    ) -> Result<(), McpError> {
         if result.get("isError").and_then(Value::as_bool) == Some(true) {
             return Ok(());
         }
@@ -50,7 +55,9 @@ impl OutputCheck {
                 return Err(McpError::ResultBrokeOutputSchema);
             }
         };
-        let Err(invalid) = schemas.validate(structured, *index) else { return Ok(()) };
+        let Err(invalid) = schemas.validate(structured, *index) else {
+            return Ok(());
+        };
         let mut failures = Vec::new();
         locations(&invalid, &mut failures);
         failures.truncate(MAX_LOGGED);
@@ -64,8 +71,14 @@ impl OutputCheck {
 fn locations(error: &boon::ValidationError<'_, '_>, out: &mut Vec<String>) {
     if error.causes.is_empty() {
         let at = error.instance_location.to_string();
-        let schema = error.schema_url.strip_prefix(LOCATION).unwrap_or(error.schema_url);
-        out.push(format!("{} (schema {schema})", if at.is_empty() { "/" } else { &at }));
+        let schema = error
+            .schema_url
+            .strip_prefix(LOCATION)
+            .unwrap_or(error.schema_url);
+        out.push(format!(
+            "{} (schema {schema})",
+            if at.is_empty() { "/" } else { &at }
+        ));
     }
     for cause in &error.causes {
         locations(cause, out);
@@ -83,12 +96,27 @@ mod tests {
 
     #[test]
     fn only_a_conforming_structured_result_passes() {
-        let schema =
-            object(json!({ "type": "object", "properties": { "sum": { "type": "number" } }, "required": ["sum"] }));
+        let schema = object(
+            json!({ "type": "object", "properties": { "sum": { "type": "number" } }, "required": ["sum"] }),
+        );
         let check = OutputCheck::default();
-        assert_eq!(check.check("add", &schema, &object(json!({ "structuredContent": { "sum": 3.5 } }))), Ok(()));
-        for broken in [json!({ "structuredContent": { "sum": null } }), json!({ "structuredContent": {} }), json!({})] {
-            assert_eq!(check.check("add", &schema, &object(broken)), Err(McpError::ResultBrokeOutputSchema));
+        assert_eq!(
+            check.check(
+                "add",
+                &schema,
+                &object(json!({ "structuredContent": { "sum": 3.5 } }))
+            ),
+            Ok(())
+        );
+        for broken in [
+            json!({ "structuredContent": { "sum": null } }),
+            json!({ "structuredContent": {} }),
+            json!({}),
+        ] {
+            assert_eq!(
+                check.check("add", &schema, &object(broken)),
+                Err(McpError::ResultBrokeOutputSchema)
+            );
         }
         let tool_error = object(json!({ "isError": true, "content": [] }));
         assert_eq!(check.check("add", &schema, &tool_error), Ok(()));

@@ -24,7 +24,10 @@ impl PromptArgument {
     }
 
     pub fn optional(name: &str, description: &str) -> Self {
-        PromptArgument { required: false, ..PromptArgument::required(name, description) }
+        PromptArgument {
+            required: false,
+            ..PromptArgument::required(name, description)
+        }
     }
 
     pub fn completions(mut self, values: &[&str]) -> Self {
@@ -45,7 +48,12 @@ pub struct Prompt {
 }
 
 impl Prompt {
-    pub fn new(name: &str, description: &str, arguments: Vec<PromptArgument>, handler: Handler) -> Self {
+    pub fn new(
+        name: &str,
+        description: &str,
+        arguments: Vec<PromptArgument>,
+        handler: Handler,
+    ) -> Self {
         Prompt {
             name: name.into(),
             title: None,

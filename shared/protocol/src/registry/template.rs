@@ -85,7 +85,11 @@ impl ResourceTemplate {
                 let (name, after) = after_brace.split_once('}')?;
                 let literal_end = after.find('{').unwrap_or(after.len());
                 let next_literal = &after[..literal_end];
-                let end = if next_literal.is_empty() { rest.len() } else { rest.find(next_literal)? };
+                let end = if next_literal.is_empty() {
+                    rest.len()
+                } else {
+                    rest.find(next_literal)?
+                };
                 let value = &rest[..end];
                 if value.is_empty() || value.contains('/') {
                     return None;
@@ -130,7 +134,8 @@ mod tests {
 
     #[test]
     fn template_binds_variables_and_rejects_other_uris() {
-        let template = ResourceTemplate::new("test://template/{id}/data", "t", "application/json", noop());
+        let template =
+            ResourceTemplate::new("test://template/{id}/data", "t", "application/json", noop());
         assert_eq!(
             template.match_uri("test://template/42/data"),
             Some(json!({"id": "42"}).as_object().cloned().unwrap())
@@ -139,6 +144,9 @@ mod tests {
         assert_eq!(template.match_uri("test://template/4/2/data"), None);
         assert_eq!(template.match_uri("test://template/42/datum"), None);
         let trailing = ResourceTemplate::new("file:///{path}", "t", "text/plain", noop());
-        assert_eq!(trailing.match_uri("file:///a.txt"), Some(json!({"path": "a.txt"}).as_object().cloned().unwrap()));
+        assert_eq!(
+            trailing.match_uri("file:///a.txt"),
+            Some(json!({"path": "a.txt"}).as_object().cloned().unwrap())
+        );
     }
 }

@@ -20,15 +20,23 @@ pub struct Schema {
 
 impl Schema {
     pub fn given(schema: Option<JsonObject>) -> Self {
-        Schema { cell: Arc::new(OnceLock::from(schema)), derive: None }
+        Schema {
+            cell: Arc::new(OnceLock::from(schema)),
+            derive: None,
+        }
     }
 
     pub fn derived(derive: impl Fn() -> Option<JsonObject> + Send + Sync + 'static) -> Self {
-        Schema { cell: Arc::new(OnceLock::new()), derive: Some(Arc::new(derive)) }
+        Schema {
+            cell: Arc::new(OnceLock::new()),
+            derive: Some(Arc::new(derive)),
+        }
     }
 
     pub fn get(&self) -> Option<&JsonObject> {
-        self.cell.get_or_init(|| self.derive.as_ref().and_then(|derive| derive())).as_ref()
+        self.cell
+            .get_or_init(|| self.derive.as_ref().and_then(|derive| derive()))
+            .as_ref()
     }
 }
 
@@ -159,14 +167,21 @@ impl Tool {
 
     /// `x-mcp-header` names declared on top-level properties: (header name, argument name, type).
     pub fn header_params(&self) -> Vec<(String, String, String)> {
-        let Some(properties) = self.input_schema().get("properties").and_then(Value::as_object) else {
+        let Some(properties) = self
+            .input_schema()
+            .get("properties")
+            .and_then(Value::as_object)
+        else {
             return Vec::new();
         };
         properties
             .iter()
             .filter_map(|(arg, schema)| {
                 let header = schema.get("x-mcp-header")?.as_str()?;
-                let kind = schema.get("type").and_then(Value::as_str).unwrap_or("string");
+                let kind = schema
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("string");
                 Some((header.to_string(), arg.clone(), kind.to_string()))
             })
             .collect()
@@ -226,6 +241,9 @@ mod tests {
             }}),
             noop(),
         );
-        assert_eq!(tool.header_params(), vec![("Region".into(), "region".into(), "string".into())]);
+        assert_eq!(
+            tool.header_params(),
+            vec![("Region".into(), "region".into(), "string".into())]
+        );
     }
 }

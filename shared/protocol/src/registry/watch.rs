@@ -61,7 +61,12 @@ impl<'a> Who<'a> {
 
     /// Whether `key` is one of the caller's records: its tenant's, and personal to no one else.
     fn owns(&self, key: &RecordKey) -> bool {
-        key.owner.tenant == self.tenant && key.owner.subject.as_deref().is_none_or(|subject| subject == self.subject)
+        key.owner.tenant == self.tenant
+            && key
+                .owner
+                .subject
+                .as_deref()
+                .is_none_or(|subject| subject == self.subject)
     }
 }
 
@@ -87,7 +92,9 @@ impl WatchRecord {
         F: Fn(&Who<'_>, V) -> RecordKey + Send + Sync + 'static,
     {
         WatchRecord(Arc::new(move |who, variables| {
-            serde_json::from_value::<V>(Value::Object(variables.clone())).ok().map(|uri| key(who, uri))
+            serde_json::from_value::<V>(Value::Object(variables.clone()))
+                .ok()
+                .map(|uri| key(who, uri))
         }))
     }
 
@@ -127,11 +134,24 @@ mod tests {
 
     #[test]
     fn a_watch_key_is_the_callers_own_record_named_by_the_typed_uri() {
-        let watch = WatchRecord::typed(|who, uri: CartUri| RecordKey::new(who.personal(), "cart", &uri.cart_id));
+        let watch = WatchRecord::typed(|who, uri: CartUri| {
+            RecordKey::new(who.personal(), "cart", &uri.cart_id)
+        });
         let alice = Who::new("acme", "alice");
         let key = watch.key(&alice, &variables(json!({ "cartId": "c1" })));
-        assert_eq!(key, Some(RecordKey::new(Owner::personal("acme", "alice"), "cart", "c1")));
-        assert_eq!(watch.key(&alice, &variables(json!({ "other": "c1" }))), None, "a URI that does not parse");
+        assert_eq!(
+            key,
+            Some(RecordKey::new(
+                Owner::personal("acme", "alice"),
+                "cart",
+                "c1"
+            ))
+        );
+        assert_eq!(
+            watch.key(&alice, &variables(json!({ "other": "c1" }))),
+            None,
+            "a URI that does not parse"
+        );
         let shared = WatchRecord::fixed(|who| RecordKey::new(who.shared(), "catalog", "main"));
         assert_eq!(
             shared.key(&alice, &JsonObject::new()),
@@ -142,9 +162,18 @@ mod tests {
     #[test]
     fn a_declaration_naming_anothers_record_reads_nothing() {
         let alice = Who::new("acme", "alice");
-        let bobs = WatchRecord::fixed(|_| RecordKey::new(Owner::personal("acme", "bob"), "cart", "c1"));
+        let bobs =
+            WatchRecord::fixed(|_| RecordKey::new(Owner::personal("acme", "bob"), "cart", "c1"));
         let globex = WatchRecord::fixed(|_| RecordKey::new(Owner::tenant("globex"), "cart", "c1"));
-        assert_eq!(bobs.key(&alice, &JsonObject::new()), None, "another subject's record");
-        assert_eq!(globex.key(&alice, &JsonObject::new()), None, "another tenant's record");
+        assert_eq!(
+            bobs.key(&alice, &JsonObject::new()),
+            None,
+            "another subject's record"
+        );
+        assert_eq!(
+            globex.key(&alice, &JsonObject::new()),
+            None,
+            "another tenant's record"
+        );
     }
 }

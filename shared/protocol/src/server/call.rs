@@ -59,7 +59,12 @@ struct Round {
 impl McpServer {
     /// `tools/call`, `prompts/get`, `resources/read`: the methods that run app handlers and may
     /// answer `input_required`.
-    pub(super) async fn call(&self, request: ValidRequest, principal: Principal, now: u64) -> Result<Reply, McpError> {
+    pub(super) async fn call(
+        &self,
+        request: ValidRequest,
+        principal: Principal,
+        now: u64,
+    ) -> Result<Reply, McpError> {
         let params = &request.params;
         let mut task_tool = None;
         let mut invalidation: Option<(String, String)> = None;
@@ -73,10 +78,18 @@ impl McpServer {
                 let arguments = match params.get("arguments") {
                     None | Some(Value::Null) => JsonObject::new(),
                     Some(Value::Object(a)) => a.clone(),
-                    Some(_) => return Err(McpError::invalid_params("params.arguments must be an object")),
+                    Some(_) => {
+                        return Err(McpError::invalid_params(
+                            "params.arguments must be an object",
+                        ));
+                    }
                 };
-                let checked =
-                    tool.input_check.check(&tool.name, tool.input_schema(), &arguments, self.config.max_argument_bytes);
+                let checked = tool.input_check.check(
+                    &tool.name,
+                    tool.input_schema(),
+                    &arguments,
+                    self.config.max_argument_bytes,
+                );
                 match checked {
                     Ok(()) => {}
                     Err(crate::schema::Refusal::Bound(error)) => return Err(error),
@@ -89,9 +102,14 @@ impl McpServer {
                         return Err(McpError::missing_capability(Value::Object(missing)));
                     }
                 }
-                invalidation = (!tool.invalidates.is_empty()).then(|| (tool.name.clone(), tool.invalidates.join(" ")));
+                invalidation = (!tool.invalidates.is_empty())
+                    .then(|| (tool.name.clone(), tool.invalidates.join(" ")));
                 if tool.output_schema().is_some() {
-                    output = Some((tool.name.clone(), tool.output.clone(), tool.output_check.clone()));
+                    output = Some((
+                        tool.name.clone(),
+                        tool.output.clone(),
+                        tool.output_check.clone(),
+                    ));
                 }
                 if tool.task_support != TaskSupport::Forbidden {
                     task_tool = Some((tool.name.clone(), tool.task_support, tool.gather.clone()));
@@ -103,25 +121,47 @@ impl McpServer {
                 let arguments = match params.get("arguments") {
                     None | Some(Value::Null) => JsonObject::new(),
                     Some(Value::Object(a)) if a.values().all(Value::is_string) => a.clone(),
-                    Some(_) => return Err(McpError::invalid_params("prompt arguments must be an object of strings")),
+                    Some(_) => {
+                        return Err(McpError::invalid_params(
+                            "prompt arguments must be an object of strings",
+                        ));
+                    }
                 };
-                if let Some(missing) = prompt.arguments.iter().find(|a| a.required && !arguments.contains_key(&a.name))
+                if let Some(missing) = prompt
+                    .arguments
+                    .iter()
+                    .find(|a| a.required && !arguments.contains_key(&a.name))
                 {
-                    return Err(McpError::invalid_params(format!("Missing required argument: {}", missing.name)));
+                    return Err(McpError::invalid_params(format!(
+                        "Missing required argument: {}",
+                        missing.name
+                    )));
                 }
                 (prompt.handler.clone(), arguments, None, false, false)
             }
             _ => {
                 let uri = string_param(params, "uri")?;
                 let readable = self.readable(&principal, uri)?;
-                (readable.handler, readable.arguments, Some(uri.to_string()), false, readable.private)
+                (
+                    readable.handler,
+                    readable.arguments,
+                    Some(uri.to_string()),
+                    false,
+                    readable.private,
+                )
             }
         };
 
         let input_responses = match params.get("inputResponses") {
             None | Some(Value::Null) => JsonObject::new(),
-            Some(Value::Object(responses)) if responses.values().all(Value::is_object) => responses.clone(),
-            Some(_) => return Err(McpError::invalid_params("inputResponses must map each key to a result object")),
+            Some(Value::Object(responses)) if responses.values().all(Value::is_object) => {
+                responses.clone()
+            }
+            Some(_) => {
+                return Err(McpError::invalid_params(
+                    "inputResponses must map each key to a result object",
+                ));
+            }
         };
         let binding = self.state_binding(&request, &principal, &arguments);
         let state = match params.get("requestState") {
@@ -134,14 +174,26 @@ impl McpServer {
             let result = wire::CallToolResult::error(vec![wire::ContentBlock::text(message)]);
             return Ok(self.result_reply(&request, wire::to_object(&result), "complete"));
         }
-        let round = Round { binding, now, retry: state.is_some() || !input_responses.is_empty(), private, output };
+        let round = Round {
+            binding,
+            now,
+            retry: state.is_some() || !input_responses.is_empty(),
+            private,
+            output,
+        };
 
-        let notifier = Notifier::silent().with_events(self.events.clone(), &principal.tenant, &principal.subject);
+        let notifier = Notifier::silent().with_events(
+            self.events.clone(),
+            &principal.tenant,
+            &principal.subject,
+        );
         // A retry's answers are recorded in the deployment's store: one answer per round.
         let answers = (state.is_some() && !input_responses.is_empty())
             .then(|| self.store.clone())
             .flatten()
-            .map(|store| crate::author::RoundLedger::new(store, now, self.config.request_state_ttl_secs));
+            .map(|store| {
+                crate::author::RoundLedger::new(store, now, self.config.request_state_ttl_secs)
+            });
         let call = Call {
             arguments,
             uri,
@@ -160,17 +212,26 @@ impl McpServer {
                         match run_handler(&gather, call.clone(), request.deadline).await? {
                             Outcome::Complete(_) => {}
                             asking => {
-                                let (result, result_type) = self.finish(&request, asking, &round)?;
+                                let (result, result_type) =
+                                    self.finish(&request, asking, &round)?;
                                 return Ok(self.result_reply(&request, result, result_type));
                             }
                         }
                     }
                     let input = tasks::tool_task_input(&name, &call);
                     let job = engine
-                        .start(&call.principal.tenant, &call.principal.subject, tasks::TOOL_TASK_KIND, None, input)
+                        .start(
+                            &call.principal.tenant,
+                            &call.principal.subject,
+                            tasks::TOOL_TASK_KIND,
+                            None,
+                            input,
+                        )
                         .await
                         .map_err(|error| match error {
-                            relevo_state::StartError::Store(error) => crate::error::store_failure("task")(error),
+                            relevo_state::StartError::Store(error) => {
+                                crate::error::store_failure("task")(error)
+                            }
                             relevo_state::StartError::LimitReached { what, max } => {
                                 McpError::LimitReached { what, max }
                             }
@@ -179,7 +240,8 @@ impl McpServer {
                                 McpError::Internal
                             }
                         })?;
-                    let (result, result_type) = self.finish(&request, Outcome::TaskCreated(Box::new(job)), &round)?;
+                    let (result, result_type) =
+                        self.finish(&request, Outcome::TaskCreated(Box::new(job)), &round)?;
                     return Ok(self.result_reply(&request, result, result_type));
                 }
                 _ if support == TaskSupport::Required => return Err(tasks::tasks_required()),
@@ -202,7 +264,14 @@ impl McpServer {
                 let (result, result_type) = self.finish(&request, refusal?, &round)?;
                 return Ok(self.result_reply(&request, result, result_type));
             }
-            return Ok(self.stream_call(request, handler, call, round, Some(outcome), invalidation));
+            return Ok(self.stream_call(
+                request,
+                handler,
+                call,
+                round,
+                Some(outcome),
+                invalidation,
+            ));
         }
         let outcome = with_invalidation(outcome, invalidation.as_ref());
         let (result, result_type) = self.finish(&request, outcome, &round)?;
@@ -211,7 +280,12 @@ impl McpServer {
 
     /// What a requestState is bound to: the caller (tenant and subject), the method, its target
     /// and a digest of the arguments. State sealed for anything else is refused.
-    fn state_binding(&self, request: &ValidRequest, principal: &Principal, arguments: &JsonObject) -> Value {
+    fn state_binding(
+        &self,
+        request: &ValidRequest,
+        principal: &Principal,
+        arguments: &JsonObject,
+    ) -> Value {
         json!({
             "tn": principal.tenant,
             "sb": principal.subject,
@@ -222,7 +296,10 @@ impl McpServer {
     }
 
     fn open_state(&self, token: &str, binding: &Value, now: u64) -> Result<Value, McpError> {
-        let payload = self.keys.open(REQUEST_STATE_DOMAIN, token, now).map_err(|e| invalid_state(&e.to_string()))?;
+        let payload = self
+            .keys
+            .open(REQUEST_STATE_DOMAIN, token, now)
+            .map_err(|e| invalid_state(&e.to_string()))?;
         if payload.get("b") != Some(binding) {
             return Err(invalid_state("requestState belongs to another request"));
         }
@@ -240,7 +317,11 @@ impl McpServer {
             Outcome::Complete(result) => {
                 let result = if request.method == Method::ResourcesRead {
                     // A read reached through MRTR depended on this client's input: never shared.
-                    let ttl = if round.retry { 0 } else { self.config.read_ttl_ms };
+                    let ttl = if round.retry {
+                        0
+                    } else {
+                        self.config.read_ttl_ms
+                    };
                     let mut result = cacheable(result, ttl);
                     if round.retry || round.private {
                         result.insert("cacheScope".into(), json!("private"));
@@ -258,7 +339,9 @@ impl McpServer {
             }
             Outcome::TaskCreated(job) => {
                 if request.method != Method::ToolsCall || self.tasks.is_none() {
-                    tracing::error!("a task was created outside tools/call or without the Tasks extension");
+                    tracing::error!(
+                        "a task was created outside tools/call or without the Tasks extension"
+                    );
                     return Err(McpError::Internal);
                 }
                 Ok((tasks::task_fields(&job), "task"))
@@ -268,7 +351,9 @@ impl McpServer {
                     return Err(McpError::Internal);
                 }
                 if requests.is_empty() && state.is_none() {
-                    tracing::error!("handler returned input_required with neither requests nor state");
+                    tracing::error!(
+                        "handler returned input_required with neither requests nor state"
+                    );
                     return Err(McpError::Internal);
                 }
                 let mut input_requests = JsonObject::new();
@@ -309,8 +394,16 @@ impl McpServer {
     ) -> Reply {
         let (frames_tx, frames_rx) = mpsc::unbounded_channel::<Bytes>();
         let (notes_tx, mut notes_rx) = mpsc::unbounded_channel::<Value>();
-        call.notifier = Notifier::streaming(notes_tx, request.progress_token.clone(), request.log_level.as_deref())
-            .with_events(self.events.clone(), &call.principal.tenant, &call.principal.subject);
+        call.notifier = Notifier::streaming(
+            notes_tx,
+            request.progress_token.clone(),
+            request.log_level.as_deref(),
+        )
+        .with_events(
+            self.events.clone(),
+            &call.principal.tenant,
+            &call.principal.subject,
+        );
         let server = self.clone();
         let requests_tx = frames_tx.clone();
         tokio::spawn(async move {
@@ -319,7 +412,9 @@ impl McpServer {
                     Some(outcome) => outcome,
                     None => run_handler(&handler, call.clone(), request.deadline).await?,
                 };
-                let outcome = server.legacy_rounds(&request, &handler, call, outcome, &requests_tx).await?;
+                let outcome = server
+                    .legacy_rounds(&request, &handler, call, outcome, &requests_tx)
+                    .await?;
                 Ok::<_, McpError>(with_invalidation(outcome, invalidation.as_ref()))
             };
             tokio::pin!(work);
@@ -345,7 +440,9 @@ impl McpServer {
             let _ = frames_tx.send(sse_frame(&message));
         });
         let mut reply = sse_reply(frames_rx, self.keepalive());
-        reply.headers_mut().insert(RESULT_TYPE_HEADER, HeaderValue::from_static("stream"));
+        reply
+            .headers_mut()
+            .insert(RESULT_TYPE_HEADER, HeaderValue::from_static("stream"));
         reply
     }
 }
@@ -361,7 +458,10 @@ pub(super) async fn run_handler(
         Some(at) => match tokio::time::timeout_at(at, run).await {
             Ok(outcome) => outcome,
             Err(_) => {
-                tracing::warn!(cause = "deadline", "the handler ran out of time: answered retryable");
+                tracing::warn!(
+                    cause = "deadline",
+                    "the handler ran out of time: answered retryable"
+                );
                 return Err(McpError::Retryable(crate::Retry::Deadline));
             }
         },
@@ -390,8 +490,7 @@ fn announce_invalidation(mut result: JsonObject, cause: &str, domains: &str) -> 
     if result.get("isError").and_then(Value::as_bool) == Some(true) {
         return result;
     }
-    let tag =
-        json!({ "type": "text", "text": format!("<cache_invalidation cause=\"{cause}\" domains=\"{domains}\"/>") });
+    let tag = json!({ "type": "text", "text": format!("<cache_invalidation cause=\"{cause}\" domains=\"{domains}\"/>") });
     match result.get_mut("content") {
         Some(Value::Array(content)) => content.insert(0, tag),
         _ => {
@@ -412,6 +511,11 @@ fn invalid_state(reason: &str) -> McpError {
 fn missing_capabilities(required: &Value, declared: &JsonObject) -> JsonObject {
     required
         .as_object()
-        .map(|r| r.iter().filter(|(k, _)| !declared.contains_key(*k)).map(|(k, v)| (k.clone(), v.clone())).collect())
+        .map(|r| {
+            r.iter()
+                .filter(|(k, _)| !declared.contains_key(*k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
         .unwrap_or_default()
 }

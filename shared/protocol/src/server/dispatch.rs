@@ -31,7 +31,11 @@ use crate::wire::JsonObject;
 use relevo_state::JobRef;
 
 impl McpServer {
-    pub(super) async fn dispatch(&self, request: ValidRequest, principal: Principal) -> Result<Reply, McpError> {
+    pub(super) async fn dispatch(
+        &self,
+        request: ValidRequest,
+        principal: Principal,
+    ) -> Result<Reply, McpError> {
         self.admit(&request, &principal).await?;
         let now = self.clock.now_unix();
         let cursor = || -> Result<Option<String>, McpError> {
@@ -42,7 +46,14 @@ impl McpServer {
             }
         };
         let list = |key: &str, items: Vec<Value>| -> Result<JsonObject, McpError> {
-            let (page, next) = cursor::page(&self.keys, key, items, cursor()?.as_deref(), self.config.page_size, now)?;
+            let (page, next) = cursor::page(
+                &self.keys,
+                key,
+                items,
+                cursor()?.as_deref(),
+                self.config.page_size,
+                now,
+            )?;
             let mut result = JsonObject::new();
             result.insert(key.into(), Value::Array(page));
             if let Some(next) = next {
@@ -66,19 +77,31 @@ impl McpServer {
                 cacheable(result, self.config.list_ttl_ms)
             }
             Method::ToolsList => {
-                let items = app.tools().filter(|t| guard::visible(&principal, &t.scopes)).map(|t| t.to_wire());
+                let items = app
+                    .tools()
+                    .filter(|t| guard::visible(&principal, &t.scopes))
+                    .map(|t| t.to_wire());
                 self.per_caller(list("tools", items.collect())?)
             }
             Method::ResourcesList => {
-                let items = app.resources().filter(|r| guard::visible(&principal, &r.scopes)).map(|r| r.to_wire());
+                let items = app
+                    .resources()
+                    .filter(|r| guard::visible(&principal, &r.scopes))
+                    .map(|r| r.to_wire());
                 self.per_caller(list("resources", items.collect())?)
             }
             Method::ResourcesTemplatesList => {
-                let items = app.templates().filter(|t| guard::visible(&principal, &t.scopes)).map(|t| t.to_wire());
+                let items = app
+                    .templates()
+                    .filter(|t| guard::visible(&principal, &t.scopes))
+                    .map(|t| t.to_wire());
                 self.per_caller(list("resourceTemplates", items.collect())?)
             }
             Method::PromptsList => {
-                let items = app.prompts().filter(|p| guard::visible(&principal, &p.scopes)).map(|p| p.to_wire());
+                let items = app
+                    .prompts()
+                    .filter(|p| guard::visible(&principal, &p.scopes))
+                    .map(|p| p.to_wire());
                 self.per_caller(list("prompts", items.collect())?)
             }
             Method::Complete => self.complete(&request.params, &principal)?,
@@ -105,7 +128,11 @@ impl McpServer {
 
     /// `tasks/get`, `tasks/update`, `tasks/cancel`: the caller's own tasks only; another
     /// principal's task id is an unknown task.
-    async fn task_method(&self, request: &ValidRequest, principal: &Principal) -> Result<Reply, McpError> {
+    async fn task_method(
+        &self,
+        request: &ValidRequest,
+        principal: &Principal,
+    ) -> Result<Reply, McpError> {
         let Some(engine) = &self.tasks else {
             return Err(McpError::MethodNotFound(request.method.as_str().into()));
         };
@@ -113,11 +140,25 @@ impl McpServer {
             return Err(tasks::tasks_required());
         }
         let task_id = string_param(&request.params, "taskId")?;
-        let job = JobRef { tenant: principal.tenant.clone(), subject: principal.subject.clone(), id: task_id.into() };
-        let unknown = || McpError::invalid_params_with("Unknown task", json!({ "taskId": task_id }));
+        let job = JobRef {
+            tenant: principal.tenant.clone(),
+            subject: principal.subject.clone(),
+            id: task_id.into(),
+        };
+        let unknown =
+            || McpError::invalid_params_with("Unknown task", json!({ "taskId": task_id }));
         let store_failure = crate::error::store_failure("task");
-        let usage = if request.method == Method::TasksGet { TaskUse::Read } else { TaskUse::Write };
-        let found = engine.store.get_job(&job).await.map_err(&store_failure)?.ok_or_else(unknown)?;
+        let usage = if request.method == Method::TasksGet {
+            TaskUse::Read
+        } else {
+            TaskUse::Write
+        };
+        let found = engine
+            .store
+            .get_job(&job)
+            .await
+            .map_err(&store_failure)?
+            .ok_or_else(unknown)?;
         if !self.reachable_task(principal, &found, usage)? {
             return Err(unknown());
         }
@@ -125,13 +166,23 @@ impl McpServer {
             Method::TasksGet => tasks::detailed_task(&found),
             Method::TasksUpdate => {
                 let Some(Value::Object(responses)) = request.params.get("inputResponses") else {
-                    return Err(McpError::invalid_params("params.inputResponses must be an object"));
+                    return Err(McpError::invalid_params(
+                        "params.inputResponses must be an object",
+                    ));
                 };
-                engine.provide_input(&job, responses).await.map_err(&store_failure)?.ok_or_else(unknown)?;
+                engine
+                    .provide_input(&job, responses)
+                    .await
+                    .map_err(&store_failure)?
+                    .ok_or_else(unknown)?;
                 JsonObject::new()
             }
             _ => {
-                engine.cancel(&job).await.map_err(&store_failure)?.ok_or_else(unknown)?;
+                engine
+                    .cancel(&job)
+                    .await
+                    .map_err(&store_failure)?
+                    .ok_or_else(unknown)?;
                 JsonObject::new()
             }
         };
@@ -147,17 +198,26 @@ impl McpServer {
             .get("argument")
             .and_then(Value::as_object)
             .ok_or_else(|| McpError::invalid_params("params.argument is required"))?;
-        let (Some(arg_name), Some(prefix)) =
-            (argument.get("name").and_then(Value::as_str), argument.get("value").and_then(Value::as_str))
-        else {
-            return Err(McpError::invalid_params("argument.name and argument.value must be strings"));
+        let (Some(arg_name), Some(prefix)) = (
+            argument.get("name").and_then(Value::as_str),
+            argument.get("value").and_then(Value::as_str),
+        ) else {
+            return Err(McpError::invalid_params(
+                "argument.name and argument.value must be strings",
+            ));
         };
         let candidates = self.completable(principal, reference, arg_name)?;
-        let matching: Vec<String> = candidates.into_iter().filter(|c| c.starts_with(prefix)).collect();
+        let matching: Vec<String> = candidates
+            .into_iter()
+            .filter(|c| c.starts_with(prefix))
+            .collect();
         let total = matching.len();
         let values: Vec<String> = matching.into_iter().take(100).collect();
         let mut result = JsonObject::new();
-        result.insert("completion".into(), json!({ "values": values, "total": total, "hasMore": total > 100 }));
+        result.insert(
+            "completion".into(),
+            json!({ "values": values, "total": total, "hasMore": total > 100 }),
+        );
         Ok(result)
     }
 }

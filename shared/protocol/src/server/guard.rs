@@ -106,7 +106,11 @@ impl Surface {
 
     /// Every surface: each method of [`Method::ALL`], then [`Surface::ALL`].
     pub fn all() -> Vec<Surface> {
-        Method::ALL.into_iter().map(Surface::Method).chain(Surface::ALL).collect()
+        Method::ALL
+            .into_iter()
+            .map(Surface::Method)
+            .chain(Surface::ALL)
+            .collect()
     }
 
     /// The surface of a 2025-11-25 request named `method` that is not a shared method.
@@ -177,7 +181,11 @@ pub(crate) struct Readable {
 }
 
 pub(crate) fn require(principal: &Principal, scopes: &[String]) -> Result<(), McpError> {
-    if principal.holds(scopes) { Ok(()) } else { Err(McpError::InsufficientScope(scopes.to_vec())) }
+    if principal.holds(scopes) {
+        Ok(())
+    } else {
+        Err(McpError::InsufficientScope(scopes.to_vec()))
+    }
 }
 
 impl McpServer {
@@ -185,19 +193,36 @@ impl McpServer {
     /// that exists and that the caller may call), then its tenant's. A spent quota refuses it
     /// with [`McpError::RateLimited`]; a store that fails or keeps losing races, with a
     /// retryable error (the request is not served uncounted).
-    pub(crate) async fn admit(&self, request: &ValidRequest, principal: &Principal) -> Result<(), McpError> {
+    pub(crate) async fn admit(
+        &self,
+        request: &ValidRequest,
+        principal: &Principal,
+    ) -> Result<(), McpError> {
         let quotas = &self.config.quotas;
         if quotas.is_off() {
             return Ok(());
         }
-        let Some(store) = quota_store(self.store.as_deref()) else { return Ok(()) };
+        let Some(store) = quota_store(self.store.as_deref()) else {
+            return Ok(());
+        };
         let now = self.clock.now_unix();
         let tenant = principal.tenant.as_str();
         if request.method == Method::ToolsCall
-            && let Some(tool) = request.target().and_then(|name| self.callable_tool(principal, name).ok())
+            && let Some(tool) = request
+                .target()
+                .and_then(|name| self.callable_tool(principal, name).ok())
             && let Some(quota) = quotas.for_tool(&tool.name)
         {
-            spend(store, tenant, QuotaScope::Tool, Some(&tool.name), quota, 1, now).await?;
+            spend(
+                store,
+                tenant,
+                QuotaScope::Tool,
+                Some(&tool.name),
+                quota,
+                1,
+                now,
+            )
+            .await?;
         }
         admit_tenant(quotas, Some(store), tenant, now).await
     }
@@ -214,7 +239,11 @@ impl McpServer {
 
     /// Counts `surface` (not a method: those go through [`McpServer::admit`]) against the
     /// caller's tenant's quota, as [`Surface::admission`] decides.
-    pub(crate) async fn admit_surface(&self, surface: Surface, principal: &Principal) -> Result<(), McpError> {
+    pub(crate) async fn admit_surface(
+        &self,
+        surface: Surface,
+        principal: &Principal,
+    ) -> Result<(), McpError> {
         self.admit_surface_units(surface, principal, 1).await
     }
 
@@ -228,22 +257,39 @@ impl McpServer {
     ) -> Result<(), McpError> {
         match surface.admission() {
             Decision::Counted => {
-                let (quotas, store, now) = (&self.config.quotas, self.store.as_deref(), self.clock.now_unix());
+                let (quotas, store, now) = (
+                    &self.config.quotas,
+                    self.store.as_deref(),
+                    self.clock.now_unix(),
+                );
                 admit_tenant_units(quotas, store, &principal.tenant, units, now).await
             }
             Decision::Exempt(_) => Ok(()),
         }
     }
 
-    pub(crate) fn callable_tool(&self, principal: &Principal, name: &str) -> Result<&Tool, McpError> {
-        let tool = self.app.find_tool(name).ok_or_else(|| McpError::invalid_params(format!("Unknown tool: {name}")))?;
+    pub(crate) fn callable_tool(
+        &self,
+        principal: &Principal,
+        name: &str,
+    ) -> Result<&Tool, McpError> {
+        let tool = self
+            .app
+            .find_tool(name)
+            .ok_or_else(|| McpError::invalid_params(format!("Unknown tool: {name}")))?;
         require(principal, &tool.scopes)?;
         Ok(tool)
     }
 
-    pub(crate) fn gettable_prompt(&self, principal: &Principal, name: &str) -> Result<&Prompt, McpError> {
-        let prompt =
-            self.app.find_prompt(name).ok_or_else(|| McpError::invalid_params(format!("Unknown prompt: {name}")))?;
+    pub(crate) fn gettable_prompt(
+        &self,
+        principal: &Principal,
+        name: &str,
+    ) -> Result<&Prompt, McpError> {
+        let prompt = self
+            .app
+            .find_prompt(name)
+            .ok_or_else(|| McpError::invalid_params(format!("Unknown prompt: {name}")))?;
         require(principal, &prompt.scopes)?;
         Ok(prompt)
     }
@@ -253,7 +299,12 @@ impl McpServer {
         if let Some(resource) = self.app.find_resource(uri) {
             require(principal, &resource.scopes)?;
             let (handler, watch) = (resource.handler.clone(), resource.watch.clone());
-            return Ok(Readable { handler, arguments: JsonObject::new(), private: resource.per_caller(), watch });
+            return Ok(Readable {
+                handler,
+                arguments: JsonObject::new(),
+                private: resource.per_caller(),
+                watch,
+            });
         }
         let (template, arguments) = self
             .app
@@ -262,7 +313,12 @@ impl McpServer {
             .ok_or_else(|| McpError::resource_not_found(uri))?;
         require(principal, &template.scopes)?;
         let (handler, watch) = (template.handler.clone(), template.watch.clone());
-        Ok(Readable { handler, arguments, private: template.per_caller(), watch })
+        Ok(Readable {
+            handler,
+            arguments,
+            private: template.per_caller(),
+            watch,
+        })
     }
 
     /// The completion candidates of `reference`'s argument `argument`, if the caller may reach
@@ -275,8 +331,10 @@ impl McpServer {
     ) -> Result<Vec<String>, McpError> {
         match reference.get("type").and_then(Value::as_str) {
             Some("ref/prompt") => {
-                let prompt =
-                    self.gettable_prompt(principal, reference.get("name").and_then(Value::as_str).unwrap_or(""))?;
+                let prompt = self.gettable_prompt(
+                    principal,
+                    reference.get("name").and_then(Value::as_str).unwrap_or(""),
+                )?;
                 Ok(prompt
                     .arguments
                     .iter()
@@ -285,24 +343,44 @@ impl McpServer {
                     .unwrap_or_default())
             }
             Some("ref/resource") => {
-                let uri = reference.get("uri").and_then(Value::as_str).unwrap_or_default();
+                let uri = reference
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 let template = self
                     .app
                     .templates()
                     .find(|t| t.uri_template == uri)
-                    .ok_or_else(|| McpError::invalid_params(format!("Unknown resource template: {uri}")))?;
+                    .ok_or_else(|| {
+                        McpError::invalid_params(format!("Unknown resource template: {uri}"))
+                    })?;
                 require(principal, &template.scopes)?;
-                Ok(template.completions.get(argument).cloned().unwrap_or_default())
+                Ok(template
+                    .completions
+                    .get(argument)
+                    .cloned()
+                    .unwrap_or_default())
             }
-            _ => Err(McpError::invalid_params("ref.type must be ref/prompt or ref/resource")),
+            _ => Err(McpError::invalid_params(
+                "ref.type must be ref/prompt or ref/resource",
+            )),
         }
     }
 
     /// Whether the caller may reach `job` as a task for `usage`: `Ok(false)` when the job's kind
     /// is not reachable as a task at all (it then answers as an unknown task).
-    pub(crate) fn reachable_task(&self, principal: &Principal, job: &Job, usage: TaskUse) -> Result<bool, McpError> {
+    pub(crate) fn reachable_task(
+        &self,
+        principal: &Principal,
+        job: &Job,
+        usage: TaskUse,
+    ) -> Result<bool, McpError> {
         let scopes = if job.kind == TOOL_TASK_KIND {
-            let name = job.input.get("tool").and_then(Value::as_str).unwrap_or_default();
+            let name = job
+                .input
+                .get("tool")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             match self.app.find_tool(name) {
                 Some(tool) => tool.scopes.clone(),
                 None => return Ok(false),
@@ -328,7 +406,9 @@ pub(crate) fn visible(principal: &Principal, scopes: &[String]) -> bool {
 fn quota_store(store: Option<&dyn RecordStore>) -> Option<&dyn RecordStore> {
     if store.is_none() {
         QUOTAS_WITHOUT_STORE.call_once(|| {
-            tracing::warn!("request-rate quotas are configured but this server has no store: they are off");
+            tracing::warn!(
+                "request-rate quotas are configured but this server has no store: they are off"
+            );
         });
     }
     store
@@ -353,8 +433,12 @@ pub(crate) async fn admit_tenant_units(
     units: u32,
     now: u64,
 ) -> Result<(), McpError> {
-    let Some(quota) = quotas.per_tenant else { return Ok(()) };
-    let Some(store) = quota_store(store) else { return Ok(()) };
+    let Some(quota) = quotas.per_tenant else {
+        return Ok(());
+    };
+    let Some(store) = quota_store(store) else {
+        return Ok(());
+    };
     spend(store, tenant, QuotaScope::Tenant, None, quota, units, now).await
 }
 

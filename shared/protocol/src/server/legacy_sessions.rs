@@ -34,7 +34,9 @@ use tokio::sync::{broadcast, mpsc};
 use super::dispatch::string_param;
 use super::guard::Surface;
 use super::listen::Slot;
-use super::reply::{challenge_reply, empty, error_reply, json_reply, legacy_error_reply, sse_frame, sse_reply};
+use super::reply::{
+    challenge_reply, empty, error_reply, json_reply, legacy_error_reply, sse_frame, sse_reply,
+};
 use super::{McpServer, Reply, run_handler};
 use crate::auth::Principal;
 use crate::error::McpError;
@@ -55,7 +57,9 @@ impl McpServer {
         principal: Principal,
         deadline: Option<tokio::time::Instant>,
     ) -> Reply {
-        let Some(legacy) = &self.legacy else { return error_reply(None, &McpError::Internal) };
+        let Some(legacy) = &self.legacy else {
+            return error_reply(None, &McpError::Internal);
+        };
         let (id, method, params) = match message {
             LegacyMessage::Request { id, method, params } => (id, method, params),
             LegacyMessage::Response { id, message } => {
@@ -64,7 +68,11 @@ impl McpServer {
                 }
                 let stored = match legacy.open(&principal, headers).await {
                     Ok(session) => match id.as_str() {
-                        Some(request_id) => legacy.store_answer(&principal, &session.id, request_id, &message).await,
+                        Some(request_id) => {
+                            legacy
+                                .store_answer(&principal, &session.id, request_id, &message)
+                                .await
+                        }
                         None => Ok(false),
                     },
                     Err(error) => Err(error),
@@ -73,7 +81,9 @@ impl McpServer {
                     Ok(true) => empty(StatusCode::ACCEPTED),
                     Ok(false) => legacy_error_reply(
                         None,
-                        &McpError::InvalidRequest("no request of this session is waiting for that id".into()),
+                        &McpError::InvalidRequest(
+                            "no request of this session is waiting for that id".into(),
+                        ),
                     ),
                     Err(error) => legacy_error_reply(None, &error),
                 };
@@ -82,18 +92,29 @@ impl McpServer {
         // A shared method is admitted by `dispatch`; every other verb here, before the session is read.
         let admitted = match shared_method(&method) {
             Some(_) => Ok(()),
-            None => self.admit_surface(Surface::legacy(&method), &principal).await,
+            None => {
+                self.admit_surface(Surface::legacy(&method), &principal)
+                    .await
+            }
         };
         let outcome = match (admitted, method.as_str()) {
             (Err(refused), _) => Err(refused),
             (Ok(()), "initialize") if route == Route::All => {
-                self.legacy_initialize(legacy, &id, &params, &principal).await
+                self.legacy_initialize(legacy, &id, &params, &principal)
+                    .await
             }
-            _ => self.legacy_request(legacy, route, headers, &id, &method, params, principal, deadline).await,
+            _ => {
+                self.legacy_request(
+                    legacy, route, headers, &id, &method, params, principal, deadline,
+                )
+                .await
+            }
         };
         match outcome {
             Ok(reply) => reply,
-            Err(McpError::InsufficientScope(needed)) => challenge_reply(&self.auth.insufficient_scope(&needed)),
+            Err(McpError::InsufficientScope(needed)) => {
+                challenge_reply(&self.auth.insufficient_scope(&needed))
+            }
             Err(error) => legacy_error_reply(Some(&id), &error),
         }
     }
@@ -110,9 +131,15 @@ impl McpServer {
         let capabilities = match params.get("capabilities") {
             None => JsonObject::new(),
             Some(Value::Object(c)) => c.clone(),
-            Some(_) => return Err(McpError::invalid_params("params.capabilities must be an object")),
+            Some(_) => {
+                return Err(McpError::invalid_params(
+                    "params.capabilities must be an object",
+                ));
+            }
         };
-        if serde_json::to_vec(&capabilities).map_or(usize::MAX, |b| b.len()) > crate::legacy::MAX_CAPABILITIES_BYTES {
+        if serde_json::to_vec(&capabilities).map_or(usize::MAX, |b| b.len())
+            > crate::legacy::MAX_CAPABILITIES_BYTES
+        {
             return Err(McpError::invalid_params(format!(
                 "params.capabilities exceeds {} bytes",
                 crate::legacy::MAX_CAPABILITIES_BYTES
@@ -121,7 +148,9 @@ impl McpServer {
         let session = Session {
             protocol_version: crate::legacy::negotiate(requested).to_string(),
             capabilities,
-            client_info: params.get("clientInfo").map(crate::legacy::kept_client_info),
+            client_info: params
+                .get("clientInfo")
+                .map(crate::legacy::kept_client_info),
             log_level: None,
             subscriptions: Vec::new(),
             ended: false,
@@ -135,7 +164,10 @@ impl McpServer {
         if let Some(instructions) = &self.app.instructions {
             result["instructions"] = json!(instructions);
         }
-        let mut reply = json_reply(StatusCode::OK, &json!({ "jsonrpc": "2.0", "id": id, "result": result }));
+        let mut reply = json_reply(
+            StatusCode::OK,
+            &json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+        );
         if let Ok(value) = HeaderValue::from_str(&session_id) {
             reply.headers_mut().insert(wire::header::SESSION_ID, value);
         }
@@ -173,7 +205,10 @@ impl McpServer {
         principal: Principal,
         deadline: Option<tokio::time::Instant>,
     ) -> Result<Reply, McpError> {
-        let OpenSession { id: session_id, session } = legacy.open(&principal, headers).await?;
+        let OpenSession {
+            id: session_id,
+            session,
+        } = legacy.open(&principal, headers).await?;
         if let Some(version) = crate::headers::single(headers, wire::header::PROTOCOL_VERSION)?
             && version != session.protocol_version
         {
@@ -182,7 +217,12 @@ impl McpServer {
                 session.protocol_version
             )));
         }
-        let done = |result: Value| json_reply(StatusCode::OK, &json!({ "jsonrpc": "2.0", "id": id, "result": result }));
+        let done = |result: Value| {
+            json_reply(
+                StatusCode::OK,
+                &json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+            )
+        };
         let shared = shared_method(method);
         let served_here = match (route, shared) {
             (Route::All, _) => true,
@@ -190,16 +230,24 @@ impl McpServer {
             (Route::Only(_), None) => false,
         };
         if !served_here {
-            return Err(McpError::InvalidRequest(format!("this function does not serve {method}")));
+            return Err(McpError::InvalidRequest(format!(
+                "this function does not serve {method}"
+            )));
         }
         match (method, shared) {
             ("ping", _) => Ok(done(json!({}))),
             ("logging/setLevel", _) => {
                 let level = string_param(&params, "level")?.to_string();
                 if wire::log_level_rank(&level).is_none() {
-                    return Err(McpError::invalid_params(format!("Unknown logging level: {level}")));
+                    return Err(McpError::invalid_params(format!(
+                        "Unknown logging level: {level}"
+                    )));
                 }
-                legacy.update(&principal, &session_id, |s| s.log_level = Some(level.clone())).await?;
+                legacy
+                    .update(&principal, &session_id, |s| {
+                        s.log_level = Some(level.clone())
+                    })
+                    .await?;
                 Ok(done(json!({})))
             }
             ("resources/subscribe" | "resources/unsubscribe", _) if self.pushes_updates() => {
@@ -250,10 +298,19 @@ impl McpServer {
 
     /// GET (the session's notification stream) and DELETE (end the session). Only reached with
     /// an `Mcp-Session-Id` on the all-methods function; see [`crate::ladder::Ladder::check_front`].
-    pub(super) async fn session_verb(&self, request: &Request<Bytes>, principal: &Principal) -> Reply {
-        let Some(legacy) = &self.legacy else { return error_reply(None, &McpError::HttpMethodNotAllowed) };
-        let surface =
-            if request.method() == http::Method::DELETE { Surface::SessionDelete } else { Surface::SessionStream };
+    pub(super) async fn session_verb(
+        &self,
+        request: &Request<Bytes>,
+        principal: &Principal,
+    ) -> Reply {
+        let Some(legacy) = &self.legacy else {
+            return error_reply(None, &McpError::HttpMethodNotAllowed);
+        };
+        let surface = if request.method() == http::Method::DELETE {
+            Surface::SessionDelete
+        } else {
+            Surface::SessionStream
+        };
         if let Err(error) = self.admit_surface(surface, principal).await {
             return legacy_error_reply(None, &error);
         }
@@ -273,10 +330,15 @@ impl McpServer {
                 &json!({ "jsonrpc": "2.0", "error": { "code": wire::code::INVALID_REQUEST,
                     "message": "This deployment does not hold GET streams: resource updates happen in other function instances than the one that would hold the stream, so they are not pushed to 2025-11-25 clients here" } }),
             );
-            reply.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+            reply
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
             return reply;
         }
-        let slot = match self.take_stream_slot(principal, "session-streams", "open GET streams").await {
+        let slot = match self
+            .take_stream_slot(principal, "session-streams", "open GET streams")
+            .await
+        {
             Ok(slot) => slot,
             Err(error) => return legacy_error_reply(None, &error),
         };
@@ -285,7 +347,13 @@ impl McpServer {
 
     /// The legacy GET stream: `notifications/resources/updated` for the session's subscribed
     /// URIs, for changes made on this instance, until `listen_max_secs` or the client leaves.
-    fn session_stream(&self, legacy: Legacy, session: OpenSession, principal: Principal, slot: Slot) -> Reply {
+    fn session_stream(
+        &self,
+        legacy: Legacy,
+        session: OpenSession,
+        principal: Principal,
+        slot: Slot,
+    ) -> Reply {
         let caller = principal.clone();
         self.event_stream(&caller, None, None, slot, move |event| {
             let (legacy, principal, session) = (legacy.clone(), principal.clone(), session.id.clone());
@@ -362,12 +430,19 @@ impl McpServer {
                  during a call; connect with a 2026-07-28 client instead",
             ));
         }
-        let missing = inputs.values().find(|input| !request.client.can_answer(input))?;
+        let missing = inputs
+            .values()
+            .find(|input| !request.client.can_answer(input))?;
         let needed = missing.required_capability();
-        let names: Vec<&String> = needed.as_object().map(|m| m.keys().collect()).unwrap_or_default();
+        let names: Vec<&String> = needed
+            .as_object()
+            .map(|m| m.keys().collect())
+            .unwrap_or_default();
         Some(input_failed(
             request.method,
-            &format!("This call needs the client capability {names:?}, which this session did not declare"),
+            &format!(
+                "This call needs the client capability {names:?}, which this session did not declare"
+            ),
         ))
     }
 
@@ -381,9 +456,13 @@ impl McpServer {
         mut outcome: Outcome,
         stream: &mpsc::UnboundedSender<Bytes>,
     ) -> Result<Outcome, McpError> {
-        let (Some(legacy), Some(session)) = (&self.legacy, &request.session) else { return Ok(outcome) };
+        let (Some(legacy), Some(session)) = (&self.legacy, &request.session) else {
+            return Ok(outcome);
+        };
         for _ in 0..crate::legacy::MAX_INPUT_ROUNDS {
-            let Outcome::InputRequired { requests, state } = outcome else { return Ok(outcome) };
+            let Outcome::InputRequired { requests, state } = outcome else {
+                return Ok(outcome);
+            };
             if let Some(refusal) = self.legacy_input_refusal(request, &requests) {
                 return refusal;
             }
@@ -398,7 +477,9 @@ impl McpServer {
                 };
                 match answer {
                     Ok(answer) => answers.insert(key.clone(), answer),
-                    Err(reason) => return input_failed(request.method, &format!("No input: {reason}")),
+                    Err(reason) => {
+                        return input_failed(request.method, &format!("No input: {reason}"));
+                    }
                 };
             }
             call.input_responses = answers;

@@ -117,15 +117,19 @@ impl Watch {
         let readable = self.server.readable(&self.principal, uri).ok()?;
         let who = Who::new(&self.principal.tenant, &self.principal.subject);
         let declared = self.server.store.as_ref().and(readable.watch.as_ref());
-        Some(match declared.and_then(|watch| watch.key(&who, &readable.arguments)) {
-            Some(key) => Source::Record(key),
-            None => Source::Handler(readable.handler, readable.arguments),
-        })
+        Some(
+            match declared.and_then(|watch| watch.key(&who, &readable.arguments)) {
+                Some(key) => Source::Record(key),
+                None => Source::Handler(readable.handler, readable.arguments),
+            },
+        )
     }
 
     /// The quota units a poll of `sources` costs: 1, and 1 per handler read.
     fn units<'a>(sources: impl Iterator<Item = &'a Source>) -> u32 {
-        1 + sources.filter(|source| matches!(source, Source::Handler(..))).count() as u32
+        1 + sources
+            .filter(|source| matches!(source, Source::Handler(..)))
+            .count() as u32
     }
 
     async fn read_handler(&self, uri: &str, handler: &Handler, arguments: &JsonObject) -> Seen {
@@ -139,10 +143,16 @@ impl Watch {
             notifier: Notifier::silent(),
             answers: None,
         };
-        match run_handler(handler, call, Some(tokio::time::Instant::now() + READ_TIMEOUT)).await {
-            Ok(Outcome::Complete(result)) => {
-                Seen::Content(relevo_state::canonical_digest(result.get("contents").unwrap_or(&Value::Null)))
-            }
+        match run_handler(
+            handler,
+            call,
+            Some(tokio::time::Instant::now() + READ_TIMEOUT),
+        )
+        .await
+        {
+            Ok(Outcome::Complete(result)) => Seen::Content(relevo_state::canonical_digest(
+                result.get("contents").unwrap_or(&Value::Null),
+            )),
             Ok(_) => Seen::Absent,
             Err(McpError::Retryable(_) | McpError::Internal) => Seen::Failed,
             Err(_) => Seen::Absent,
@@ -152,10 +162,18 @@ impl Watch {
     /// The records of `keys` in one batch read: what each saw, in order (all failed when the
     /// read failed).
     async fn read_records(&self, keys: &[RecordKey]) -> Vec<Seen> {
-        let Some(store) = &self.server.store else { return vec![Seen::Failed; keys.len()] };
-        let read = tokio::time::timeout(READ_TIMEOUT, store.get_many(keys, self.server.clock.now_unix())).await;
+        let Some(store) = &self.server.store else {
+            return vec![Seen::Failed; keys.len()];
+        };
+        let read = tokio::time::timeout(
+            READ_TIMEOUT,
+            store.get_many(keys, self.server.clock.now_unix()),
+        )
+        .await;
         match read {
-            Ok(Ok(records)) if records.len() == keys.len() => records.iter().map(seen_record).collect(),
+            Ok(Ok(records)) if records.len() == keys.len() => {
+                records.iter().map(seen_record).collect()
+            }
             Ok(Ok(_)) | Ok(Err(_)) | Err(_) => vec![Seen::Failed; keys.len()],
         }
     }
@@ -178,7 +196,10 @@ impl Watch {
         }
         for (uri, source) in sources {
             if let Source::Handler(handler, arguments) = source {
-                seen.push((uri.clone(), self.read_handler(uri, handler, arguments).await));
+                seen.push((
+                    uri.clone(),
+                    self.read_handler(uri, handler, arguments).await,
+                ));
             }
         }
         seen
@@ -218,8 +239,11 @@ impl Watch {
 
     /// One poll (already paid for): the frames to send, and whether every read failed.
     async fn poll(&mut self) -> (Vec<Bytes>, bool) {
-        let sources: Vec<(String, Source)> =
-            self.watched.iter().map(|(uri, (source, _))| (uri.clone(), source.clone())).collect();
+        let sources: Vec<(String, Source)> = self
+            .watched
+            .iter()
+            .map(|(uri, (source, _))| (uri.clone(), source.clone()))
+            .collect();
         let (mut frames, mut failed) = (Vec::new(), 0);
         for (uri, seen) in self.read_all(&sources).await {
             match self.changed(&uri, seen) {
@@ -247,19 +271,37 @@ impl McpServer {
     /// each tagged with the subscription id, and ends with the listen result after
     /// `listen_max_secs` (before a function's time limit), when the store cannot be read, or
     /// when the client goes away.
-    pub(super) async fn listen(&self, request: &ValidRequest, principal: &Principal) -> Result<Reply, McpError> {
-        let Some(filter) = request.params.get("notifications").and_then(Value::as_object) else {
-            return Err(McpError::invalid_params("params.notifications must be an object"));
+    pub(super) async fn listen(
+        &self,
+        request: &ValidRequest,
+        principal: &Principal,
+    ) -> Result<Reply, McpError> {
+        let Some(filter) = request
+            .params
+            .get("notifications")
+            .and_then(Value::as_object)
+        else {
+            return Err(McpError::invalid_params(
+                "params.notifications must be an object",
+            ));
         };
         let subscriptions: Vec<String> = match filter.get("resourceSubscriptions") {
             None => Vec::new(),
-            Some(Value::Array(uris)) if uris.iter().all(Value::is_string) => {
-                uris.iter().filter_map(Value::as_str).map(String::from).collect()
+            Some(Value::Array(uris)) if uris.iter().all(Value::is_string) => uris
+                .iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect(),
+            Some(_) => {
+                return Err(McpError::invalid_params(
+                    "resourceSubscriptions must be an array of URIs",
+                ));
             }
-            Some(_) => return Err(McpError::invalid_params("resourceSubscriptions must be an array of URIs")),
         };
         if subscriptions.len() > MAX_WATCHED {
-            return Err(McpError::invalid_params(format!("at most {MAX_WATCHED} resourceSubscriptions per stream")));
+            return Err(McpError::invalid_params(format!(
+                "at most {MAX_WATCHED} resourceSubscriptions per stream"
+            )));
         }
         let tag = json!({ meta::SUBSCRIPTION_ID: request.id.clone() });
         let mut watch = Watch {
@@ -270,19 +312,25 @@ impl McpServer {
             tag: tag.clone(),
         };
         // Only what the caller may read (its scopes, through the one guard) can be watched.
-        let sources: Vec<(String, Source)> =
-            subscriptions.into_iter().filter_map(|uri| watch.source(&uri).map(|source| (uri, source))).collect();
+        let sources: Vec<(String, Source)> = subscriptions
+            .into_iter()
+            .filter_map(|uri| watch.source(&uri).map(|source| (uri, source)))
+            .collect();
         // The baseline's handler reads are paid for before anything is read or held (the
         // request's own unit was its admission).
         let handler_reads = Watch::units(sources.iter().map(|(_, source)| source)) - 1;
         if handler_reads > 0 {
-            self.admit_surface_units(Surface::ListenPoll, principal, handler_reads).await?;
+            self.admit_surface_units(Surface::ListenPoll, principal, handler_reads)
+                .await?;
         }
         // The slot before any read: a refused stream costs no read of what it would watch.
-        let slot = self.take_stream_slot(principal, "listen-streams", "open listen streams").await?;
+        let slot = self
+            .take_stream_slot(principal, "listen-streams", "open listen streams")
+            .await?;
         // The baseline before the ack: a change after the ack is a change. What is absent now
         // is not watched.
-        let mut baseline: BTreeMap<String, Seen> = watch.read_all(&sources).await.into_iter().collect();
+        let mut baseline: BTreeMap<String, Seen> =
+            watch.read_all(&sources).await.into_iter().collect();
         let mut watched = Vec::new();
         for (uri, source) in sources {
             if let Some(seen) = baseline.remove(&uri).filter(|seen| *seen != Seen::Absent) {
@@ -306,7 +354,10 @@ impl McpServer {
         let (tx, rx) = mpsc::unbounded_channel();
         let _ = tx.send(sse_frame(&ack));
         let events = self.events.subscribe();
-        let limits = (Duration::from_secs(self.config.listen_max_secs), self.listen_poll());
+        let limits = (
+            Duration::from_secs(self.config.listen_max_secs),
+            self.listen_poll(),
+        );
         let server = self.clone();
         tokio::spawn(async move {
             if run(watch, events, &tx, limits).await {
@@ -315,7 +366,9 @@ impl McpServer {
             server.give_back_stream_slot(slot).await;
         });
         let mut reply = sse_reply(rx, self.keepalive());
-        reply.headers_mut().insert(RESULT_TYPE_HEADER, HeaderValue::from_static("stream"));
+        reply
+            .headers_mut()
+            .insert(RESULT_TYPE_HEADER, HeaderValue::from_static("stream"));
         Ok(reply)
     }
 
@@ -327,13 +380,22 @@ impl McpServer {
         kind: &str,
         what: &'static str,
     ) -> Result<Slot, McpError> {
-        let Some(store) = &self.store else { return Ok(None) };
-        let key = RecordKey::new(Owner::personal(&principal.tenant, &principal.subject), kind, "open");
+        let Some(store) = &self.store else {
+            return Ok(None);
+        };
+        let key = RecordKey::new(
+            Owner::personal(&principal.tenant, &principal.subject),
+            kind,
+            "open",
+        );
         let holder = relevo_state::Ids::new_id(&relevo_state::RandomIds);
         let now = self.clock.now_unix();
         let until = now + self.config.listen_max_secs + LISTEN_SLOT_SLACK_SECS;
         let max = self.config.max_listen_streams;
-        match slots::acquire(&**store, &key, &holder, until, max, now).await.map_err(slot_failure)? {
+        match slots::acquire(&**store, &key, &holder, until, max, now)
+            .await
+            .map_err(slot_failure)?
+        {
             Acquired::Held => Ok(Some((key, holder))),
             Acquired::Full => Err(McpError::LimitReached { what, max }),
         }
@@ -409,7 +471,11 @@ async fn local_change(watch: &mut Watch, uri: &str) -> Vec<Bytes> {
             _ => vec![watch.updated(uri)],
         };
     }
-    if watch.watched.keys().any(|watched| uri.starts_with(watched.as_str())) {
+    if watch
+        .watched
+        .keys()
+        .any(|watched| uri.starts_with(watched.as_str()))
+    {
         return vec![watch.updated(uri)];
     }
     Vec::new()

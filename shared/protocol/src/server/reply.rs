@@ -25,12 +25,22 @@ impl McpServer {
     /// Adds `resultType` and `serverInfo` and wraps the result in a JSON-RPC response. A legacy
     /// result leaves in its own revision's shape: no `resultType`, `ttlMs`, `cacheScope` or
     /// `_meta` server info (the client learned that from `initialize`).
-    pub(super) fn decorate(&self, request: &ValidRequest, result: JsonObject, result_type: &str) -> Value {
+    pub(super) fn decorate(
+        &self,
+        request: &ValidRequest,
+        result: JsonObject,
+        result_type: &str,
+    ) -> Value {
         let result = self.decorate_result(request, result, result_type);
         json!({ "jsonrpc": "2.0", "id": request.id, "result": result })
     }
 
-    fn decorate_result(&self, request: &ValidRequest, mut result: JsonObject, result_type: &str) -> JsonObject {
+    fn decorate_result(
+        &self,
+        request: &ValidRequest,
+        mut result: JsonObject,
+        result_type: &str,
+    ) -> JsonObject {
         if request.is_legacy() {
             for key in ["resultType", "ttlMs", "cacheScope"] {
                 result.remove(key);
@@ -52,9 +62,21 @@ impl McpServer {
 
     /// The reply to a request that ends here: [`Self::decorate`], serialized without building
     /// the envelope as a value.
-    pub(super) fn result_reply(&self, request: &ValidRequest, result: JsonObject, result_type: &str) -> Reply {
+    pub(super) fn result_reply(
+        &self,
+        request: &ValidRequest,
+        result: JsonObject,
+        result_type: &str,
+    ) -> Reply {
         let result = self.decorate_result(request, result, result_type);
-        let mut reply = json_reply(StatusCode::OK, &Success { id: &request.id, jsonrpc: "2.0", result: &result });
+        let mut reply = json_reply(
+            StatusCode::OK,
+            &Success {
+                id: &request.id,
+                jsonrpc: "2.0",
+                result: &result,
+            },
+        );
         if let Ok(value) = HeaderValue::from_str(result_type) {
             reply.headers_mut().insert(RESULT_TYPE_HEADER, value);
         }
@@ -88,7 +110,10 @@ pub(super) fn challenge_reply(challenge: &AuthChallenge) -> Reply {
 pub(super) fn sse_reply(frames: mpsc::UnboundedReceiver<Bytes>, keepalive: Duration) -> Reply {
     let mut reply = Response::new(ReplyBody::Sse { frames, keepalive });
     let headers = reply.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     reply
@@ -110,7 +135,10 @@ pub(super) fn json_reply(status: StatusCode, body: &impl serde::Serialize) -> Re
     };
     let mut reply = Response::new(ReplyBody::Full(Bytes::from(bytes)));
     *reply.status_mut() = status;
-    reply.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    reply.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     reply
 }
 
@@ -136,9 +164,13 @@ pub(super) fn error_reply(id: Option<&Value>, error: &McpError) -> Reply {
 /// spent rate ([`McpError::retry_after_secs`]).
 fn retry_headers(reply: &mut Reply, error: &McpError) {
     if let McpError::HttpMethodNotAllowed = error {
-        reply.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+        reply
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST"));
     }
     if let Some(secs) = error.retry_after_secs() {
-        reply.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        reply
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
     }
 }

@@ -45,7 +45,10 @@ pub enum JobFailure {
     Fenced,
     /// The runner needs input from the client: the job parks as `InputRequired` until
     /// [`Engine::provide_input`] has answers for every key of `requests`.
-    NeedsInput { requests: Value, state: Option<Value> },
+    NeedsInput {
+        requests: Value,
+        state: Option<Value>,
+    },
     /// A protocol-level failure (a JSON-RPC error object): the job ends `failed` with it.
     Protocol(Value),
 }
@@ -69,7 +72,12 @@ pub struct EngineConfig {
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { lease_secs: 60, max_attempts: 5, queued_deadline_secs: 60, retention_secs: 7 * 24 * 3600 }
+        EngineConfig {
+            lease_secs: 60,
+            max_attempts: 5,
+            queued_deadline_secs: 60,
+            retention_secs: 7 * 24 * 3600,
+        }
     }
 }
 
@@ -84,7 +92,10 @@ pub struct InFlightLimits {
 
 impl Default for InFlightLimits {
     fn default() -> Self {
-        InFlightLimits { per_principal: 16, per_tenant: 64 }
+        InFlightLimits {
+            per_principal: 16,
+            per_tenant: 64,
+        }
     }
 }
 
@@ -93,7 +104,11 @@ impl InFlightLimits {
     /// defaults where unset or not a positive number.
     pub fn from_env() -> Self {
         let number = |name: &str, default: usize| {
-            std::env::var(name).ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(default)
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .filter(|n| *n > 0)
+                .unwrap_or(default)
         };
         let defaults = InFlightLimits::default();
         InFlightLimits {
@@ -112,8 +127,13 @@ struct Admission {
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StartError {
-    #[error("operation key {operation_key:?} was already used for job {existing} with different arguments")]
-    KeyConflict { operation_key: String, existing: String },
+    #[error(
+        "operation key {operation_key:?} was already used for job {existing} with different arguments"
+    )]
+    KeyConflict {
+        operation_key: String,
+        existing: String,
+    },
     /// The principal or its tenant has `max` jobs in flight already: retry once one finished.
     #[error("at most {max} {what}")]
     LimitReached { what: &'static str, max: usize },
@@ -161,7 +181,10 @@ pub struct JobContext {
 
 impl JobContext {
     pub fn job(&self) -> Job {
-        self.job.lock().map(|j| j.clone()).unwrap_or_else(|e| e.into_inner().clone())
+        self.job
+            .lock()
+            .map(|j| j.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
     }
 
     pub fn input(&self) -> Value {
@@ -181,9 +204,13 @@ impl JobContext {
 
     /// [`JobContext::save_checkpoint`] of a typed checkpoint; one that does not serialize fails
     /// the job for good.
-    pub async fn save_checkpoint_as<C: serde::Serialize>(&self, checkpoint: &C) -> Result<(), JobFailure> {
-        let value = serde_json::to_value(checkpoint)
-            .map_err(|error| JobFailure::Failed(format!("the checkpoint does not serialize: {error}")))?;
+    pub async fn save_checkpoint_as<C: serde::Serialize>(
+        &self,
+        checkpoint: &C,
+    ) -> Result<(), JobFailure> {
+        let value = serde_json::to_value(checkpoint).map_err(|error| {
+            JobFailure::Failed(format!("the checkpoint does not serialize: {error}"))
+        })?;
         self.save_checkpoint(value).await
     }
 
@@ -210,7 +237,10 @@ impl JobContext {
         let owner = self.lease_owner.clone();
         self.write(move |job, now| {
             job.checkpoint = Some(checkpoint.clone());
-            job.lease = Some(Lease { owner: owner.clone(), expires_at: now + lease_secs });
+            job.lease = Some(Lease {
+                owner: owner.clone(),
+                expires_at: now + lease_secs,
+            });
         })
         .await
     }
@@ -218,7 +248,13 @@ impl JobContext {
     /// Extends the lease by a full term, only while this worker still holds it.
     pub async fn renew_lease(&self) -> Result<(), JobFailure> {
         let (lease_secs, owner) = (self.lease_secs, self.lease_owner.clone());
-        self.write(move |job, now| job.lease = Some(Lease { owner: owner.clone(), expires_at: now + lease_secs })).await
+        self.write(move |job, now| {
+            job.lease = Some(Lease {
+                owner: owner.clone(),
+                expires_at: now + lease_secs,
+            })
+        })
+        .await
     }
 
     /// Renews the lease every third of its term; returns when the lease is lost (another worker
@@ -291,7 +327,14 @@ impl Engine {
         ids: Arc<dyn Ids>,
         config: EngineConfig,
     ) -> Self {
-        Engine { store, queue, clock, ids, config, admission: None }
+        Engine {
+            store,
+            queue,
+            clock,
+            ids,
+            config,
+            admission: None,
+        }
     }
 
     /// Bounds the jobs in flight per principal and per tenant (counted in `records`). Internal
@@ -311,7 +354,8 @@ impl Engine {
         operation_key: Option<&str>,
         input: Value,
     ) -> Result<Job, StartError> {
-        self.start_job(tenant, subject, kind, operation_key, input, true).await
+        self.start_job(tenant, subject, kind, operation_key, input, true)
+            .await
     }
 
     /// Like [`Engine::start`] but without enqueuing: the job waits, queued, until the reconciler
@@ -325,7 +369,8 @@ impl Engine {
         operation_key: Option<&str>,
         input: Value,
     ) -> Result<Job, StartError> {
-        self.start_job(tenant, subject, kind, operation_key, input, false).await
+        self.start_job(tenant, subject, kind, operation_key, input, false)
+            .await
     }
 
     async fn start_job(
@@ -339,7 +384,11 @@ impl Engine {
     ) -> Result<Job, StartError> {
         let now = self.clock.now_unix();
         let job = Job {
-            job: JobRef { tenant: tenant.into(), subject: subject.into(), id: self.ids.new_id() },
+            job: JobRef {
+                tenant: tenant.into(),
+                subject: subject.into(),
+                id: self.ids.new_id(),
+            },
             kind: kind.into(),
             operation_key: operation_key.map(String::from),
             digest: canonical_digest(&input),
@@ -375,7 +424,11 @@ impl Engine {
                 })
             };
         }
-        let admitted = if enqueue { self.admit(&job).await? } else { false };
+        let admitted = if enqueue {
+            self.admit(&job).await?
+        } else {
+            false
+        };
         let created = match self.store.create_job(&job).await {
             Ok(created) => created,
             Err(error) => {
@@ -406,15 +459,22 @@ impl Engine {
 
     /// Sends the job's work message, carrying the trace of the request that started it.
     async fn enqueue(&self, job: &Job) -> Result<(), StoreError> {
-        let trace = job.trace.as_deref().and_then(TraceContext::from_traceparent);
-        self.queue.send_traced(&WorkMessage::new(job.job.clone()).encode(), trace.as_ref()).await
+        let trace = job
+            .trace
+            .as_deref()
+            .and_then(TraceContext::from_traceparent);
+        self.queue
+            .send_traced(&WorkMessage::new(job.job.clone()).encode(), trace.as_ref())
+            .await
     }
 
     /// Asks a job to stop. Idempotent; a queued job is cancelled at once, a running one when its
     /// runner next looks, a terminal one is left as it is. Returns the job, or `None` if absent.
     pub async fn cancel(&self, job: &JobRef) -> Result<Option<Job>, StoreError> {
         for _ in 0..5 {
-            let Some(current) = self.store.get_job(job).await? else { return Ok(None) };
+            let Some(current) = self.store.get_job(job).await? else {
+                return Ok(None);
+            };
             let parked = matches!(current.status, JobStatus::Queued | JobStatus::InputRequired);
             if current.status.is_terminal() || current.cancel_requested && !parked {
                 return Ok(Some(current));
@@ -448,13 +508,20 @@ impl Engine {
         responses: &serde_json::Map<String, Value>,
     ) -> Result<Option<Job>, StoreError> {
         for _ in 0..5 {
-            let Some(current) = self.store.get_job(job).await? else { return Ok(None) };
-            let Some(Value::Object(pending)) =
-                current.pending_input.clone().filter(|_| current.status == JobStatus::InputRequired)
+            let Some(current) = self.store.get_job(job).await? else {
+                return Ok(None);
+            };
+            let Some(Value::Object(pending)) = current
+                .pending_input
+                .clone()
+                .filter(|_| current.status == JobStatus::InputRequired)
             else {
                 return Ok(Some(current));
             };
-            let answered: Vec<&String> = responses.keys().filter(|k| pending.contains_key(*k)).collect();
+            let answered: Vec<&String> = responses
+                .keys()
+                .filter(|k| pending.contains_key(*k))
+                .collect();
             if answered.is_empty() {
                 return Ok(Some(current));
             }
@@ -487,7 +554,9 @@ impl Engine {
                 Err(other) => return Err(other),
             }
         }
-        Err(StoreError::Unavailable("input delivery kept conflicting".into()))
+        Err(StoreError::Unavailable(
+            "input delivery kept conflicting".into(),
+        ))
     }
 
     /// Moves an unleased job to a terminal status (conditional on the revision read).
@@ -525,7 +594,9 @@ impl Engine {
                     next.status = JobStatus::Cancelled;
                     false
                 }
-                JobStatus::Queued if job.updated_at + self.config.queued_deadline_secs <= now => true,
+                JobStatus::Queued if job.updated_at + self.config.queued_deadline_secs <= now => {
+                    true
+                }
                 JobStatus::Running if !job.lease_live(now) => {
                     next.lease = None;
                     if job.attempts >= self.config.max_attempts {
@@ -572,7 +643,11 @@ fn holder(job: &JobRef) -> String {
 impl Engine {
     fn slot_keys(job: &JobRef) -> [RecordKey; 2] {
         [
-            RecordKey::new(Owner::personal(&job.tenant, &job.subject), "jobs-in-flight", "open"),
+            RecordKey::new(
+                Owner::personal(&job.tenant, &job.subject),
+                "jobs-in-flight",
+                "open",
+            ),
             RecordKey::new(Owner::tenant(&job.tenant), "jobs-in-flight", "open"),
         ]
     }
@@ -581,25 +656,41 @@ impl Engine {
     /// is checked against the jobs themselves first (a job finished by a worker that died before
     /// giving its slot back still counts until then).
     async fn admit(&self, job: &Job) -> Result<bool, StartError> {
-        let Some(admission) = &self.admission else { return Ok(false) };
+        let Some(admission) = &self.admission else {
+            return Ok(false);
+        };
         let now = self.clock.now_unix();
         let [principal, tenant] = Self::slot_keys(&job.job);
         let limits = [
-            (principal, admission.limits.per_principal, "jobs in flight for this principal"),
-            (tenant, admission.limits.per_tenant, "jobs in flight for this tenant"),
+            (
+                principal,
+                admission.limits.per_principal,
+                "jobs in flight for this principal",
+            ),
+            (
+                tenant,
+                admission.limits.per_tenant,
+                "jobs in flight for this tenant",
+            ),
         ];
         let mut taken = Vec::new();
         for (key, max, what) in limits {
-            let mut acquired = self.acquire(admission, &key, &job.job, job.expires_at, max, now).await;
+            let mut acquired = self
+                .acquire(admission, &key, &job.job, job.expires_at, max, now)
+                .await;
             if matches!(acquired, Ok(Acquired::Full)) {
-                self.drop_finished(admission, &key, &job.job.tenant, now).await;
-                acquired = self.acquire(admission, &key, &job.job, job.expires_at, max, now).await;
+                self.drop_finished(admission, &key, &job.job.tenant, now)
+                    .await;
+                acquired = self
+                    .acquire(admission, &key, &job.job, job.expires_at, max, now)
+                    .await;
             }
             match acquired {
                 Ok(Acquired::Held) => taken.push(key),
                 Ok(Acquired::Full) | Err(_) => {
                     for key in &taken {
-                        let _ = slots::release(&*admission.records, key, &holder(&job.job), now).await;
+                        let _ =
+                            slots::release(&*admission.records, key, &holder(&job.job), now).await;
                     }
                     return Err(match acquired {
                         Err(SlotError::Store(error)) => StartError::Store(error),
@@ -628,10 +719,18 @@ impl Engine {
 
     /// Gives back the slots of holders whose job has finished or is gone.
     async fn drop_finished(&self, admission: &Admission, key: &RecordKey, tenant: &str, now: u64) {
-        let Ok(held) = slots::holders(&*admission.records, key, now).await else { return };
+        let Ok(held) = slots::holders(&*admission.records, key, now).await else {
+            return;
+        };
         for id in held {
-            let Ok((subject, job_id)) = serde_json::from_str::<(String, String)>(&id) else { continue };
-            let job = JobRef { tenant: tenant.into(), subject, id: job_id };
+            let Ok((subject, job_id)) = serde_json::from_str::<(String, String)>(&id) else {
+                continue;
+            };
+            let job = JobRef {
+                tenant: tenant.into(),
+                subject,
+                id: job_id,
+            };
             if let Ok(found) = self.store.get_job(&job).await
                 && found.is_none_or(|j| j.status.is_terminal())
             {
@@ -648,7 +747,9 @@ impl Engine {
 
     /// Gives a finished job's slots back (a failure here only delays it: see [`Engine::admit`]).
     async fn leave(&self, job: &JobRef) {
-        let Some(admission) = &self.admission else { return };
+        let Some(admission) = &self.admission else {
+            return;
+        };
         let now = self.clock.now_unix();
         for key in Self::slot_keys(job) {
             if let Err(error) = slots::release(&*admission.records, &key, &holder(job), now).await {
@@ -669,12 +770,18 @@ pub struct ReconcileReport {
 
 impl Engine {
     /// The local stand-in for the scheduled reconciler: a pass every `every`, until `stop`.
-    pub async fn run_reconciler_loop(&self, every: std::time::Duration, stop: impl Future<Output = ()>) {
+    pub async fn run_reconciler_loop(
+        &self,
+        every: std::time::Duration,
+        stop: impl Future<Output = ()>,
+    ) {
         tokio::pin!(stop);
         loop {
             tokio::select! { _ = &mut stop => return, _ = tokio::time::sleep(every) => {} }
             match self.reconcile(100).await {
-                Ok(report) if report != ReconcileReport::default() => tracing::info!(?report, "reconciled"),
+                Ok(report) if report != ReconcileReport::default() => {
+                    tracing::info!(?report, "reconciled")
+                }
                 Ok(_) => {}
                 Err(error) => tracing::error!(%error, "reconcile failed"),
             }

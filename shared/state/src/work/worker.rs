@@ -34,7 +34,10 @@ impl Deref for Worker {
 
 impl Worker {
     pub fn new(engine: Arc<Engine>) -> Self {
-        Worker { engine, runners: HashMap::new() }
+        Worker {
+            engine,
+            runners: HashMap::new(),
+        }
     }
 
     pub fn runner(mut self, kind: &str, runner: Arc<dyn JobRunner>) -> Self {
@@ -64,14 +67,21 @@ impl Worker {
         job_ref: &JobRef,
         delivered: Option<TraceContext>,
     ) -> Result<Processed, WorkError> {
-        let Some(job) = self.store.get_job(job_ref).await? else { return Ok(Processed::NothingToDo) };
-        let recorded = job.trace.as_deref().and_then(TraceContext::from_traceparent);
+        let Some(job) = self.store.get_job(job_ref).await? else {
+            return Ok(Processed::NothingToDo);
+        };
+        let recorded = job
+            .trace
+            .as_deref()
+            .and_then(TraceContext::from_traceparent);
         let (parent, trace_from) = match (delivered, recorded) {
             (Some(delivered), _) => (Some(delivered), "message"),
             (None, Some(recorded)) => (Some(recorded), "record"),
             (None, None) => (None, "new"),
         };
-        let trace = parent.as_ref().map_or_else(TraceContext::root, TraceContext::child);
+        let trace = parent
+            .as_ref()
+            .map_or_else(TraceContext::root, TraceContext::child);
         let span = tracing::info_span!(
             "job",
             trace_id = trace.trace_id.as_str(),
@@ -122,7 +132,11 @@ impl Worker {
                 .metric("JobQueueLag", queue_lag_secs as f64, Unit::Seconds)
                 .metric("JobAttempts", f64::from(attempts), Unit::Count)
                 .metric("JobRunTime", run_ms, Unit::Milliseconds)
-                .metric("JobRetries", if result == "retry" { 1.0 } else { 0.0 }, Unit::Count)
+                .metric(
+                    "JobRetries",
+                    if result == "retry" { 1.0 } else { 0.0 },
+                    Unit::Count,
+                )
                 .property("result", result)
                 .property("traceId", trace.trace_id.as_str())
                 .emit();
@@ -144,18 +158,28 @@ impl Worker {
         }
         if job.attempts >= self.config.max_attempts {
             let reason = format!("attempt budget exhausted after {} attempts", job.attempts);
-            return self.settle(&job, JobStatus::Failed, None, Some(reason)).await;
+            return self
+                .settle(&job, JobStatus::Failed, None, Some(reason))
+                .await;
         }
         let Some(runner) = self.runners.get(&job.kind).cloned() else {
             return self
-                .settle(&job, JobStatus::Failed, None, Some(format!("no runner for job kind {:?}", job.kind)))
+                .settle(
+                    &job,
+                    JobStatus::Failed,
+                    None,
+                    Some(format!("no runner for job kind {:?}", job.kind)),
+                )
                 .await;
         };
 
         let lease_owner = self.ids.new_id();
         let mut claimed = job.next(now);
         claimed.status = JobStatus::Running;
-        claimed.lease = Some(Lease { owner: lease_owner.clone(), expires_at: now + self.config.lease_secs });
+        claimed.lease = Some(Lease {
+            owner: lease_owner.clone(),
+            expires_at: now + self.config.lease_secs,
+        });
         claimed.attempts += 1;
         let claimed = match self.store.put_job(&claimed, job.revision).await {
             Ok(claimed) => claimed,
@@ -188,7 +212,10 @@ impl Worker {
             Err(JobFailure::Cancelled) => (JobStatus::Cancelled, None, None),
             Err(JobFailure::Fenced) => return Ok(Processed::Fenced),
             Err(JobFailure::Protocol(error)) => {
-                let message = error["message"].as_str().unwrap_or("protocol error").to_string();
+                let message = error["message"]
+                    .as_str()
+                    .unwrap_or("protocol error")
+                    .to_string();
                 let written = ctx
                     .write(|job, _| {
                         job.status = JobStatus::Failed;
@@ -254,11 +281,20 @@ impl Worker {
     /// message fails that message only. A body that is not a work message is reported as failed
     /// too, so the queue dead-letters it after its receive limit for someone to look at.
     pub async fn process_batch(&self, messages: Vec<(String, String)>) -> Vec<String> {
-        self.process_traced_batch(messages.into_iter().map(|(id, body)| (id, body, None)).collect()).await
+        self.process_traced_batch(
+            messages
+                .into_iter()
+                .map(|(id, body)| (id, body, None))
+                .collect(),
+        )
+        .await
     }
 
     /// [`Worker::process_batch`] for deliveries that carry a trace (SQS's `AWSTraceHeader`).
-    pub async fn process_traced_batch(&self, messages: Vec<(String, String, Option<TraceContext>)>) -> Vec<String> {
+    pub async fn process_traced_batch(
+        &self,
+        messages: Vec<(String, String, Option<TraceContext>)>,
+    ) -> Vec<String> {
         let runs = messages.into_iter().map(|(id, body, trace)| async move {
             let processed = async {
                 let message = WorkMessage::decode(&body).ok_or(WorkError::BadMessage)?;
@@ -277,7 +313,11 @@ impl Worker {
                 }
             }
         });
-        futures_util::future::join_all(runs).await.into_iter().flatten().collect()
+        futures_util::future::join_all(runs)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
     }
 
     /// The local stand-in for the SQS event source mapping: receive, process, delete what
@@ -305,7 +345,10 @@ impl Worker {
                     tokio::select! { _ = &mut stop => return, _ = tokio::time::sleep(idle * 10) => continue }
                 }
             };
-            let batch = messages.iter().map(|m| (m.id.clone(), m.body.clone())).collect();
+            let batch = messages
+                .iter()
+                .map(|m| (m.id.clone(), m.body.clone()))
+                .collect();
             let failed = self.process_batch(batch).await;
             for message in messages.iter().filter(|m| !failed.contains(&m.id)) {
                 if let Err(error) = self.queue.delete(&message.receipt).await {
@@ -320,7 +363,11 @@ impl Worker {
 /// registered: a stored kind with no runner (a stale or forged record) is counted as
 /// [`emf::OTHER`], so it cannot add a metric series.
 fn kind_dimension<'a, R>(runners: &HashMap<String, R>, kind: &'a str) -> &'a str {
-    if runners.contains_key(kind) { kind } else { emf::OTHER }
+    if runners.contains_key(kind) {
+        kind
+    } else {
+        emf::OTHER
+    }
 }
 
 #[cfg(test)]

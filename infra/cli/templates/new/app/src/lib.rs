@@ -29,7 +29,9 @@ pub struct Hello {
 }
 
 pub async fn hello(args: HelloArgs, _: ToolContext) -> Result<Hello, ToolError> {
-    Ok(Hello { greeting: format!("Hello, {}!", args.name) })
+    Ok(Hello {
+        greeting: format!("Hello, {}!", args.name),
+    })
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -84,7 +86,11 @@ pub const CONFIRM: JobKind<Booking> = JobKind::new("confirm");
 /// Where a real app would call the restaurant's API (with the job's id as its idempotency key).
 pub async fn confirm(booking: Booking, _: JobContext) -> Result<Confirmation, JobError> {
     let code = format!("T{}-{}", booking.day.replace('-', ""), booking.guests);
-    Ok(Confirmation { code, day: booking.day, guests: booking.guests })
+    Ok(Confirmation {
+        code,
+        day: booking.day,
+        guests: booking.guests,
+    })
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -99,14 +105,32 @@ pub struct Booked {
 
 /// Asks the user to confirm the deposit (the first call answers `input_required`); the
 /// confirmed retry starts the `confirm` job, once per quote.
-pub async fn book(engine: &Engine, ids: &dyn Ids, args: BookArgs, cx: ToolContext) -> Result<Booked, ToolError> {
-    let quote = cx.state::<Quote>().unwrap_or_else(|| Quote { id: ids.new_id(), deposit_cents: args.guests * 500 });
-    let question =
-        format!("Book {} guests on {} for a deposit of ${}?", args.guests, args.day, quote.deposit_cents / 100);
+pub async fn book(
+    engine: &Engine,
+    ids: &dyn Ids,
+    args: BookArgs,
+    cx: ToolContext,
+) -> Result<Booked, ToolError> {
+    let quote = cx.state::<Quote>().unwrap_or_else(|| Quote {
+        id: ids.new_id(),
+        deposit_cents: args.guests * 500,
+    });
+    let question = format!(
+        "Book {} guests on {} for a deposit of ${}?",
+        args.guests,
+        args.day,
+        quote.deposit_cents / 100
+    );
     match cx.elicit_with::<Confirm, _>("confirm", &question, &quote)? {
         Elicited::Accept(Confirm { confirm: true }) => {
-            let booking = Booking { day: args.day, guests: args.guests, deposit_cents: quote.deposit_cents };
-            let job = cx.start_job(engine, &CONFIRM, Some(&quote.id), &booking).await?;
+            let booking = Booking {
+                day: args.day,
+                guests: args.guests,
+                deposit_cents: quote.deposit_cents,
+            };
+            let job = cx
+                .start_job(engine, &CONFIRM, Some(&quote.id), &booking)
+                .await?;
             Ok(Booked {
                 booking_id: job.job.id,
                 day: booking.day,
@@ -114,7 +138,9 @@ pub async fn book(engine: &Engine, ids: &dyn Ids, args: BookArgs, cx: ToolContex
                 deposit_cents: booking.deposit_cents,
             })
         }
-        _ => Err(ToolError::caller("The booking was not confirmed; nothing was booked.")),
+        _ => Err(ToolError::caller(
+            "The booking was not confirmed; nothing was booked.",
+        )),
     }
 }
 
@@ -136,15 +162,29 @@ pub struct BookingStatus {
 }
 
 /// The caller's booking: another caller's id reads as unknown.
-pub async fn booking(engine: &Engine, args: BookingArgs, cx: ToolContext) -> Result<BookingStatus, ToolError> {
+pub async fn booking(
+    engine: &Engine,
+    args: BookingArgs,
+    cx: ToolContext,
+) -> Result<BookingStatus, ToolError> {
     let job = cx.find_job(engine, &CONFIRM, &args.booking_id).await?;
     let job = job.or_caller(format!("No booking {}", args.booking_id))?;
-    let confirmation = job.result.map(relevo::serde_json::from_value).transpose().internal_fault()?;
-    Ok(BookingStatus { status: job.status.as_str().into(), confirmation })
+    let confirmation = job
+        .result
+        .map(relevo::serde_json::from_value)
+        .transpose()
+        .internal_fault()?;
+    Ok(BookingStatus {
+        status: job.status.as_str().into(),
+        confirmation,
+    })
 }
 
 pub fn app(ports: &Ports) -> App {
-    let pure = ToolAnnotations::new().read_only(true).destructive(false).idempotent(true);
+    let pure = ToolAnnotations::new()
+        .read_only(true)
+        .destructive(false)
+        .idempotent(true);
     let mut app = App::new("{{name}}", env!("CARGO_PKG_VERSION"))
         .tool(Tool::typed("hello", "Greets a person by name.", hello).annotations(pure.clone()));
     // Bookings need the durable jobs (a store and a queue): without them they are left out.
@@ -160,12 +200,25 @@ pub fn app(ports: &Ports) -> App {
         };
         app = app
             .tool(
-                Tool::typed("book", "Books a table after you confirm the deposit; returns a bookingId.", book)
-                    .annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(true)),
+                Tool::typed(
+                    "book",
+                    "Books a table after you confirm the deposit; returns a bookingId.",
+                    book,
+                )
+                .annotations(
+                    ToolAnnotations::new()
+                        .read_only(false)
+                        .destructive(false)
+                        .idempotent(true),
+                ),
             )
             .tool(
-                Tool::typed("booking", "Reports a booking and, once confirmed, its confirmation code.", booking)
-                    .annotations(pure),
+                Tool::typed(
+                    "booking",
+                    "Reports a booking and, once confirmed, its confirmation code.",
+                    booking,
+                )
+                .annotations(pure),
             )
             .job(&CONFIRM, confirm);
     }
