@@ -69,6 +69,16 @@ impl Prompt {
         self
     }
 
+    /// Offers `values` as the completions of the argument `argument` (`completion/complete`
+    /// answers those that start with what the user typed). A name the prompt has no argument
+    /// of changes nothing.
+    pub fn complete(mut self, argument: &str, values: &[&str]) -> Self {
+        for known in self.arguments.iter_mut().filter(|a| a.name == argument) {
+            known.completions = owned(values);
+        }
+        self
+    }
+
     pub fn to_wire(&self) -> Value {
         let mut prompt = json!({ "name": self.name });
         insert_some(&mut prompt, "title", &self.title);
