@@ -12,7 +12,7 @@
 //! | `lambda` | `lambda` | `lambda::run`, `lambda::run_function`, `lambda::run_worker`: the `main` of each function |
 //! | `aws` | `aws` (with `lambda`) | the DynamoDB and SQS adapters |
 //! | `testkit` | `testkit` | `testkit::TestServer`: the app served in-process, called as a client calls it |
-//! | [`serde`], [`serde_json`], [`schemars`], [`tokio`] | always | the versions Relevo was built with, so a project never matches them by hand |
+//! | [`serde`], [`serde_json`], [`schemars`], [`tokio`], [`http`] | always | the versions Relevo was built with, so a project never matches them by hand |
 //! | [`protocol`], [`state`] | always | the internal crates, for what the prelude does not name |
 //!
 //! A project's manifest names this crate once:
@@ -77,6 +77,8 @@
 
 #![warn(missing_docs)]
 
+/// The HTTP types a page set ([`prelude::Pages`]) reads and answers with.
+pub use http;
 pub use schemars;
 pub use serde;
 pub use serde_json;
@@ -129,10 +131,15 @@ pub mod prelude {
         Elicited, Fault, NoArgs, Required, Structured, ToolContext, ToolError,
     };
     pub use relevo_protocol::wire::ToolAnnotations;
+    // What a resource reads and a prompt returns.
+    pub use relevo_protocol::wire::{GetPromptResult, PromptMessage, ResourceContents, Role};
     pub use relevo_protocol::{
         App, AppBuilder, CachePolicy, Ports, Prompt, PromptArgument, Resource, ResourceTemplate,
         TaskSupport, Tool,
     };
+
+    // An HTTP surface beside `/mcp` (`App::pages`), answered with the `relevo::http` types.
+    pub use relevo_protocol::{CallerFuture, PageFuture, Pages};
 
     // Durable jobs are typed functions, like tools: `App::job(&KIND, f)` runs
     // `async fn f(I, JobContext) -> Result<O, JobError>`; a tool starts one with
