@@ -423,7 +423,7 @@ fn forbidden(refused: &relevo_protocol::McpError) -> Response<Body> {
     response
 }
 
-/// The `approvals` function: the pages `app` serves beside `/mcp` (the shop's approval pages),
+/// The `pages` function: the pages `app` serves beside `/mcp` (the shop's approval pages),
 /// behind the server's Host/Origin allow-list. An app without pages answers 404.
 pub async fn run_pages(app: impl AppBuilder) -> Result<(), Error> {
     init_logging();
@@ -517,7 +517,7 @@ pub async fn run(route: Route, app: impl AppBuilder) -> Result<(), Error> {
     }
 }
 
-/// The function a deployment names `name` (a `functions/` directory and the template's binary):
+/// The function a deployment names `name` (a `[[bin]]` of `functions/` and the template's binary):
 /// for a binary that serves every function of a stack, told which by `RELEVO_FUNCTION` (the
 /// conformance fixtures' binary does this, so they are never linked into a real function).
 pub async fn run_function(name: &str, app: impl AppBuilder) -> Result<(), Error> {
@@ -525,7 +525,7 @@ pub async fn run_function(name: &str, app: impl AppBuilder) -> Result<(), Error>
         "mcp" => return run(Route::All, app).await,
         "worker" => return run_worker(app).await,
         "reconciler" => return run_reconciler(app).await,
-        "approvals" => return run_pages(app).await,
+        "pages" => return run_pages(app).await,
         "well-known" => return run_well_known().await,
         "discover" => Method::Discover,
         "completion" => Method::Complete,

@@ -648,7 +648,7 @@ fn front_door_b(config: &Config) -> String {
     );
     if parts.pages {
         out.push_str(
-            &approvals(config, "Approvals", when, "approvals")
+            &pages(config, "Pages", when, "pages")
                 .with_events(
                     http_event("Login", &[], "ANY", "/approvals/login")
                         + &http_event("Decide", &[], "ANY", "\"/approvals/{operationId}\""),
@@ -676,8 +676,8 @@ fn front_door_b(config: &Config) -> String {
     out
 }
 
-/// The approvals function (its events set by the caller).
-fn approvals<'a>(
+/// The pages function (its events set by the caller).
+fn pages<'a>(
     config: &'a Config,
     id: &'a str,
     when: Option<&'a str>,
@@ -686,13 +686,13 @@ fn approvals<'a>(
     Function {
         id,
         condition: when,
-        binary: "approvals",
-        description: &config.wording.approvals_page,
+        binary: "pages",
+        description: &config.wording.pages,
         timeout: None,
         memory: Some(config.memory.small),
         environment: Vec::new(),
-        policy_comment: Role::Approvals.comment(),
-        policies: Role::Approvals.policies(&config.parts),
+        policy_comment: Role::Pages.comment(),
+        policies: Role::Pages.policies(&config.parts),
         events: String::new(),
         label,
     }
@@ -832,7 +832,7 @@ fn front_door_a(config: &Config) -> String {
     );
     if parts.pages {
         out.push_str(
-            &approvals(config, "CatchAllApprovals", Some("HasDomain"), "catch-all approvals")
+            &pages(config, "CatchAllPages", Some("HasDomain"), "catch-all pages")
                 .with_events(rest_event(
                     &[
                         "On the catch-all API (more specific than /{proxy+}), buffered: /approvals/... on the",
@@ -941,7 +941,7 @@ fn outputs(config: &Config) -> String {
     );
     if config.parts.pages {
         out.push_str(&format!(
-            "  ApprovalsUrl:\n    Description: Where a person signs in to approve or reject proposed changes.\n    Value: {}\n",
+            "  PagesUrl:\n    Description: Where a person signs in to the app's pages.\n    Value: {}\n",
             url("/approvals/login")
         ));
     }

@@ -119,7 +119,7 @@ impl App {
         self
     }
 
-    /// The app's pages beside `/mcp`, served by the local gateway and the `approvals` function.
+    /// The app's pages beside `/mcp`, served by the local gateway and the `pages` function.
     pub fn pages(mut self, pages: Arc<dyn Pages>) -> Self {
         self.pages = Some(pages);
         self
