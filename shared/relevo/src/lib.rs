@@ -14,6 +14,7 @@
 //! | `testkit` | `testkit` | `testkit::TestServer`: the app served in-process, called as a client calls it |
 //! | [`serde`], [`serde_json`], [`schemars`], [`tokio`] | always | the versions Relevo was built with, so a project never matches them by hand |
 //! | [`protocol`], [`state`] | always | the internal crates, for what the prelude does not name |
+//! | [`docs`] | always | the guides: your first tool, new projects, configuration, security, deploying, performance, operations |
 //!
 //! A project's manifest names this crate once:
 //!
@@ -87,6 +88,69 @@ pub use tokio;
 pub use relevo_protocol as protocol;
 /// Records, jobs and the work engine (`relevo-state`), for what the [`prelude`] does not name.
 pub use relevo_state as state;
+
+/// The guides: the documents of `shared/relevo/docs/` in the repository, one page each, linked
+/// from its README. Their Rust examples are doctests of this crate (`cargo test -p relevo --doc`);
+/// their other blocks are fenced as `sh`, `toml`, `json`, `text`… and never compiled. Links
+/// between them name the Markdown files, as the repository shows them.
+pub mod docs {
+    #[doc = include_str!("../docs/first-tool.md")]
+    pub mod first_tool {}
+
+    #[doc = include_str!("../docs/new-projects.md")]
+    pub mod new_projects {}
+
+    #[doc = include_str!("../docs/cargo-relevo.md")]
+    pub mod cargo_relevo {}
+
+    #[doc = include_str!("../docs/configuration.md")]
+    pub mod configuration {}
+
+    #[doc = include_str!("../docs/protocol.md")]
+    pub mod protocol {}
+
+    #[doc = include_str!("../docs/clients.md")]
+    pub mod clients {}
+
+    #[doc = include_str!("../docs/authorization.md")]
+    pub mod authorization {}
+
+    #[doc = include_str!("../docs/security.md")]
+    pub mod security {}
+
+    #[doc = include_str!("../docs/quotas.md")]
+    pub mod quotas {}
+
+    #[doc = include_str!("../docs/shop.md")]
+    pub mod shop {}
+
+    #[doc = include_str!("../docs/durable-work.md")]
+    pub mod durable_work {}
+
+    #[doc = include_str!("../docs/ledger.md")]
+    pub mod ledger {}
+
+    #[doc = include_str!("../docs/reliability.md")]
+    pub mod reliability {}
+
+    #[doc = include_str!("../docs/deploy.md")]
+    pub mod deploy {}
+
+    #[doc = include_str!("../docs/deploy-check.md")]
+    pub mod deploy_check {}
+
+    #[doc = include_str!("../docs/local-lambda.md")]
+    pub mod local_lambda {}
+
+    #[doc = include_str!("../docs/performance.md")]
+    pub mod performance {}
+
+    #[doc = include_str!("../docs/operations.md")]
+    pub mod operations {}
+
+    #[doc = include_str!("../docs/ops-cli.md")]
+    pub mod ops_cli {}
+}
 
 /// What a tool author writes with: `use relevo::prelude::*;`.
 ///
