@@ -22,6 +22,42 @@ pub struct TaskAccess {
 
 /// An app: its identity and its registries, each kept sorted by its unique key so every list
 /// and every page is deterministic.
+///
+/// Every runner takes an app as a function `fn(&Ports) -> App` ([`crate::AppBuilder`]): the
+/// runner chooses the backends, the app what to build on them.
+///
+/// ```
+/// use relevo_protocol::author::{NoArgs, ToolContext, ToolError};
+/// use relevo_protocol::wire::ResourceContents;
+/// use relevo_protocol::{App, Ports, Resource, Tool};
+/// use serde_json::json;
+///
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct Pong {
+///     pong: bool,
+/// }
+///
+/// async fn ping(_: NoArgs, _: ToolContext) -> Result<Pong, ToolError> {
+///     Ok(Pong { pong: true })
+/// }
+///
+/// fn app(_: &Ports) -> App {
+///     App::new("pinger", "1.0.0")
+///         .instructions("Answers pings.")
+///         .tool(Tool::typed("ping", "Answers.", ping))
+///         .resource(Resource::typed("pinger://about", "about", "text/plain", |_| async {
+///             Ok(vec![ResourceContents::text("A pinger.", "pinger://about")])
+///         }))
+///         .with_manifest()
+/// }
+///
+/// let app = app(&Ports::new(None));
+/// let ping = app.find_tool("ping").expect("registered");
+/// assert_eq!(ping.output_schema().expect("an object result")["properties"]["pong"]["type"], "boolean");
+/// assert!(app.find_resource("relevo://manifest").is_some(), "with_manifest adds it");
+/// assert_eq!(app.capabilities()["tools"], json!({}));
+/// assert_eq!(app.capabilities().get("prompts"), None, "no prompt, no capability");
+/// ```
 #[derive(Clone)]
 pub struct App {
     pub name: String,

@@ -36,6 +36,63 @@ impl PromptArgument {
     }
 }
 
+/// A prompt: its arguments are listed, its handler runs on `prompts/get`.
+///
+/// [`Prompt::typed`] derives the arguments from a struct's fields (doc comments describe them,
+/// `Option` fields are optional) and runs an async function returning the messages.
+///
+/// ```
+/// # use relevo_protocol::{Call, ClientContext, Notifier, Outcome, Principal};
+/// # fn call(arguments: serde_json::Value, uri: Option<&str>) -> Call {
+/// #     Call {
+/// #         arguments: arguments.as_object().cloned().unwrap_or_default(),
+/// #         uri: uri.map(String::from),
+/// #         input_responses: Default::default(),
+/// #         state: None,
+/// #         client: ClientContext::default(),
+/// #         principal: Principal::new("acme", "ada", ["notes:read"]),
+/// #         notifier: Notifier::silent(),
+/// #         answers: None,
+/// #     }
+/// # }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use relevo_protocol::author::{ToolContext, ToolError};
+/// use relevo_protocol::wire::{GetPromptResult, PromptMessage, Role};
+/// use relevo_protocol::Prompt;
+/// use serde_json::json;
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct ExplainArgs {
+///     /// What to explain
+///     topic: String,
+///     /// For whom (optional)
+///     audience: Option<String>,
+/// }
+///
+/// async fn explain(args: ExplainArgs, _: ToolContext) -> Result<GetPromptResult, ToolError> {
+///     let audience = args.audience.unwrap_or_else(|| "anyone".into());
+///     let text = format!("Explain {} to {audience} in three short sentences.", args.topic);
+///     Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]))
+/// }
+///
+/// let prompt = Prompt::typed("explain", "Asks the model to explain a topic simply.", explain);
+/// let arguments = &prompt.to_wire()["arguments"];
+/// assert_eq!(arguments[0]["name"], "audience");
+/// assert_eq!(arguments[0]["required"], false);
+/// assert_eq!(arguments[1]["name"], "topic");
+/// assert_eq!(arguments[1]["description"], "What to explain");
+///
+/// let Ok(Outcome::Complete(got)) = (prompt.handler)(call(json!({ "topic": "TLS" }), None)).await
+/// else {
+///     panic!("the messages")
+/// };
+/// assert_eq!(
+///     got["messages"][0]["content"]["text"],
+///     "Explain TLS to anyone in three short sentences."
+/// );
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Prompt {
     pub name: String,

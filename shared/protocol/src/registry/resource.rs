@@ -7,6 +7,49 @@ use super::{Handler, insert_some, owned};
 use relevo_state::RecordKey;
 
 /// A concrete resource with a fixed URI.
+///
+/// [`Resource::typed`] takes the handler as an async function of the [`crate::author::ToolContext`]
+/// (the verified caller, the client) returning the contents; `.scopes(..)` gates reading, listing
+/// and subscribing; `.private()` marks per-caller content (`cacheScope: private`).
+///
+/// ```
+/// # use relevo_protocol::{Call, ClientContext, Notifier, Outcome, Principal};
+/// # fn call(arguments: serde_json::Value, uri: Option<&str>) -> Call {
+/// #     Call {
+/// #         arguments: arguments.as_object().cloned().unwrap_or_default(),
+/// #         uri: uri.map(String::from),
+/// #         input_responses: Default::default(),
+/// #         state: None,
+/// #         client: ClientContext::default(),
+/// #         principal: Principal::new("acme", "ada", ["notes:read"]),
+/// #         notifier: Notifier::silent(),
+/// #         answers: None,
+/// #     }
+/// # }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use relevo_protocol::author::{ToolContext, ToolError};
+/// use relevo_protocol::wire::ResourceContents;
+/// use relevo_protocol::Resource;
+/// use serde_json::json;
+///
+/// async fn whoami(cx: ToolContext) -> Result<Vec<ResourceContents>, ToolError> {
+///     let who = format!("{} of {}", cx.principal().subject, cx.principal().tenant);
+///     Ok(vec![ResourceContents::text(who, "acme://whoami")])
+/// }
+///
+/// let resource = Resource::typed("acme://whoami", "whoami", "text/plain", whoami)
+///     .description("Who is asking")
+///     .private();
+/// assert_eq!(resource.to_wire()["mimeType"], "text/plain");
+///
+/// let Ok(Outcome::Complete(read)) = (resource.handler)(call(json!({}), Some("acme://whoami"))).await
+/// else {
+///     panic!("the contents")
+/// };
+/// assert_eq!(read["contents"][0]["text"], "ada of acme");
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Resource {
     pub uri: String,

@@ -11,6 +11,63 @@ use relevo_state::RecordKey;
 use serde::de::DeserializeOwned;
 
 /// A family of resources named by an RFC 6570 level-1 template such as `test://template/{id}/data`.
+///
+/// [`ResourceTemplate::typed`] takes the URI's variables as a typed struct; `.scopes(..)` gates
+/// reading, listing, completion and subscribing.
+///
+/// ```
+/// # use relevo_protocol::{Call, ClientContext, Notifier, Outcome, Principal};
+/// # fn call(arguments: serde_json::Value, uri: Option<&str>) -> Call {
+/// #     Call {
+/// #         arguments: arguments.as_object().cloned().unwrap_or_default(),
+/// #         uri: uri.map(String::from),
+/// #         input_responses: Default::default(),
+/// #         state: None,
+/// #         client: ClientContext::default(),
+/// #         principal: Principal::new("acme", "ada", ["notes:read"]),
+/// #         notifier: Notifier::silent(),
+/// #         answers: None,
+/// #     }
+/// # }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use relevo_protocol::author::{ToolContext, ToolError};
+/// use relevo_protocol::wire::ResourceContents;
+/// use relevo_protocol::ResourceTemplate;
+/// use serde_json::json;
+///
+/// /// The URI's variables, typed: `notes://{noteId}`.
+/// #[derive(serde::Deserialize)]
+/// struct NoteUri {
+///     #[serde(rename = "noteId")]
+///     note_id: String,
+/// }
+///
+/// async fn read_note(uri: NoteUri, cx: ToolContext) -> Result<Vec<ResourceContents>, ToolError> {
+///     let address = cx.call().uri.clone().unwrap_or_default();
+///     match uri.note_id.as_str() {
+///         "n1" => Ok(vec![ResourceContents::text("Buy milk.", address)]),
+///         _ => Err(ToolError::caller("no such note")),
+///     }
+/// }
+///
+/// let notes = ResourceTemplate::typed("notes://{noteId}", "note", "text/plain", read_note)
+///     .scopes(&["notes:read"])
+///     .private();
+///
+/// // The server matches a URI against the template and passes its variables as arguments.
+/// let variables = notes.match_uri("notes://n1").expect("the URI matches");
+/// assert_eq!(variables["noteId"], "n1");
+/// assert_eq!(notes.match_uri("notes://n1/more"), None, "a variable never spans a `/`");
+///
+/// let Ok(Outcome::Complete(read)) =
+///     (notes.handler)(call(json!(variables), Some("notes://n1"))).await
+/// else {
+///     panic!("the note")
+/// };
+/// assert_eq!(read["contents"][0]["text"], "Buy milk.");
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct ResourceTemplate {
     pub uri_template: String,
