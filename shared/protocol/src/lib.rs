@@ -11,6 +11,7 @@
 //!   `http::Request<Bytes>` and call [`McpServer::handle`].
 
 pub mod auth;
+#[warn(missing_docs)]
 pub mod author;
 pub mod clock;
 pub mod cursor;

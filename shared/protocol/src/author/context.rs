@@ -33,8 +33,11 @@ const DATA: &str = "data";
 /// A user's answer to a typed elicitation.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Elicited<T> {
+    /// The user submitted the form: its content, typed.
     Accept(T),
+    /// The user said no.
     Decline,
+    /// The user dismissed the question without choosing.
     Cancel,
 }
 
@@ -217,6 +220,7 @@ impl ToolContext {
         &self.call.principal
     }
 
+    /// The client: the capabilities it declared for this request, and its info.
     pub fn client(&self) -> &ClientContext {
         &self.call.client
     }
