@@ -91,65 +91,38 @@ pub use relevo_state as state;
 
 /// The guides: the documents of `shared/relevo/docs/` in the repository, one page each, linked
 /// from its README. Their Rust examples are doctests of this crate (`cargo test -p relevo --doc`);
-/// their other blocks are fenced as `sh`, `toml`, `json`, `text`… and never compiled. Links
-/// between them name the Markdown files, as the repository shows them.
+/// their other blocks are fenced as `sh`, `toml`, `json`, `text`… and never compiled. A link
+/// between two documents leads to the other page here, and to the Markdown file in the repository.
 pub mod docs {
-    #[doc = include_str!("../docs/first-tool.md")]
-    pub mod first_tool {}
+    // One page: `src/doc_links.md` first (where the links between documents lead here), then
+    // the document.
+    macro_rules! page {
+        ($name:ident, $file:literal) => {
+            #[doc = include_str!("doc_links.md")]
+            #[doc = include_str!(concat!("../docs/", $file, ".md"))]
+            pub mod $name {}
+        };
+    }
 
-    #[doc = include_str!("../docs/new-projects.md")]
-    pub mod new_projects {}
-
-    #[doc = include_str!("../docs/cargo-relevo.md")]
-    pub mod cargo_relevo {}
-
-    #[doc = include_str!("../docs/configuration.md")]
-    pub mod configuration {}
-
-    #[doc = include_str!("../docs/protocol.md")]
-    pub mod protocol {}
-
-    #[doc = include_str!("../docs/clients.md")]
-    pub mod clients {}
-
-    #[doc = include_str!("../docs/authorization.md")]
-    pub mod authorization {}
-
-    #[doc = include_str!("../docs/security.md")]
-    pub mod security {}
-
-    #[doc = include_str!("../docs/quotas.md")]
-    pub mod quotas {}
-
-    #[doc = include_str!("../docs/shop.md")]
-    pub mod shop {}
-
-    #[doc = include_str!("../docs/durable-work.md")]
-    pub mod durable_work {}
-
-    #[doc = include_str!("../docs/ledger.md")]
-    pub mod ledger {}
-
-    #[doc = include_str!("../docs/reliability.md")]
-    pub mod reliability {}
-
-    #[doc = include_str!("../docs/deploy.md")]
-    pub mod deploy {}
-
-    #[doc = include_str!("../docs/deploy-check.md")]
-    pub mod deploy_check {}
-
-    #[doc = include_str!("../docs/local-lambda.md")]
-    pub mod local_lambda {}
-
-    #[doc = include_str!("../docs/performance.md")]
-    pub mod performance {}
-
-    #[doc = include_str!("../docs/operations.md")]
-    pub mod operations {}
-
-    #[doc = include_str!("../docs/ops-cli.md")]
-    pub mod ops_cli {}
+    page!(first_tool, "first-tool");
+    page!(new_projects, "new-projects");
+    page!(cargo_relevo, "cargo-relevo");
+    page!(configuration, "configuration");
+    page!(protocol, "protocol");
+    page!(clients, "clients");
+    page!(authorization, "authorization");
+    page!(security, "security");
+    page!(quotas, "quotas");
+    page!(shop, "shop");
+    page!(durable_work, "durable-work");
+    page!(ledger, "ledger");
+    page!(reliability, "reliability");
+    page!(deploy, "deploy");
+    page!(deploy_check, "deploy-check");
+    page!(local_lambda, "local-lambda");
+    page!(performance, "performance");
+    page!(operations, "operations");
+    page!(ops_cli, "ops-cli");
 }
 
 /// What a tool author writes with: `use relevo::prelude::*;`.
