@@ -26,6 +26,7 @@ pub mod observe;
 pub mod pages;
 pub mod ports;
 pub mod quota;
+#[warn(missing_docs)]
 pub mod registry;
 pub mod schema;
 pub mod seal;

@@ -16,7 +16,9 @@ use super::{Prompt, Resource, ResourceTemplate, Tool, owned};
 /// `tasks/cancel` (`write`). A kind the app does not declare is not reachable through them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskAccess {
+    /// Scopes for `tasks/get`.
     pub read: Vec<String>,
+    /// Scopes for `tasks/update` and `tasks/cancel`.
     pub write: Vec<String>,
 }
 
@@ -60,8 +62,11 @@ pub struct TaskAccess {
 /// ```
 #[derive(Clone)]
 pub struct App {
+    /// The server's name in `serverInfo`.
     pub name: String,
+    /// The server's version in `serverInfo`.
     pub version: String,
+    /// Instructions for the model, announced by `server/discover`.
     pub instructions: Option<String>,
     tools: BTreeMap<String, Tool>,
     resources: BTreeMap<String, Resource>,
@@ -73,6 +78,7 @@ pub struct App {
 }
 
 impl App {
+    /// An app with nothing registered yet.
     pub fn new(name: &str, version: &str) -> Self {
         App {
             name: name.into(),
@@ -88,48 +94,58 @@ impl App {
         }
     }
 
+    /// Sets the instructions for the model.
     pub fn instructions(mut self, text: &str) -> Self {
         self.instructions = Some(text.into());
         self
     }
 
+    /// Registers a tool (a later one of the same name replaces it).
     pub fn tool(mut self, tool: Tool) -> Self {
         self.tools.insert(tool.name.clone(), tool);
         self
     }
 
+    /// Registers a resource under its URI.
     pub fn resource(mut self, resource: Resource) -> Self {
         self.resources.insert(resource.uri.clone(), resource);
         self
     }
 
+    /// Registers a resource template under its URI template.
     pub fn template(mut self, template: ResourceTemplate) -> Self {
         self.templates
             .insert(template.uri_template.clone(), template);
         self
     }
 
+    /// Registers a prompt under its name.
     pub fn prompt(mut self, prompt: Prompt) -> Self {
         self.prompts.insert(prompt.name.clone(), prompt);
         self
     }
 
+    /// Every tool, by name.
     pub fn tools(&self) -> impl Iterator<Item = &Tool> {
         self.tools.values()
     }
 
+    /// The tool named `name`.
     pub fn find_tool(&self, name: &str) -> Option<&Tool> {
         self.tools.get(name)
     }
 
+    /// Every resource, by URI.
     pub fn resources(&self) -> impl Iterator<Item = &Resource> {
         self.resources.values()
     }
 
+    /// The resource at `uri` (not a template's).
     pub fn find_resource(&self, uri: &str) -> Option<&Resource> {
         self.resources.get(uri)
     }
 
+    /// Every resource template, by URI template.
     pub fn templates(&self) -> impl Iterator<Item = &ResourceTemplate> {
         self.templates.values()
     }
@@ -161,6 +177,7 @@ impl App {
         self
     }
 
+    /// The app's pages, if it has any.
     pub fn find_pages(&self) -> Option<&Arc<dyn Pages>> {
         self.pages.as_ref()
     }
@@ -188,10 +205,12 @@ impl App {
         self.task_kinds.iter()
     }
 
+    /// Every prompt, by name.
     pub fn prompts(&self) -> impl Iterator<Item = &Prompt> {
         self.prompts.values()
     }
 
+    /// The prompt named `name`.
     pub fn find_prompt(&self, name: &str) -> Option<&Prompt> {
         self.prompts.get(name)
     }

@@ -4,16 +4,21 @@ use serde_json::{Value, json};
 
 use super::{Handler, insert_some, owned};
 
+/// One argument of a prompt.
 #[derive(Clone, Debug)]
 pub struct PromptArgument {
+    /// Its name in `prompts/get`'s `arguments`.
     pub name: String,
+    /// What it is, for the user.
     pub description: Option<String>,
+    /// Whether `prompts/get` needs it.
     pub required: bool,
     /// Completion candidates offered by `completion/complete`.
     pub completions: Vec<String>,
 }
 
 impl PromptArgument {
+    /// A required argument.
     pub fn required(name: &str, description: &str) -> Self {
         PromptArgument {
             name: name.into(),
@@ -23,6 +28,7 @@ impl PromptArgument {
         }
     }
 
+    /// An optional argument.
     pub fn optional(name: &str, description: &str) -> Self {
         PromptArgument {
             required: false,
@@ -30,6 +36,7 @@ impl PromptArgument {
         }
     }
 
+    /// Values `completion/complete` offers for it.
     pub fn completions(mut self, values: &[&str]) -> Self {
         self.completions = values.iter().map(|v| v.to_string()).collect();
         self
@@ -95,16 +102,22 @@ impl PromptArgument {
 /// ```
 #[derive(Clone)]
 pub struct Prompt {
+    /// The unique name `prompts/get` names it by.
     pub name: String,
+    /// A human-readable title.
     pub title: Option<String>,
+    /// What it is for.
     pub description: Option<String>,
+    /// Its arguments, as `prompts/list` shows them.
     pub arguments: Vec<PromptArgument>,
     /// OAuth scopes a caller must hold to get, list or complete it.
     pub scopes: Vec<String>,
+    /// Runs on `prompts/get`.
     pub handler: Handler,
 }
 
 impl Prompt {
+    /// A prompt with an untyped handler; [`Prompt::typed`] derives the arguments from a struct.
     pub fn new(
         name: &str,
         description: &str,
@@ -121,11 +134,13 @@ impl Prompt {
         }
     }
 
+    /// OAuth scopes a caller must hold to see, get or complete it.
     pub fn scopes(mut self, scopes: &[&str]) -> Self {
         self.scopes = owned(scopes);
         self
     }
 
+    /// The prompt as `prompts/list` shows it.
     pub fn to_wire(&self) -> Value {
         let mut prompt = json!({ "name": self.name });
         insert_some(&mut prompt, "title", &self.title);

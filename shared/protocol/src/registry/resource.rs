@@ -52,21 +52,28 @@ use relevo_state::RecordKey;
 /// ```
 #[derive(Clone)]
 pub struct Resource {
+    /// Its URI, which `resources/read` names.
     pub uri: String,
+    /// A short name.
     pub name: String,
+    /// A human-readable title.
     pub title: Option<String>,
+    /// What it holds.
     pub description: Option<String>,
+    /// The contents' media type.
     pub mime_type: Option<String>,
     /// Per-caller content: reads carry `cacheScope: private` (so do reads gated by scopes).
     pub private: bool,
     /// OAuth scopes a caller must hold to read it, list it, or subscribe to it.
     pub scopes: Vec<String>,
+    /// Runs on `resources/read`.
     pub handler: Handler,
     /// The record its content is read from, if declared ([`Resource::watch`]).
     pub watch: Option<WatchRecord>,
 }
 
 impl Resource {
+    /// A resource with an untyped handler; [`Resource::typed`] takes an async function instead.
     pub fn new(uri: &str, name: &str, mime_type: &str, handler: Handler) -> Self {
         Resource {
             uri: uri.into(),
@@ -81,6 +88,7 @@ impl Resource {
         }
     }
 
+    /// Sets what it holds.
     pub fn description(mut self, text: &str) -> Self {
         self.description = Some(text.into());
         self
@@ -103,6 +111,7 @@ impl Resource {
         self
     }
 
+    /// OAuth scopes a caller must hold to read, list or subscribe to it.
     pub fn scopes(mut self, scopes: &[&str]) -> Self {
         self.scopes = owned(scopes);
         self
@@ -115,6 +124,7 @@ impl Resource {
         self.private || !self.scopes.is_empty()
     }
 
+    /// The resource as `resources/list` shows it.
     pub fn to_wire(&self) -> Value {
         let mut resource = json!({ "uri": self.uri, "name": self.name });
         insert_some(&mut resource, "title", &self.title);

@@ -70,10 +70,15 @@ use serde::de::DeserializeOwned;
 /// ```
 #[derive(Clone)]
 pub struct ResourceTemplate {
+    /// The RFC 6570 level-1 template, such as `notes://{noteId}`.
     pub uri_template: String,
+    /// A short name.
     pub name: String,
+    /// A human-readable title.
     pub title: Option<String>,
+    /// What its resources hold.
     pub description: Option<String>,
+    /// The contents' media type.
     pub mime_type: Option<String>,
     /// Completion candidates per template variable.
     pub completions: BTreeMap<String, Vec<String>>,
@@ -81,12 +86,14 @@ pub struct ResourceTemplate {
     pub private: bool,
     /// OAuth scopes a caller must hold to read, list, complete or subscribe to its resources.
     pub scopes: Vec<String>,
+    /// Runs on `resources/read` of a matching URI, with its variables as arguments.
     pub handler: Handler,
     /// The record each resource's content is read from, if declared ([`ResourceTemplate::watch`]).
     pub watch: Option<WatchRecord>,
 }
 
 impl ResourceTemplate {
+    /// A template with an untyped handler; [`ResourceTemplate::typed`] takes the variables typed.
     pub fn new(uri_template: &str, name: &str, mime_type: &str, handler: Handler) -> Self {
         ResourceTemplate {
             uri_template: uri_template.into(),
@@ -115,11 +122,13 @@ impl ResourceTemplate {
         self
     }
 
+    /// OAuth scopes a caller must hold to read, list, complete or subscribe to its resources.
     pub fn scopes(mut self, scopes: &[&str]) -> Self {
         self.scopes = owned(scopes);
         self
     }
 
+    /// Sets what its resources hold.
     pub fn description(mut self, text: &str) -> Self {
         self.description = Some(text.into());
         self
@@ -170,6 +179,7 @@ impl ResourceTemplate {
         self.private || !self.scopes.is_empty()
     }
 
+    /// The template as `resources/templates/list` shows it.
     pub fn to_wire(&self) -> Value {
         let mut template = json!({ "uriTemplate": self.uri_template, "name": self.name });
         insert_some(&mut template, "title", &self.title);
