@@ -14,6 +14,7 @@
 //! | `testkit` | `testkit` | `testkit::TestServer`: the app served in-process, called as a client calls it |
 //! | [`serde`], [`serde_json`], [`schemars`], [`tokio`], [`http`] | always | the versions Relevo was built with, so a project never matches them by hand |
 //! | [`protocol`], [`state`] | always | the internal crates, for what the prelude does not name |
+//! | [`docs`] | always | the guides: your first tool, new projects, configuration, security, deploying, performance, operations |
 //!
 //! A project's manifest names this crate once:
 //!
@@ -89,6 +90,42 @@ pub use tokio;
 pub use relevo_protocol as protocol;
 /// Records, jobs and the work engine (`relevo-state`), for what the [`prelude`] does not name.
 pub use relevo_state as state;
+
+/// The guides: the documents of `shared/relevo/docs/` in the repository, one page each, linked
+/// from its README. Their Rust examples are doctests of this crate (`cargo test -p relevo --doc`);
+/// their other blocks are fenced as `sh`, `toml`, `json`, `text`… and never compiled. A link
+/// between two documents leads to the other page here, and to the Markdown file in the repository.
+pub mod docs {
+    // One page: `src/doc_links.md` first (where the links between documents lead here), then
+    // the document.
+    macro_rules! page {
+        ($name:ident, $file:literal) => {
+            #[doc = include_str!("doc_links.md")]
+            #[doc = include_str!(concat!("../docs/", $file, ".md"))]
+            pub mod $name {}
+        };
+    }
+
+    page!(first_tool, "first-tool");
+    page!(new_projects, "new-projects");
+    page!(cargo_relevo, "cargo-relevo");
+    page!(configuration, "configuration");
+    page!(protocol, "protocol");
+    page!(clients, "clients");
+    page!(authorization, "authorization");
+    page!(security, "security");
+    page!(quotas, "quotas");
+    page!(shop, "shop");
+    page!(durable_work, "durable-work");
+    page!(ledger, "ledger");
+    page!(reliability, "reliability");
+    page!(deploy, "deploy");
+    page!(deploy_check, "deploy-check");
+    page!(local_lambda, "local-lambda");
+    page!(performance, "performance");
+    page!(operations, "operations");
+    page!(ops_cli, "ops-cli");
+}
 
 /// What a tool author writes with: `use relevo::prelude::*;`.
 ///

@@ -178,7 +178,7 @@ const AUTH_AND_QUOTA_PARAMETERS: &str = r#"  AuthIssuer:
     Type: String
     Default: generic
     AllowedValues: [generic, cognito, auth0, okta, entra]
-    Description: The issuer's token shape (README "Identity providers"); cognito needs AuthClientIds, entra AuthAcceptedAudiences.
+    Description: The issuer's token shape (relevo's docs/authorization.md, "Identity providers"); cognito needs AuthClientIds, entra AuthAcceptedAudiences.
   AuthClientIds:
     Type: String
     Default: ""
@@ -190,7 +190,7 @@ const AUTH_AND_QUOTA_PARAMETERS: &str = r#"  AuthIssuer:
   RatePerTenant:
     Type: String
     Default: "@rate_per_tenant@"
-    Description: Requests one tenant may make per window, LIMIT/SECS, across every environment.@tenant_default@ (README "Quotas").
+    Description: Requests one tenant may make per window, LIMIT/SECS, across every environment.@tenant_default@ (relevo's docs/quotas.md).
   RatePerTool:
     Type: String
     Default: "@rate_per_tool@"
@@ -282,8 +282,8 @@ Globals:
 @queue@        # lambda_http prefixes a REST event's path with its stage (`/live/mcp`); behind the
         # custom domain the path the client used (`/mcp`, `/.well-known/...`) is the one to serve.
         AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH: "true"
-        # Metrics as CloudWatch Embedded Metric Format lines in each function's log (README
-        # "Operations"); the alarms and the dashboard below read this namespace.
+        # Metrics as CloudWatch Embedded Metric Format lines in each function's log (relevo's
+        # docs/operations.md); the alarms and the dashboard below read this namespace.
         RELEVO_METRICS: emf
         RELEVO_METRICS_NAMESPACE: !Sub "Relevo/${AWS::StackName}"
 "#;
@@ -429,7 +429,7 @@ fn reports(config: &Config) -> String {
         emf(
             "ServerErrorsAlarm",
             &[
-                "---- What the functions report: EMF metrics in namespace Relevo/<stack> (README \"Operations\") ----",
+                "---- What the functions report: EMF metrics in namespace Relevo/<stack> (relevo's docs/operations.md) ----",
             ],
             "MCP requests answered with 5xx (store outage, deadline, a bug). Find them by status in the function logs; each line has its trace id.",
             "ServerErrors",
