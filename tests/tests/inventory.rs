@@ -24,7 +24,7 @@ fn shop() -> Shop {
     let auth: Arc<dyn Authenticator> = Arc::new(auth);
     let clock = ManualClock::at(NOW);
     let mut ports = Ports::new(Some(Arc::new(SqliteStore::in_memory().unwrap())))
-        .with_pages_url("http://127.0.0.1:8080/approvals")
+        .with_pages_base("http://127.0.0.1:8080")
         .with_security(
             auth.clone(),
             test_keys(),

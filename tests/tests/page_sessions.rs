@@ -35,7 +35,7 @@ fn site(store: Arc<dyn RecordStore>) -> Site {
     let clock = ManualClock::at(now());
     let auth: Arc<dyn Authenticator> = Arc::new(auth.with_clock(Arc::new(clock.clone())));
     let mut ports = Ports::new(Some(store))
-        .with_pages_url("http://127.0.0.1:8080/approvals")
+        .with_pages_base("http://127.0.0.1:8080")
         .with_security(
             auth.clone(),
             test_keys(),

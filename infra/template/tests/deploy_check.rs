@@ -94,7 +94,7 @@ Globals:
   Function:
     Environment:
       Variables:
-        RELEVO_APPROVALS_URL: !Sub "https://${McpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/approvals"
+        RELEVO_PAGES_URL: !Sub "https://${McpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}"
 Resources:
   McpApi:
     Type: AWS::Serverless::HttpApi

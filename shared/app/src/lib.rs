@@ -88,7 +88,7 @@ pub fn inventory(ports: &Ports) -> Option<inventory::Inventory> {
         clock: ports.clock.clone(),
         ids: ports.ids.clone(),
         config: inventory::InventoryConfig {
-            approvals_url: ports.pages_url.clone(),
+            approvals_url: ports.page_url(approvals::PREFIX),
             ..Default::default()
         },
         settler: ports.jobs.clone(),

@@ -84,13 +84,13 @@ pub async fn backend_from_env() -> Ports {
         aws_sdk_dynamodb::Client::new(&config),
         &table,
     ));
-    let pages_url = std::env::var("RELEVO_APPROVALS_URL")
+    let pages_base = std::env::var("RELEVO_PAGES_URL")
         .ok()
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| {
-            Ports::approvals_beside(&std::env::var("RELEVO_AUTH_AUDIENCE").unwrap_or_default())
+            Ports::pages_beside(&std::env::var("RELEVO_AUTH_AUDIENCE").unwrap_or_default())
         });
-    let ports = Ports::new(Some(store.clone())).with_pages_url(&pages_url);
+    let ports = Ports::new(Some(store.clone())).with_pages_base(&pages_base);
     match std::env::var("RELEVO_QUEUE_URL")
         .ok()
         .filter(|u| !u.is_empty())

@@ -102,7 +102,7 @@ pub struct GatewayOptions {
     /// The dev issuer whose JWKS the gateway publishes.
     pub dev_issuer: Option<DevIssuer>,
     pub inject_token: Option<InjectedToken>,
-    /// The app's pages beside `/mcp` (the shop's approval pages), under their own prefix.
+    /// The app's pages beside `/mcp`, under their own prefix.
     pub pages: Option<Arc<dyn relevo_protocol::Pages>>,
 }
 
@@ -157,7 +157,7 @@ pub fn router(server: McpServer, options: GatewayOptions) -> Router {
 }
 
 /// The Host/Origin allow-list of `/mcp`, on every route the gateway serves (metadata, keys,
-/// approval pages): a page answered to a rebound DNS name is a page an attacker's site can read.
+/// the app's pages): a page answered to a rebound DNS name is a page an attacker's site can read.
 /// `/mcp` itself is checked by the core, which answers in JSON-RPC.
 async fn allowed_host(
     State(gateway): State<Gateway>,

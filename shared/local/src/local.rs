@@ -99,7 +99,7 @@ pub async fn run_local(app: impl AppBuilder) -> Result<(), Box<dyn std::error::E
         });
     }
     let mut ports = Ports::new(records.clone())
-        .with_pages_url(&format!("{origin}/approvals"))
+        .with_pages_base(&origin)
         .with_security(
             auth.clone(),
             settings.keys.clone(),
@@ -127,7 +127,7 @@ pub async fn run_local(app: impl AppBuilder) -> Result<(), Box<dyn std::error::E
     }
     if let Some(pages) = app.find_pages() {
         options.pages = Some(pages.clone());
-        tracing::info!(pages = %format!("{origin}{}", pages.prefix()), "the app's pages");
+        tracing::info!(pages = %ports.page_url(pages.prefix()), "the app's pages");
     }
     let name = app.name.clone();
     let mut server = McpServer::new(app, settings.config, settings.keys, auth);

@@ -1,7 +1,9 @@
-//! An HTTP surface an app serves beside `/mcp`, under a path prefix of its own (the example
-//! shop's approval pages). Every runner serves it the same way, through [`serve`]: the local
-//! gateway on its routes, the `pages` function on its events. The runner checks Host and
-//! Origin against the server's allow-list first; the pages authorize their own requests.
+//! An HTTP surface an app serves beside `/mcp`, under a path prefix of its own
+//! ([`Pages::prefix`]; [`DEFAULT_PREFIX`] unless the app has a reason for another, as the example
+//! shop's approval pages have). Every runner serves it the same way, through [`serve`]: the local
+//! gateway on its routes, the `pages` function on its events. The runner checks Host and Origin
+//! against the server's allow-list first; the pages authorize their own requests. Where a page
+//! is reached from outside is [`crate::Ports::page_url`] of its prefix.
 //!
 //! Admission: a page request that acts as someone ([`Pages::caller`]: a bearer header, the
 //! sign-in's cookie or session, the token pasted into the sign-in form) is counted against that
@@ -34,8 +36,12 @@ pub type PageFuture<'a> = Pin<Box<dyn Future<Output = Response<String>> + Send +
 /// Who a page request acts as, verified.
 pub type CallerFuture<'a> = Pin<Box<dyn Future<Output = Option<Principal>> + Send + 'a>>;
 
+/// The path prefix of an app's pages when it has no reason to choose another (and the one a
+/// generated project's template routes unless its table names another).
+pub const DEFAULT_PREFIX: &str = "/pages";
+
 pub trait Pages: Send + Sync {
-    /// The path prefix the pages own, such as `/approvals`.
+    /// The path prefix the pages own, such as [`DEFAULT_PREFIX`].
     fn prefix(&self) -> &str;
 
     /// The verified principal `handle` would act as for this request (its credentials, or

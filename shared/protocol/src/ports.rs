@@ -3,7 +3,7 @@
 //! `fn(&Ports) -> App`: the runner chooses the backends, the app chooses what to build on them.
 //!
 //! A feature whose port is missing is left out of the app (a deployment without a store serves
-//! no notes) rather than failing at call time.
+//! no record-backed tools) rather than failing at call time.
 
 use std::sync::Arc;
 
@@ -22,8 +22,11 @@ pub struct Ports {
     pub jobs: Option<Arc<Engine>>,
     pub ids: Arc<dyn Ids>,
     pub clock: Arc<dyn Clock>,
-    /// Where the app's pages are reached from outside, such as `https://mcp.example.com/approvals`.
-    pub pages_url: String,
+    /// Where the app's pages are reached from outside, without their prefix: what is beside the
+    /// MCP endpoint, such as `https://mcp.example.com` (see [`Ports::pages_beside`]); empty for
+    /// links relative to the host. A page's address is [`Ports::page_url`] of its own prefix
+    /// ([`crate::Pages::prefix`]): the framework names no page.
+    pub pages_base: String,
     /// The server's bearer-token verification, for pages that sign people in.
     pub auth: Arc<dyn Authenticator>,
     /// The server's signing keys, for pages that seal their own tokens (CSRF).
@@ -37,23 +40,31 @@ pub trait AppBuilder: Fn(&Ports) -> App + Send + Sync + 'static {}
 impl<F: Fn(&Ports) -> App + Send + Sync + 'static> AppBuilder for F {}
 
 impl Ports {
-    /// No backend: a random key ring for this process, no authentication, the default pages URL.
+    /// No backend: a random key ring for this process, no authentication, pages relative to the
+    /// host.
     pub fn new(records: Option<Arc<dyn RecordStore>>) -> Self {
         Ports {
             records,
             jobs: None,
             ids: Arc::new(RandomIds),
             clock: Arc::new(SystemClock),
-            pages_url: "/approvals".into(),
+            pages_base: String::new(),
             auth: Arc::new(NoAuth),
             keys: KeyRing::ephemeral(),
             origins: OriginPolicy::localhost(),
         }
     }
 
-    pub fn with_pages_url(mut self, url: &str) -> Self {
-        self.pages_url = url.trim_end_matches('/').to_string();
+    /// Pages reached under `url` (their prefixes follow it), such as `https://mcp.example.com`.
+    pub fn with_pages_base(mut self, url: &str) -> Self {
+        self.pages_base = url.trim_end_matches('/').to_string();
         self
+    }
+
+    /// Where the pages under `prefix` (a [`crate::Pages::prefix`], such as
+    /// [`crate::pages::DEFAULT_PREFIX`]) are reached from outside.
+    pub fn page_url(&self, prefix: &str) -> String {
+        format!("{}/{}", self.pages_base, prefix.trim_start_matches('/'))
     }
 
     pub fn with_jobs(mut self, engine: Arc<Engine>) -> Self {
@@ -73,14 +84,17 @@ impl Ports {
         self
     }
 
-    /// The pages beside the MCP endpoint `resource` (the server's canonical URI, the token
-    /// audience): `https://mcp.example.com/mcp` → `https://mcp.example.com/approvals`. Both front
-    /// doors serve the pages on the host clients already use, so the URL is known without naming
-    /// the API that serves it (a function naming its API would be a dependency cycle).
-    pub fn approvals_beside(resource: &str) -> String {
+    /// Where the pages hang beside the MCP endpoint `resource` (the server's canonical URI, the
+    /// token audience): `https://mcp.example.com/mcp` → `https://mcp.example.com`, the
+    /// [`Ports::pages_base`] each page's prefix follows. Both front doors serve the pages on the
+    /// host clients already use, so the URL is known without naming the API that serves it (a
+    /// function naming its API would be a dependency cycle).
+    pub fn pages_beside(resource: &str) -> String {
         let resource = resource.trim_end_matches('/');
-        let base = resource.strip_suffix("/mcp").unwrap_or(resource);
-        format!("{base}/approvals")
+        resource
+            .strip_suffix("/mcp")
+            .unwrap_or(resource)
+            .to_string()
     }
 }
 
@@ -89,18 +103,35 @@ mod tests {
     use super::Ports;
 
     #[test]
-    fn the_approval_page_is_beside_the_mcp_endpoint() {
+    fn the_pages_hang_beside_the_mcp_endpoint() {
         assert_eq!(
-            Ports::approvals_beside("https://mcp.example.com/mcp"),
+            Ports::pages_beside("https://mcp.example.com/mcp"),
+            "https://mcp.example.com"
+        );
+        assert_eq!(
+            Ports::pages_beside("https://abc.execute-api.us-east-1.amazonaws.com/mcp/"),
+            "https://abc.execute-api.us-east-1.amazonaws.com"
+        );
+        assert_eq!(
+            Ports::pages_beside("https://example.com/tenant-a"),
+            "https://example.com/tenant-a"
+        );
+    }
+
+    #[test]
+    fn a_page_url_is_the_base_and_the_app_s_own_prefix() {
+        let ports = Ports::new(None);
+        assert_eq!(ports.page_url(crate::pages::DEFAULT_PREFIX), "/pages");
+        let ports = ports.with_pages_base("https://mcp.example.com/");
+        assert_eq!(
+            ports.page_url("/approvals"),
             "https://mcp.example.com/approvals"
         );
         assert_eq!(
-            Ports::approvals_beside("https://abc.execute-api.us-east-1.amazonaws.com/mcp/"),
-            "https://abc.execute-api.us-east-1.amazonaws.com/approvals"
-        );
-        assert_eq!(
-            Ports::approvals_beside("https://example.com/tenant-a"),
-            "https://example.com/tenant-a/approvals"
+            Ports::new(None)
+                .with_pages_base(&Ports::pages_beside("https://mcp.example.com/mcp"))
+                .page_url("/pages"),
+            "https://mcp.example.com/pages"
         );
     }
 }
