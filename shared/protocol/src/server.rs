@@ -15,8 +15,9 @@
 //!   wires; the one place a method is chosen.
 //! - `call`: the methods that run app handlers (`tools/call`, `prompts/get`, `resources/read`):
 //!   `input_required` and sealed `requestState`, task creation, SSE for notifying handlers.
-//! - `legacy_sessions`: 2025-11-25 sessions — `initialize`, session-bound requests, the GET
-//!   stream and DELETE, subscriptions, and server-to-client requests during a call.
+//! - 2025-11-25 sessions — `initialize`, session-bound requests, the GET stream and DELETE,
+//!   subscriptions, and server-to-client requests during a call — are [`crate::legacy`]'s, as
+//!   methods of this server.
 //! - `listen`: `subscriptions/listen` across instances.
 //! - `guard`: the one authorization decision every method goes through.
 //! - `reply`: results and errors as HTTP replies (envelopes, statuses, headers, SSE).
@@ -44,13 +45,12 @@ use relevo_state::{Engine, Ids, RandomIds, RecordStore};
 use tracing::Instrument;
 
 mod call;
-mod dispatch;
+pub(crate) mod dispatch;
 mod guard;
-mod legacy_sessions;
-mod listen;
-mod reply;
+pub(crate) mod listen;
+pub(crate) mod reply;
 
-use call::run_handler;
+pub(crate) use call::run_handler;
 pub use guard::{Decision, Surface, admit_tenant};
 pub use listen::MAX_WATCHED;
 pub(crate) use reply::sse_frame;
@@ -180,14 +180,14 @@ pub type Reply = Response<ReplyBody>;
 /// The server: an app, its configuration, its key ring, its authenticator and its clock.
 #[derive(Clone)]
 pub struct McpServer {
-    app: Arc<App>,
-    config: Arc<ServerConfig>,
+    pub(crate) app: Arc<App>,
+    pub(crate) config: Arc<ServerConfig>,
     keys: KeyRing,
-    auth: Arc<dyn Authenticator>,
+    pub(crate) auth: Arc<dyn Authenticator>,
     clock: Arc<dyn Clock>,
     tasks: Option<Arc<Engine>>,
-    events: broadcast::Sender<ResourceEvent>,
-    legacy: Option<Legacy>,
+    pub(crate) events: broadcast::Sender<ResourceEvent>,
+    pub(crate) legacy: Option<Legacy>,
     store: Option<Arc<dyn RecordStore>>,
 }
 
@@ -238,7 +238,7 @@ impl McpServer {
     }
 
     /// How long an SSE stream stays quiet before it sends a keep-alive comment.
-    fn keepalive(&self) -> Duration {
+    pub(crate) fn keepalive(&self) -> Duration {
         Duration::from_secs(self.config.sse_keepalive_secs.max(1))
     }
 

@@ -17,7 +17,7 @@
 //!   or the answer is `-32603` naming the broken schema, logged ([`OutputCheck`]).
 //! - A task is created only by `tools/call`, only with the Tasks extension offered and declared.
 //! - A 2026-07-28 call runs its handler once per request; a 2025-11-25 call may re-run it with
-//!   its client's answers on the same stream (`legacy_sessions`).
+//!   its client's answers on the same stream ([`crate::legacy`]).
 
 use std::panic::AssertUnwindSafe;
 
@@ -448,7 +448,7 @@ impl McpServer {
 }
 
 /// Runs a handler, catching a panic, stopped at `deadline` (its in-flight store calls dropped).
-pub(super) async fn run_handler(
+pub(crate) async fn run_handler(
     handler: &Handler,
     call: Call,
     deadline: Option<tokio::time::Instant>,

@@ -3,7 +3,7 @@
 //! Handler-running methods go on to `call`, `subscriptions/listen` to `listen`.
 //!
 //! Both wires come through here: a 2026-07-28 request from [`McpServer::handle`], and a
-//! 2025-11-25 session's request of a shared method from `legacy_sessions`, so a method
+//! 2025-11-25 session's request of a shared method from [`crate::legacy`], so a method
 //! behaves the same whichever revision asked.
 //!
 //! Invariants:
@@ -31,7 +31,7 @@ use crate::wire::JsonObject;
 use relevo_state::JobRef;
 
 impl McpServer {
-    pub(super) async fn dispatch(
+    pub(crate) async fn dispatch(
         &self,
         request: ValidRequest,
         principal: Principal,
@@ -222,7 +222,7 @@ impl McpServer {
     }
 }
 
-pub(super) fn string_param<'a>(params: &'a JsonObject, key: &str) -> Result<&'a str, McpError> {
+pub(crate) fn string_param<'a>(params: &'a JsonObject, key: &str) -> Result<&'a str, McpError> {
     params
         .get(key)
         .and_then(Value::as_str)

@@ -79,7 +79,7 @@ const LISTEN_SLOT_SLACK_SECS: u64 = 30;
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A stream's slot among its principal's open streams: the slot record and the holder id.
-pub(super) type Slot = Option<(RecordKey, String)>;
+pub(crate) type Slot = Option<(RecordKey, String)>;
 
 /// What one read of a watched resource saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -374,7 +374,7 @@ impl McpServer {
 
     /// A slot among the principal's open streams of `kind` (listen streams, 2025-11-25 GET
     /// streams), at most `max_listen_streams`; none to take without a store.
-    pub(super) async fn take_stream_slot(
+    pub(crate) async fn take_stream_slot(
         &self,
         principal: &Principal,
         kind: &str,
@@ -401,7 +401,7 @@ impl McpServer {
         }
     }
 
-    pub(super) async fn give_back_stream_slot(&self, slot: Slot) {
+    pub(crate) async fn give_back_stream_slot(&self, slot: Slot) {
         if let (Some(store), Some((key, holder))) = (&self.store, slot)
             && let Err(error) = slots::release(&**store, &key, &holder, self.clock.now_unix()).await
         {

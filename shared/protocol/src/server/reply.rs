@@ -98,7 +98,7 @@ pub(super) fn cacheable(mut result: JsonObject, ttl_ms: u64) -> JsonObject {
     result
 }
 
-pub(super) fn challenge_reply(challenge: &AuthChallenge) -> Reply {
+pub(crate) fn challenge_reply(challenge: &AuthChallenge) -> Reply {
     let body = json!({ "error": challenge.error, "error_description": challenge.description });
     let mut reply = json_reply(challenge.status, &body);
     if let Ok(value) = HeaderValue::from_str(&challenge.www_authenticate) {
@@ -107,7 +107,7 @@ pub(super) fn challenge_reply(challenge: &AuthChallenge) -> Reply {
     reply
 }
 
-pub(super) fn sse_reply(frames: mpsc::UnboundedReceiver<Bytes>, keepalive: Duration) -> Reply {
+pub(crate) fn sse_reply(frames: mpsc::UnboundedReceiver<Bytes>, keepalive: Duration) -> Reply {
     let mut reply = Response::new(ReplyBody::Sse { frames, keepalive });
     let headers = reply.headers_mut();
     headers.insert(
@@ -123,7 +123,7 @@ pub(crate) fn sse_frame(message: &Value) -> Bytes {
     Bytes::from(format!("event: message\ndata: {message}\n\n"))
 }
 
-pub(super) fn json_reply(status: StatusCode, body: &impl serde::Serialize) -> Reply {
+pub(crate) fn json_reply(status: StatusCode, body: &impl serde::Serialize) -> Reply {
     let (status, bytes) = match serde_json::to_vec(body) {
         Ok(bytes) => (status, bytes),
         // Only a map with non-string keys fails to serialize; our bodies have none.
@@ -142,19 +142,19 @@ pub(super) fn json_reply(status: StatusCode, body: &impl serde::Serialize) -> Re
     reply
 }
 
-pub(super) fn empty(status: StatusCode) -> Reply {
+pub(crate) fn empty(status: StatusCode) -> Reply {
     let mut reply = Response::new(ReplyBody::Full(Bytes::new()));
     *reply.status_mut() = status;
     reply
 }
 
-pub(super) fn legacy_error_reply(id: Option<&Value>, error: &McpError) -> Reply {
+pub(crate) fn legacy_error_reply(id: Option<&Value>, error: &McpError) -> Reply {
     let mut reply = json_reply(error.legacy_status(), &error.to_legacy_response(id));
     retry_headers(&mut reply, error);
     reply
 }
 
-pub(super) fn error_reply(id: Option<&Value>, error: &McpError) -> Reply {
+pub(crate) fn error_reply(id: Option<&Value>, error: &McpError) -> Reply {
     let mut reply = json_reply(error.status(), &error.to_response(id));
     retry_headers(&mut reply, error);
     reply

@@ -1,6 +1,7 @@
 //! 2025-11-25 (and 2025-06-18) clients: `initialize`, the requests of a session, the session's
 //! GET stream and DELETE, resource subscriptions, and the server-to-client requests a call sends
-//! on its own SSE stream. The session itself is a record in the store ([`crate::legacy`]).
+//! on its own SSE stream: the server's side of [`crate::legacy`], whose session is a record in
+//! the store.
 //!
 //! Invariants:
 //! - `initialize` is served by the all-methods function only; every other request names its
@@ -31,25 +32,25 @@ use http::{HeaderValue, Request, StatusCode, header};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use super::dispatch::string_param;
-use super::guard::Surface;
-use super::listen::Slot;
-use super::reply::{
-    challenge_reply, empty, error_reply, json_reply, legacy_error_reply, sse_frame, sse_reply,
-};
-use super::{McpServer, Reply, run_handler};
+use super::{Legacy, OpenSession, Session};
 use crate::auth::Principal;
 use crate::error::McpError;
 use crate::ladder::{LegacyMessage, ValidRequest};
-use crate::legacy::{Legacy, OpenSession, Session};
 use crate::method::{Method, Route};
 use crate::notify::ResourceEvent;
 use crate::registry::{Call, Handler, Outcome};
+use crate::server::Surface;
+use crate::server::dispatch::string_param;
+use crate::server::listen::Slot;
+use crate::server::reply::{
+    challenge_reply, empty, error_reply, json_reply, legacy_error_reply, sse_frame, sse_reply,
+};
+use crate::server::{McpServer, Reply, run_handler};
 use crate::wire::{self, JsonObject};
 
 impl McpServer {
     /// A handshake-era message: `initialize`, or a request or answer of the caller's session.
-    pub(super) async fn serve_legacy(
+    pub(crate) async fn serve_legacy(
         &self,
         route: Route,
         headers: &http::HeaderMap,
@@ -138,19 +139,17 @@ impl McpServer {
             }
         };
         if serde_json::to_vec(&capabilities).map_or(usize::MAX, |b| b.len())
-            > crate::legacy::MAX_CAPABILITIES_BYTES
+            > super::MAX_CAPABILITIES_BYTES
         {
             return Err(McpError::invalid_params(format!(
                 "params.capabilities exceeds {} bytes",
-                crate::legacy::MAX_CAPABILITIES_BYTES
+                super::MAX_CAPABILITIES_BYTES
             )));
         }
         let session = Session {
-            protocol_version: crate::legacy::negotiate(requested).to_string(),
+            protocol_version: super::negotiate(requested).to_string(),
             capabilities,
-            client_info: params
-                .get("clientInfo")
-                .map(crate::legacy::kept_client_info),
+            client_info: params.get("clientInfo").map(super::kept_client_info),
             log_level: None,
             subscriptions: Vec::new(),
             ended: false,
@@ -256,17 +255,17 @@ impl McpServer {
                 if subscribe {
                     self.readable(&principal, &uri)?;
                     let held = session.subscriptions.iter().filter(|u| **u != uri).count();
-                    if held >= crate::legacy::MAX_SUBSCRIPTIONS {
+                    if held >= super::MAX_SUBSCRIPTIONS {
                         return Err(McpError::LimitReached {
                             what: "resource subscriptions in a session",
-                            max: crate::legacy::MAX_SUBSCRIPTIONS,
+                            max: super::MAX_SUBSCRIPTIONS,
                         });
                     }
                 }
                 legacy
                     .update(&principal, &session_id, |s| {
                         s.subscriptions.retain(|u| *u != uri);
-                        if subscribe && s.subscriptions.len() < crate::legacy::MAX_SUBSCRIPTIONS {
+                        if subscribe && s.subscriptions.len() < super::MAX_SUBSCRIPTIONS {
                             s.subscriptions.push(uri.clone());
                         }
                     })
@@ -298,7 +297,7 @@ impl McpServer {
 
     /// GET (the session's notification stream) and DELETE (end the session). Only reached with
     /// an `Mcp-Session-Id` on the all-methods function; see [`crate::ladder::Ladder::check_front`].
-    pub(super) async fn session_verb(
+    pub(crate) async fn session_verb(
         &self,
         request: &Request<Bytes>,
         principal: &Principal,
@@ -418,7 +417,7 @@ impl McpServer {
     }
 
     /// Why a legacy client cannot be sent these requests, as the call's outcome; `None` if it can.
-    pub(super) fn legacy_input_refusal(
+    pub(crate) fn legacy_input_refusal(
         &self,
         request: &ValidRequest,
         inputs: &std::collections::BTreeMap<String, crate::registry::InputRequest>,
@@ -448,7 +447,7 @@ impl McpServer {
 
     /// Serves the input requests of a legacy call as server-to-client requests on `stream`, one
     /// at a time, re-running the handler with the answers until it completes.
-    pub(super) async fn legacy_rounds(
+    pub(crate) async fn legacy_rounds(
         &self,
         request: &ValidRequest,
         handler: &Handler,
@@ -459,7 +458,7 @@ impl McpServer {
         let (Some(legacy), Some(session)) = (&self.legacy, &request.session) else {
             return Ok(outcome);
         };
-        for _ in 0..crate::legacy::MAX_INPUT_ROUNDS {
+        for _ in 0..super::MAX_INPUT_ROUNDS {
             let Outcome::InputRequired { requests, state } = outcome else {
                 return Ok(outcome);
             };

@@ -1,30 +1,7 @@
-//! Handshake-era (2025-11-25, 2025-06-18) clients, served by the same stateless functions.
-//!
-//! A legacy client opens with `initialize`; the server answers with an `Mcp-Session-Id` and from
-//! then on the client names that session on every request. Nothing of the session lives in a
-//! process: it is a record in the [`RecordStore`] (what the client declared, its log level, its
-//! resource subscriptions), so any function instance serves any request of it. Server-to-client
-//! requests (elicitation, sampling, roots) leave on the SSE stream of the request that needs
-//! them; the client's answer is a separate POST, possibly to another instance, which stores it in
-//! a pending record the waiting instance polls within a bounded wait.
-//!
-//! Invariants:
-//! - A session record is keyed by the verified principal (tenant and subject) and an unguessable
-//!   id. A session id never authenticates: every request is authenticated first, and another
-//!   principal's session id reads exactly like one that never existed (404).
-//! - Sessions expire (`expires_at`); an ended (DELETE) or expired session is a 404, after which a
-//!   client initializes again.
-//! - An answer is stored only into a pending record this server created for a request it sent on
-//!   that session, and only once: the first answer wins, later ones change nothing.
-//! - Waiting is bounded ([`Legacy::input_wait`]); a closed stream stops the wait at once.
-//! - Everything a client can make us keep is bounded: sessions per principal
-//!   ([`Legacy::max_sessions`], counted across instances), what a session record holds (the
-//!   declared capabilities up to [`MAX_CAPABILITIES_BYTES`], of `clientInfo` only its name, title
-//!   and version, [`MAX_SUBSCRIPTIONS`] subscriptions) and the requests waiting for its answers
-//!   ([`MAX_PENDING_INPUTS`] at once). `DELETE` removes the session record and frees its slot.
-//!
-//! Threat model: session ids, request ids and answers are attacker-controlled input. They are
-//! used only as parts of keys under the caller's own principal, never to find a principal.
+//! The session store of handshake-era clients: a session is a record in the [`RecordStore`]
+//! (what the client declared, its log level, its resource subscriptions), and a server-to-client
+//! request waiting for the client's answer is a pending record. The invariants and the threat
+//! model are the module's (`legacy`).
 
 use std::sync::Arc;
 use std::time::Duration;
