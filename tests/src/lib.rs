@@ -242,7 +242,7 @@ pub fn shop_instances(
             let auth = relevo_auth::BearerAuthenticator::new(settings.clone(), keys);
             let ports = relevo_protocol::Ports::new(Some(store.clone()));
             let mut server = McpServer::new(
-                relevo_app::demo::app(&ports),
+                relevo_app::features(&ports),
                 config.clone(),
                 test_keys(),
                 Arc::new(auth),

@@ -33,7 +33,7 @@ fn fixture() -> Fixture {
     let (settings, issuer, auth) = dev_auth();
     let ports = Ports::new(Some(Arc::new(SqliteStore::in_memory().unwrap())));
     let server = McpServer::new(
-        relevo_app::demo::app(&ports),
+        relevo_app::features(&ports),
         ServerConfig::default(),
         test_keys(),
         Arc::new(auth),

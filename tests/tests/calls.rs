@@ -512,7 +512,7 @@ async fn arguments_outside_the_declared_input_schema_are_a_tool_error_naming_the
  {
     let ports = relevo_protocol::Ports::new(None);
     let router = router(server(
-        relevo_app::demo::app(&ports),
+        relevo_app::features(&ports),
         ServerConfig::default(),
         Arc::new(ManualClock::at(T0)),
     ));
@@ -575,7 +575,7 @@ fn every_tool_schema_of_every_app_compiles() {
     let store: Arc<dyn relevo_state::RecordStore> =
         Arc::new(relevo_embedded::SqliteStore::in_memory().unwrap());
     let ports = relevo_protocol::Ports::new(Some(store));
-    for app in [relevo_app::demo::app(&ports), relevo_conformance::app()] {
+    for app in [relevo_app::features(&ports), relevo_conformance::app()] {
         for tool in app.tools() {
             assert_eq!(
                 tool.input_check.problem(tool.input_schema()),

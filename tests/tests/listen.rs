@@ -360,7 +360,7 @@ async fn fleet(kind: Backend, config: ServerConfig, instances: usize, plain: usi
         let store = Arc::new(Switchable::new(shared.clone()));
         let mut ports = relevo_protocol::Ports::new(Some(store.clone()));
         ports.clock = Arc::new(clock.clone());
-        let mut app = relevo_app::demo::app(&ports);
+        let mut app = relevo_app::features(&ports);
         for n in 0..plain {
             app = app.resource(counting_resource(&format!("plain://{n}"), runs.clone()));
         }

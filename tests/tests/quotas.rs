@@ -54,7 +54,7 @@ async fn deployment(kind: Backend, seed: Seed, quotas: Quotas) -> Deployment {
             ));
             let ports = relevo_protocol::Ports::new(Some(store.clone()));
             let server = McpServer::new(
-                relevo_app::demo::app(&ports),
+                relevo_app::features(&ports),
                 config.clone(),
                 test_keys(),
                 auth,

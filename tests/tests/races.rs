@@ -519,7 +519,7 @@ fn instance(
     let auth = relevo_auth::BearerAuthenticator::new(settings.clone(), keys);
     let ports = Ports::new(Some(store));
     let server = McpServer::new(
-        relevo_app::demo::app(&ports),
+        relevo_app::features(&ports),
         test_config(),
         test_keys(),
         Arc::new(auth),

@@ -29,7 +29,7 @@ fn shop() -> Shop {
         ..ServerConfig::default()
     };
     let server = McpServer::new(
-        relevo_app::demo::app(&ports),
+        relevo_app::features(&ports),
         config,
         test_keys(),
         Arc::new(auth),

@@ -663,17 +663,6 @@ pub fn cart_resource(ports: ShopPorts) -> ResourceTemplate {
     .watch(|who, uri: CartUri| cart_record(who.personal(), &uri.cart_id))
 }
 
-/// The shop's tools over these ports.
-pub fn tools(ports: &ShopPorts) -> Vec<Tool> {
-    vec![
-        catalog_list(),
-        cart_create(ports.clone()),
-        cart_add_item(ports.clone()),
-        cart_view_tool(ports.clone()),
-        cart_checkout(ports.clone()),
-    ]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ fn server(hosts: Vec<String>) -> McpServer {
     };
     let keys = KeyRing::new(vec![("k".into(), vec![1; 32])]).unwrap();
     McpServer::new(
-        relevo_app::demo::app(&relevo_protocol::Ports::new(None)),
+        relevo_app::features(&relevo_protocol::Ports::new(None)),
         config,
         keys,
         std::sync::Arc::new(NoAuth),

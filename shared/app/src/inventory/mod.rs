@@ -43,6 +43,7 @@ mod desk;
 mod downstream;
 mod plan;
 pub mod policy;
+pub mod tools;
 mod window;
 
 use desk::Desk;

@@ -1,4 +1,4 @@
-//! The inventory tools: the MCP face of [`crate::inventory::Inventory`].
+//! The inventory tools: the MCP face of [`super::Inventory`].
 
 use relevo_protocol::author::{Structured, ToolContext, ToolError};
 use relevo_protocol::wire::ToolAnnotations;
@@ -7,9 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::inventory::{
-    Inventory, InventoryError, MAX_PLAN_ITEMS, PlanLine, ProposeRequest, policy, report,
-};
+use super::{Inventory, InventoryError, MAX_PLAN_ITEMS, PlanLine, ProposeRequest, policy, report};
 
 /// Whose fault an inventory error is: the store's and contention are retryable, a bug internal,
 /// the rest (refusals, conflicts, unknown operations) the caller's.
@@ -200,16 +198,4 @@ pub fn inventory_apply_plan(inventory: Inventory) -> Tool {
     .scopes(&[policy::WRITE])
     .cache_no_store()
     .invalidates(&["inventory.*"])
-}
-
-/// The inventory's tools.
-pub fn tools(inventory: &Inventory) -> Vec<Tool> {
-    vec![
-        inventory_read(inventory.clone()),
-        inventory_propose(inventory.clone()),
-        inventory_apply(inventory.clone()),
-        inventory_operation(inventory.clone()),
-        inventory_plan(inventory.clone()),
-        inventory_apply_plan(inventory.clone()),
-    ]
 }
