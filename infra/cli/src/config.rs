@@ -22,6 +22,10 @@ pub struct Config {
     pub description: String,
     #[serde(default)]
     pub parts: Parts,
+    /// The path prefix the app's pages own (its `Pages::prefix`), routed to the pages function
+    /// when `parts.pages` is on.
+    #[serde(default = "default_pages_prefix", deserialize_with = "pages_prefix")]
+    pub pages_prefix: String,
     #[serde(default)]
     pub wording: Wording,
     #[serde(default)]
@@ -35,6 +39,33 @@ pub struct Config {
     /// What `cargo relevo dev` runs (`cargo run -p PACKAGE --bin BIN`).
     #[serde(default)]
     pub local_server: LocalServer,
+}
+
+/// `relevo_protocol::pages::DEFAULT_PREFIX`: an app's pages unless it chose another prefix.
+fn default_pages_prefix() -> String {
+    "/pages".into()
+}
+
+/// A pages prefix is a path the template can hold as written: `/` and one or more segments of
+/// letters, digits, `-` and `_`, without a trailing `/`, and not `/mcp` or under it.
+fn pages_prefix<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    let prefix = String::deserialize(deserializer)?;
+    let well_formed = prefix.strip_prefix('/').is_some_and(|path| {
+        path.split('/').all(|segment| {
+            !segment.is_empty()
+                && segment
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        })
+    });
+    let taken = prefix == "/mcp" || prefix.starts_with("/mcp/");
+    if well_formed && !taken {
+        Ok(prefix)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "pages-prefix {prefix:?} is not a path like \"/pages\" (segments of letters, digits, - and _; not /mcp)"
+        )))
+    }
 }
 
 /// The project's local server.
@@ -60,7 +91,7 @@ impl Default for LocalServer {
 pub struct Parts {
     /// Durable jobs: the work queue, its dead-letter queue, the worker and the reconciler.
     pub jobs: bool,
-    /// The app's pages beside `/mcp` (the `pages` function).
+    /// The app's pages beside `/mcp` (the `pages` function), under `pages-prefix`.
     pub pages: bool,
     /// Front door A: a custom domain whose routing rules send each method to its own function.
     pub per_method_front_door: bool,

@@ -146,6 +146,79 @@ fn a_project_s_table_gives_its_own_template_with_only_the_parts_it_uses() {
 }
 
 #[test]
+fn a_project_s_pages_are_routed_under_its_prefix_and_named_by_no_app() {
+    let template = |name: &str, table: &str| {
+        let dir = project(name, table);
+        let output = relevo(&[
+            "template",
+            "--manifest-path",
+            dir.join("Cargo.toml").to_str().expect("utf-8 path"),
+        ]);
+        assert!(output.status.success(), "{}", text(&output));
+        let template = std::fs::read_to_string(dir.join("template.yaml")).expect("written");
+        let _ = std::fs::remove_dir_all(&dir);
+        template
+    };
+    let generic = template(
+        "pages-default",
+        "name = \"Desk\"\ndescription = \"a desk.\"\nparts = { jobs = false, pages = true, per-method-front-door = true }\n",
+    );
+    for present in [
+        "Path: /pages }",
+        "Path: \"/pages/{proxy+}\" }",
+        "Path: \"/pages/{proxy+}\", Method: ANY",
+        "  PagesUrl:",
+        "Description: The app's pages beside /mcp.",
+    ] {
+        assert!(generic.contains(present), "{present} in:\n{generic}");
+    }
+    for absent in [
+        "/approvals",
+        "approve",
+        "ApprovalsUrl",
+        "inventory",
+        "operationId",
+    ] {
+        assert!(
+            !generic.contains(absent),
+            "{absent} in a template of an app that has no approvals"
+        );
+    }
+    let chosen = template(
+        "pages-chosen",
+        "name = \"Desk\"\ndescription = \"a desk.\"\npages-prefix = \"/desk/review\"\nparts = { jobs = false, pages = true, per-method-front-door = false }\n",
+    );
+    assert!(
+        chosen.contains("Path: \"/desk/review/{proxy+}\" }"),
+        "{chosen}"
+    );
+    assert!(!chosen.contains("/pages"), "{chosen}");
+}
+
+#[test]
+fn a_pages_prefix_the_template_cannot_route_is_refused() {
+    for prefix in ["pages", "/pages/", "/mcp", "/a b", "/{proxy+}", ""] {
+        let dir = project(
+            "bad-prefix",
+            &format!("name = \"Desk\"\ndescription = \"a desk.\"\npages-prefix = {prefix:?}\n"),
+        );
+        let output = relevo(&[
+            "template",
+            "--manifest-path",
+            dir.join("Cargo.toml").to_str().expect("utf-8 path"),
+        ]);
+        let said = text(&output);
+        assert_eq!(output.status.code(), Some(1), "{prefix:?}: {said}");
+        assert!(
+            said.contains("pages-prefix"),
+            "the error names the key: {said}"
+        );
+        assert!(!dir.join("template.yaml").exists(), "nothing written");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
 fn a_table_with_an_unknown_key_is_refused_and_nothing_is_written() {
     let dir = project(
         "typo",

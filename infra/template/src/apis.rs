@@ -26,7 +26,7 @@ pub const HTTP_MAX_TIMEOUT_MS: u64 = 30_000;
 /// One path and method of an API and the Lambda integration behind it.
 #[derive(Debug, Clone)]
 pub struct Route {
-    /// The path template, e.g. `/mcp`, `/approvals/{operationId}`, `/{proxy+}`.
+    /// The path template, e.g. `/mcp`, `/pages/{proxy+}`, `/{proxy+}`.
     pub path: String,
     /// `ANY` or an HTTP method in upper case.
     pub method: String,

@@ -129,8 +129,8 @@ pub enum Role {
     Reader,
     /// Writes and enqueues work (tools/call, tasks/update, tasks/cancel).
     Writer,
-    /// The app's pages: read and write records (the shop's approval pages decide an operation in
-    /// a conditional transaction); no queue.
+    /// The app's pages: read and write records (a page may decide something in a conditional
+    /// transaction); no queue.
     Pages,
     Worker,
     Reconciler,

@@ -169,7 +169,7 @@ const AUTH_AND_QUOTA_PARAMETERS: &str = r#"  AuthIssuer:
     Type: String
     Description: >
       This server's canonical resource URI (token `aud`, RFC 8707): the MCP URL clients use,
-      e.g. https://mcp.example.com/mcp. The approvals page URL is derived from it.
+      e.g. https://mcp.example.com/mcp. Where the app's pages are is derived from it.
   AuthJwksUrl:
     Type: String
     Default: ""
@@ -259,7 +259,7 @@ Globals:
     Timeout: @timeout@
     Tracing: Active
     # Nothing here names an API (an API's events point at the functions, so a function naming
-    # its API would be a dependency cycle): the approvals URL and the allowed Host are derived
+    # its API would be a dependency cycle): the pages' URL and the allowed Host are derived
     # from RELEVO_AUTH_AUDIENCE at run time. Every function knows where state lives (the table
     # and queue names are configuration: `server/discover` advertises tasks only where a jobs
     # engine exists); what it may do there is its Policies, and local Lambda mode refuses every
@@ -650,8 +650,13 @@ fn front_door_b(config: &Config) -> String {
         out.push_str(
             &pages(config, "Pages", when, "pages")
                 .with_events(
-                    http_event("Login", &[], "ANY", "/approvals/login")
-                        + &http_event("Decide", &[], "ANY", "\"/approvals/{operationId}\""),
+                    http_event("Prefix", &[], "ANY", &config.pages_prefix)
+                        + &http_event(
+                            "UnderPrefix",
+                            &[],
+                            "ANY",
+                            &format!("\"{}/{{proxy+}}\"", config.pages_prefix),
+                        ),
                 )
                 .render(),
         );
@@ -796,7 +801,10 @@ fn front_door_a(config: &Config) -> String {
         "CatchAll",
         "catch-all",
         "Requests no per-method routing rule claims.",
-        &["-- everything else: 2025-11-25 clients, unknown methods, /.well-known/..., /approvals/... --"],
+        &[&format!(
+            "-- everything else: 2025-11-25 clients, unknown methods, /.well-known/..., {}/... --",
+            config.pages_prefix
+        )],
     ));
     let environment: Vec<Variable<'_>> = vec![
         ("RELEVO_RESPONSE_STREAMING", "true".into(), &[]),
@@ -835,11 +843,14 @@ fn front_door_a(config: &Config) -> String {
             &pages(config, "CatchAllPages", Some("HasDomain"), "catch-all pages")
                 .with_events(rest_event(
                     &[
-                        "On the catch-all API (more specific than /{proxy+}), buffered: /approvals/... on the",
+                        &format!(
+                            "On the catch-all API (more specific than /{{proxy+}}), buffered: {}/... on the",
+                            config.pages_prefix
+                        ),
                         "custom domain has no Mcp-Method, so it always reaches the catch-all rule.",
                     ],
                     "CatchAllApi",
-                    "\"/approvals/{proxy+}\"",
+                    &format!("\"{}/{{proxy+}}\"", config.pages_prefix),
                     None,
                 ))
                 .render(),
@@ -941,8 +952,8 @@ fn outputs(config: &Config) -> String {
     );
     if config.parts.pages {
         out.push_str(&format!(
-            "  PagesUrl:\n    Description: Where a person signs in to the app's pages.\n    Value: {}\n",
-            url("/approvals/login")
+            "  PagesUrl:\n    Description: Where the app's pages are reached.\n    Value: {}\n",
+            url(&config.pages_prefix)
         ));
     }
     if door_a {
