@@ -11,7 +11,7 @@
 //!   request to the app's pages that acts as someone (their sign-in too): the surfaces of
 //!   [`crate::server::Surface`].
 //! - `RELEVO_RATE_PER_TOOL=NAME:LIMIT/SECS[,NAME:LIMIT/SECS…]`, e.g.
-//!   `cart_checkout:30/60,*:120/60`: `tools/call` of one tool by one tenant; `*` is every tool
+//!   `my_tool:30/60,*:120/60`: `tools/call` of one tool by one tenant; `*` is every tool
 //!   not named. Tool names cannot hold `:` or `,`, so the syntax is unambiguous.
 //!
 //! Unset or empty, a quota is off and costs nothing (no store call on the request path).

@@ -90,7 +90,7 @@ pub struct Proposal {
     pub tenant: String,
     pub proposer: String,
     pub tool: String,
-    /// What the change is about (for the inventory: `stock/<warehouse>/<sku>`).
+    /// What the change is about (for the example shop's inventory: `stock/<warehouse>/<sku>`).
     pub resource: String,
     pub arguments: Value,
     /// The resource's version the change was computed against (0: the resource does not exist).

@@ -87,7 +87,7 @@ pub fn window_key(tenant: &str, scope: &str, rate: Rate, now: u64) -> RecordKey 
     RecordKey::new(Owner::tenant(tenant), KIND, &id)
 }
 
-/// Counts one request of `scope` (e.g. `tenant`, `tool:cart_checkout`) for `tenant` at `now`, if
+/// Counts one request of `scope` (e.g. `tenant`, `tool:my_tool`) for `tenant` at `now`, if
 /// its window has room: one call to the store, whatever the load.
 pub async fn admit(
     records: &dyn RecordStore,

@@ -9,7 +9,7 @@
 //!
 //! Decision: payloads are signed, not encrypted (no AEAD). What the server carries between MRTR
 //! rounds is the binding (tenant, subject, method, target, argument digest) and the handler's
-//! state — for the shop, a nonce, the quoted total and the cart revision: all things the client
+//! state — for the example shop's checkout, a nonce, the quoted total and the cart revision: all things the client
 //! already knows or sent. Integrity is what protects them; secrecy would add a second key use and
 //! hide nothing. A handler that ever needs to carry something the client must not read should
 //! keep it in the store under the nonce instead, and the sealer must then grow AEAD.

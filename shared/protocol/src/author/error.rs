@@ -1,7 +1,7 @@
 //! What a typed handler's `?` can return, and whose fault it is.
 //!
-//! - [`ToolError::Caller`]: the arguments or the request cannot be served as asked (unknown SKU,
-//!   quantity too large, cart already checked out). A tool answers it as a tool execution error
+//! - [`ToolError::Caller`]: the arguments or the request cannot be served as asked (in the
+//!   example shop: unknown SKU, quantity too large, cart already checked out). A tool answers it as a tool execution error
 //!   (`isError: true`) the model can read and correct; a prompt or resource as `-32602`.
 //! - [`ToolError::Server`]: ours or the protocol's: a JSON-RPC error. Store contention and
 //!   outages arrive here as retryable errors that say so, never as `-32603`.

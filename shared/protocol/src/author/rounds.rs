@@ -11,7 +11,7 @@
 //!   another answer is refused on every instance sharing the store (`-32602`, reason
 //!   `round_already_answered`), before the handler runs, so it has no effect.
 //! - The same answer again runs the handler again: it gets the same result when the handler's
-//!   effect is keyed by its intent (the shop's order is keyed by its cart), which every handler
+//!   effect is keyed by its intent (the example shop's order is keyed by its cart), which every handler
 //!   that acts on an answer must be (a crash between the record and the effect is completed by a
 //!   replay of the same answer).
 //! - The record is written before the handler can act on the answer, so two different answers
