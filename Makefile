@@ -70,8 +70,9 @@ fmt:
 package:
 	infra/scripts/package.sh
 
-# The function binaries template.yaml deploys (the template is the one list).
-FUNCTIONS := $(shell infra/scripts/functions.sh)
+# The function binaries template.yaml deploys (the template is the one list; `relevo-xtask functions`
+# reads it, so this is expanded only where a recipe uses it).
+FUNCTIONS = $(shell infra/scripts/functions.sh)
 ARCH ?= arm64
 
 ## build: every function as a Lambda zip (release, cargo-lambda from PyPI into .tools/sam), with its size

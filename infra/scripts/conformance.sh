@@ -22,33 +22,11 @@ install_suite() {
   ensure_node_packages "$tools" "@modelcontextprotocol/conformance@$suite_version"
 }
 
-# judge OUT LABEL [EXPECTED_FAILING]: every scored scenario of a run, plus the pending ones this
+# judge OUT LABEL [EXPECTED_FAILING] (relevo-xtask conformance-verdict): every scored scenario of a run, plus the pending ones this
 # project requires, must pass, except those named in EXPECTED_FAILING, which must fail (a baseline
 # that can only shrink: one that starts passing fails the run until it is taken off the list).
 judge() {
-  EXPECTED_FAILING="${3:-}" python3 - "$1" "$2" "${also_required[@]}" <<'PY'
-import os, re, sys
-out, routing, also = sys.argv[1], sys.argv[2], set(sys.argv[3:])
-expected_failing = set(os.environ["EXPECTED_FAILING"].split())
-text = open(out, encoding="utf-8").read()
-summary = text.split("=== SUMMARY ===", 1)[-1]
-results = {name: mark for mark, name in re.findall(r"^(✓|✗) ([\w.-]+): ", summary, re.M)}
-not_scored = dict(re.findall(r"^\s+[✓✗] ([\w.-]+) \(([\w-]+)\)", summary, re.M))
-also = {n for n in also if n in results or "2026" in routing}
-required = [n for n in results if (n not in not_scored or n in also) and n not in expected_failing]
-failing = [n for n in required if results[n] != "✓"]
-missing = [n for n in also | expected_failing if n not in results]
-stale = [n for n in expected_failing if results.get(n) == "✓"]
-for name in required:
-    print(f"[{routing}] {'ok  ' if results[name] == '✓' else 'FAIL'} {name}")
-for name in sorted(expected_failing):
-    print(f"[{routing}] {'STALE (now passes: take it off the list)' if name in stale else 'fails as expected'} {name}")
-for name, reason in sorted(not_scored.items()):
-    if name not in also:
-        print(f"[{routing}] info {name}: not scored ({reason}), {'passes' if results.get(name) == '✓' else 'fails'}")
-print(f"[{routing}] {len(required) - len(failing)} of {len(required)} required scenarios pass")
-sys.exit(1 if failing or missing or stale or not required else 0)
-PY
+  "$xtask" conformance-verdict "$1" "$2" --expected-failing "${3:-}" "${also_required[@]}"
 }
 
 # run_requirements PORT ROUTING VERSION [EXPECTED_FAILING]: one requirement set against a running server.

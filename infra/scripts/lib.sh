@@ -1,7 +1,12 @@
 # Helpers shared by the scripts that start local servers for a test run.
-# Source it; it defines: root, translated, free_port, start_gateway, start_lambda_mode, stop_gateway.
+# Source it; it defines: root, xtask, translated, free_port, start_gateway, start_lambda_mode,
+# stop_gateway.
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# What the scripts compute between their steps (free ports, state keys, the conformance verdict,
+# ...): infra/xtask, built here once (a no-op when it is up to date).
+xtask="${CARGO_TARGET_DIR:-$root/target}/debug/relevo-xtask"
+(cd "$root" && "${CARGO:-cargo}" build --quiet -p relevo-xtask)
 # The binaries the servers run (cargo build output unless told otherwise).
 bin="${RELEVO_BIN_DIR:-$root/target/debug}"
 gateway_pid=""
@@ -40,7 +45,7 @@ ensure_node_packages() {
 }
 
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+  "$xtask" free-port
 }
 
 # wait_listening PORT LOGFILE WHAT: waits (20 s at most) until $gateway_pid listens on PORT.
@@ -119,7 +124,8 @@ start_gateway_pair() {
   local name=$1
   proxy_port=$(free_port)
   export RELEVO_AUTH_ISSUER="http://127.0.0.1:$proxy_port" RELEVO_AUTH_AUDIENCE="http://127.0.0.1:$proxy_port/mcp"
-  export RELEVO_STATE_KEYS="shared:$(python3 -c 'import base64,os; print(base64.b64encode(os.urandom(32)).decode())')"
+  RELEVO_STATE_KEYS="shared:$("$xtask" state-key)"
+  export RELEVO_STATE_KEYS
   export RELEVO_DEV_ISSUER_FILE="$work/dev-issuer-$name.json"
   rm -f "$work/$name.db"* "$RELEVO_DEV_ISSUER_FILE"
   first=$(free_port)

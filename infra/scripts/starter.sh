@@ -29,23 +29,9 @@ step() { printf 'starter: %s (%ss)\n' "$1" "$SECONDS"; SECONDS=0; }
 # The packaged crates (make package, which `make test` runs first).
 cargo build --quiet -p relevo-package-check -p cargo-relevo
 mapfile -t crates < <(target/debug/relevo-package-check --list)
-version=$(cargo metadata --no-deps --format-version 1 | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "relevo"))')
+version=$("$xtask" package-version relevo)
 # Packaged again when a tarball is missing or older than a file of its crate.
-stale=$(cargo metadata --no-deps --format-version 1 | python3 -c '
-import json, os, sys
-wanted = set(sys.argv[1:])
-for package in json.load(sys.stdin)["packages"]:
-    if package["name"] not in wanted:
-        continue
-    tarball = os.path.join("target/package", "%s-%s.crate" % (package["name"], package["version"]))
-    built = os.path.getmtime(tarball) if os.path.exists(tarball) else 0
-    folder = os.path.dirname(package["manifest_path"])
-    for base, dirs, files in os.walk(folder):
-        dirs[:] = [d for d in dirs if d != "target"]
-        if any(os.path.getmtime(os.path.join(base, f)) > built for f in files):
-            print(package["name"])
-            break
-' "${crates[@]}")
+stale=$("$xtask" stale-packages --package-dir target/package "${crates[@]}")
 if [ -n "$stale" ]; then echo "starter: packaging again for" $stale; infra/scripts/package.sh; fi
 mkdir -p "$work/bin" "$work/.cargo"
 cp target/debug/cargo-relevo "$work/bin/"
@@ -88,7 +74,7 @@ if grep -q '^relevo-app ' <<<"$functions"; then echo "starter: the functions lin
 step "local server and tests: no aws-*, no example app; functions: the AWS SDK, no example app"
 
 # 6. The local server, a token and a call, as the project's README shows them.
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 (cd "$project" && exec cargo relevo dev --port "$port") >"$work/dev.log" 2>&1 &
 server=$!
 for _ in $(seq 1 600); do
