@@ -22,9 +22,10 @@ install_suite() {
   ensure_node_packages "$tools" "@modelcontextprotocol/conformance@$suite_version"
 }
 
-# judge OUT LABEL [EXPECTED_FAILING] (relevo-xtask conformance-verdict): every scored scenario of a run, plus the pending ones this
+# judge OUT LABEL [EXPECTED_FAILING]: every scored scenario of a run, plus the pending ones this
 # project requires, must pass, except those named in EXPECTED_FAILING, which must fail (a baseline
-# that can only shrink: one that starts passing fails the run until it is taken off the list).
+# that can only shrink: one that starts passing fails the run until it is taken off the list); a
+# scenario the run did not report (skipped) is no pass. `relevo-xtask conformance-verdict` decides.
 judge() {
   "$xtask" conformance-verdict "$1" "$2" --expected-failing "${3:-}" "${also_required[@]}"
 }

@@ -7,7 +7,8 @@
 //!   on a conformance suite run (exit status 1 when it failed);
 //! - `package-version NAME`: the version of workspace package NAME;
 //! - `stale-packages [--package-dir DIR] NAME...`: the named packages whose tarball in DIR
-//!   (default `target/package`) is missing or older than their files.
+//!   (default `target/package`) is missing or older than their files;
+//! - `tool-lines FILE`: the lines of code between FILE's `---- the tool ----` and `---- end ----`.
 //!
 //! Exit status 2 for a wrong command line, 1 for a failure (a message on stderr).
 
@@ -15,7 +16,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use relevo_xtask::{XtaskError, functions, metadata, port, state_key, verdict};
+use relevo_xtask::{XtaskError, functions, metadata, port, state_key, tool_lines, verdict};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -45,6 +46,15 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }),
         ("stale-packages", rest) => stale_packages(rest),
+        ("tool-lines", [file]) => std::fs::read_to_string(file)
+            .map_err(|source| XtaskError::Read {
+                path: PathBuf::from(file),
+                source,
+            })
+            .map(|text| {
+                println!("{}", tool_lines::tool_lines(&text));
+                ExitCode::SUCCESS
+            }),
         _ => return usage(&format!("unknown verb or arguments: {args:?}")),
     };
     match result {
@@ -93,7 +103,7 @@ fn usage(problem: &str) -> ExitCode {
     eprintln!(
         "relevo-xtask: {problem}\nusage: relevo-xtask free-port | state-key | functions TEMPLATE | \
          conformance-verdict OUT ROUTING [--expected-failing \"A B\"] [ALSO_REQUIRED...] | \
-         package-version NAME | stale-packages [--package-dir DIR] NAME..."
+         package-version NAME | stale-packages [--package-dir DIR] NAME... | tool-lines FILE"
     );
     ExitCode::from(2)
 }
