@@ -34,8 +34,6 @@ use relevo_state::emf::{Metrics, Unit};
 use relevo_state::{Engine, EngineConfig, InFlightLimits, RandomIds, SystemClock, Worker};
 use std::convert::Infallible;
 use tracing::Instrument;
-use tracing_subscriber::filter::{LevelFilter, Targets};
-use tracing_subscriber::layer::SubscriberExt;
 
 /// Builds the server of `app` from the environment. Lambdas never use ephemeral keys: the
 /// instance that verifies a `requestState` is rarely the one that sealed it.
@@ -50,19 +48,7 @@ pub async fn server_from_env(streaming: bool, app: &impl AppBuilder) -> Result<M
     settings.config.streams_responses = streaming;
     settings.config.pushes_updates = false;
     let ports = ports_from_env(&settings).await?;
-    let mut server = McpServer::new(
-        app(&ports),
-        settings.config,
-        settings.keys,
-        ports.auth.clone(),
-    );
-    if let Some(records) = ports.records.clone() {
-        server = server.with_store(records);
-    }
-    Ok(match ports.jobs {
-        Some(engine) => server.with_tasks(engine),
-        None => server,
-    })
+    Ok(McpServer::from_ports(app, &ports, settings.config))
 }
 
 fn env_number(name: &str, default: u64) -> u64 {
@@ -144,7 +130,7 @@ pub async fn settings_from_env() -> Result<Settings, Error> {
 /// What a function's app is built from: the configured backend, and the server's bearer-token
 /// verification, signing keys and Host/Origin allow-list from `settings`.
 async fn ports_from_env(settings: &Settings) -> Result<Ports, Error> {
-    let auth = relevo_auth::lambda_authenticator(&AuthSettings::from_env("")?)?;
+    let auth = relevo_auth::authenticator(&AuthSettings::from_env("")?, None)?;
     let origins = settings.config.origin_policy.clone();
     Ok(backend_from_env()
         .await
@@ -358,35 +344,10 @@ fn http_request(
     lambda_http::http::Request::from_parts(parts, bytes)
 }
 
-/// JSON lines for CloudWatch (which stamps the time), each with the fields of the span it is
-/// logged in (`span`: the request's or job's trace id, ids, method, tool, tenant). The level is
-/// the one Lambda's log configuration sets (`AWS_LAMBDA_LOG_LEVEL`); else `RUST_LOG`, a level
-/// with optional per-target levels (`info,relevo::request=off`: no request span); `info`
-/// otherwise. Per-target levels, not a filter expression: `EnvFilter`'s regex engine would be
-/// in every binary for this.
+/// JSON lines for CloudWatch (which stamps the time) and EMF metrics: the setup the local server
+/// shares ([`relevo_protocol::observe::init_logging`], Lambda's format); then OTLP export.
 fn init_logging() {
-    let lambda_level = std::env::var("AWS_LAMBDA_LOG_LEVEL")
-        .ok()
-        .and_then(|l| l.parse::<LevelFilter>().ok());
-    let filter = match (
-        lambda_level,
-        std::env::var("RUST_LOG")
-            .ok()
-            .and_then(|v| v.parse::<Targets>().ok()),
-    ) {
-        (Some(level), _) => Targets::new().with_default(level),
-        (None, Some(targets)) => targets,
-        (None, None) => Targets::new().with_default(LevelFilter::INFO),
-    };
-    let subscriber = tracing_subscriber::fmt()
-        .json()
-        .with_target(false)
-        .without_time()
-        .with_span_list(false)
-        .finish()
-        .with(filter);
-    let _ = tracing::subscriber::set_global_default(subscriber);
-    relevo_state::emf::enable_from_env();
+    relevo_protocol::observe::init_logging(relevo_protocol::observe::LogFormat::Lambda);
     otlp::init_from_env();
 }
 
