@@ -135,7 +135,7 @@ bench-durable:
 
 ## release-size: release build of one function binary, and its size
 release-size:
-	$(CARGO) build --release --quiet -p tools-call
+	$(CARGO) build --release --quiet -p relevo-functions --bin tools-call
 	@stat -c '%s bytes  target/release/tools-call' target/release/tools-call
 
 clean:

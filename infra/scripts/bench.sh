@@ -39,7 +39,7 @@ if $short; then
   report_args=(--short)
 else
   profile=release
-  $cargo build --release --quiet $(printf -- '-p %s ' "${functions[@]}")
+  $cargo build --release --quiet -p relevo-functions $(printf -- '--bin %s ' "${functions[@]}")
   $cargo build --release --quiet -p relevo-gateway -p relevo-bench
   $cargo build --release --quiet --locked --manifest-path infra/bench-peers/Cargo.toml --target-dir "$target/peers"
   $cargo bench --quiet -p relevo-bench --bench inprocess >/dev/null

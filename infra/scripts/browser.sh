@@ -24,7 +24,7 @@ token() { "$root/target/debug/relevo-token" --tenant acme --ttl 600 "$@"; }
 cp "$root/tests/browser/approval.mjs" "$tools/approval.mjs"
 
 # run_browser MODE: the test against the local gateway (gateway) or the real function binaries
-# under local Lambda mode (lambda: the `approvals` function behind the local API Gateway, DynamoDB
+# under local Lambda mode (lambda: the `pages` function behind the local API Gateway, DynamoDB
 # on the moto emulator that `make browser` starts).
 run_browser() {
   local mode=$1 port

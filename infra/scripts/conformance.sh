@@ -94,13 +94,13 @@ run_suite() {
   run_requirements "$port" "$routing" 2026-07-28 || status=1
   if [[ "$routing" == lambda-b ]]; then
     # Front door B buffers every answer (HTTP APIs cannot stream): server-to-client requests of a
-    # 2025-11-25 call and subscriptions are not offered there (README, "Two generations").
+    # 2025-11-25 call and subscriptions are not offered there (docs/clients.md, "Two generations").
     run_requirements "$port" "$routing" 2025-11-25 "$lambda_b_expected_failing" || status=1
   elif [[ "$routing" == lambda ]]; then
     # Sessions in DynamoDB; server-to-client requests ride on the catch-all's streamed answer and
     # the client's answers reach another environment. Resource updates happen in other
-    # environments than one holding a GET stream, so subscriptions are not offered there (README,
-    # "Two generations of clients"): those two scenarios must fail, and only those.
+    # environments than one holding a GET stream, so subscriptions are not offered there
+    # (shared/relevo/docs/clients.md, "Two generations of clients"): those two scenarios must fail, and only those.
     run_requirements "$port" "$routing" 2025-11-25 "resources-subscribe resources-unsubscribe" || status=1
   else
     run_requirements "$port" "$routing" 2025-11-25 || status=1

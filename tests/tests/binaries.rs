@@ -32,11 +32,16 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
     memchr::memmem::find(haystack, needle.as_bytes()).is_some()
 }
 
+/// The function binaries: one main per `functions/src/bin/NAME.rs` (the template's binaries,
+/// `infra/template/tests/routing.rs` checks).
 fn functions() -> Vec<String> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut names: Vec<String> = std::fs::read_dir(root.join("functions"))
+    let mut names: Vec<String> = std::fs::read_dir(root.join("functions/src/bin"))
         .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .map(|entry| {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".rs").unwrap().to_string()
+        })
         .collect();
     names.sort();
     names

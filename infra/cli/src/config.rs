@@ -60,7 +60,7 @@ impl Default for LocalServer {
 pub struct Parts {
     /// Durable jobs: the work queue, its dead-letter queue, the worker and the reconciler.
     pub jobs: bool,
-    /// The approval pages (`/approvals/...`).
+    /// The app's pages beside `/mcp` (the `pages` function).
     pub pages: bool,
     /// Front door A: a custom domain whose routing rules send each method to its own function.
     pub per_method_front_door: bool,
@@ -80,8 +80,8 @@ impl Default for Parts {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
 pub struct Wording {
-    /// The approvals function's Description.
-    pub approvals_page: String,
+    /// The pages function's Description.
+    pub pages: String,
     /// The example in the RatePerTool parameter's Description (`NAME:LIMIT/SECS,...`).
     pub rate_per_tool_example: String,
 }
@@ -89,7 +89,7 @@ pub struct Wording {
 impl Default for Wording {
     fn default() -> Self {
         Wording {
-            approvals_page: "The page where a person approves or rejects a proposed change.".into(),
+            pages: "The app's pages beside /mcp.".into(),
             rate_per_tool_example: "my_tool:30/60,*:120/60".into(),
         }
     }
@@ -101,7 +101,7 @@ impl Default for Wording {
 pub struct Memory {
     /// Every function's (Globals).
     pub default: u32,
-    /// The functions that only serve small documents (well-known, approvals).
+    /// The functions that only serve small documents (well-known, pages).
     pub small: u32,
 }
 

@@ -127,7 +127,7 @@ pub fn functions(config: &Config) -> Vec<&'static str> {
     }
     out.extend(["mcp", "well-known"]);
     if config.parts.pages {
-        out.push("approvals");
+        out.push("pages");
     }
     if config.parts.per_method_front_door {
         out.extend(METHODS.iter().map(|method| method.binary));
@@ -158,8 +158,8 @@ fn function_main(binary: &str) -> String {
             "run_well_known()",
             ", flavor = \"current_thread\"",
         ),
-        "approvals" => (
-            "the app's pages.",
+        "pages" => (
+            "the app's pages beside `/mcp` (`App::pages`).",
             "run_pages(app::app)",
             ", flavor = \"current_thread\"",
         ),
@@ -387,6 +387,34 @@ mod tests {
                 deployed(&config),
                 "parts jobs={jobs} pages={pages} per-method={per_method}"
             );
+        }
+    }
+
+    #[test]
+    fn this_repositorys_functions_are_the_mains_a_new_project_gets() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let project = Project::load(Some(&root.join("Cargo.toml"))).expect("the workspace table");
+        let bin = root.join("functions/src/bin");
+        let mut mains: Vec<String> = std::fs::read_dir(&bin)
+            .expect("functions/src/bin")
+            .map(|entry| {
+                entry
+                    .expect("an entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        mains.sort();
+        let mut expected: Vec<String> = functions(&project.config)
+            .into_iter()
+            .map(|binary| format!("{binary}.rs"))
+            .collect();
+        expected.sort();
+        assert_eq!(mains, expected);
+        for binary in functions(&project.config) {
+            let main = std::fs::read_to_string(bin.join(format!("{binary}.rs"))).expect("a main");
+            assert_eq!(main, function_main(binary), "functions/src/bin/{binary}.rs");
         }
     }
 

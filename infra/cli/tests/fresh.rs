@@ -132,6 +132,7 @@ fn a_project_s_table_gives_its_own_template_with_only_the_parts_it_uses() {
         "WorkQueue",
         "Worker",
         "Approvals",
+        "PagesFunction",
         "HasDomain",
         "Rule:",
     ] {

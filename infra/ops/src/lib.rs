@@ -16,8 +16,8 @@
 //! }
 //! ```
 //!
-//! `cargo relevo ops ...` is the same CLI with no hooks. See `--help` and the README's "The
-//! operator's CLI".
+//! `cargo relevo ops ...` is the same CLI with no hooks. See `--help` and "The operator's CLI"
+//! (`shared/relevo/docs/ops-cli.md`).
 //!
 //! Invariants: every write goes through a port's conditional write or the app's own code path
 //! (reconciling is the app's reconcile hook, not a copy of it); listings are operator paths

@@ -108,8 +108,8 @@ fn the_metadata_and_approval_pages_reach_their_functions_through_the_catch_all()
         landing(&stack, &[], "/.well-known/oauth-protected-resource/mcp").0,
         "mcp"
     );
-    assert_eq!(landing(&stack, &[], "/approvals/login").0, "approvals");
-    assert_eq!(landing(&stack, &[], "/approvals/op_123").0, "approvals");
+    assert_eq!(landing(&stack, &[], "/approvals/login").0, "pages");
+    assert_eq!(landing(&stack, &[], "/approvals/op_123").0, "pages");
 }
 
 #[test]
@@ -156,13 +156,30 @@ fn the_function_list_of_the_scripts_is_the_templates() {
         );
     }
     assert_eq!(listed, deployed);
-    let crates: std::collections::BTreeSet<String> =
-        std::fs::read_dir(common::root().join("functions"))
+    let mains: std::collections::BTreeSet<String> =
+        std::fs::read_dir(common::root().join("functions/src/bin"))
             .unwrap()
-            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .map(|entry| {
+                let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+                name.strip_suffix(".rs").unwrap().to_string()
+            })
             .collect();
     assert_eq!(
-        crates, deployed,
-        "every function crate is deployed, and every deployed binary has a crate"
+        mains, deployed,
+        "every function main is deployed, and every deployed binary has a main"
+    );
+    let manifest = std::fs::read_to_string(common::root().join("functions/Cargo.toml")).unwrap();
+    for binary in &deployed {
+        assert!(
+            manifest.contains(&format!(
+                "[[bin]]\nname = \"{binary}\"\npath = \"src/bin/{binary}.rs\"\n"
+            )),
+            "functions/Cargo.toml has no [[bin]] {binary}"
+        );
+    }
+    assert_eq!(
+        manifest.matches("\n[[bin]]\n").count(),
+        deployed.len(),
+        "{manifest}"
     );
 }

@@ -10,8 +10,8 @@
 //! same interval, so an outage of Secrets Manager costs no request.
 //!
 //! What this bounds: every environment holds the secret's current keys within the interval of
-//! its next invocation. The rotation procedure (README "Operations") waits that long between its
-//! steps.
+//! its next invocation. The rotation procedure (`shared/relevo/docs/ops-cli.md`, "Rotating the
+//! `requestState` key") waits that long between its steps.
 
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};

@@ -10,7 +10,7 @@
 //! - [`worker`]: the `worker` function ([`run_worker`]), SQS batches of jobs with per-message
 //!   failures ([`handle_sqs_batch`]).
 //! - [`reconciler`]: the scheduled `reconciler` function ([`run_reconciler`]).
-//! - [`pages`]: the `approvals` function ([`run_pages`]), the app's pages beside `/mcp`.
+//! - [`pages`]: the `pages` function ([`run_pages`]), the app's pages beside `/mcp`.
 //! - [`well_known`]: the `well-known` function ([`run_well_known`]), protected-resource metadata.
 //! - [`function`]: [`run_function`], any of the above by name (one binary for a whole stack).
 //!

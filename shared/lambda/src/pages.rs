@@ -1,4 +1,4 @@
-//! The `approvals` function: the pages an app serves beside `/mcp` (the shop's approval pages),
+//! The `pages` function: the pages an app serves beside `/mcp` (the shop's approval pages),
 //! through the core's page gate (tenant quotas counted in the store).
 //!
 //! Threat model: the pages are behind the server's Host/Origin allow-list (a page answered to a
@@ -13,7 +13,7 @@ use crate::env::{ports_from_env, settings_from_env};
 use crate::events::{forbidden, http_request};
 use crate::keys;
 
-/// The `approvals` function: the pages `app` serves beside `/mcp` (the shop's approval pages),
+/// The `pages` function: the pages `app` serves beside `/mcp` (the shop's approval pages),
 /// behind the server's Host/Origin allow-list. An app without pages answers 404.
 pub async fn run_pages(app: impl AppBuilder) -> Result<(), Error> {
     crate::logging::init_telemetry();

@@ -177,7 +177,7 @@ async fn serve_metadata(State(gateway): State<Gateway>, request: Request) -> Res
     }
 }
 
-/// The app's pages (the `approvals` function), served in-process.
+/// The app's pages (the `pages` function), served in-process.
 async fn serve_pages(State(gateway): State<Gateway>, request: Request) -> Response {
     let Some(pages) = gateway.options.pages.clone() else {
         return http::StatusCode::NOT_FOUND.into_response();

@@ -11,6 +11,7 @@
 //!   `http::Request<Bytes>` and call [`McpServer::handle`].
 
 pub mod auth;
+#[warn(missing_docs)]
 pub mod author;
 pub mod clock;
 pub mod cursor;
@@ -25,6 +26,7 @@ pub mod observe;
 pub mod pages;
 pub mod ports;
 pub mod quota;
+#[warn(missing_docs)]
 pub mod registry;
 pub mod schema;
 pub mod seal;

@@ -1,6 +1,6 @@
 //! An HTTP surface an app serves beside `/mcp`, under a path prefix of its own (the example
 //! shop's approval pages). Every runner serves it the same way, through [`serve`]: the local
-//! gateway on its routes, the `approvals` function on its events. The runner checks Host and
+//! gateway on its routes, the `pages` function on its events. The runner checks Host and
 //! Origin against the server's allow-list first; the pages authorize their own requests.
 //!
 //! Admission: a page request that acts as someone ([`Pages::caller`]: a bearer header, the

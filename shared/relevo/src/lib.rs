@@ -12,8 +12,9 @@
 //! | `lambda` | `lambda` | `lambda::run`, `lambda::run_function`, `lambda::run_worker`: the `main` of each function |
 //! | `aws` | `aws` (with `lambda`) | the DynamoDB and SQS adapters |
 //! | `testkit` | `testkit` | `testkit::TestServer`: the app served in-process, called as a client calls it |
-//! | [`serde`], [`serde_json`], [`schemars`], [`tokio`] | always | the versions Relevo was built with, so a project never matches them by hand |
+//! | [`serde`], [`serde_json`], [`schemars`], [`tokio`], [`http`] | always | the versions Relevo was built with, so a project never matches them by hand |
 //! | [`protocol`], [`state`] | always | the internal crates, for what the prelude does not name |
+//! | [`docs`] | always | the guides: your first tool, new projects, configuration, security, deploying, performance, operations |
 //!
 //! A project's manifest names this crate once:
 //!
@@ -77,6 +78,8 @@
 
 #![warn(missing_docs)]
 
+/// The HTTP types a page set ([`prelude::Pages`]) reads and answers with.
+pub use http;
 pub use schemars;
 pub use serde;
 pub use serde_json;
@@ -87,6 +90,42 @@ pub use tokio;
 pub use relevo_protocol as protocol;
 /// Records, jobs and the work engine (`relevo-state`), for what the [`prelude`] does not name.
 pub use relevo_state as state;
+
+/// The guides: the documents of `shared/relevo/docs/` in the repository, one page each, linked
+/// from its README. Their Rust examples are doctests of this crate (`cargo test -p relevo --doc`);
+/// their other blocks are fenced as `sh`, `toml`, `json`, `text`… and never compiled. A link
+/// between two documents leads to the other page here, and to the Markdown file in the repository.
+pub mod docs {
+    // One page: `src/doc_links.md` first (where the links between documents lead here), then
+    // the document.
+    macro_rules! page {
+        ($name:ident, $file:literal) => {
+            #[doc = include_str!("doc_links.md")]
+            #[doc = include_str!(concat!("../docs/", $file, ".md"))]
+            pub mod $name {}
+        };
+    }
+
+    page!(first_tool, "first-tool");
+    page!(new_projects, "new-projects");
+    page!(cargo_relevo, "cargo-relevo");
+    page!(configuration, "configuration");
+    page!(protocol, "protocol");
+    page!(clients, "clients");
+    page!(authorization, "authorization");
+    page!(security, "security");
+    page!(quotas, "quotas");
+    page!(shop, "shop");
+    page!(durable_work, "durable-work");
+    page!(ledger, "ledger");
+    page!(reliability, "reliability");
+    page!(deploy, "deploy");
+    page!(deploy_check, "deploy-check");
+    page!(local_lambda, "local-lambda");
+    page!(performance, "performance");
+    page!(operations, "operations");
+    page!(ops_cli, "ops-cli");
+}
 
 /// What a tool author writes with: `use relevo::prelude::*;`.
 ///
@@ -129,10 +168,15 @@ pub mod prelude {
         Elicited, Fault, NoArgs, Required, Structured, ToolContext, ToolError,
     };
     pub use relevo_protocol::wire::ToolAnnotations;
+    // What a resource reads and a prompt returns.
+    pub use relevo_protocol::wire::{GetPromptResult, PromptMessage, ResourceContents, Role};
     pub use relevo_protocol::{
         App, AppBuilder, CachePolicy, Ports, Prompt, PromptArgument, Resource, ResourceTemplate,
         TaskSupport, Tool,
     };
+
+    // An HTTP surface beside `/mcp` (`App::pages`), answered with the `relevo::http` types.
+    pub use relevo_protocol::{CallerFuture, PageFuture, Pages};
 
     // Durable jobs are typed functions, like tools: `App::job(&KIND, f)` runs
     // `async fn f(I, JobContext) -> Result<O, JobError>`; a tool starts one with

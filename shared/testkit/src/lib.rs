@@ -22,6 +22,92 @@ pub const PROTOCOL_VERSION: &str = "2026-07-28";
 /// The most rounds [`TestServer::call_tool_answering`] drives before it gives up.
 const MAX_ROUNDS: usize = 8;
 
+/// An app served in-process, called as a 2026-07-28 client calls it: over the real router and
+/// validation ladder, with SQLite in memory for records and jobs.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use relevo_protocol::author::{Elicited, JobContext, JobError, JobKind, ToolContext, ToolError};
+/// use relevo_protocol::{App, Ports, Tool};
+/// use relevo_testkit::{TestServer, accept, decline};
+/// use serde_json::json;
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Wipe {
+///     /// The folder to wipe
+///     folder: String,
+/// }
+///
+/// /// The form the user fills.
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Confirm {
+///     /// Wipe it
+///     confirm: bool,
+/// }
+///
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct WipeInput {
+///     folder: String,
+/// }
+/// const WIPE: JobKind<WipeInput> = JobKind::new("wipe");
+///
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct Started {
+///     job: String,
+/// }
+///
+/// async fn wiped(input: WipeInput, _: JobContext) -> Result<String, JobError> {
+///     Ok(format!("{} is empty", input.folder))
+/// }
+///
+/// fn app(ports: &Ports) -> App {
+///     let engine = ports.jobs.clone().expect("TestServer gives the app durable jobs");
+///     let wipe = move |args: Wipe, cx: ToolContext| {
+///         let engine = engine.clone();
+///         async move {
+///             let question = format!("Wipe {}?", args.folder);
+///             match cx.elicit::<Confirm>("confirm", &question)? {
+///                 Elicited::Accept(Confirm { confirm: true }) => {
+///                     let input = WipeInput { folder: args.folder };
+///                     let job = cx.start_job(&engine, &WIPE, None, &input).await?;
+///                     Ok(Started { job: job.job.id })
+///                 }
+///                 _ => Err(ToolError::caller("not confirmed; nothing was wiped")),
+///             }
+///         }
+///     };
+///     App::new("wiper", "1.0.0")
+///         .tool(Tool::typed("wipe", "Wipes a folder, once confirmed.", wipe))
+///         .job(&WIPE, wiped)
+/// }
+///
+/// let server = TestServer::new(app);
+///
+/// // The first round asks; the answer is a second round, driven by `call_tool_answering`.
+/// let asked = server.call_tool("wipe", json!({ "folder": "tmp" })).await;
+/// assert_eq!(asked["resultType"], "input_required", "{asked}");
+///
+/// let declined = server
+///     .call_tool_answering("wipe", json!({ "folder": "tmp" }), |_, _| decline())
+///     .await;
+/// assert_eq!(declined["isError"], true, "{declined}");
+///
+/// let started = server
+///     .call_tool_answering("wipe", json!({ "folder": "tmp" }), |_, _| {
+///         accept(json!({ "confirm": true }))
+///     })
+///     .await;
+/// assert!(started["structuredContent"]["job"].is_string(), "{started}");
+///
+/// // Arguments that break the input schema never reach the tool.
+/// let invalid = server.call_tool("wipe", json!({ "folder": 7 })).await;
+/// assert_eq!(invalid["isError"], true, "{invalid}");
+///
+/// // The worker: every queued job runs to its end.
+/// server.run_jobs().await;
+/// # }
+/// ```
 pub struct TestServer {
     router: Router,
     worker: Worker,

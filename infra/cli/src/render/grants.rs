@@ -129,8 +129,9 @@ pub enum Role {
     Reader,
     /// Writes and enqueues work (tools/call, tasks/update, tasks/cancel).
     Writer,
-    /// The approval pages: read operations, decide them in a conditional transaction.
-    Approvals,
+    /// The app's pages: read and write records (the shop's approval pages decide an operation in
+    /// a conditional transaction); no queue.
+    Pages,
     Worker,
     Reconciler,
     /// Reads no secret, table or queue.
@@ -172,7 +173,7 @@ impl Role {
                 Always(WORK_QUEUE_SEND),
                 Always(STATE_KEYS_READ),
             ],
-            Role::Approvals => &[
+            Role::Pages => &[
                 Always(RECORDS_READ),
                 Always(RECORDS_WRITE),
                 Always(STATE_KEYS_READ),
@@ -203,8 +204,9 @@ impl Role {
                 "table) and the signing keys; writes only the count of a principal's open streams (the",
                 "limit holds across environments); touches no queue.",
             ],
-            Role::Approvals => &[
-                "Reads operations and decides them with a conditional TransactWriteItems (no queue).",
+            Role::Pages => &[
+                "Reads and writes records (a page may decide an operation with a conditional",
+                "TransactWriteItems); touches no queue.",
             ],
             Role::Nothing => &["No policies: it reads no secret, table or queue."],
             _ => &[],

@@ -178,7 +178,7 @@ const AUTH_AND_QUOTA_PARAMETERS: &str = r#"  AuthIssuer:
     Type: String
     Default: generic
     AllowedValues: [generic, cognito, auth0, okta, entra]
-    Description: The issuer's token shape (README "Identity providers"); cognito needs AuthClientIds, entra AuthAcceptedAudiences.
+    Description: The issuer's token shape (relevo's docs/authorization.md, "Identity providers"); cognito needs AuthClientIds, entra AuthAcceptedAudiences.
   AuthClientIds:
     Type: String
     Default: ""
@@ -190,7 +190,7 @@ const AUTH_AND_QUOTA_PARAMETERS: &str = r#"  AuthIssuer:
   RatePerTenant:
     Type: String
     Default: "@rate_per_tenant@"
-    Description: Requests one tenant may make per window, LIMIT/SECS, across every environment.@tenant_default@ (README "Quotas").
+    Description: Requests one tenant may make per window, LIMIT/SECS, across every environment.@tenant_default@ (relevo's docs/quotas.md).
   RatePerTool:
     Type: String
     Default: "@rate_per_tool@"
@@ -282,8 +282,8 @@ Globals:
 @queue@        # lambda_http prefixes a REST event's path with its stage (`/live/mcp`); behind the
         # custom domain the path the client used (`/mcp`, `/.well-known/...`) is the one to serve.
         AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH: "true"
-        # Metrics as CloudWatch Embedded Metric Format lines in each function's log (README
-        # "Operations"); the alarms and the dashboard below read this namespace.
+        # Metrics as CloudWatch Embedded Metric Format lines in each function's log (relevo's
+        # docs/operations.md); the alarms and the dashboard below read this namespace.
         RELEVO_METRICS: emf
         RELEVO_METRICS_NAMESPACE: !Sub "Relevo/${AWS::StackName}"
 "#;
@@ -429,7 +429,7 @@ fn reports(config: &Config) -> String {
         emf(
             "ServerErrorsAlarm",
             &[
-                "---- What the functions report: EMF metrics in namespace Relevo/<stack> (README \"Operations\") ----",
+                "---- What the functions report: EMF metrics in namespace Relevo/<stack> (relevo's docs/operations.md) ----",
             ],
             "MCP requests answered with 5xx (store outage, deadline, a bug). Find them by status in the function logs; each line has its trace id.",
             "ServerErrors",
@@ -648,7 +648,7 @@ fn front_door_b(config: &Config) -> String {
     );
     if parts.pages {
         out.push_str(
-            &approvals(config, "Approvals", when, "approvals")
+            &pages(config, "Pages", when, "pages")
                 .with_events(
                     http_event("Login", &[], "ANY", "/approvals/login")
                         + &http_event("Decide", &[], "ANY", "\"/approvals/{operationId}\""),
@@ -676,8 +676,8 @@ fn front_door_b(config: &Config) -> String {
     out
 }
 
-/// The approvals function (its events set by the caller).
-fn approvals<'a>(
+/// The pages function (its events set by the caller).
+fn pages<'a>(
     config: &'a Config,
     id: &'a str,
     when: Option<&'a str>,
@@ -686,13 +686,13 @@ fn approvals<'a>(
     Function {
         id,
         condition: when,
-        binary: "approvals",
-        description: &config.wording.approvals_page,
+        binary: "pages",
+        description: &config.wording.pages,
         timeout: None,
         memory: Some(config.memory.small),
         environment: Vec::new(),
-        policy_comment: Role::Approvals.comment(),
-        policies: Role::Approvals.policies(&config.parts),
+        policy_comment: Role::Pages.comment(),
+        policies: Role::Pages.policies(&config.parts),
         events: String::new(),
         label,
     }
@@ -832,7 +832,7 @@ fn front_door_a(config: &Config) -> String {
     );
     if parts.pages {
         out.push_str(
-            &approvals(config, "CatchAllApprovals", Some("HasDomain"), "catch-all approvals")
+            &pages(config, "CatchAllPages", Some("HasDomain"), "catch-all pages")
                 .with_events(rest_event(
                     &[
                         "On the catch-all API (more specific than /{proxy+}), buffered: /approvals/... on the",
@@ -941,7 +941,7 @@ fn outputs(config: &Config) -> String {
     );
     if config.parts.pages {
         out.push_str(&format!(
-            "  ApprovalsUrl:\n    Description: Where a person signs in to approve or reject proposed changes.\n    Value: {}\n",
+            "  PagesUrl:\n    Description: Where a person signs in to the app's pages.\n    Value: {}\n",
             url("/approvals/login")
         ));
     }

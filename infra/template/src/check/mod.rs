@@ -7,7 +7,7 @@
 //! on the stack those parameters make: conditions evaluated, intrinsic functions resolved with
 //! the physical ids CloudFormation would generate.
 //!
-//! What stays unverified without an account is said in the README ("Deploying to AWS").
+//! What stays unverified without an account is said in `shared/relevo/docs/deploy-check.md`.
 
 mod graph_rules;
 mod iam_rules;

@@ -33,11 +33,179 @@ const DATA: &str = "data";
 /// A user's answer to a typed elicitation.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Elicited<T> {
+    /// The user submitted the form: its content, typed.
     Accept(T),
+    /// The user said no.
     Decline,
+    /// The user dismissed the question without choosing.
     Cancel,
 }
 
+/// What a typed handler gets beside its arguments: the verified caller ([`ToolContext::principal`]),
+/// the client, the notifier, the verified state of an earlier round ([`ToolContext::state`]),
+/// typed elicitation ([`ToolContext::elicit`], [`ToolContext::elicit_with`]) and durable jobs
+/// ([`ToolContext::start_job`], [`ToolContext::start_task`], [`ToolContext::find_job`]).
+///
+/// Elicitation and state, over two rounds of one call (in a server, the state travels sealed in
+/// `requestState`, and the second round may reach any instance):
+///
+/// ```
+/// # use relevo_protocol::{Call, ClientContext, Notifier, Outcome, Principal};
+/// # fn call(arguments: serde_json::Value) -> Call {
+/// #     Call {
+/// #         arguments: arguments.as_object().cloned().unwrap_or_default(),
+/// #         uri: None,
+/// #         input_responses: Default::default(),
+/// #         state: None,
+/// #         client: ClientContext::default(),
+/// #         principal: Principal::new("acme", "ada", ["notes:read"]),
+/// #         notifier: Notifier::silent(),
+/// #         answers: None,
+/// #     }
+/// # }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use relevo_protocol::Tool;
+/// use relevo_protocol::author::{Elicited, ToolContext, ToolError};
+/// use serde_json::json;
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Book {
+///     guests: u32,
+/// }
+///
+/// /// What the question was, carried (sealed) to the round that has the answer.
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct Quote {
+///     id: String,
+///     deposit_cents: u32,
+/// }
+///
+/// /// The form the user fills.
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Confirm {
+///     /// Book it and pay the deposit
+///     confirm: bool,
+/// }
+///
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct Booked {
+///     quote: String,
+/// }
+///
+/// async fn book(args: Book, cx: ToolContext) -> Result<Booked, ToolError> {
+///     // The quote of the first round, verified; a new one on the first round.
+///     let quote = cx.state::<Quote>().unwrap_or(Quote {
+///         id: "q-1".into(),
+///         deposit_cents: 500 * args.guests,
+///     });
+///     let question = format!("Pay a deposit of {} cents?", quote.deposit_cents);
+///     // No answer in this round: `?` ends it with `input_required` (the form, and the quote).
+///     match cx.elicit_with::<Confirm, _>("confirm", &question, &quote)? {
+///         Elicited::Accept(Confirm { confirm: true }) => Ok(Booked { quote: quote.id }),
+///         _ => Err(ToolError::caller("not confirmed; nothing was booked")),
+///     }
+/// }
+///
+/// let tool = Tool::typed("book", "Books a table.", book);
+///
+/// // Round 1: the handler asks; the server would seal `state` into `requestState`.
+/// let Ok(Outcome::InputRequired { requests, state }) = (tool.handler)(call(json!({ "guests": 2 }))).await
+/// else {
+///     panic!("the first round asks")
+/// };
+/// assert!(requests.contains_key("confirm"));
+///
+/// // Round 2: the client's answer, and the state the server verified.
+/// let mut retry = call(json!({ "guests": 2 }));
+/// retry.input_responses.insert(
+///     "confirm".into(),
+///     json!({ "action": "accept", "content": { "confirm": true } }),
+/// );
+/// retry.state = state;
+/// let Ok(Outcome::Complete(result)) = (tool.handler)(retry).await else {
+///     panic!("the confirmed round completes")
+/// };
+/// assert_eq!(result["structuredContent"], json!({ "quote": "q-1" }));
+/// # }
+/// ```
+///
+/// A durable job, started once per operation key:
+///
+/// ```
+/// # use relevo_protocol::{Call, ClientContext, Notifier, Outcome, Principal};
+/// # fn call(arguments: serde_json::Value) -> Call {
+/// #     Call {
+/// #         arguments: arguments.as_object().cloned().unwrap_or_default(),
+/// #         uri: None,
+/// #         input_responses: Default::default(),
+/// #         state: None,
+/// #         client: ClientContext::default(),
+/// #         principal: Principal::new("acme", "ada", ["notes:read"]),
+/// #         notifier: Notifier::silent(),
+/// #         answers: None,
+/// #     }
+/// # }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use std::sync::Arc;
+///
+/// use relevo_embedded::{SqliteQueue, SqliteStore};
+/// use relevo_protocol::Tool;
+/// use relevo_protocol::author::{JobKind, ToolContext, ToolError};
+/// use relevo_state::{Engine, EngineConfig, RandomIds, SystemClock};
+/// use serde_json::json;
+///
+/// /// The `export` job's input: `start_job` takes only this type for `EXPORT`.
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct ExportInput {
+///     dataset: String,
+/// }
+/// const EXPORT: JobKind<ExportInput> = JobKind::new("export");
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct StartArgs {
+///     dataset: String,
+///     /// The caller's idempotency key: one job per key
+///     key: String,
+/// }
+///
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct Started {
+///     job: String,
+/// }
+///
+/// // What `Ports::jobs` holds in a runner: the store and the queue (here SQLite in memory).
+/// let sqlite = SqliteStore::in_memory().expect("an in-memory SQLite opens");
+/// let queue = SqliteQueue::new(sqlite.clone(), 5);
+/// let engine = Arc::new(Engine::new(
+///     Arc::new(sqlite),
+///     Arc::new(queue),
+///     Arc::new(SystemClock),
+///     Arc::new(RandomIds),
+///     EngineConfig::default(),
+/// ));
+///
+/// let tool = Tool::typed("export_start", "Starts an export.", move |args: StartArgs, cx: ToolContext| {
+///     let engine = engine.clone();
+///     async move {
+///         let input = ExportInput { dataset: args.dataset };
+///         let job = cx.start_job(&engine, &EXPORT, Some(&args.key), &input).await?;
+///         Ok(Started { job: job.job.id })
+///     }
+/// });
+///
+/// let start = || async {
+///     match (tool.handler)(call(json!({ "dataset": "customers", "key": "k1" }))).await {
+///         Ok(Outcome::Complete(result)) => result["structuredContent"]["job"].clone(),
+///         other => panic!("a started job: {other:?}"),
+///     }
+/// };
+/// let first = start().await;
+/// assert!(first.is_string());
+/// assert_eq!(start().await, first, "the same key and input name the same job");
+/// # }
+/// ```
 pub struct ToolContext {
     call: Call,
 }
@@ -52,6 +220,7 @@ impl ToolContext {
         &self.call.principal
     }
 
+    /// The client: the capabilities it declared for this request, and its info.
     pub fn client(&self) -> &ClientContext {
         &self.call.client
     }

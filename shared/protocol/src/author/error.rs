@@ -18,14 +18,21 @@ use relevo_state::{StartError, StoreError};
 use crate::error::{McpError, store_failure};
 use crate::registry::Outcome;
 
+/// Why a typed handler did not complete, and so how the call is answered.
 #[derive(Debug, thiserror::Error)]
 pub enum ToolError {
+    /// The caller's fault: a tool execution error (`isError: true`) with this text, which the
+    /// model can read and correct.
     #[error("{0}")]
     Caller(String),
+    /// A protocol error, answered as a JSON-RPC error (a store failure is a retryable one).
     #[error(transparent)]
     Server(#[from] McpError),
+    /// A bug or an unexpected failure: logged with its cause, answered `-32603`.
     #[error("internal error: {0}")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// Not an error: the handler answers before it completes (an `input_required` round, or a
+    /// created task). `?` on [`crate::author::ToolContext::elicit`] returns it.
     #[error("the handler answers before it completes")]
     Answer(Box<Outcome>),
 }
@@ -120,6 +127,7 @@ impl<T, E: std::error::Error + Send + Sync + 'static> Fault<T> for Result<T, E> 
 
 /// `?` on an `Option`: a missing value is the caller's fault, in these words.
 pub trait Required<T> {
+    /// `None` is a tool execution error with `message`.
     fn or_caller(self, message: impl Display) -> Result<T, ToolError>;
 }
 

@@ -88,6 +88,7 @@ pub struct JobKind<I> {
 }
 
 impl<I> JobKind<I> {
+    /// The kind named `name` (the job's `kind` in the store), taking inputs of type `I`.
     pub const fn new(name: &'static str) -> Self {
         JobKind {
             name,

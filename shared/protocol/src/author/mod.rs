@@ -6,7 +6,7 @@
 //! [`ToolError`] that says whose fault it was. Elicitation is a typed call that ends the round
 //! when the answer is not there yet ([`ToolContext::elicit`]); starting a durable job is one
 //! call ([`ToolContext::start_job`]) over a typed [`JobKind`], and running it one async function
-//! registered with [`crate::App::job`] ([`jobs`]). Annotations, scopes, cache policy and invalidation stay
+//! registered with [`crate::App::job`]. Annotations, scopes, cache policy and invalidation stay
 //! declarative, on the returned [`crate::Tool`].
 //!
 //! ```

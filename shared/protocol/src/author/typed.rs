@@ -33,6 +33,66 @@ impl Tool {
     /// A tool whose handler takes typed arguments `A` and returns a typed result `R`. An object
     /// result is the tool's `structuredContent` (and its schema the `outputSchema`); any other
     /// result is its text.
+    ///
+    /// Both schemas are derived from the types (doc comments become descriptions). The server
+    /// checks the arguments against the input schema before the handler runs; arguments that
+    /// still do not deserialize, and a [`ToolError::caller`], are tool execution errors
+    /// (`isError: true`) the model can read.
+    ///
+    /// ```
+    /// # use relevo_protocol::{Call, ClientContext, Notifier, Outcome, Principal};
+    /// # fn call(arguments: serde_json::Value) -> Call {
+    /// #     Call {
+    /// #         arguments: arguments.as_object().cloned().unwrap_or_default(),
+    /// #         uri: None,
+    /// #         input_responses: Default::default(),
+    /// #         state: None,
+    /// #         client: ClientContext::default(),
+    /// #         principal: Principal::new("acme", "ada", ["notes:read"]),
+    /// #         notifier: Notifier::silent(),
+    /// #         answers: None,
+    /// #     }
+    /// # }
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use relevo_protocol::Tool;
+    /// use relevo_protocol::author::{ToolContext, ToolError};
+    /// use serde_json::json;
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct AddArgs {
+    ///     /// The first addend
+    ///     a: i64,
+    ///     /// The second addend
+    ///     b: i64,
+    /// }
+    ///
+    /// #[derive(serde::Serialize, schemars::JsonSchema)]
+    /// struct Sum {
+    ///     sum: i64,
+    /// }
+    ///
+    /// async fn add(args: AddArgs, _: ToolContext) -> Result<Sum, ToolError> {
+    ///     let sum = args.a.checked_add(args.b).ok_or_else(|| ToolError::caller("the sum overflows"))?;
+    ///     Ok(Sum { sum })
+    /// }
+    ///
+    /// let tool = Tool::typed("add", "Adds two numbers.", add);
+    /// assert_eq!(tool.input_schema()["required"], json!(["a", "b"]));
+    /// assert_eq!(tool.input_schema()["properties"]["a"]["description"], "The first addend");
+    /// assert_eq!(tool.output_schema().expect("an object result")["properties"]["sum"]["type"], "integer");
+    ///
+    /// let Ok(Outcome::Complete(result)) = (tool.handler)(call(json!({ "a": 2, "b": 3 }))).await else {
+    ///     panic!("a complete result")
+    /// };
+    /// assert_eq!(result["structuredContent"], json!({ "sum": 5 }));
+    ///
+    /// let Ok(Outcome::Complete(result)) = (tool.handler)(call(json!({ "a": i64::MAX, "b": 1 }))).await else {
+    ///     panic!("a tool execution error is a complete result")
+    /// };
+    /// assert_eq!(result["isError"], true);
+    /// # }
+    /// ```
     pub fn typed<A, R, F, Fut>(name: &str, description: &str, run: F) -> Tool
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,

@@ -16,16 +16,57 @@ use super::{Prompt, Resource, ResourceTemplate, Tool, owned};
 /// `tasks/cancel` (`write`). A kind the app does not declare is not reachable through them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskAccess {
+    /// Scopes for `tasks/get`.
     pub read: Vec<String>,
+    /// Scopes for `tasks/update` and `tasks/cancel`.
     pub write: Vec<String>,
 }
 
 /// An app: its identity and its registries, each kept sorted by its unique key so every list
 /// and every page is deterministic.
+///
+/// Every runner takes an app as a function `fn(&Ports) -> App` ([`crate::AppBuilder`]): the
+/// runner chooses the backends, the app what to build on them.
+///
+/// ```
+/// use relevo_protocol::author::{NoArgs, ToolContext, ToolError};
+/// use relevo_protocol::wire::ResourceContents;
+/// use relevo_protocol::{App, Ports, Resource, Tool};
+/// use serde_json::json;
+///
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct Pong {
+///     pong: bool,
+/// }
+///
+/// async fn ping(_: NoArgs, _: ToolContext) -> Result<Pong, ToolError> {
+///     Ok(Pong { pong: true })
+/// }
+///
+/// fn app(_: &Ports) -> App {
+///     App::new("pinger", "1.0.0")
+///         .instructions("Answers pings.")
+///         .tool(Tool::typed("ping", "Answers.", ping))
+///         .resource(Resource::typed("pinger://about", "about", "text/plain", |_| async {
+///             Ok(vec![ResourceContents::text("A pinger.", "pinger://about")])
+///         }))
+///         .with_manifest()
+/// }
+///
+/// let app = app(&Ports::new(None));
+/// let ping = app.find_tool("ping").expect("registered");
+/// assert_eq!(ping.output_schema().expect("an object result")["properties"]["pong"]["type"], "boolean");
+/// assert!(app.find_resource("relevo://manifest").is_some(), "with_manifest adds it");
+/// assert_eq!(app.capabilities()["tools"], json!({}));
+/// assert_eq!(app.capabilities().get("prompts"), None, "no prompt, no capability");
+/// ```
 #[derive(Clone)]
 pub struct App {
+    /// The server's name in `serverInfo`.
     pub name: String,
+    /// The server's version in `serverInfo`.
     pub version: String,
+    /// Instructions for the model, announced by `server/discover`.
     pub instructions: Option<String>,
     tools: BTreeMap<String, Tool>,
     resources: BTreeMap<String, Resource>,
@@ -37,6 +78,7 @@ pub struct App {
 }
 
 impl App {
+    /// An app with nothing registered yet.
     pub fn new(name: &str, version: &str) -> Self {
         App {
             name: name.into(),
@@ -52,48 +94,58 @@ impl App {
         }
     }
 
+    /// Sets the instructions for the model.
     pub fn instructions(mut self, text: &str) -> Self {
         self.instructions = Some(text.into());
         self
     }
 
+    /// Registers a tool (a later one of the same name replaces it).
     pub fn tool(mut self, tool: Tool) -> Self {
         self.tools.insert(tool.name.clone(), tool);
         self
     }
 
+    /// Registers a resource under its URI.
     pub fn resource(mut self, resource: Resource) -> Self {
         self.resources.insert(resource.uri.clone(), resource);
         self
     }
 
+    /// Registers a resource template under its URI template.
     pub fn template(mut self, template: ResourceTemplate) -> Self {
         self.templates
             .insert(template.uri_template.clone(), template);
         self
     }
 
+    /// Registers a prompt under its name.
     pub fn prompt(mut self, prompt: Prompt) -> Self {
         self.prompts.insert(prompt.name.clone(), prompt);
         self
     }
 
+    /// Every tool, by name.
     pub fn tools(&self) -> impl Iterator<Item = &Tool> {
         self.tools.values()
     }
 
+    /// The tool named `name`.
     pub fn find_tool(&self, name: &str) -> Option<&Tool> {
         self.tools.get(name)
     }
 
+    /// Every resource, by URI.
     pub fn resources(&self) -> impl Iterator<Item = &Resource> {
         self.resources.values()
     }
 
+    /// The resource at `uri` (not a template's).
     pub fn find_resource(&self, uri: &str) -> Option<&Resource> {
         self.resources.get(uri)
     }
 
+    /// Every resource template, by URI template.
     pub fn templates(&self) -> impl Iterator<Item = &ResourceTemplate> {
         self.templates.values()
     }
@@ -119,12 +171,13 @@ impl App {
         self
     }
 
-    /// The app's pages beside `/mcp`, served by the local gateway and the `approvals` function.
+    /// The app's pages beside `/mcp`, served by the local gateway and the `pages` function.
     pub fn pages(mut self, pages: Arc<dyn Pages>) -> Self {
         self.pages = Some(pages);
         self
     }
 
+    /// The app's pages, if it has any.
     pub fn find_pages(&self) -> Option<&Arc<dyn Pages>> {
         self.pages.as_ref()
     }
@@ -152,10 +205,12 @@ impl App {
         self.task_kinds.iter()
     }
 
+    /// Every prompt, by name.
     pub fn prompts(&self) -> impl Iterator<Item = &Prompt> {
         self.prompts.values()
     }
 
+    /// The prompt named `name`.
     pub fn find_prompt(&self, name: &str) -> Option<&Prompt> {
         self.prompts.get(name)
     }

@@ -12,8 +12,11 @@ use crate::wire::JsonObject;
 /// What the client declared on this request.
 #[derive(Debug, Clone, Default)]
 pub struct ClientContext {
+    /// The protocol revision the request named.
     pub protocol_version: String,
+    /// The client capabilities it declared.
     pub capabilities: JsonObject,
+    /// Its `clientInfo`, if sent.
     pub info: Option<Value>,
 }
 
@@ -55,9 +58,11 @@ pub struct Call {
     pub input_responses: JsonObject,
     /// The verified payload of `requestState`, if the client echoed one.
     pub state: Option<Value>,
+    /// What the client declared on this request.
     pub client: ClientContext,
     /// The verified caller: key every record by its tenant (and subject, if personal).
     pub principal: Principal,
+    /// Progress and log notifications, and whether the client cancelled.
     pub notifier: Notifier,
     /// Where the answers of this retry's elicitation round are recorded (one answer per round);
     /// `None` without a store ([`crate::author::rounds`]).

@@ -9,7 +9,12 @@ use crate::wire::JsonObject;
 #[derive(Debug, Clone, PartialEq)]
 pub enum InputRequest {
     /// `elicitation/create`; `url` selects URL mode (else form mode).
-    Elicit { params: Value, url: bool },
+    Elicit {
+        /// The request's `params`.
+        params: Value,
+        /// URL mode.
+        url: bool,
+    },
     /// `sampling/createMessage` (deprecated in 2026-07-28, still allowed).
     Sample(Value),
     /// `roots/list` (deprecated in 2026-07-28, still allowed).
@@ -51,6 +56,7 @@ impl InputRequest {
         }
     }
 
+    /// The request as it travels in `inputRequests`: its `method` and `params`.
     pub fn to_wire(&self) -> Value {
         match self {
             InputRequest::Elicit { params, .. } => {
@@ -67,15 +73,21 @@ impl InputRequest {
 /// A client's answer to an elicitation, as it arrived in `inputResponses`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct ElicitAnswer {
+    /// What the user did.
     pub action: ElicitAction,
+    /// The form's content, on `accept`.
     #[serde(default)]
     pub content: Option<JsonObject>,
 }
 
+/// What the user did with an elicitation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ElicitAction {
+    /// Submitted the form.
     Accept,
+    /// Said no.
     Decline,
+    /// Dismissed it without choosing.
     Cancel,
 }

@@ -42,7 +42,9 @@ use serde_json::{Value, json};
 
 use crate::error::McpError;
 
+/// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+/// An untyped handler: a call in, an outcome (or a protocol error) out.
 pub type Handler = Arc<dyn Fn(Call) -> BoxFuture<Result<Outcome, McpError>> + Send + Sync>;
 
 /// Wraps an async closure as a [`Handler`].

@@ -14,7 +14,9 @@ pub enum Outcome {
     Complete(JsonObject),
     /// Ask the client for input; `state` is sealed into `requestState` and comes back verified.
     InputRequired {
+        /// What to ask, by the key its answer comes back under.
         requests: BTreeMap<String, InputRequest>,
+        /// The handler's state for the next round (sealed by the server).
         state: Option<Value>,
     },
     /// The work continues as a task (only for `tools/call`, only when the client declared the
@@ -23,6 +25,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// A complete `tools/call` result.
     pub fn tool(result: CallToolResult) -> Self {
         let mut object = wire::to_object(&result);
         object.remove("resultType");
@@ -37,12 +40,14 @@ impl Outcome {
         )]))
     }
 
+    /// A complete `prompts/get` result.
     pub fn prompt(result: GetPromptResult) -> Self {
         let mut object = wire::to_object(&result);
         object.remove("resultType");
         Outcome::Complete(object)
     }
 
+    /// A complete `resources/read` result: the contents.
     pub fn contents(contents: Vec<ResourceContents>) -> Self {
         let mut object = JsonObject::new();
         object.insert(

@@ -4,16 +4,21 @@ use serde_json::{Value, json};
 
 use super::{Handler, insert_some, owned};
 
+/// One argument of a prompt.
 #[derive(Clone, Debug)]
 pub struct PromptArgument {
+    /// Its name in `prompts/get`'s `arguments`.
     pub name: String,
+    /// What it is, for the user.
     pub description: Option<String>,
+    /// Whether `prompts/get` needs it.
     pub required: bool,
     /// Completion candidates offered by `completion/complete`.
     pub completions: Vec<String>,
 }
 
 impl PromptArgument {
+    /// A required argument.
     pub fn required(name: &str, description: &str) -> Self {
         PromptArgument {
             name: name.into(),
@@ -23,6 +28,7 @@ impl PromptArgument {
         }
     }
 
+    /// An optional argument.
     pub fn optional(name: &str, description: &str) -> Self {
         PromptArgument {
             required: false,
@@ -30,24 +36,88 @@ impl PromptArgument {
         }
     }
 
+    /// Values `completion/complete` offers for it.
     pub fn completions(mut self, values: &[&str]) -> Self {
         self.completions = values.iter().map(|v| v.to_string()).collect();
         self
     }
 }
 
+/// A prompt: its arguments are listed, its handler runs on `prompts/get`.
+///
+/// [`Prompt::typed`] derives the arguments from a struct's fields (doc comments describe them,
+/// `Option` fields are optional) and runs an async function returning the messages.
+///
+/// ```
+/// # use relevo_protocol::{Call, ClientContext, Notifier, Outcome, Principal};
+/// # fn call(arguments: serde_json::Value, uri: Option<&str>) -> Call {
+/// #     Call {
+/// #         arguments: arguments.as_object().cloned().unwrap_or_default(),
+/// #         uri: uri.map(String::from),
+/// #         input_responses: Default::default(),
+/// #         state: None,
+/// #         client: ClientContext::default(),
+/// #         principal: Principal::new("acme", "ada", ["notes:read"]),
+/// #         notifier: Notifier::silent(),
+/// #         answers: None,
+/// #     }
+/// # }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use relevo_protocol::author::{ToolContext, ToolError};
+/// use relevo_protocol::wire::{GetPromptResult, PromptMessage, Role};
+/// use relevo_protocol::Prompt;
+/// use serde_json::json;
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct ExplainArgs {
+///     /// What to explain
+///     topic: String,
+///     /// For whom (optional)
+///     audience: Option<String>,
+/// }
+///
+/// async fn explain(args: ExplainArgs, _: ToolContext) -> Result<GetPromptResult, ToolError> {
+///     let audience = args.audience.unwrap_or_else(|| "anyone".into());
+///     let text = format!("Explain {} to {audience} in three short sentences.", args.topic);
+///     Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]))
+/// }
+///
+/// let prompt = Prompt::typed("explain", "Asks the model to explain a topic simply.", explain);
+/// let arguments = &prompt.to_wire()["arguments"];
+/// assert_eq!(arguments[0]["name"], "audience");
+/// assert_eq!(arguments[0]["required"], false);
+/// assert_eq!(arguments[1]["name"], "topic");
+/// assert_eq!(arguments[1]["description"], "What to explain");
+///
+/// let Ok(Outcome::Complete(got)) = (prompt.handler)(call(json!({ "topic": "TLS" }), None)).await
+/// else {
+///     panic!("the messages")
+/// };
+/// assert_eq!(
+///     got["messages"][0]["content"]["text"],
+///     "Explain TLS to anyone in three short sentences."
+/// );
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Prompt {
+    /// The unique name `prompts/get` names it by.
     pub name: String,
+    /// A human-readable title.
     pub title: Option<String>,
+    /// What it is for.
     pub description: Option<String>,
+    /// Its arguments, as `prompts/list` shows them.
     pub arguments: Vec<PromptArgument>,
     /// OAuth scopes a caller must hold to get, list or complete it.
     pub scopes: Vec<String>,
+    /// Runs on `prompts/get`.
     pub handler: Handler,
 }
 
 impl Prompt {
+    /// A prompt with an untyped handler; [`Prompt::typed`] derives the arguments from a struct.
     pub fn new(
         name: &str,
         description: &str,
@@ -64,11 +134,23 @@ impl Prompt {
         }
     }
 
+    /// OAuth scopes a caller must hold to see, get or complete it.
     pub fn scopes(mut self, scopes: &[&str]) -> Self {
         self.scopes = owned(scopes);
         self
     }
 
+    /// Offers `values` as the completions of the argument `argument` (`completion/complete`
+    /// answers those that start with what the user typed). A name the prompt has no argument
+    /// of changes nothing.
+    pub fn complete(mut self, argument: &str, values: &[&str]) -> Self {
+        for known in self.arguments.iter_mut().filter(|a| a.name == argument) {
+            known.completions = owned(values);
+        }
+        self
+    }
+
+    /// The prompt as `prompts/list` shows it.
     pub fn to_wire(&self) -> Value {
         let mut prompt = json!({ "name": self.name });
         insert_some(&mut prompt, "title", &self.title);

@@ -7,23 +7,73 @@ use super::{Handler, insert_some, owned};
 use relevo_state::RecordKey;
 
 /// A concrete resource with a fixed URI.
+///
+/// [`Resource::typed`] takes the handler as an async function of the [`crate::author::ToolContext`]
+/// (the verified caller, the client) returning the contents; `.scopes(..)` gates reading, listing
+/// and subscribing; `.private()` marks per-caller content (`cacheScope: private`).
+///
+/// ```
+/// # use relevo_protocol::{Call, ClientContext, Notifier, Outcome, Principal};
+/// # fn call(arguments: serde_json::Value, uri: Option<&str>) -> Call {
+/// #     Call {
+/// #         arguments: arguments.as_object().cloned().unwrap_or_default(),
+/// #         uri: uri.map(String::from),
+/// #         input_responses: Default::default(),
+/// #         state: None,
+/// #         client: ClientContext::default(),
+/// #         principal: Principal::new("acme", "ada", ["notes:read"]),
+/// #         notifier: Notifier::silent(),
+/// #         answers: None,
+/// #     }
+/// # }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use relevo_protocol::author::{ToolContext, ToolError};
+/// use relevo_protocol::wire::ResourceContents;
+/// use relevo_protocol::Resource;
+/// use serde_json::json;
+///
+/// async fn whoami(cx: ToolContext) -> Result<Vec<ResourceContents>, ToolError> {
+///     let who = format!("{} of {}", cx.principal().subject, cx.principal().tenant);
+///     Ok(vec![ResourceContents::text(who, "acme://whoami")])
+/// }
+///
+/// let resource = Resource::typed("acme://whoami", "whoami", "text/plain", whoami)
+///     .description("Who is asking")
+///     .private();
+/// assert_eq!(resource.to_wire()["mimeType"], "text/plain");
+///
+/// let Ok(Outcome::Complete(read)) = (resource.handler)(call(json!({}), Some("acme://whoami"))).await
+/// else {
+///     panic!("the contents")
+/// };
+/// assert_eq!(read["contents"][0]["text"], "ada of acme");
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Resource {
+    /// Its URI, which `resources/read` names.
     pub uri: String,
+    /// A short name.
     pub name: String,
+    /// A human-readable title.
     pub title: Option<String>,
+    /// What it holds.
     pub description: Option<String>,
+    /// The contents' media type.
     pub mime_type: Option<String>,
     /// Per-caller content: reads carry `cacheScope: private` (so do reads gated by scopes).
     pub private: bool,
     /// OAuth scopes a caller must hold to read it, list it, or subscribe to it.
     pub scopes: Vec<String>,
+    /// Runs on `resources/read`.
     pub handler: Handler,
     /// The record its content is read from, if declared ([`Resource::watch`]).
     pub watch: Option<WatchRecord>,
 }
 
 impl Resource {
+    /// A resource with an untyped handler; [`Resource::typed`] takes an async function instead.
     pub fn new(uri: &str, name: &str, mime_type: &str, handler: Handler) -> Self {
         Resource {
             uri: uri.into(),
@@ -38,6 +88,7 @@ impl Resource {
         }
     }
 
+    /// Sets what it holds.
     pub fn description(mut self, text: &str) -> Self {
         self.description = Some(text.into());
         self
@@ -60,6 +111,7 @@ impl Resource {
         self
     }
 
+    /// OAuth scopes a caller must hold to read, list or subscribe to it.
     pub fn scopes(mut self, scopes: &[&str]) -> Self {
         self.scopes = owned(scopes);
         self
@@ -72,6 +124,7 @@ impl Resource {
         self.private || !self.scopes.is_empty()
     }
 
+    /// The resource as `resources/list` shows it.
     pub fn to_wire(&self) -> Value {
         let mut resource = json!({ "uri": self.uri, "name": self.name });
         insert_some(&mut resource, "title", &self.title);

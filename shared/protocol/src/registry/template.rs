@@ -11,12 +11,74 @@ use relevo_state::RecordKey;
 use serde::de::DeserializeOwned;
 
 /// A family of resources named by an RFC 6570 level-1 template such as `test://template/{id}/data`.
+///
+/// [`ResourceTemplate::typed`] takes the URI's variables as a typed struct; `.scopes(..)` gates
+/// reading, listing, completion and subscribing.
+///
+/// ```
+/// # use relevo_protocol::{Call, ClientContext, Notifier, Outcome, Principal};
+/// # fn call(arguments: serde_json::Value, uri: Option<&str>) -> Call {
+/// #     Call {
+/// #         arguments: arguments.as_object().cloned().unwrap_or_default(),
+/// #         uri: uri.map(String::from),
+/// #         input_responses: Default::default(),
+/// #         state: None,
+/// #         client: ClientContext::default(),
+/// #         principal: Principal::new("acme", "ada", ["notes:read"]),
+/// #         notifier: Notifier::silent(),
+/// #         answers: None,
+/// #     }
+/// # }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use relevo_protocol::author::{ToolContext, ToolError};
+/// use relevo_protocol::wire::ResourceContents;
+/// use relevo_protocol::ResourceTemplate;
+/// use serde_json::json;
+///
+/// /// The URI's variables, typed: `notes://{noteId}`.
+/// #[derive(serde::Deserialize)]
+/// struct NoteUri {
+///     #[serde(rename = "noteId")]
+///     note_id: String,
+/// }
+///
+/// async fn read_note(uri: NoteUri, cx: ToolContext) -> Result<Vec<ResourceContents>, ToolError> {
+///     let address = cx.call().uri.clone().unwrap_or_default();
+///     match uri.note_id.as_str() {
+///         "n1" => Ok(vec![ResourceContents::text("Buy milk.", address)]),
+///         _ => Err(ToolError::caller("no such note")),
+///     }
+/// }
+///
+/// let notes = ResourceTemplate::typed("notes://{noteId}", "note", "text/plain", read_note)
+///     .scopes(&["notes:read"])
+///     .private();
+///
+/// // The server matches a URI against the template and passes its variables as arguments.
+/// let variables = notes.match_uri("notes://n1").expect("the URI matches");
+/// assert_eq!(variables["noteId"], "n1");
+/// assert_eq!(notes.match_uri("notes://n1/more"), None, "a variable never spans a `/`");
+///
+/// let Ok(Outcome::Complete(read)) =
+///     (notes.handler)(call(json!(variables), Some("notes://n1"))).await
+/// else {
+///     panic!("the note")
+/// };
+/// assert_eq!(read["contents"][0]["text"], "Buy milk.");
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct ResourceTemplate {
+    /// The RFC 6570 level-1 template, such as `notes://{noteId}`.
     pub uri_template: String,
+    /// A short name.
     pub name: String,
+    /// A human-readable title.
     pub title: Option<String>,
+    /// What its resources hold.
     pub description: Option<String>,
+    /// The contents' media type.
     pub mime_type: Option<String>,
     /// Completion candidates per template variable.
     pub completions: BTreeMap<String, Vec<String>>,
@@ -24,12 +86,14 @@ pub struct ResourceTemplate {
     pub private: bool,
     /// OAuth scopes a caller must hold to read, list, complete or subscribe to its resources.
     pub scopes: Vec<String>,
+    /// Runs on `resources/read` of a matching URI, with its variables as arguments.
     pub handler: Handler,
     /// The record each resource's content is read from, if declared ([`ResourceTemplate::watch`]).
     pub watch: Option<WatchRecord>,
 }
 
 impl ResourceTemplate {
+    /// A template with an untyped handler; [`ResourceTemplate::typed`] takes the variables typed.
     pub fn new(uri_template: &str, name: &str, mime_type: &str, handler: Handler) -> Self {
         ResourceTemplate {
             uri_template: uri_template.into(),
@@ -58,11 +122,13 @@ impl ResourceTemplate {
         self
     }
 
+    /// OAuth scopes a caller must hold to read, list, complete or subscribe to its resources.
     pub fn scopes(mut self, scopes: &[&str]) -> Self {
         self.scopes = owned(scopes);
         self
     }
 
+    /// Sets what its resources hold.
     pub fn description(mut self, text: &str) -> Self {
         self.description = Some(text.into());
         self
@@ -113,6 +179,7 @@ impl ResourceTemplate {
         self.private || !self.scopes.is_empty()
     }
 
+    /// The template as `resources/templates/list` shows it.
     pub fn to_wire(&self) -> Value {
         let mut template = json!({ "uriTemplate": self.uri_template, "name": self.name });
         insert_some(&mut template, "title", &self.title);

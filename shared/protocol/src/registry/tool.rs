@@ -19,6 +19,7 @@ pub struct Schema {
 }
 
 impl Schema {
+    /// A schema given as JSON (`None`: no schema).
     pub fn given(schema: Option<JsonObject>) -> Self {
         Schema {
             cell: Arc::new(OnceLock::from(schema)),
@@ -26,6 +27,7 @@ impl Schema {
         }
     }
 
+    /// A schema derived by `derive` the first time it is read.
     pub fn derived(derive: impl Fn() -> Option<JsonObject> + Send + Sync + 'static) -> Self {
         Schema {
             cell: Arc::new(OnceLock::new()),
@@ -33,6 +35,7 @@ impl Schema {
         }
     }
 
+    /// The schema, derived now if it has not been yet.
     pub fn get(&self) -> Option<&JsonObject> {
         self.cell
             .get_or_init(|| self.derive.as_ref().and_then(|derive| derive()))
@@ -45,12 +48,17 @@ static NO_SCHEMA: LazyLock<JsonObject> = LazyLock::new(JsonObject::new);
 /// A tool: its spec is listed verbatim; its handler runs on `tools/call`.
 #[derive(Clone)]
 pub struct Tool {
+    /// The unique name `tools/call` names it by.
     pub name: String,
+    /// A human-readable title.
     pub title: Option<String>,
+    /// What the tool does, for the model.
     pub description: String,
     /// Kept verbatim: every JSON Schema 2020-12 keyword survives listing.
     pub input: Schema,
+    /// The `outputSchema`, if the result is structured.
     pub output: Schema,
+    /// Hints for the client (read-only, destructive, idempotent, open-world).
     pub annotations: Option<ToolAnnotations>,
     /// Client capabilities the tool cannot run without (`-32021` when missing).
     pub required_capabilities: Option<Value>,
@@ -73,10 +81,13 @@ pub struct Tool {
     pub input_check: crate::schema::InputSchema,
     /// The compiled `output_schema` every successful result is checked against.
     pub output_check: super::OutputCheck,
+    /// Runs on `tools/call`.
     pub handler: Handler,
 }
 
 impl Tool {
+    /// A tool with a JSON input schema and an untyped handler; [`Tool::typed`] derives both from
+    /// Rust types instead.
     pub fn new(name: &str, description: &str, input_schema: Value, handler: Handler) -> Self {
         Tool {
             name: name.into(),
@@ -98,6 +109,7 @@ impl Tool {
         }
     }
 
+    /// Sets the human-readable title.
     pub fn title(mut self, title: &str) -> Self {
         self.title = Some(title.into());
         self
@@ -110,24 +122,29 @@ impl Tool {
         self
     }
 
+    /// The `inputSchema` (an empty object when none was given).
     pub fn input_schema(&self) -> &JsonObject {
         self.input.get().unwrap_or(&NO_SCHEMA)
     }
 
+    /// The `outputSchema`, if any.
     pub fn output_schema(&self) -> Option<&JsonObject> {
         self.output.get()
     }
 
+    /// Sets the tool's annotations.
     pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
         self.annotations = Some(annotations);
         self
     }
 
+    /// Client capabilities a call needs (`-32021` when the client did not declare them).
     pub fn requires(mut self, capabilities: Value) -> Self {
         self.required_capabilities = Some(capabilities);
         self
     }
 
+    /// OAuth scopes a caller must hold to see and call the tool.
     pub fn scopes(mut self, scopes: &[&str]) -> Self {
         self.scopes = owned(scopes);
         self
@@ -145,21 +162,25 @@ impl Tool {
         self
     }
 
+    /// Read domains (dot-glob patterns, such as `cart.*`) a successful call invalidates.
     pub fn invalidates(mut self, domains: &[&str]) -> Self {
         self.invalidates = domains.iter().map(|d| d.to_string()).collect();
         self
     }
 
+    /// Whether calls may, must or must not run as tasks (Tasks extension).
     pub fn tasks(mut self, support: crate::tasks::TaskSupport) -> Self {
         self.task_support = support;
         self
     }
 
+    /// For a task tool: a handler run before the task is created, to gather its input by MRTR.
     pub fn gather_before_task(mut self, gather: Handler) -> Self {
         self.gather = Some(gather);
         self
     }
 
+    /// The tool sends progress or log notifications: its answer may be an SSE stream.
     pub fn streaming(mut self) -> Self {
         self.streams = true;
         self
@@ -187,6 +208,7 @@ impl Tool {
             .collect()
     }
 
+    /// The tool as `tools/list` shows it (the cache policy stated in the description).
     pub fn to_wire(&self) -> Value {
         let description = match self.cache {
             CachePolicy::Unstated => self.description.clone(),
@@ -214,9 +236,12 @@ impl Tool {
 /// A tool's declared cache policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CachePolicy {
+    /// Nothing is said.
     #[default]
     Unstated,
+    /// Results never change: `[Cache-Control: immutable]`.
     Immutable,
+    /// Results are per call: `[Cache-Control: no-store]`.
     NoStore,
 }
 

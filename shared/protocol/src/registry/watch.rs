@@ -41,10 +41,12 @@ impl<'a> Who<'a> {
         Who { tenant, subject }
     }
 
+    /// The caller's verified tenant.
     pub fn tenant(&self) -> &'a str {
         self.tenant
     }
 
+    /// The caller's verified subject.
     pub fn subject(&self) -> &'a str {
         self.subject
     }

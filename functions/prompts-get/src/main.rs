@@ -1,8 +1,0 @@
-//! The `prompts-get` function: serves `prompts/get` only; a body naming another method is refused.
-
-use relevo_protocol::{Method, Route};
-
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_http::Error> {
-    relevo_lambda::run(Route::Only(Method::PromptsGet), app::app).await
-}

@@ -1,0 +1,6 @@
+//! The `reconciler` function: the scheduled reconciler: re-enqueues jobs left queued past their deadline and requeues expired leases.
+
+#[relevo::tokio::main(crate = "relevo::tokio")]
+async fn main() -> Result<(), relevo::lambda::Error> {
+    relevo::lambda::run_reconciler(app::app).await
+}

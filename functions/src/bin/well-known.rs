@@ -1,0 +1,6 @@
+//! The `well-known` function: the protected-resource metadata (RFC 9728).
+
+#[relevo::tokio::main(crate = "relevo::tokio", flavor = "current_thread")]
+async fn main() -> Result<(), relevo::lambda::Error> {
+    relevo::lambda::run_well_known().await
+}
