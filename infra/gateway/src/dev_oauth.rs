@@ -412,15 +412,6 @@ fn parse_scope(value: Option<&str>) -> Option<Vec<String>> {
     valid.then_some(scopes)
 }
 
-/// Equal strings compare in time that does not depend on where they differ.
-fn constant_time_eq(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
-}
-
 /// `redirect_uri` with `params` added to its query.
 fn redirect_to(redirect_uri: &str, params: &[(&str, &str)]) -> Response {
     let query = form_urlencoded::Serializer::new(String::new())
@@ -633,7 +624,7 @@ async fn token(State(server): Shared, request: Request) -> Response {
         return refuse("invalid_grant", "code_verifier is missing or malformed");
     };
     let challenge = B64.encode(Sha256::digest(verifier.as_bytes()));
-    if !constant_time_eq(&challenge, &grant.code_challenge) {
+    if !relevo_state::constant_time_eq(&challenge, &grant.code_challenge) {
         return refuse(
             "invalid_grant",
             "code_verifier does not match the code_challenge",

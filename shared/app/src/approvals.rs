@@ -39,10 +39,11 @@ use relevo_protocol::{
     Authenticator, Clock, KeyRing, OriginPolicy, PageSession, PageSessionError, PageSessions,
     Principal,
 };
+use relevo_state::constant_time_eq;
 use relevo_state::ledger::{LedgerError, OpStatus, Operation};
 use serde_json::{Value, json};
 
-use crate::inventory::{Inventory, InventoryError, constant_time_eq, policy};
+use crate::inventory::{Inventory, InventoryError, policy};
 
 pub const PREFIX: &str = "/approvals";
 pub const COOKIE: &str = "relevo_approver";

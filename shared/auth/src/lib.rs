@@ -37,24 +37,71 @@ use std::sync::Arc;
 
 use relevo_protocol::{Authenticator, NoAuth};
 
-/// The authenticator for a deployed function: bearer tokens against the issuer's JWKS, or the
-/// explicit no-auth mode. `dev` belongs to the local gateway, which owns the dev issuer.
-pub fn lambda_authenticator(
+/// The authenticator `settings.mode` (`RELEVO_AUTH`) chooses: the one place the choice is made,
+/// for every runner.
+/// - `required`: bearer tokens verified against the issuer's JWKS (fetched from `jwks_url`).
+/// - `dev`: the same verification, against the keys of `dev`, the local server's issuer. Without
+///   one the mode is refused: a deployed function has no dev issuer.
+/// - `off`: [`NoAuth`], every request one anonymous principal with every scope; said loudly.
+pub fn authenticator(
     settings: &AuthSettings,
+    dev: Option<&DevIssuer>,
 ) -> Result<Arc<dyn Authenticator>, ConfigError> {
-    match settings.mode {
-        AuthMode::Required => Ok(Arc::new(BearerAuthenticator::new(
+    match (settings.mode, dev) {
+        (AuthMode::Required, _) => Ok(Arc::new(BearerAuthenticator::new(
             settings.clone(),
             Arc::new(HttpKeySource::new(&settings.jwks_url)?),
         ))),
-        AuthMode::Off => {
+        (AuthMode::Dev, Some(issuer)) => Ok(Arc::new(BearerAuthenticator::new(
+            settings.clone(),
+            Arc::new(StaticKeySource(issuer.jwks())),
+        ))),
+        (AuthMode::Dev, None) => Err(ConfigError::BadMode(
+            "dev (the dev issuer runs in the local server only)".into(),
+        )),
+        (AuthMode::Off, _) => {
             tracing::warn!(
-                "RELEVO_AUTH=off: every request is served as one unauthenticated principal"
+                "RELEVO_AUTH=off: AUTHENTICATION IS DISABLED; every request is one anonymous principal with every scope"
             );
             Ok(Arc::new(NoAuth))
         }
-        AuthMode::Dev => Err(ConfigError::BadMode(
-            "dev (the dev issuer runs in the local gateway only)".into(),
-        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(mode: &str) -> AuthSettings {
+        let vars = [
+            ("RELEVO_AUTH", mode),
+            ("RELEVO_AUTH_ISSUER", "https://issuer.example.com"),
+            ("RELEVO_AUTH_AUDIENCE", "https://mcp.example.com/mcp"),
+        ];
+        AuthSettings::load(
+            |name| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            },
+            "http://127.0.0.1:8080",
+        )
+        .expect("the settings load")
+    }
+
+    #[test]
+    fn dev_mode_needs_the_local_server_s_issuer() {
+        assert!(matches!(
+            authenticator(&settings("dev"), None),
+            Err(ConfigError::BadMode(_))
+        ));
+        let issuer = DevIssuer::generate("http://127.0.0.1:8080", "http://127.0.0.1:8080/mcp");
+        assert!(authenticator(&settings("dev"), Some(&issuer)).is_ok());
+    }
+
+    #[test]
+    fn required_and_off_modes_need_no_dev_issuer() {
+        assert!(authenticator(&settings("required"), None).is_ok());
+        assert!(authenticator(&settings("off"), None).is_ok());
     }
 }

@@ -2,7 +2,7 @@
 //! per-method Lambdas serve it in production, in one process on 127.0.0.1. It is what a project's
 //! `make run` and the testkit link: the router ([`router`]), the whole `main` of a local server
 //! ([`run_local`]), the bounded body reader ([`body`]) and connection loop ([`serve`]), and the
-//! JSON log setup ([`init_logging`]). It links no AWS SDK, no example app and no Lambda emulator
+//! JSON log setup ([`init_logging`], shared with the Lambda runner). It links no AWS SDK, no example app and no Lambda emulator
 //! (those are this repository's development tools, in `relevo-gateway`).
 //!
 //! `POST /mcp` with an `Mcp-Method` header naming a known method goes to that method's handler
@@ -22,6 +22,8 @@ mod local;
 pub mod serve;
 
 pub use local::run_local;
+/// The log setup of every runner; the local server's is [`LogFormat::Local`].
+pub use relevo_protocol::observe::{LogFormat, init_logging};
 
 use std::sync::Arc;
 
@@ -34,19 +36,6 @@ use futures_util::StreamExt;
 use relevo_auth::{AuthSettings, DevIssuer};
 use relevo_protocol::wire::header;
 use relevo_protocol::{McpServer, Method, ReplyBody, Route};
-
-/// JSON log lines on stdout, level from `RUST_LOG` (default `info`).
-pub fn init_logging() {
-    tracing_subscriber::fmt()
-        .json()
-        .with_target(false)
-        .with_span_list(false)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
-    relevo_state::emf::enable_from_env();
-}
 
 /// How the gateway picks a function, mirroring the two production front doors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

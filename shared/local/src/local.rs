@@ -11,11 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::{GatewayOptions, InjectedToken, Routing};
-use relevo_auth::{
-    AuthMode, AuthSettings, BearerAuthenticator, DevIssuer, HttpKeySource, StaticKeySource,
-};
+use relevo_auth::{AuthMode, AuthSettings, DevIssuer};
 use relevo_embedded::{SqliteQueue, SqliteStore};
-use relevo_protocol::{AppBuilder, Authenticator, McpServer, NoAuth, Ports, Settings};
+use relevo_protocol::{AppBuilder, McpServer, Ports, Settings};
 use relevo_state::{Engine, EngineConfig, InFlightLimits, RandomIds, RecordStore, SystemClock};
 
 struct Args {
@@ -26,7 +24,7 @@ struct Args {
 
 /// Serves `app` until SIGINT or SIGTERM: the whole `main` of a local gateway binary.
 pub async fn run_local(app: impl AppBuilder) -> Result<(), Box<dyn std::error::Error>> {
-    crate::init_logging();
+    crate::init_logging(crate::LogFormat::Local);
     let args = parse_args()?;
     // Its Display, not its Debug: the error names the key entry's position, never its text.
     let settings = Settings::from_env(true).map_err(|e| e.to_string())?;
@@ -54,36 +52,27 @@ pub async fn run_local(app: impl AppBuilder) -> Result<(), Box<dyn std::error::E
     if args.inject.is_some() && auth_settings.mode != AuthMode::Dev {
         return Err("--inject-dev-token needs RELEVO_AUTH=dev".into());
     }
-    let auth: Arc<dyn Authenticator> = match auth_settings.mode {
-        AuthMode::Dev => {
-            let issuer = dev_issuer(&auth_settings)?;
-            if let Some((tenant, subject, scopes)) = args.inject {
-                tracing::warn!(%tenant, %subject, "injecting a dev token into requests without one (test harness mode)");
-                options.inject_token = Some(InjectedToken {
-                    issuer: issuer.clone(),
-                    tenant,
-                    subject,
-                    scopes,
-                });
-            }
-            options.dev_issuer = Some(issuer.clone());
-            Arc::new(BearerAuthenticator::new(
-                auth_settings.clone(),
-                Arc::new(StaticKeySource(issuer.jwks())),
-            ))
-        }
-        AuthMode::Required => Arc::new(BearerAuthenticator::new(
-            auth_settings.clone(),
-            Arc::new(HttpKeySource::new(&auth_settings.jwks_url)?),
-        )),
-        AuthMode::Off => {
-            tracing::warn!(
-                "RELEVO_AUTH=off: AUTHENTICATION IS DISABLED; every request is one anonymous principal with every scope"
-            );
-            options.auth = None;
-            Arc::new(NoAuth)
-        }
+    let dev = match auth_settings.mode {
+        AuthMode::Dev => Some(dev_issuer(&auth_settings)?),
+        AuthMode::Required | AuthMode::Off => None,
     };
+    let auth = relevo_auth::authenticator(&auth_settings, dev.as_ref())?;
+    if let Some(issuer) = dev {
+        if let Some((tenant, subject, scopes)) = args.inject {
+            tracing::warn!(%tenant, %subject, "injecting a dev token into requests without one (test harness mode)");
+            options.inject_token = Some(InjectedToken {
+                issuer: issuer.clone(),
+                tenant,
+                subject,
+                scopes,
+            });
+        }
+        options.dev_issuer = Some(issuer);
+    }
+    if auth_settings.mode == AuthMode::Off {
+        // No metadata: there is no authorization server to name.
+        options.auth = None;
+    }
     let (sqlite, engine) = backend()?;
     let records = sqlite.clone().map(|s| Arc::new(s) as Arc<dyn RecordStore>);
     if let Some(sqlite) = sqlite {
@@ -98,20 +87,19 @@ pub async fn run_local(app: impl AppBuilder) -> Result<(), Box<dyn std::error::E
             }
         });
     }
-    let mut ports = Ports::new(records.clone())
-        .with_pages_base(&origin)
-        .with_security(
-            auth.clone(),
-            settings.keys.clone(),
-            settings.config.origin_policy.clone(),
-        );
-    if let Some(engine) = &engine {
-        ports = ports.with_jobs(engine.clone());
+    let mut ports = Ports::new(records).with_pages_base(&origin).with_security(
+        auth,
+        settings.keys,
+        settings.config.origin_policy.clone(),
+    );
+    if let Some(engine) = engine {
+        ports = ports.with_jobs(engine);
     }
-    let app = Arc::new(app(&ports));
-    if let Some(engine) = engine.clone() {
+    // The store holds 2025-11-25 clients' sessions too, so two gateways share them.
+    let server = McpServer::from_ports(&app, &ports, settings.config);
+    if let Some(worker) = server.worker() {
         // The local stand-ins for the SQS event source mapping and the scheduled reconciler.
-        let worker = Arc::new(app.worker(engine));
+        let worker = Arc::new(worker);
         let reconciler = worker.clone();
         tokio::spawn(async move {
             worker
@@ -125,19 +113,11 @@ pub async fn run_local(app: impl AppBuilder) -> Result<(), Box<dyn std::error::E
                 .await
         });
     }
-    if let Some(pages) = app.find_pages() {
+    if let Some(pages) = server.app().find_pages() {
         options.pages = Some(pages.clone());
         tracing::info!(pages = %ports.page_url(pages.prefix()), "the app's pages");
     }
-    let name = app.name.clone();
-    let mut server = McpServer::new(app, settings.config, settings.keys, auth);
-    if let Some(engine) = engine {
-        server = server.with_tasks(engine);
-    }
-    if let Some(records) = records {
-        // 2025-11-25 clients: their sessions live in the same store, so two gateways share them.
-        server = server.with_store(records);
-    }
+    let name = server.app().name.clone();
     let listener =
         tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, args.port))).await?;
     tracing::info!(url = %format!("http://{}/mcp", listener.local_addr()?), app = %name, routing = ?args.routing, auth = ?auth_settings.mode, "relevo gateway listening");

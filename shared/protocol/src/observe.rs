@@ -7,13 +7,21 @@
 //! while its handler runs carry the trace id, the API Gateway and Lambda request ids
 //! ([`RequestIds`]), the method, the tool and the tenant; jobs it starts keep the trace.
 //!
-//! Metrics are EMF lines ([`relevo_state::emf`]), one per request, when they are on.
+//! Metrics are EMF lines ([`relevo_state::emf`]), one per request, when they are on. With the
+//! `logging` feature, `init_logging` is the one log setup of every runner (Lambda's and the
+//! local server's formats).
 //!
 //! Invariant: every dimension value comes from a closed set, so a caller cannot create metric
 //! series (each one billed) by sending names: `Function` is the function's own name, `Method` a
 //! method this server knows ([`method_dimension`]) and `Tool` a tool the call resolved to and the
 //! caller may see; anything else is [`emf::OTHER`]. The caller's raw method and name stay on the
 //! line as properties (bounded), where they are searchable but not metrics.
+
+#[cfg(feature = "logging")]
+mod logging;
+
+#[cfg(feature = "logging")]
+pub use logging::{LogFormat, init_logging};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -37,11 +37,12 @@ use crate::legacy::Legacy;
 use crate::method::{Method, Route};
 use crate::notify::ResourceEvent;
 use crate::observe::{self, RequestIds};
+use crate::ports::{AppBuilder, Ports};
 use crate::registry::App;
 use crate::seal::KeyRing;
 use crate::wire;
 use relevo_state::trace::{self, FinishedSpan, SpanKind, TraceContext};
-use relevo_state::{Engine, Ids, RandomIds, RecordStore};
+use relevo_state::{Engine, Ids, RandomIds, RecordStore, Worker};
 use tracing::Instrument;
 
 mod call;
@@ -192,6 +193,29 @@ pub struct McpServer {
 }
 
 impl McpServer {
+    /// The server of the app `app` builds over `ports`: the one wiring every runner (the Lambda
+    /// functions, the local server, the testkit) uses, so the app and the server see the same
+    /// outside world. The ports are the only source of the signing keys, the authenticator, the
+    /// Host/Origin allow-list (it replaces `config.origin_policy`), the clock and the session
+    /// ids; their record store is attached ([`McpServer::with_store`]) and so are their durable
+    /// jobs ([`McpServer::with_tasks`]), when present.
+    pub fn from_ports(app: &impl AppBuilder, ports: &Ports, mut config: ServerConfig) -> Self {
+        config.origin_policy = ports.origins.clone();
+        let mut server = McpServer::new(app(ports), config, ports.keys.clone(), ports.auth.clone())
+            .with_clock(ports.clock.clone());
+        if let Some(store) = ports.records.clone() {
+            server = server.with_store(store).with_ids(ports.ids.clone());
+        }
+        match ports.jobs.clone() {
+            Some(engine) => server.with_tasks(engine),
+            None => server,
+        }
+    }
+
+    /// The lower-level constructor: an app, its configuration, keys and authenticator, with no
+    /// store and no tasks (attach them with [`McpServer::with_store`] and
+    /// [`McpServer::with_tasks`]). Runners use [`McpServer::from_ports`]; tests and benchmarks
+    /// that assemble a server by hand use this.
     pub fn new(
         app: impl Into<Arc<App>>,
         config: ServerConfig,
@@ -276,6 +300,12 @@ impl McpServer {
 
     pub fn app(&self) -> &App {
         &self.app
+    }
+
+    /// The worker of this server's app over its tasks' engine ([`App::worker`]): what runs its
+    /// jobs and its tools' tasks. `None` without tasks.
+    pub fn worker(&self) -> Option<Worker> {
+        self.tasks.clone().map(|engine| self.app.worker(engine))
     }
 
     /// Serves one HTTP request for a function that owns `route`. A [`Deadline`] among the

@@ -208,7 +208,7 @@ pub mod prelude {
 #[cfg(feature = "local")]
 pub mod local {
     pub use relevo_local::run_local as run;
-    pub use relevo_local::{GatewayOptions, Routing, init_logging, router};
+    pub use relevo_local::{GatewayOptions, LogFormat, Routing, init_logging, router};
 }
 
 /// The embedded store (SQLite): records, jobs and the work queue in one file.

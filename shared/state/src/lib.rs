@@ -35,6 +35,7 @@ pub use records::{
     Cause, Owner, Record, RecordKey, RecordStore, StoreError, StoreFuture, TransactError,
     TransactFuture, Write,
 };
+pub use seal::constant_time_eq;
 pub use trace::TraceContext;
 pub use work::{
     Engine, EngineConfig, InFlightLimits, JobContext, JobFailure, JobRunner, Processed,

@@ -26,6 +26,14 @@ use std::sync::{Arc, RwLock};
 
 type HmacSha256 = Hmac<Sha256>;
 
+/// Whether `a` and `b` are equal, in time that depends on their lengths only, never on where
+/// they differ (`subtle`): the comparison for secrets a caller can probe byte by byte (digests,
+/// PKCE verifiers, confirmation codes). Lengths are not secret.
+pub fn constant_time_eq(a: impl AsRef<[u8]>, b: impl AsRef<[u8]>) -> bool {
+    use subtle::ConstantTimeEq;
+    a.as_ref().ct_eq(b.as_ref()).into()
+}
+
 /// Tokens longer than this are rejected before any work is done on them.
 pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
 /// Keys shorter than this are refused.
@@ -238,6 +246,15 @@ impl KeyRing {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn constant_time_eq_compares_whole_strings() {
+        assert!(constant_time_eq("abc", "abc"));
+        assert!(!constant_time_eq("abc", "abd"));
+        assert!(!constant_time_eq("abc", "abcd"));
+        assert!(!constant_time_eq("", "a"));
+        assert!(constant_time_eq("", ""));
+    }
 
     fn ring(id: &str, byte: u8) -> KeyRing {
         KeyRing::new(vec![(id.into(), vec![byte; 32])]).unwrap()

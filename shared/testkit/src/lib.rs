@@ -13,7 +13,7 @@ use axum::body::Body;
 use http::Request;
 use http_body_util::BodyExt;
 use relevo_embedded::{SqliteQueue, SqliteStore};
-use relevo_protocol::{AppBuilder, KeyRing, McpServer, NoAuth, Ports, ServerConfig};
+use relevo_protocol::{AppBuilder, KeyRing, McpServer, NoAuth, OriginPolicy, Ports, ServerConfig};
 use relevo_state::{Engine, EngineConfig, Queue, RandomIds, SystemClock, Worker};
 use serde_json::{Value, json};
 use tower::ServiceExt;
@@ -126,18 +126,17 @@ impl TestServer {
             Arc::new(RandomIds),
             EngineConfig::default(),
         ));
-        let ports = Ports::new(Some(Arc::new(sqlite.clone()))).with_jobs(engine.clone());
-        let app = Arc::new(app(&ports));
-        let worker = app.worker(engine.clone());
         let keys =
             KeyRing::new(vec![("test".into(), vec![7; 32])]).expect("a 32-byte key is valid");
+        let ports = Ports::new(Some(Arc::new(sqlite)))
+            .with_jobs(engine)
+            .with_security(Arc::new(NoAuth), keys, OriginPolicy::localhost());
         let config = ServerConfig {
             listen_max_secs: 0,
             ..ServerConfig::default()
         };
-        let server = McpServer::new(app, config, keys, Arc::new(NoAuth))
-            .with_tasks(engine)
-            .with_store(Arc::new(sqlite));
+        let server = McpServer::from_ports(&app, &ports, config);
+        let worker = server.worker().expect("the ports carry durable jobs");
         let options = relevo_local::GatewayOptions {
             max_body_bytes: 1024 * 1024,
             ..Default::default()

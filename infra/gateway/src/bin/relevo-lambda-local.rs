@@ -136,7 +136,7 @@ fn parse_args() -> Result<Args, String> {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    relevo_local::init_logging();
+    relevo_local::init_logging(relevo_local::LogFormat::Local);
     let args = parse_args()?;
     let endpoint = std::env::var("AWS_ENDPOINT_URL").map_err(
         |_| "AWS_ENDPOINT_URL must name the local emulator (make run-lambda starts moto)",

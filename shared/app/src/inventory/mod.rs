@@ -26,6 +26,7 @@ use relevo_protocol::{Clock, Principal};
 use relevo_state::ledger::{Authorization, LedgerError, OpStatus, Operation, Proposal};
 use relevo_state::{
     Engine, Ids, Lease, Owner, RecordKey, RecordStore, StoreError, TransactError, Write,
+    constant_time_eq,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -215,15 +216,6 @@ fn desk_key(tenant: &str, subject: &str) -> RecordKey {
 
 fn outbox_key(tenant: &str, operation_id: &str) -> RecordKey {
     RecordKey::new(Owner::tenant(tenant), "outbox", operation_id)
-}
-
-/// Equal strings compare in time that does not depend on where they differ.
-pub fn constant_time_eq(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
 }
 
 /// The write that sets a stock level at `version` (a create at version 0).
@@ -998,17 +990,5 @@ impl Inventory {
             Err(_) => return Ok(operation),
         };
         self.succeed(operation, revision, known).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn constant_time_eq_compares_whole_strings() {
-        assert!(constant_time_eq("abc", "abc"));
-        assert!(!constant_time_eq("abc", "abd"));
-        assert!(!constant_time_eq("abc", "abcd"));
     }
 }

@@ -1,0 +1,114 @@
+//! The MCP functions (`mcp` and one per method): each API Gateway proxy event becomes an
+//! `http::Request<Bytes>` for [`McpServer::handle`] and its reply goes back (module `events`).
+//!
+//! Two response modes, chosen per function by `RELEVO_RESPONSE_STREAMING`:
+//! - buffered (default): an SSE reply is collected whole and returned as one `text/event-stream`
+//!   body, which is valid SSE (notifications first, the response last); listen streams end at
+//!   once. This is what HTTP APIs (front door B) and plain REST integrations need.
+//! - streaming (`true`): Lambda response streaming (prelude, eight NUL bytes, then each SSE frame
+//!   as it is produced), for REST integrations with `ResponseTransferMode: RESPONSE_STREAM`
+//!   (front door A). A streamed answer to a buffered invoke would not be a proxy response, so the
+//!   template sets the variable only where the integration streams.
+//!
+//! Behind a custom domain the catch-all also receives the protected-resource metadata paths (no
+//! routing rule claims them), so the all-methods function answers them as `well-known` does,
+//! behind the same Host/Origin allow-list.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use lambda_http::{Body, Error, Request, Response, service_fn};
+use relevo_auth::AuthSettings;
+use relevo_protocol::{AppBuilder, McpServer, Reply, ReplyBody, Route};
+
+use crate::env::{server_from_env, streaming_from_env};
+use crate::events::{
+    buffered, forbidden, http_request, invocation_deadline, invocation_ids, streamed,
+};
+use crate::{keys, otlp};
+
+/// Serves one proxy event, buffered.
+pub async fn handle_event(server: &McpServer, route: Route, event: Request) -> Response<Body> {
+    buffered(serve(server, route, None, event).await).await
+}
+
+/// The server's reply to one event; the all-methods function also answers the metadata paths.
+async fn serve(
+    server: &McpServer,
+    route: Route,
+    metadata: Option<&AuthSettings>,
+    event: Request,
+) -> Reply {
+    if let Some(settings) = metadata
+        && relevo_auth::METADATA_PATHS.contains(&event.uri().path().trim_end_matches('/'))
+    {
+        if let Err(refused) = server.origin_policy().check(event.headers()) {
+            let (parts, body) = forbidden(&refused).into_parts();
+            let body = match body {
+                Body::Text(text) => Bytes::from(text),
+                _ => Bytes::new(),
+            };
+            return Response::from_parts(parts, ReplyBody::Full(body));
+        }
+        let (parts, body) =
+            relevo_auth::metadata_response(settings, event.method(), event.uri().path())
+                .into_parts();
+        return Response::from_parts(parts, ReplyBody::Full(Bytes::from(body)));
+    }
+    let deadline = invocation_deadline(&event);
+    let (ids, xray) = invocation_ids(&event);
+    let (parts, body) = event.into_parts();
+    let mut request = http_request(parts, body);
+    if let Some(deadline) = deadline {
+        request.extensions_mut().insert(deadline);
+    }
+    request.extensions_mut().insert(ids);
+    if let Some(xray) = xray {
+        request.extensions_mut().insert(xray);
+    }
+    server.handle(route, request).await
+}
+
+/// The whole `main` of a function: JSON logs for CloudWatch, settings, then the event loop.
+///
+/// The HTTP functions' mains run it on a current-thread runtime: an execution environment
+/// serves one invocation at a time, and a second thread only adds a wake-up and a context
+/// switch to every Runtime API round trip (measured: `make bench`, shared/relevo/docs/performance.md).
+/// The worker keeps the multi-thread runtime, so that a lease's heartbeat runs beside a
+/// handler that computes without yielding.
+pub async fn run(route: Route, app: impl AppBuilder) -> Result<(), Error> {
+    crate::logging::init_telemetry();
+    let streaming = streaming_from_env();
+    let server = Arc::new(server_from_env(streaming, &app).await?);
+    // Behind a custom domain the catch-all also receives the metadata paths (no routing rule
+    // claims them), so the all-methods function answers them as the `well-known` function does.
+    let metadata = Arc::new(
+        AuthSettings::from_env("")
+            .ok()
+            .filter(|_| route == Route::All),
+    );
+    let reply = move |event: Request| {
+        let (server, metadata) = (server.clone(), metadata.clone());
+        async move {
+            keys::refresh_if_due().await;
+            let reply = serve(&server, route, metadata.as_ref().as_ref(), event).await;
+            // The request's span has ended; send it before the environment may be frozen.
+            otlp::flush().await;
+            reply
+        }
+    };
+    if streaming {
+        let reply = reply.clone();
+        lambda_http::run_with_streaming_response(service_fn(move |event| {
+            let reply = reply.clone();
+            async move { Ok::<_, Error>(streamed(reply(event).await)) }
+        }))
+        .await
+    } else {
+        lambda_http::run(service_fn(move |event| {
+            let reply = reply.clone();
+            async move { Ok::<_, Error>(buffered(reply(event).await).await) }
+        }))
+        .await
+    }
+}

@@ -1,0 +1,59 @@
+//! The `pages` function: the pages an app serves beside `/mcp`,
+//! through the core's page gate (tenant quotas counted in the store).
+//!
+//! Threat model: the pages are behind the server's Host/Origin allow-list (a page answered to a
+//! rebound DNS name is one an attacker's site can read); the pages sign people in with the
+//! server's authenticator and seal their own tokens with its keys, both from the same ports as
+//! the MCP functions. An app without pages answers 404.
+
+use lambda_http::{Body, Error, Request, Response, service_fn};
+use relevo_protocol::AppBuilder;
+
+use crate::env::{ports_from_env, settings_from_env};
+use crate::events::{forbidden, http_request};
+use crate::keys;
+
+/// The `pages` function: the pages `app` serves beside `/mcp`,
+/// behind the server's Host/Origin allow-list. An app without pages answers 404.
+pub async fn run_pages(app: impl AppBuilder) -> Result<(), Error> {
+    crate::logging::init_telemetry();
+    let settings = settings_from_env().await?;
+    let ports = ports_from_env(&settings).await?;
+    let origins = ports.origins.clone();
+    let pages = app(&ports).find_pages().cloned();
+    let gate = relevo_protocol::PageGate {
+        quotas: settings.config.quotas.clone(),
+        store: ports.records.clone(),
+        clock: ports.clock.clone(),
+    };
+    lambda_http::run(service_fn(move |event: Request| {
+        let (pages, origins, gate) = (pages.clone(), origins.clone(), gate.clone());
+        async move {
+            keys::refresh_if_due().await;
+            if let Err(refused) = origins.check(event.headers()) {
+                return Ok::<_, Error>(forbidden(&refused));
+            }
+            let Some(pages) = pages else {
+                let mut response = Response::new(Body::Empty);
+                *response.status_mut() = lambda_http::http::StatusCode::NOT_FOUND;
+                return Ok(response);
+            };
+            let (parts, body) = event.into_parts();
+            let bytes = http_request(parts.clone(), body).into_body();
+            // Behind a stage or a base path the pages are still addressed from their prefix.
+            let path = parts.uri.path();
+            let path = path.find(pages.prefix()).map_or(path, |at| &path[at..]);
+            let served = relevo_protocol::pages::serve(
+                &*pages,
+                &gate,
+                &parts.method,
+                path,
+                &parts.headers,
+                &bytes,
+            );
+            let (out, html) = served.await.into_parts();
+            Ok::<_, Error>(Response::from_parts(out, Body::Text(html)))
+        }
+    }))
+    .await
+}
