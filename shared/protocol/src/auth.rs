@@ -15,14 +15,18 @@ use http::{HeaderMap, StatusCode};
 /// The caller, as a verified credential names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
+    /// The tenant every record of this caller is keyed by (an isolation boundary).
     pub tenant: String,
+    /// The caller within its tenant (user or client id).
     pub subject: String,
+    /// The OAuth scopes the credential grants.
     pub scopes: BTreeSet<String>,
     /// True only for the explicit no-auth mode: every scope is granted.
     pub unrestricted: bool,
 }
 
 impl Principal {
+    /// A principal with exactly these scopes (not unrestricted).
     pub fn new(
         tenant: &str,
         subject: &str,
@@ -54,17 +58,24 @@ impl Principal {
 /// OAuth-style JSON body (`{"error": ..., "error_description": ...}`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthChallenge {
+    /// 401 (no or invalid credential) or 403 (valid but insufficient).
     pub status: StatusCode,
+    /// The `WWW-Authenticate` header value (e.g. `Bearer error="invalid_token"`).
     pub www_authenticate: String,
+    /// The OAuth error code of the body's `error` (`invalid_token`, `insufficient_scope`).
     pub error: String,
+    /// Human-readable text of the body's `error_description`.
     pub description: String,
 }
 
+/// What [`Authenticator::authenticate`] returns: the principal, or the challenge to answer.
 pub type AuthFuture<'a> =
     Pin<Box<dyn Future<Output = Result<Principal, AuthChallenge>> + Send + 'a>>;
 
 /// Verifies the credential on a request.
 pub trait Authenticator: Send + Sync {
+    /// Verifies the request's credential (usually `Authorization`) and names the caller, or
+    /// refuses.
     fn authenticate<'a>(&'a self, headers: &'a HeaderMap) -> AuthFuture<'a>;
 
     /// The 403 challenge naming every scope an operation needs.

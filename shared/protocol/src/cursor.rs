@@ -11,6 +11,7 @@ const DOMAIN: &str = "cursor";
 /// Cursors stay valid for a day; lists are deterministic, so an old cursor still means the same.
 const CURSOR_TTL_SECS: u64 = 24 * 3600;
 
+/// Seals a cursor for page `offset` of `list`, valid for a day from `now` (Unix seconds).
 pub fn encode(keys: &KeyRing, list: &str, offset: usize, now: u64) -> String {
     keys.seal(
         DOMAIN,
@@ -19,6 +20,8 @@ pub fn encode(keys: &KeyRing, list: &str, offset: usize, now: u64) -> String {
     )
 }
 
+/// The offset a cursor of `list` stands for; `-32602` "Invalid cursor" if it is forged,
+/// expired, or was issued for another list.
 pub fn decode(keys: &KeyRing, list: &str, cursor: &str, now: u64) -> Result<usize, McpError> {
     let invalid = || McpError::invalid_params("Invalid cursor");
     let payload = keys.open(DOMAIN, cursor, now).map_err(|_| invalid())?;

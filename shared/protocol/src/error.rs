@@ -25,63 +25,113 @@ use serde_json::{Value, json};
 use crate::wire::code;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+/// Every error the server answers, with its JSON-RPC code ([`McpError::code`]), HTTP status
+/// ([`McpError::status`]) and `data` ([`McpError::data`]).
 pub enum McpError {
     #[error("Host or Origin not allowed: {0}")]
+    /// The `Host` or `Origin` header (named in the text) is not on the allow-list (HTTP 403).
     ForbiddenOrigin(String),
     #[error("Method not allowed: this endpoint accepts POST only")]
+    /// The HTTP method is not POST (HTTP 405).
     HttpMethodNotAllowed,
     #[error("Not acceptable: Accept must list application/json and text/event-stream")]
+    /// `Accept` does not list both `application/json` and `text/event-stream` (HTTP 406).
     NotAcceptable,
     #[error("Unsupported media type: Content-Type must be application/json")]
+    /// `Content-Type` is not `application/json` (HTTP 415).
     UnsupportedMediaType,
     #[error("Request body exceeds {limit} bytes")]
-    BodyTooLarge { limit: usize },
+    /// The body is longer than the deployment allows (HTTP 413).
+    BodyTooLarge {
+        /// The largest body accepted, in bytes.
+        limit: usize,
+    },
     #[error("Parse error: {0}")]
+    /// The body is not JSON (`-32700`, HTTP 400); the text is the parser's.
     Parse(String),
     #[error("Invalid request: {0}")]
+    /// The body is JSON but not a valid JSON-RPC request (`-32600`, HTTP 400).
     InvalidRequest(String),
     #[error("Header mismatch: {0}")]
+    /// A standard `Mcp-*` header disagrees with the body (`-32020`, HTTP 400).
     HeaderMismatch(String),
     #[error("Invalid params: {0}")]
+    /// The request's `_meta` envelope is missing or malformed (`-32602`, HTTP 400).
     InvalidEnvelope(String),
     #[error("Unsupported protocol version")]
-    UnsupportedVersion { requested: Option<String> },
+    /// The protocol version the request names is not served (`-32022`, HTTP 400); `data` lists
+    /// the supported ones.
+    UnsupportedVersion {
+        /// The version the request named, if it named one.
+        requested: Option<String>,
+    },
     #[error("Method not found: {0}")]
+    /// The method is not one this function serves (`-32601`, HTTP 404).
     MethodNotFound(String),
     #[error("{message}")]
-    MissingCapability { message: String, required: Value },
-    #[error("{message}")]
-    InvalidParams {
+    /// The request needs a client capability the client did not declare (`-32021`, HTTP 400).
+    MissingCapability {
+        /// Human-readable text naming the missing capabilities.
         message: String,
+        /// The capabilities required, as a capabilities object (`{"sampling": {}}`).
+        required: Value,
+    },
+    #[error("{message}")]
+    /// The method's params are wrong (`-32602`, in-band on HTTP 200).
+    InvalidParams {
+        /// What is wrong, for the client.
+        message: String,
+        /// The error's `data` member, if any.
         data: Option<Value>,
     },
     #[error("Resource not found")]
-    ResourceNotFound { uri: String },
+    /// No resource has this URI (`-32602`, or `-32002` to a 2025-11-25 client; in-band on
+    /// HTTP 200).
+    ResourceNotFound {
+        /// The URI the request named (sent as `data.uri`).
+        uri: String,
+    },
     #[error("Bad Request: the Mcp-Session-Id header is required after initialize")]
+    /// A handshake-era request after `initialize` without `Mcp-Session-Id` (HTTP 400).
     SessionRequired,
     #[error("Session not found")]
+    /// The handshake-era session is unknown, expired or ended (`-32001`, HTTP 404).
     SessionNotFound,
     #[error("Insufficient scope: requires {}", .0.join(" "))]
+    /// The principal lacks the OAuth scopes listed: HTTP 403, answered as the authenticator's
+    /// `insufficient_scope` challenge.
     InsufficientScope(Vec<String>),
     #[error("Temporarily unavailable ({}): {}", .0.as_str(), .0.advice())]
+    /// The request could not be finished now and may be sent again (`-31000`, HTTP 503).
     Retryable(Retry),
     /// The caller holds the most it may of `what` (listen streams, sessions, jobs in flight…).
     #[error("Limit reached: at most {max} {what}")]
-    LimitReached { what: &'static str, max: usize },
+    LimitReached {
+        /// What is limited, plural (`"listen streams"`); sent as `data.limit`.
+        what: &'static str,
+        /// The most the caller may hold at once.
+        max: usize,
+    },
     /// A request-rate quota of the deployment ([`crate::quota`]) is spent for this window.
     #[error("Rate limit reached: at most {limit} requests per {window_secs} s {}; retry in {retry_after_secs} s", match .tool {
         Some(tool) => format!("of tool {tool} for this tenant"),
         None => "for this tenant".to_string(),
     })]
     RateLimited {
+        /// Whether the quota is per tenant or per tenant and tool.
         scope: crate::quota::QuotaScope,
         /// The tool whose quota is spent (scope `tool`).
         tool: Option<String>,
+        /// Requests the quota allows per window.
         limit: u32,
+        /// Length of the quota's window, in seconds.
         window_secs: u64,
+        /// Seconds until the window ends and the request may be sent again.
         retry_after_secs: u64,
     },
     #[error("Internal error")]
+    /// A bug on the server's side (`-32603`, in-band on HTTP 200); the cause is logged, never
+    /// sent.
     Internal,
     /// A tool's successful result did not conform to its declared `outputSchema` (or held a
     /// number JSON cannot carry): the server's bug, logged with the tool's name where found.
@@ -107,6 +157,7 @@ pub enum Retry {
 pub const LIMIT_RETRY_AFTER_SECS: u64 = 5;
 
 impl Retry {
+    /// The reason's wire name, sent as `data.reason` (`store_unavailable`, `contention`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             Retry::StoreUnavailable => "store_unavailable",
@@ -141,9 +192,6 @@ impl Retry {
     }
 }
 
-/// The error a handler answers for a store failure, logged with its cause. A refused condition
-/// that reaches here (rather than being handled by the caller) is contention; an unavailable or
-/// slow store is retryable; anything else is a bug and stays internal.
 /// A [`relevo_state::slots`] failure: a store failure, or contention (retryable).
 pub fn slot_failure(error: relevo_state::slots::SlotError) -> McpError {
     match error {
@@ -152,6 +200,10 @@ pub fn slot_failure(error: relevo_state::slots::SlotError) -> McpError {
     }
 }
 
+/// The error a handler answers for a store failure, logged with its cause and `what` (the kind
+/// of record read or written). A refused condition that reaches here (rather than being handled
+/// by the caller) is contention; an unavailable or slow store is retryable; anything else is a
+/// bug and stays internal.
 pub fn store_failure(what: &'static str) -> impl Fn(relevo_state::StoreError) -> McpError {
     move |error| {
         use relevo_state::StoreError;
@@ -170,6 +222,7 @@ pub fn store_failure(what: &'static str) -> impl Fn(relevo_state::StoreError) ->
 }
 
 impl McpError {
+    /// `-32602` with a message and no `data`.
     pub fn invalid_params(message: impl Into<String>) -> Self {
         McpError::InvalidParams {
             message: message.into(),
@@ -177,6 +230,7 @@ impl McpError {
         }
     }
 
+    /// `-32602` with a message and `data` (e.g. the schema violations found).
     pub fn invalid_params_with(message: impl Into<String>, data: Value) -> Self {
         McpError::InvalidParams {
             message: message.into(),
@@ -202,6 +256,7 @@ impl McpError {
         }
     }
 
+    /// The JSON-RPC error code on the stateless (2026-07-28) wire; see [`McpError::legacy_code`].
     pub fn code(&self) -> i32 {
         match self {
             McpError::ForbiddenOrigin(_)
@@ -227,6 +282,7 @@ impl McpError {
         }
     }
 
+    /// The HTTP status this error travels with on the stateless wire.
     pub fn status(&self) -> StatusCode {
         match self {
             McpError::ForbiddenOrigin(_) | McpError::InsufficientScope(_) => StatusCode::FORBIDDEN,
@@ -253,6 +309,7 @@ impl McpError {
         }
     }
 
+    /// The error object's `data` member, if this error carries one.
     pub fn data(&self) -> Option<Value> {
         match self {
             McpError::UnsupportedVersion { requested } => {

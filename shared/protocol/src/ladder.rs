@@ -58,6 +58,8 @@ impl OriginPolicy {
         self.hosts.is_empty() || self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
     }
 
+    /// Rung 1: refuses a `Host` not in [`OriginPolicy::hosts`] (unless that is empty) and an
+    /// `Origin` that is neither listed nor the request's own.
     pub fn check(&self, headers: &HeaderMap) -> Result<(), McpError> {
         let forbidden = |what: &str| McpError::ForbiddenOrigin(what.to_string());
         let host = headers::single(headers, "host").map_err(|_| forbidden("Host"))?;
@@ -96,11 +98,17 @@ fn origin_authority(origin: &str) -> Option<&str> {
 /// A request that passed the ladder.
 #[derive(Debug, Clone)]
 pub struct ValidRequest {
+    /// The JSON-RPC request id, echoed in the answer.
     pub id: Value,
+    /// The method, already known to be one this function serves.
     pub method: Method,
+    /// The request's `params` (an empty object when absent).
     pub params: JsonObject,
+    /// What the client declared: in the `_meta` envelope, or for a session at `initialize`.
     pub client: ClientContext,
+    /// `_meta.progressToken`, if the client asked for progress notifications.
     pub progress_token: Option<Value>,
+    /// The lowest log level the client wants notifications for, if it named one.
     pub log_level: Option<String>,
     /// The handshake-era session this request belongs to (already checked against the caller);
     /// `None` on the stateless wire.
@@ -126,7 +134,10 @@ impl ValidRequest {
 }
 
 #[derive(Debug)]
+/// What the ladder lets through: a request to serve, a notification to drop, or a
+/// handshake-era message.
 pub enum Validated {
+    /// A stateless-wire request that passed every rung.
     Request(ValidRequest),
     /// A JSON-RPC notification: accepted (202) and dropped; the core defines none over HTTP.
     Notification,
@@ -137,19 +148,30 @@ pub enum Validated {
 /// A 2025-11-25 message that passed the transport rungs; its session is not yet checked.
 #[derive(Debug, Clone)]
 pub enum LegacyMessage {
+    /// A JSON-RPC request (including `initialize`).
     Request {
+        /// The JSON-RPC request id.
         id: Value,
+        /// The JSON-RPC method name, not yet checked against the known ones.
         method: String,
+        /// The request's `params` (an empty object when absent).
         params: JsonObject,
     },
     /// The client's answer (`result` or `error`) to a request this server sent on a stream.
-    Response { id: Value, message: JsonObject },
+    Response {
+        /// The id of the server's request this answers.
+        id: Value,
+        /// The whole response object.
+        message: JsonObject,
+    },
 }
 
 /// A ladder failure, with the request id when it could be read.
 #[derive(Debug)]
 pub struct Rejection {
+    /// The request id, when the body was read far enough to find it.
     pub id: Option<Value>,
+    /// What failed, with its code and status.
     pub error: McpError,
 }
 
@@ -159,10 +181,15 @@ impl From<McpError> for Rejection {
     }
 }
 
+/// The rungs of one function, with what they check against.
 pub struct Ladder<'a> {
+    /// The Host/Origin allow-list.
     pub policy: &'a OriginPolicy,
+    /// The largest body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// The app, whose tools declare the `Mcp-Param-*` headers a call must carry.
     pub app: &'a App,
+    /// The method(s) this function serves.
     pub route: Route,
     /// This deployment serves handshake-era clients (it has a session store).
     pub legacy: bool,

@@ -10,8 +10,9 @@
 //! - No AWS here. Adapters (Lambda, the local gateway) turn their events into
 //!   `http::Request<Bytes>` and call [`McpServer::handle`].
 
+#![warn(missing_docs)]
+
 pub mod auth;
-#[warn(missing_docs)]
 pub mod author;
 pub mod clock;
 pub mod cursor;
@@ -26,7 +27,6 @@ pub mod observe;
 pub mod pages;
 pub mod ports;
 pub mod quota;
-#[warn(missing_docs)]
 pub mod registry;
 pub mod schema;
 pub mod seal;

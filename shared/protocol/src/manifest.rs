@@ -15,6 +15,7 @@ use crate::auth::Principal;
 use crate::registry::{App, CachePolicy, Outcome, Resource, handler};
 use crate::wire::ResourceContents;
 
+/// The URI the manifest resource is read at.
 pub const MANIFEST_URI: &str = "relevo://manifest";
 
 /// One described surface and the scopes that reach it.

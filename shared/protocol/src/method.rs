@@ -3,22 +3,37 @@
 /// A method a function can own. Each has its own Lambda in production.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Method {
+    /// `server/discover`: the server's info, capabilities and versions.
     Discover,
+    /// `tools/list`.
     ToolsList,
+    /// `tools/call`.
     ToolsCall,
+    /// `resources/list`.
     ResourcesList,
+    /// `resources/templates/list`.
     ResourcesTemplatesList,
+    /// `resources/read`.
     ResourcesRead,
+    /// `prompts/list`.
     PromptsList,
+    /// `prompts/get`.
     PromptsGet,
+    /// `completion/complete`.
     Complete,
+    /// `subscriptions/listen`: the long-lived stream of list-changed and resource-updated
+    /// notifications.
     SubscriptionsListen,
+    /// `tasks/get`.
     TasksGet,
+    /// `tasks/update`.
     TasksUpdate,
+    /// `tasks/cancel`.
     TasksCancel,
 }
 
 impl Method {
+    /// Every method this server implements.
     pub const ALL: [Method; 13] = [
         Method::Discover,
         Method::ToolsList,
@@ -35,6 +50,8 @@ impl Method {
         Method::TasksCancel,
     ];
 
+    /// The method a JSON-RPC `method` name names, or `None` for one this server does not
+    /// implement.
     pub fn from_wire(name: &str) -> Option<Method> {
         Method::ALL.into_iter().find(|m| m.as_str() == name)
     }
@@ -106,6 +123,7 @@ pub enum Route {
 }
 
 impl Route {
+    /// Whether a function with this route serves `method`.
     pub fn accepts(self, method: Method) -> bool {
         match self {
             Route::All => true,

@@ -9,6 +9,8 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::wire::log_level_rank;
 
 #[derive(Debug, Clone, Default)]
+/// Sends the notifications of one request to its SSE stream, dropping those the client did
+/// not ask for, and publishes resource changes to this instance's listen streams.
 pub struct Notifier {
     sink: Option<UnboundedSender<Value>>,
     progress_token: Option<Value>,
@@ -21,8 +23,11 @@ pub struct Notifier {
 /// instances' listeners learn of changes when they read).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceEvent {
+    /// The tenant of the principal whose resource changed.
     pub tenant: String,
+    /// The subject of the principal whose resource changed.
     pub subject: String,
+    /// The URI of the changed resource.
     pub uri: String,
 }
 

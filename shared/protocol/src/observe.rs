@@ -104,6 +104,7 @@ pub fn method_dimension(method: &str) -> &'static str {
 
 /// What one request did, for its EMF line.
 pub struct RequestMetrics<'a> {
+    /// The function that served the request (`tools-call`, `mcp`, …): a dimension.
     pub function: &'a str,
     /// The method the request named (caller text: a property; the dimension is
     /// [`method_dimension`] of it).
@@ -112,12 +113,19 @@ pub struct RequestMetrics<'a> {
     pub tool: Option<&'a str>,
     /// The name or URI the request named (caller text: a property only).
     pub target: Option<&'a str>,
+    /// The HTTP status answered.
     pub status: u16,
+    /// The result's `resultType` (`complete`, `input_required`, …), or `-` when there is none.
     pub result_type: &'a str,
+    /// Time from receipt to answer, in milliseconds.
     pub latency_ms: f64,
+    /// Time spent verifying the credential, in milliseconds, if one was verified.
     pub token_ms: Option<f64>,
+    /// Whether this was the first request of the process (a Lambda cold start).
     pub cold_start: bool,
+    /// The request's trace id, to find its log lines.
     pub trace_id: &'a str,
+    /// The caller's tenant, once authenticated (a property only).
     pub tenant: Option<&'a str>,
 }
 
@@ -168,6 +176,7 @@ impl RequestMetrics<'_> {
             .property("requestedName", self.target.unwrap_or("-"))
     }
 
+    /// Writes the EMF line to stdout, when EMF is enabled.
     pub fn emit(&self) {
         if emf::enabled() {
             self.metrics().emit();

@@ -31,6 +31,7 @@ use crate::error::McpError;
 use crate::quota::Quotas;
 use crate::seal::{KeyRing, SealError};
 
+/// The future of a page's response, as [`Pages::handle`] returns it.
 pub type PageFuture<'a> = Pin<Box<dyn Future<Output = Response<String>> + Send + 'a>>;
 
 /// Who a page request acts as, verified.
@@ -40,6 +41,8 @@ pub type CallerFuture<'a> = Pin<Box<dyn Future<Output = Option<Principal>> + Sen
 /// generated project's template routes unless its table names another).
 pub const DEFAULT_PREFIX: &str = "/pages";
 
+/// An HTTP surface served beside `/mcp` under its own path prefix (approval pages, a sign-in):
+/// it says who each request acts as and answers it. Runners reach it through [`serve`].
 pub trait Pages: Send + Sync {
     /// The path prefix the pages own, such as [`DEFAULT_PREFIX`].
     fn prefix(&self) -> &str;
@@ -67,8 +70,11 @@ pub trait Pages: Send + Sync {
 /// What page admission counts against: the deployment's quotas in its store.
 #[derive(Clone)]
 pub struct PageGate {
+    /// The request-rate quotas a page request is counted against.
     pub quotas: Quotas,
+    /// The store quota counters are kept in; `None` for a deployment without one.
     pub store: Option<Arc<dyn RecordStore>>,
+    /// The time source for quota windows.
     pub clock: Arc<dyn Clock>,
 }
 
@@ -144,12 +150,16 @@ pub struct PageSession {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PageSessionError {
     #[error("the session does not verify: {0}")]
+    /// The cookie's seal does not open: forged, altered, expired, or sealed for another purpose.
     Seal(#[from] SealError),
     #[error("the session is not in the session format")]
+    /// The sealed value is not a session.
     Malformed,
     #[error("the session was ended by signing out")]
+    /// The session was ended by signing out.
     Ended,
     #[error("the session store cannot be read or written now: {0}")]
+    /// The ended-check could not read the store (fail closed: the session is not accepted).
     Store(#[source] StoreError),
 }
 
@@ -184,6 +194,8 @@ pub struct PageSessions {
 }
 
 impl PageSessions {
+    /// Sessions sealed with `keys`, whose sign-outs are recorded in `records`, timed by `clock`,
+    /// with ids from `ids`.
     pub fn new(
         keys: KeyRing,
         records: Arc<dyn RecordStore>,

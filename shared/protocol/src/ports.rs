@@ -16,11 +16,17 @@ use crate::registry::App;
 use crate::seal::KeyRing;
 
 #[derive(Clone)]
+/// The backends and security settings a runner hands to the app's builder; a feature whose
+/// port is `None` is left out of the app.
 pub struct Ports {
+    /// The record store, for record-backed tools and resources; `None` when the deployment has
+    /// none.
     pub records: Option<Arc<dyn RecordStore>>,
     /// Durable jobs (store + queue): start, get, cancel. The runners live in the worker.
     pub jobs: Option<Arc<Engine>>,
+    /// Makes unique ids.
     pub ids: Arc<dyn Ids>,
+    /// The time source.
     pub clock: Arc<dyn Clock>,
     /// Where the app's pages are reached from outside, without their prefix: what is beside the
     /// MCP endpoint, such as `https://mcp.example.com` (see [`Ports::pages_beside`]); empty for
@@ -67,11 +73,13 @@ impl Ports {
         format!("{}/{}", self.pages_base, prefix.trim_start_matches('/'))
     }
 
+    /// Durable jobs on `engine` ([`Ports::jobs`]).
     pub fn with_jobs(mut self, engine: Arc<Engine>) -> Self {
         self.jobs = Some(engine);
         self
     }
 
+    /// The server's authentication, signing keys and Host/Origin allow-list, for the pages.
     pub fn with_security(
         mut self,
         auth: Arc<dyn Authenticator>,

@@ -51,11 +51,14 @@ pub struct Quotas {
 /// Which quota refused a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QuotaScope {
+    /// The per-tenant quota ([`Quotas::per_tenant`]).
     Tenant,
+    /// A per-tool quota ([`Quotas::per_tool`] or [`Quotas::per_other_tool`]).
     Tool,
 }
 
 impl QuotaScope {
+    /// The scope's wire name, sent as `data.scope` of [`crate::McpError::RateLimited`].
     pub fn as_str(self) -> &'static str {
         match self {
             QuotaScope::Tenant => "tenant",
@@ -70,7 +73,9 @@ impl QuotaScope {
 pub struct BadRate {
     /// The setting, or the part of it.
     pub what: String,
+    /// What the setting should look like.
     pub expected: &'static str,
+    /// What was given.
     pub value: String,
 }
 

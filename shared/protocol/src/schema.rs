@@ -30,7 +30,12 @@ pub enum Refusal {
     /// Over a bound: a protocol error.
     Bound(McpError),
     /// The schema refuses them: a tool execution error with this text and these errors.
-    Invalid { message: String, errors: Vec<Value> },
+    Invalid {
+        /// One line naming the tool and every violation (`path: message`).
+        message: String,
+        /// The violations as `{path, message}` objects, at most a bounded number.
+        errors: Vec<Value>,
+    },
 }
 
 /// A schema compiled by `boon`, or why it does not compile.

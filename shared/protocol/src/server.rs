@@ -61,11 +61,16 @@ use reply::{challenge_reply, empty, error_reply, sse_reply};
 const RESULT_TYPE_HEADER: &str = "x-relevo-result-type";
 
 #[derive(Debug, Clone)]
+/// How a server behaves: its limits, lifetimes and features. [`ServerConfig::default`] suits a
+/// local server.
 pub struct ServerConfig {
+    /// Which `Host` and `Origin` values are answered (the others get 403).
     pub origin_policy: OriginPolicy,
+    /// The largest request body accepted, in bytes (larger gets 413).
     pub max_body_bytes: usize,
     /// The largest `arguments` object a tool call may carry (serialized), within the body limit.
     pub max_argument_bytes: usize,
+    /// Items per page of a list result; more come with a `nextCursor`.
     pub page_size: usize,
     /// Lifetime of a `requestState`, seconds.
     pub request_state_ttl_secs: u64,
@@ -130,10 +135,13 @@ impl Default for ServerConfig {
 /// A response body: complete bytes, or an SSE stream of frames.
 #[derive(Debug)]
 pub enum ReplyBody {
+    /// The whole body at once.
     Full(Bytes),
     /// Frames as they are produced; a comment after `keepalive` without one.
     Sse {
+        /// The frames, in order; the stream ends when the sender is dropped.
         frames: mpsc::UnboundedReceiver<Bytes>,
+        /// How long the stream may be quiet before a keep-alive comment is sent.
         keepalive: Duration,
     },
 }
@@ -176,6 +184,7 @@ impl ReplyBody {
     }
 }
 
+/// A complete response: status, headers and a body that may be a stream.
 pub type Reply = Response<ReplyBody>;
 
 /// The server: an app, its configuration, its key ring, its authenticator and its clock.
@@ -290,6 +299,7 @@ impl McpServer {
         self
     }
 
+    /// Uses `clock` as the time source of the server and of its legacy sessions.
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         if let Some(legacy) = &mut self.legacy {
             legacy.clock = clock.clone();
@@ -298,6 +308,7 @@ impl McpServer {
         self
     }
 
+    /// The app this server serves.
     pub fn app(&self) -> &App {
         &self.app
     }
@@ -581,6 +592,7 @@ impl Seen {
 pub struct Deadline(pub tokio::time::Instant);
 
 impl Deadline {
+    /// The deadline `left` from now.
     pub fn after(left: Duration) -> Self {
         Deadline(tokio::time::Instant::now() + left)
     }

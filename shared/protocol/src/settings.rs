@@ -24,22 +24,35 @@ use crate::seal::{KeyError, KeyRing};
 use crate::server::ServerConfig;
 
 #[derive(Debug, thiserror::Error)]
+/// Why the environment does not make valid settings.
 pub enum SettingsError {
     #[error(
         "RELEVO_STATE_KEYS is required: set it to kid:base64key with a key of at least 32 bytes"
     )]
+    /// `RELEVO_STATE_KEYS` is unset and a random per-process key was not allowed.
     MissingKeys,
     #[error("RELEVO_STATE_KEYS is invalid: {0}")]
+    /// `RELEVO_STATE_KEYS` does not parse as `kid:base64key` entries of strong enough keys.
     BadKeys(#[from] KeyError),
     #[error("{name} must be a positive integer, got {value:?}")]
-    BadNumber { name: &'static str, value: String },
+    /// A numeric setting is not a positive integer.
+    BadNumber {
+        /// The environment variable.
+        name: &'static str,
+        /// What it was set to.
+        value: String,
+    },
     #[error("invalid request-rate quota: {0}")]
+    /// A request-rate quota setting does not parse.
     BadQuota(#[from] crate::quota::BadRate),
 }
 
 #[derive(Debug, Clone)]
+/// The server's configuration and key ring, as read from the environment.
 pub struct Settings {
+    /// Limits, lifetimes and features of the server.
     pub config: ServerConfig,
+    /// The key ring sealed values (`requestState`, cursors) are sealed and opened with.
     pub keys: KeyRing,
     /// True when no key was configured and a random one was made for this process only.
     pub ephemeral_keys: bool,
@@ -116,6 +129,7 @@ impl Settings {
         })
     }
 
+    /// [`Settings::load`] from the process environment.
     pub fn from_env(allow_ephemeral_keys: bool) -> Result<Self, SettingsError> {
         Settings::load(|name| std::env::var(name).ok(), allow_ephemeral_keys)
     }

@@ -29,6 +29,7 @@ use crate::notify::Notifier;
 use crate::registry::{App, Call, ClientContext, Outcome};
 use crate::wire::JsonObject;
 
+/// The Tasks extension's identifier, in capabilities.
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 /// The job kind of a tool call run as a task.
 pub const TOOL_TASK_KIND: &str = "tool";
@@ -39,6 +40,7 @@ pub const POLL_INTERVAL_MS: u64 = 500;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TaskSupport {
     #[default]
+    /// Never as a task (the default): the call always runs synchronously.
     Forbidden,
     /// A task when the client declares the extension, else a synchronous call.
     Optional,
@@ -155,6 +157,7 @@ pub struct ToolTaskRunner {
 }
 
 impl ToolTaskRunner {
+    /// A runner calling the tools of `app`.
     pub fn new(app: Arc<App>) -> Self {
         ToolTaskRunner { app }
     }

@@ -24,20 +24,31 @@ pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18"];
 
 /// Per-request `_meta` keys (spec: basic/index "_meta").
 pub mod meta {
+    /// Key of the protocol revision the request speaks.
     pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+    /// Key of the client's capabilities object (sent on every request in place of a handshake).
     pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+    /// Key of the client's `Implementation` (name and version).
     pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    /// Key of the lowest log level the client wants notifications for.
     pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+    /// Key of the server's `Implementation`, in results.
     pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    /// Key tagging a notification with the id of the `subscriptions/listen` request it belongs to.
     pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+    /// Key of the token the client asks progress notifications to carry.
     pub const PROGRESS_TOKEN: &str = "progressToken";
 }
 
 /// Standard request headers (spec: transports/streamable-http "Standard request headers").
 pub mod header {
+    /// The protocol revision; must equal the envelope's.
     pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+    /// The JSON-RPC method; must equal the body's `method`.
     pub const METHOD: &str = "mcp-method";
+    /// The tool, prompt or resource the request names (`params.name` or `params.uri`).
     pub const NAME: &str = "mcp-name";
+    /// Prefix of headers mirroring tool arguments a tool declares as header parameters.
     pub const PARAM_PREFIX: &str = "mcp-param-";
     /// Handshake era only: the session a request belongs to.
     pub const SESSION_ID: &str = "mcp-session-id";
@@ -47,14 +58,22 @@ pub mod header {
 /// `-32042` is never emitted.
 pub mod code {
     use super::ErrorCode;
+    /// `-32700`: the body is not JSON.
     pub const PARSE_ERROR: i32 = ErrorCode::PARSE_ERROR.0;
+    /// `-32600`: not a valid JSON-RPC request.
     pub const INVALID_REQUEST: i32 = ErrorCode::INVALID_REQUEST.0;
+    /// `-32601`: the method is unknown or not served here.
     pub const METHOD_NOT_FOUND: i32 = ErrorCode::METHOD_NOT_FOUND.0;
+    /// `-32602`: params (or the `_meta` envelope) are invalid.
     pub const INVALID_PARAMS: i32 = ErrorCode::INVALID_PARAMS.0;
+    /// `-32603`: the server's own fault.
     pub const INTERNAL_ERROR: i32 = ErrorCode::INTERNAL_ERROR.0;
+    /// `-32020`: a standard `Mcp-*` header disagrees with the body.
     pub const HEADER_MISMATCH: i32 = ErrorCode::HEADER_MISMATCH.0;
+    /// `-32021`: the request needs a client capability the client did not declare.
     pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 =
         ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY.0;
+    /// `-32022`: the request names a protocol version the server does not speak.
     pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = ErrorCode::UNSUPPORTED_PROTOCOL_VERSION.0;
     /// 2025-11-25 only: resource not found (2026-07-28 uses `-32602`).
     pub const LEGACY_RESOURCE_NOT_FOUND: i32 = -32002;

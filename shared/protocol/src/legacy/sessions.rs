@@ -42,10 +42,13 @@ const POLL_MAX: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Session {
+    /// The revision negotiated at `initialize` (one of [`LEGACY_VERSIONS`]).
     pub protocol_version: String,
     #[serde(default)]
+    /// The capabilities the client declared at `initialize`.
     pub capabilities: JsonObject,
     #[serde(default)]
+    /// The client's `clientInfo`, bounded by [`kept_client_info`].
     pub client_info: Option<Value>,
     /// Set by `logging/setLevel`; no `notifications/message` before it.
     #[serde(default)]
@@ -54,6 +57,7 @@ pub struct Session {
     #[serde(default)]
     pub subscriptions: Vec<String>,
     #[serde(default)]
+    /// The session was ended: every later request of it gets 404, as for an unknown one.
     pub ended: bool,
 }
 
@@ -95,8 +99,11 @@ pub fn negotiate(requested: &str) -> &'static str {
 /// The session store, ids and bounds of legacy serving.
 #[derive(Clone)]
 pub struct Legacy {
+    /// Where sessions and pending server-to-client requests are kept.
     pub store: Arc<dyn RecordStore>,
+    /// Makes session ids.
     pub ids: Arc<dyn Ids>,
+    /// The time source for expiry.
     pub clock: Arc<dyn Clock>,
     /// Lifetime of a session from `initialize`.
     pub session_ttl_secs: u64,
@@ -109,7 +116,9 @@ pub struct Legacy {
 /// A session found for the caller.
 #[derive(Debug, Clone)]
 pub struct OpenSession {
+    /// The session id (the `Mcp-Session-Id` value).
     pub id: String,
+    /// What the session remembers.
     pub session: Session,
 }
 
