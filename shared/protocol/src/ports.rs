@@ -131,10 +131,7 @@ mod tests {
         let ports = Ports::new(None);
         assert_eq!(ports.page_url(crate::pages::DEFAULT_PREFIX), "/pages");
         let ports = ports.with_pages_base("https://mcp.example.com/");
-        assert_eq!(
-            ports.page_url("/approvals"),
-            "https://mcp.example.com/approvals"
-        );
+        assert_eq!(ports.page_url("/status"), "https://mcp.example.com/status");
         assert_eq!(
             Ports::new(None)
                 .with_pages_base(&Ports::pages_beside("https://mcp.example.com/mcp"))
