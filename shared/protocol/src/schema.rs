@@ -10,6 +10,10 @@
 //! Schemas are the app's, compiled once per tool on first use; they may not load anything: no
 //! `$ref` reaches a file or the network. A schema that does not compile is the app's bug: the tool
 //! answers `-32603` and the log says why, rather than run unchecked.
+//!
+//! The one validator: tool results go through it against `outputSchema`
+//! ([`crate::registry::OutputCheck`]) and accepted elicitation answers against the
+//! `requestedSchema` they answer ([`crate::author::ToolContext::elicit`], with `format` asserted).
 
 use std::sync::{Arc, OnceLock};
 
@@ -51,20 +55,44 @@ impl CompiledSchema {
     /// `schema` compiled under the name `location` (the first call compiles; later calls,
     /// whatever they pass, get that first result).
     pub(crate) fn get(&self, location: &str, schema: &JsonObject) -> &Compiled {
-        self.0.get_or_init(|| {
-            let mut compiler = boon::Compiler::new();
-            compiler.set_default_draft(boon::Draft::V2020_12);
-            compiler.use_loader(Box::new(boon::SchemeUrlLoader::new()));
-            let mut schemas = boon::Schemas::new();
-            compiler
-                .add_resource(location, Value::Object(schema.clone()))
-                .map_err(|error| format!("{error:#}"))?;
-            let index = compiler
-                .compile(location, &mut schemas)
-                .map_err(|error| format!("{error:#}"))?;
-            Ok((schemas, index))
-        })
+        self.0.get_or_init(|| compile(location, schema, false))
     }
+}
+
+/// `schema` compiled under the name `location`: JSON Schema 2020-12 unless it names another
+/// draft, no `$ref` loaded from anywhere; `formats` makes `format` an assertion (2020-12 makes it
+/// an annotation by default).
+pub(crate) fn compile(location: &str, schema: &JsonObject, formats: bool) -> Compiled {
+    let mut compiler = boon::Compiler::new();
+    compiler.set_default_draft(boon::Draft::V2020_12);
+    compiler.use_loader(Box::new(boon::SchemeUrlLoader::new()));
+    if formats {
+        compiler.enable_format_assertions();
+    }
+    let mut schemas = boon::Schemas::new();
+    compiler
+        .add_resource(location, Value::Object(schema.clone()))
+        .map_err(|error| format!("{error:#}"))?;
+    let index = compiler
+        .compile(location, &mut schemas)
+        .map_err(|error| format!("{error:#}"))?;
+    Ok((schemas, index))
+}
+
+/// The locations in `instance` that `compiled` refuses, each with the validator's reason (at
+/// most a bounded number); empty when it conforms.
+pub(crate) fn failures(
+    compiled: &(boon::Schemas, boon::SchemaIndex),
+    instance: &Value,
+) -> Vec<Value> {
+    let (schemas, index) = compiled;
+    let Err(invalid) = schemas.validate(instance, *index) else {
+        return Vec::new();
+    };
+    let mut errors = Vec::new();
+    leaves(&invalid, &mut errors);
+    errors.truncate(MAX_REPORTED);
+    errors
 }
 
 /// A tool's compiled input schema, shared by the tool's clones.

@@ -9,6 +9,16 @@
 //! asked that question, so a client cannot skip the question by sending an answer on the first
 //! round; and a round takes one answer: the first one is recorded before the handler runs, and a
 //! replay with another answer is refused ([`super::rounds`]).
+//!
+//! An accepted answer is checked against the `requestedSchema` that was sent (the form derived
+//! from `T`: types, `required`, `minimum`/`maximum`, `minLength`/`maxLength`, `enum`, `format`)
+//! before the handler sees it, by the validator tool arguments go through
+//! ([`crate::schema`]). An answer that breaks the form is asked again: a new `input_required`
+//! with a fresh round, its message naming each failing location and why. The spec prefers a new
+//! `InputRequiredResult` to an error when the inputs a server needs are not (all) there
+//! (MRTR server rules), and a fresh round keeps the one-answer-per-round record ([`super::rounds`])
+//! from pinning the broken answer: the user corrects it rather than restarting the call. The
+//! form is compiled per answered round (it is small; a round without an answer compiles nothing).
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -267,6 +277,17 @@ impl ToolContext {
             return match answer.action {
                 ElicitAction::Accept => {
                     let content = Value::Object(answer.content.unwrap_or_default());
+                    let form = form_schema::<T>();
+                    let refused = answer_failures(&form, &content).map_err(ToolError::internal)?;
+                    if !refused.is_empty() {
+                        // Asked again, in a new round: the answer that broke the form is not the
+                        // user's last word, and the handler never sees it.
+                        let message = format!(
+                            "{message}\n\n(The previous answer did not fit the form: {}.)",
+                            refused.join("; ")
+                        );
+                        return Err(self.ask::<T, S>(key, &message, state));
+                    }
                     serde_json::from_value(content)
                         .map(Elicited::Accept)
                         .map_err(|error| {
@@ -418,4 +439,25 @@ impl ToolContext {
     fn asked(&self, key: &str) -> bool {
         self.asked_keys().iter().any(|asked| asked == key)
     }
+}
+
+/// Where a form is compiled (a name for `boon`; nothing is loaded from it).
+const FORM_LOCATION: &str = "mem:///requested-schema.json";
+
+/// Each place an accepted answer's `content` breaks the `requestedSchema` it answers
+/// (`path: reason`, bounded), by the validator tool arguments go through, with `format`
+/// asserted (`email`, `uri`, `date`, `date-time`); an error if the form does not compile (the
+/// app's bug).
+fn answer_failures(form: &crate::wire::JsonObject, content: &Value) -> Result<Vec<String>, String> {
+    let compiled = crate::schema::compile(FORM_LOCATION, form, true)?;
+    Ok(crate::schema::failures(&compiled, content)
+        .iter()
+        .map(|e| {
+            format!(
+                "{}: {}",
+                e["path"].as_str().unwrap_or("/"),
+                e["message"].as_str().unwrap_or("")
+            )
+        })
+        .collect())
 }
