@@ -19,7 +19,6 @@ mod outcome;
 mod output;
 mod prompt;
 mod resource;
-pub mod rules;
 mod template;
 mod tool;
 mod watch;
