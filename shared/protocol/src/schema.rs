@@ -1,6 +1,6 @@
-//! Tool arguments checked against the tool's declared `inputSchema` (JSON Schema 2020-12 unless
-//! the schema names another draft, by `boon`) before its handler runs, and bounded in size and
-//! depth.
+//! Tool arguments checked against the tool's declared `inputSchema` (JSON Schema 2020-12, by
+//! `boon`: `App::tool` refuses a schema declaring another `$schema`, see
+//! [`crate::registry::rules`]) before its handler runs, and bounded in size and depth.
 //!
 //! Invariants: a handler never sees arguments its schema refuses. The refusal is a tool
 //! execution error (`isError: true`), as the spec files input-validation problems, so the model

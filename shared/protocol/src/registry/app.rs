@@ -10,7 +10,20 @@ use crate::tasks::{TOOL_TASK_KIND, ToolTaskRunner};
 
 use serde_json::{Value, json};
 
+use super::rules::{self, Refused, refuse};
 use super::{Prompt, Resource, ResourceTemplate, Tool, owned};
+
+/// Refused when `held` already has `key`.
+fn unique<T>(kind: &'static str, held: &BTreeMap<String, T>, key: &str) -> Result<(), Refused> {
+    if held.contains_key(key) {
+        Err(Refused::Duplicate {
+            kind,
+            key: key.into(),
+        })
+    } else {
+        Ok(())
+    }
+}
 
 /// Who may reach the jobs of one kind through `tasks/get` (`read`) and `tasks/update` /
 /// `tasks/cancel` (`write`). A kind the app does not declare is not reachable through them.
@@ -100,27 +113,66 @@ impl App {
         self
     }
 
-    /// Registers a tool (a later one of the same name replaces it).
+    /// Registers a tool.
+    ///
+    /// # Panics
+    ///
+    /// When the tool's name is not 1–128 characters of `[A-Za-z0-9_.-]`, when a tool of the
+    /// same name is already registered, or when a schema given as JSON declares a `$schema`
+    /// other than JSON Schema 2020-12 ([`rules`](super::rules)): the message names the tool
+    /// and the rule. Like a conflicting axum route, it is a bug of the app, seen when the app
+    /// is built.
+    #[track_caller]
     pub fn tool(mut self, tool: Tool) -> Self {
+        refuse(rules::tool_name(&tool.name));
+        refuse(unique("tool", &self.tools, &tool.name));
+        if let Some(schema) = tool.input.known() {
+            refuse(rules::dialect(&tool.name, "inputSchema", schema));
+        }
+        if let Some(schema) = tool.output.known() {
+            refuse(rules::dialect(&tool.name, "outputSchema", schema));
+        }
         self.tools.insert(tool.name.clone(), tool);
         self
     }
 
     /// Registers a resource under its URI.
+    ///
+    /// # Panics
+    ///
+    /// When a resource of the same URI is already registered (the message names it).
+    #[track_caller]
     pub fn resource(mut self, resource: Resource) -> Self {
+        refuse(unique("resource", &self.resources, &resource.uri));
         self.resources.insert(resource.uri.clone(), resource);
         self
     }
 
     /// Registers a resource template under its URI template.
+    ///
+    /// # Panics
+    ///
+    /// When a template of the same URI template is already registered (the message names it).
+    #[track_caller]
     pub fn template(mut self, template: ResourceTemplate) -> Self {
+        refuse(unique(
+            "resource template",
+            &self.templates,
+            &template.uri_template,
+        ));
         self.templates
             .insert(template.uri_template.clone(), template);
         self
     }
 
     /// Registers a prompt under its name.
+    ///
+    /// # Panics
+    ///
+    /// When a prompt of the same name is already registered (the message names it).
+    #[track_caller]
     pub fn prompt(mut self, prompt: Prompt) -> Self {
+        refuse(unique("prompt", &self.prompts, &prompt.name));
         self.prompts.insert(prompt.name.clone(), prompt);
         self
     }

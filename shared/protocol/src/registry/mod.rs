@@ -19,6 +19,7 @@ mod outcome;
 mod output;
 mod prompt;
 mod resource;
+pub mod rules;
 mod template;
 mod tool;
 mod watch;

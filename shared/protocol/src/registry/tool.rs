@@ -35,6 +35,11 @@ impl Schema {
         }
     }
 
+    /// The schema if it is known without deriving it: given, or derived already.
+    pub fn known(&self) -> Option<&JsonObject> {
+        self.cell.get().and_then(Option::as_ref)
+    }
+
     /// The schema, derived now if it has not been yet.
     pub fn get(&self) -> Option<&JsonObject> {
         self.cell

@@ -67,6 +67,11 @@ impl McpServer {
                 let mut result = JsonObject::new();
                 result.insert("supportedVersions".into(), json!(self.supported_versions()));
                 let mut capabilities = app.capabilities();
+                if self.honours_subscriptions() && capabilities.get("resources").is_some() {
+                    // `subscriptions/listen` watches any readable resource while its stream
+                    // is open.
+                    capabilities["resources"]["subscribe"] = json!(true);
+                }
                 if self.tasks.is_some() {
                     capabilities["extensions"] = json!({ tasks::EXTENSION: {} });
                 }

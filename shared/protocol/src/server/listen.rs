@@ -372,6 +372,13 @@ impl McpServer {
         Ok(reply)
     }
 
+    /// Whether a listen stream stays open to carry resource updates (`listen_max_secs` above
+    /// 0): then `server/discover` advertises `resources.subscribe`. A buffered integration
+    /// acknowledges and ends a stream at once, so it carries no update and advertises none.
+    pub(crate) fn honours_subscriptions(&self) -> bool {
+        self.config.listen_max_secs > 0
+    }
+
     /// A slot among the principal's open streams of `kind` (listen streams, 2025-11-25 GET
     /// streams), at most `max_listen_streams`; none to take without a store.
     pub(crate) async fn take_stream_slot(
