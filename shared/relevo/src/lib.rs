@@ -111,6 +111,7 @@ pub mod docs {
     page!(cargo_relevo, "cargo-relevo");
     page!(configuration, "configuration");
     page!(protocol, "protocol");
+    page!(specification, "specification");
     page!(clients, "clients");
     page!(authorization, "authorization");
     page!(security, "security");
