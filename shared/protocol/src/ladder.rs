@@ -10,7 +10,8 @@
 //!    deployment serves legacy sessions; without them, a legacy `initialize` gets 400 / -32022
 //!    naming the supported versions. The header never selects legacy over an envelope.
 //! 5. `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*` against the body, Base64 sentinel, case and
-//!    whitespace rules, duplicates (400 / -32020).
+//!    whitespace rules, duplicates (400 / -32020). `Mcp-Param-*` values are read at any depth
+//!    of `properties`; integers compare exactly and must lie within ±(2^53 − 1).
 //! 6. `MCP-Protocol-Version` header against `_meta` (400 / -32020).
 //! 7. `_meta` envelope keys (400 / -32602).
 //! 8. Supported version (400 / -32022).
@@ -27,6 +28,7 @@ use serde_json::Value;
 use crate::error::McpError;
 use crate::headers;
 use crate::method::{Method, Route};
+use crate::registry::rules::{HeaderKind, JS_SAFE_INTEGER};
 use crate::registry::{App, ClientContext};
 use crate::wire::{self, JsonObject, header, meta};
 
@@ -378,7 +380,11 @@ impl Ladder<'_> {
         }))
     }
 
-    /// `Mcp-Param-{Name}` headers for arguments the tool's schema marks with `x-mcp-header`.
+    /// `Mcp-Param-{Name}` headers for arguments the tool's schema marks with `x-mcp-header`,
+    /// at any depth of `properties`: the value is read at the annotated property's path, and a
+    /// missing or null value (or parent) is absent. An integer parameter's value must be within
+    /// ±(2^53 − 1) ("integer values MUST be within the safe range"): a call outside it is
+    /// refused here, header or not, so no intermediary and this server can disagree about it.
     fn check_param_headers(
         &self,
         headers: &HeaderMap,
@@ -391,16 +397,34 @@ impl Ladder<'_> {
         else {
             return Ok(());
         };
-        let arguments = params.get("arguments").and_then(Value::as_object);
-        for (header_name, argument, kind) in tool.header_params() {
+        // A schema derived from a Rust type is first seen here; a bad annotation is the app's bug.
+        let header_params = tool.header_params().map_err(|refused| {
+            tracing::error!(%refused, "a derived inputSchema breaks the x-mcp-header rules");
+            McpError::Internal
+        })?;
+        let arguments = params.get("arguments");
+        for param in header_params {
+            let header_name = &param.header;
+            let argument = param.dotted();
             let name = format!(
                 "{}{}",
                 header::PARAM_PREFIX,
                 header_name.to_ascii_lowercase()
             );
-            let body = arguments
-                .and_then(|a| a.get(&argument))
+            let body = param
+                .path
+                .iter()
+                .fold(arguments, |at, key| at.and_then(|v| v.get(key)))
                 .filter(|v| !v.is_null());
+            if param.kind == HeaderKind::Integer
+                && let Some(body) = body
+                && outside_js_safe_range(body)
+            {
+                return Err(McpError::HeaderMismatch(format!(
+                    "argument '{argument}' mirrored into Mcp-Param-{header_name} is outside the \
+                     JS-safe integer range (-(2^53-1) to 2^53-1)"
+                )));
+            }
             let raw = headers::single(headers, &name)?;
             match (body, raw) {
                 (None, None) => {}
@@ -416,7 +440,7 @@ impl Ladder<'_> {
                 }
                 (Some(body), Some(raw)) => {
                     let value = headers::decode_sentinel(&name, &raw)?;
-                    if !param_matches(body, &value, &kind) {
+                    if !param_matches(body, &value, param.kind) {
                         return Err(McpError::HeaderMismatch(format!(
                             "Mcp-Param-{header_name} header value '{value}' does not match argument '{argument}'"
                         )));
@@ -428,18 +452,93 @@ impl Ladder<'_> {
     }
 }
 
-fn param_matches(body: &Value, header_value: &str, kind: &str) -> bool {
+/// Whether a header value says the same as the body's value. Integers compare exactly and by
+/// value (`42` equals `42.0`, `9007199254740993` never equals `9007199254740992`), booleans as
+/// `true`/`false`, strings byte for byte.
+fn param_matches(body: &Value, header_value: &str, kind: HeaderKind) -> bool {
     match body {
         Value::String(s) => s == header_value,
         Value::Bool(b) => header_value == if *b { "true" } else { "false" },
-        Value::Number(n) if kind == "integer" || kind == "number" => header_value
-            .parse::<f64>()
-            .ok()
-            .zip(n.as_f64())
-            .is_some_and(|(h, b)| h == b),
+        Value::Number(n) if kind == HeaderKind::Integer => {
+            match (exact_integer(body), integer_text(header_value)) {
+                (Some(b), Some(h)) => b == h,
+                // A fractional body is no integer: the input schema refuses it after the ladder.
+                _ => n.to_string() == header_value,
+            }
+        }
         Value::Number(n) => n.to_string() == header_value,
         _ => false,
     }
+}
+
+/// Whether a JSON number lies outside ±(2^53 − 1), whatever its spelling (`1e300` included).
+fn outside_js_safe_range(value: &Value) -> bool {
+    let Value::Number(n) = value else {
+        return false;
+    };
+    if let Some(i) = n.as_i64() {
+        i.unsigned_abs() > JS_SAFE_INTEGER.unsigned_abs()
+    } else if n.is_u64() {
+        true // above i64::MAX
+    } else {
+        n.as_f64().is_some_and(|f| f.abs() > JS_SAFE_INTEGER as f64)
+    }
+}
+
+/// The exact integer a JSON number holds: any `i64`/`u64`, or a float with no fraction.
+fn exact_integer(value: &Value) -> Option<i128> {
+    let Value::Number(n) = value else {
+        return None;
+    };
+    if let Some(i) = n.as_i64() {
+        return Some(i128::from(i));
+    }
+    if let Some(u) = n.as_u64() {
+        return Some(i128::from(u));
+    }
+    let f = n.as_f64()?;
+    // Beyond ±2^100 nothing compares: far outside the range any header value may carry.
+    (f.fract() == 0.0 && f.abs() < 1e30).then_some(f as i128)
+}
+
+/// The exact integer a decimal header value spells, if it is one: an optional sign, digits, an
+/// optional fraction and an optional exponent (`42`, `-7`, `42.0`, `4.2e1`), read exactly (no
+/// float rounding). A value that is not an integer, or has more than 30 significant digits, is
+/// none.
+fn integer_text(text: &str) -> Option<i128> {
+    let (negative, unsigned) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let (mantissa, exponent) = match unsigned.split_once(['e', 'E']) {
+        Some((mantissa, exponent)) => (mantissa, exponent.parse::<i32>().ok()?),
+        None => (unsigned, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if whole.is_empty() || !(whole.bytes().chain(fraction.bytes())).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // digits × 10^shift, with every digit of `whole` and `fraction` in `digits`.
+    let mut digits = format!("{whole}{fraction}");
+    let shift = i64::from(exponent) - fraction.len() as i64;
+    if shift < 0 {
+        let cut = digits.len().checked_sub(usize::try_from(-shift).ok()?)?;
+        if !digits[cut..].bytes().all(|b| b == b'0') {
+            return None;
+        }
+        digits.truncate(cut);
+    }
+    let digits = digits.trim_start_matches('0');
+    let zeros = usize::try_from(shift.max(0)).ok()?;
+    if digits.len() + if digits.is_empty() { 0 } else { zeros } > 30 {
+        return None;
+    }
+    let magnitude: i128 = if digits.is_empty() {
+        0
+    } else {
+        format!("{digits}{}", "0".repeat(zeros)).parse().ok()?
+    };
+    Some(if negative { -magnitude } else { magnitude })
 }
 
 pub(crate) fn valid_id(id: &Value) -> bool {
@@ -643,9 +742,29 @@ mod tests {
     }
 
     #[test]
-    fn numeric_params_compare_numerically() {
-        assert!(param_matches(&serde_json::json!(42), "42.0", "integer"));
-        assert!(param_matches(&serde_json::json!(true), "true", "boolean"));
-        assert!(!param_matches(&serde_json::json!("a"), "A", "string"));
+    fn integer_params_compare_exactly_and_by_value() {
+        use serde_json::json;
+        assert!(param_matches(&json!(42), "42.0", HeaderKind::Integer));
+        assert!(param_matches(&json!(42.0), "42", HeaderKind::Integer));
+        assert!(param_matches(&json!(-7), "-7", HeaderKind::Integer));
+        assert!(!param_matches(&json!(42), "42.5", HeaderKind::Integer));
+        assert!(!param_matches(
+            &json!(9007199254740992u64),
+            "9007199254740993",
+            HeaderKind::Integer
+        ));
+        assert!(param_matches(&json!(42), "4.2e1", HeaderKind::Integer));
+        assert!(param_matches(&json!(42), "420E-1", HeaderKind::Integer));
+        assert!(!param_matches(&json!(42), "421e-1", HeaderKind::Integer));
+        assert!(param_matches(&json!(0), "-0.0", HeaderKind::Integer));
+        assert!(!param_matches(&json!(42), "", HeaderKind::Integer));
+        assert!(!param_matches(&json!(42), ".42e2", HeaderKind::Integer));
+        assert!(!param_matches(
+            &json!(1),
+            "1e999999999999",
+            HeaderKind::Integer
+        ));
+        assert!(param_matches(&json!(true), "true", HeaderKind::Boolean));
+        assert!(!param_matches(&json!("a"), "A", HeaderKind::String));
     }
 }

@@ -1,7 +1,10 @@
 //! JSON Schemas derived from Rust types (`schemars`, 2020-12), in the shape MCP clients read
 //! best: no `$schema` or root `title`, subschemas inline, and a nullable value written as
 //! `anyOf: [{…}, {"type": "null"}]` rather than a type list (`"type": ["integer", "null"]` is
-//! valid 2020-12, but linters such as the MCP Inspector's strict mode warn on it).
+//! valid 2020-12, but linters such as the MCP Inspector's strict mode warn on it). The one
+//! exception is a property annotated with `x-mcp-header`: it keeps `"type": [T, "null"]`, since
+//! the spec wants the annotated property itself typed integer, string or boolean and `anyOf`
+//! would carry the annotation where it may not be ([`crate::registry::rules`]).
 //!
 //! Elicitation forms are stricter still (the spec allows a flat object of primitive properties):
 //! an optional field is just not required, so its type is the plain type.
@@ -62,6 +65,9 @@ fn nullable_as_any_of(schema: &mut Value) {
             let Some(Value::Array(types)) = map.get("type") else {
                 return;
             };
+            if map.contains_key("x-mcp-header") {
+                return;
+            }
             let (nulls, others): (Vec<&Value>, Vec<&Value>) =
                 types.iter().partition(|t| *t == "null");
             let others: Vec<Value> = others.into_iter().cloned().collect();
@@ -143,6 +149,43 @@ mod tests {
             !serde_json::to_string(&schema)
                 .unwrap()
                 .contains("[\"integer\",\"null\"]")
+        );
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    struct Routed {
+        #[schemars(extend("x-mcp-header" = "Region"))]
+        region: Option<String>,
+        target: Target,
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    struct Target {
+        #[schemars(extend("x-mcp-header" = "Shard"))]
+        shard: u32,
+    }
+
+    #[test]
+    fn header_annotations_on_derived_schemas_keep_to_the_header_rules() {
+        let schema = tool_schema::<Routed>();
+        assert_eq!(
+            schema["properties"]["region"]["type"],
+            json!(["string", "null"]),
+            "an annotated nullable property keeps its type beside the annotation"
+        );
+        let params = crate::registry::rules::header_params("routed", &schema).expect("valid");
+        let found: Vec<(&str, String)> = params
+            .iter()
+            .map(|p| (p.header.as_str(), p.dotted()))
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                ("Region", "region".into()),
+                ("Shard", "target.shard".into())
+            ]
         );
     }
 

@@ -119,8 +119,9 @@ impl App {
     ///
     /// When the tool's name is not 1–128 characters of `[A-Za-z0-9_.-]`, when a tool of the
     /// same name is already registered, or when a schema given as JSON declares a `$schema`
-    /// other than JSON Schema 2020-12 ([`rules`](super::rules)): the message names the tool
-    /// and the rule. Like a conflicting axum route, it is a bug of the app, seen when the app
+    /// other than JSON Schema 2020-12, or when an `x-mcp-header` annotation of the input schema
+    /// is not a unique RFC 9110 token on a statically reachable integer, string or boolean
+    /// property ([`rules`](super::rules)): the message names the tool and the rule. Like a conflicting axum route, it is a bug of the app, seen when the app
     /// is built.
     #[track_caller]
     pub fn tool(mut self, tool: Tool) -> Self {
@@ -128,6 +129,7 @@ impl App {
         refuse(unique("tool", &self.tools, &tool.name));
         if let Some(schema) = tool.input.known() {
             refuse(rules::dialect(&tool.name, "inputSchema", schema));
+            refuse(rules::headers(&tool.name, schema));
         }
         if let Some(schema) = tool.output.known() {
             refuse(rules::dialect(&tool.name, "outputSchema", schema));

@@ -11,6 +11,21 @@
 //! - A schema the app gives as JSON (input or output) declares no `$schema` but JSON Schema
 //!   2020-12, the dialect the spec names and the one the validator is built for. A schema
 //!   derived from a Rust type never declares one (it is derived without it).
+//! - Every `x-mcp-header` annotation in a tool's `inputSchema` (MCP 2026-07-28, "Tools" →
+//!   x-mcp-header; "Streamable HTTP" → Custom Headers from Tool Parameters) is a string that is
+//!   an RFC 9110 token (`1*tchar`: never empty, no space, control character or separator),
+//!   case-insensitively unique within the schema, on a property whose `type` is `integer`,
+//!   `string` or `boolean` (never `number`; `null` may join it, as a null argument sends no
+//!   header), and statically reachable: reached from the root through `properties` keys only,
+//!   never through `items`, `anyOf`/`oneOf`/`allOf`/`not`, `if`/`then`/`else`, `$ref`/`$defs`,
+//!   `additionalProperties`, `patternProperties` or any other keyword. Clients drop a tool that
+//!   breaks one of these, so a server must never list one. The same walk ([`header_params`])
+//!   yields the header parameters the ladder checks, nested ones included.
+//! - What registration cannot see: the spec's "integer values MUST be within the safe range"
+//!   (−2^53+1 to 2^53−1) is about the values a call carries, so the ladder enforces it at
+//!   call time ([`JS_SAFE_INTEGER`]); a schema derived from a Rust type is derived at its first
+//!   use, after registration, so its annotations are checked by the ladder then (an invalid
+//!   one is answered `-32603`, as a bug of the app).
 //!
 //! The refusal is a panic in the builder, as axum refuses conflicting routes: an app is code,
 //! and a registration mistake is a bug of that code, not a run-time condition to recover from.
@@ -19,6 +34,8 @@
 
 use thiserror::Error;
 
+use serde_json::Value;
+
 use crate::wire::JsonObject;
 
 /// The longest tool name the spec allows.
@@ -26,6 +43,10 @@ pub const MAX_TOOL_NAME: usize = 128;
 
 /// The one JSON Schema dialect a tool schema may declare in `$schema` (2020-12, the default).
 pub const SCHEMA_DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// The largest integer an `x-mcp-header` integer parameter may carry (2^53 − 1, JavaScript's
+/// `Number.MAX_SAFE_INTEGER`); the smallest is its negation.
+pub const JS_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
 /// Why a registration is refused.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -57,6 +78,291 @@ pub enum Refused {
         /// The `$schema` it declares, as JSON.
         dialect: String,
     },
+    /// An `x-mcp-header` annotation breaks one of the spec's constraints.
+    #[error(
+        "the inputSchema of tool {tool:?} has an invalid x-mcp-header at {at}: {fault} \
+         (MCP \"Tools\", x-mcp-header)"
+    )]
+    Header {
+        /// The tool's name.
+        tool: String,
+        /// Where the annotation is, as a JSON Pointer into the `inputSchema`.
+        at: String,
+        /// Which constraint it breaks.
+        fault: HeaderFault,
+    },
+}
+
+/// The `x-mcp-header` constraint an annotation breaks.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum HeaderFault {
+    /// The value is not a string.
+    #[error("the value {0} is not a string")]
+    NotAString(String),
+    /// The value is empty.
+    #[error("the value is empty")]
+    Empty,
+    /// The value is not an RFC 9110 token.
+    #[error(
+        "the value {0:?} is not an RFC 9110 token (1*tchar: letters, digits and \
+         !#$%&'*+-.^_`|~ only; no space, control character or separator)"
+    )]
+    NotAToken(String),
+    /// Another annotation of the schema has the same value, ignoring case.
+    #[error("the value {0:?} is used twice (case-insensitively): each must be unique")]
+    Duplicate(String),
+    /// The annotated property's `type` is not integer, string or boolean.
+    #[error(
+        "it annotates a property of type {0}: only integer, string or boolean may be \
+         mirrored (never number)"
+    )]
+    Type(String),
+    /// The annotation is not reached from the root through `properties` keys only.
+    #[error(
+        "it is not statically reachable: only a property reached from the root through \
+         `properties` keys alone may carry it (not through {0})"
+    )]
+    Unreachable(String),
+}
+
+/// The JSON type an `x-mcp-header` parameter is declared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderKind {
+    /// `integer`: compared exactly, by value (`42` equals `42.0`), and within ±(2^53 − 1).
+    Integer,
+    /// `string`: compared byte for byte.
+    String,
+    /// `boolean`: `true` or `false`.
+    Boolean,
+}
+
+/// One argument a `tools/call` mirrors into an `Mcp-Param-{header}` header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderParam {
+    /// The `{Name}` of `Mcp-Param-{Name}`, as the schema spells it.
+    pub header: String,
+    /// The chain of `properties` keys from the arguments' root to the value.
+    pub path: Vec<String>,
+    /// The declared type.
+    pub kind: HeaderKind,
+}
+
+impl HeaderParam {
+    /// The path written with dots (`a.b`), for messages.
+    pub fn dotted(&self) -> String {
+        self.path.join(".")
+    }
+}
+
+/// Whether `value` is an RFC 9110 token (`1*tchar`).
+pub fn is_token(value: &str) -> bool {
+    !value.is_empty()
+        && value.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(
+                    b,
+                    b'!' | b'#'
+                        | b'$'
+                        | b'%'
+                        | b'&'
+                        | b'\''
+                        | b'*'
+                        | b'+'
+                        | b'-'
+                        | b'.'
+                        | b'^'
+                        | b'_'
+                        | b'`'
+                        | b'|'
+                        | b'~'
+                )
+        })
+}
+
+/// Keywords whose values are instances, not schemas: an `x-mcp-header` key inside them is data.
+const INSTANCE_KEYWORDS: [&str; 4] = ["const", "enum", "default", "examples"];
+
+/// Keywords whose value maps names (or patterns) to subschemas.
+const SCHEMA_MAPS: [&str; 6] = [
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+    "dependentRequired",
+    "dependencies",
+];
+
+/// Every `x-mcp-header` parameter of tool `tool`'s `inputSchema`, in schema order, or the first
+/// constraint one of them breaks.
+pub fn header_params(tool: &str, schema: &JsonObject) -> Result<Vec<HeaderParam>, Refused> {
+    let mut walk = Walk {
+        found: Vec::new(),
+        fault: None,
+    };
+    walk.schema(schema, Some(&[]), "");
+    if let Some((at, fault)) = walk.fault {
+        return Err(Refused::Header {
+            tool: tool.into(),
+            at: if at.is_empty() { "/".into() } else { at },
+            fault,
+        });
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (param, at) in &walk.found {
+        if !seen.insert(param.header.to_ascii_lowercase()) {
+            return Err(Refused::Header {
+                tool: tool.into(),
+                at: at.clone(),
+                fault: HeaderFault::Duplicate(param.header.clone()),
+            });
+        }
+    }
+    Ok(walk.found.into_iter().map(|(param, _)| param).collect())
+}
+
+/// Checks every `x-mcp-header` annotation of tool `tool`'s `inputSchema`.
+pub fn headers(tool: &str, schema: &JsonObject) -> Result<(), Refused> {
+    header_params(tool, schema).map(drop)
+}
+
+/// The walk over one schema: the parameters found (with their pointers) and the first fault.
+struct Walk {
+    found: Vec<(HeaderParam, String)>,
+    fault: Option<(String, HeaderFault)>,
+}
+
+impl Walk {
+    fn fail(&mut self, at: String, fault: HeaderFault) {
+        if self.fault.is_none() {
+            self.fault = Some((at, fault));
+        }
+    }
+
+    /// A subschema at JSON Pointer `at`; `path` is its `properties` chain from the root, or
+    /// `None` when some other keyword leads to it. The root itself is no property (`Some([])`).
+    fn schema(&mut self, schema: &JsonObject, path: Option<&[String]>, at: &str) {
+        for (key, value) in schema {
+            let here = format!("{at}/{}", pointer_escape(key));
+            match key.as_str() {
+                "x-mcp-header" => self.annotation(schema, value, path, &here),
+                "properties" => {
+                    let Some(properties) = value.as_object() else {
+                        continue;
+                    };
+                    for (name, sub) in properties {
+                        let child = path.map(|p| [p, std::slice::from_ref(name)].concat());
+                        let sub_at = format!("{here}/{}", pointer_escape(name));
+                        self.any(sub, child.as_deref(), &sub_at);
+                    }
+                }
+                k if INSTANCE_KEYWORDS.contains(&k) => {}
+                k if SCHEMA_MAPS.contains(&k) => {
+                    if let Some(map) = value.as_object() {
+                        for (name, sub) in map {
+                            let sub_at = format!("{here}/{}", pointer_escape(name));
+                            self.any(sub, None, &sub_at);
+                        }
+                    }
+                }
+                _ => self.any(value, None, &here),
+            }
+        }
+    }
+
+    /// Any value: objects are walked as schemas, arrays element by element.
+    fn any(&mut self, value: &Value, path: Option<&[String]>, at: &str) {
+        match value {
+            Value::Object(schema) => self.schema(schema, path, at),
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    self.any(item, None, &format!("{at}/{i}"));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn annotation(
+        &mut self,
+        schema: &JsonObject,
+        value: &Value,
+        path: Option<&[String]>,
+        at: &str,
+    ) {
+        let path = match path {
+            Some(path) if !path.is_empty() => path,
+            Some(_) => {
+                return self.fail(
+                    at.into(),
+                    HeaderFault::Unreachable("the schema root, which is no property".into()),
+                );
+            }
+            None => return self.fail(at.into(), HeaderFault::Unreachable(first_keyword(at))),
+        };
+        let Value::String(header) = value else {
+            return self.fail(at.into(), HeaderFault::NotAString(value.to_string()));
+        };
+        if header.is_empty() {
+            return self.fail(at.into(), HeaderFault::Empty);
+        }
+        if !is_token(header) {
+            return self.fail(at.into(), HeaderFault::NotAToken(header.clone()));
+        }
+        let Some(kind) = header_kind(schema.get("type")) else {
+            let declared = schema
+                .get("type")
+                .map_or_else(|| "(none declared)".to_string(), Value::to_string);
+            return self.fail(at.into(), HeaderFault::Type(declared));
+        };
+        self.found.push((
+            HeaderParam {
+                header: header.clone(),
+                path: path.to_vec(),
+                kind,
+            },
+            at.into(),
+        ));
+    }
+}
+
+/// The kind a `type` keyword allows: one of integer, string, boolean, optionally with `null`.
+fn header_kind(declared: Option<&Value>) -> Option<HeaderKind> {
+    let kind = |name: &str| match name {
+        "integer" => Some(HeaderKind::Integer),
+        "string" => Some(HeaderKind::String),
+        "boolean" => Some(HeaderKind::Boolean),
+        _ => None,
+    };
+    match declared? {
+        Value::String(name) => kind(name),
+        Value::Array(names) => {
+            let mut names = names.iter().filter(|n| n.as_str() != Some("null"));
+            let only = names.next()?.as_str()?;
+            if names.next().is_some() {
+                return None;
+            }
+            kind(only)
+        }
+        _ => None,
+    }
+}
+
+/// The first keyword of pointer `at` that is not a `properties` step: what made it unreachable.
+fn first_keyword(at: &str) -> String {
+    let mut steps = at.split('/').skip(1);
+    while let Some(step) = steps.next() {
+        if step == "properties" {
+            steps.next();
+        } else {
+            return format!("`{}`", step.replace("~1", "/").replace("~0", "~"));
+        }
+    }
+    "an unknown keyword".into()
+}
+
+/// `key` escaped for a JSON Pointer (RFC 6901).
+fn pointer_escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
 }
 
 /// Whether `name` is a valid tool name.

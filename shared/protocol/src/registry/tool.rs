@@ -4,6 +4,7 @@ use std::sync::{Arc, LazyLock, OnceLock};
 
 use serde_json::{Value, json};
 
+use super::rules::{self, HeaderParam, Refused};
 use super::{Handler, owned};
 use crate::wire::{JsonObject, ToolAnnotations};
 
@@ -191,26 +192,11 @@ impl Tool {
         self
     }
 
-    /// `x-mcp-header` names declared on top-level properties: (header name, argument name, type).
-    pub fn header_params(&self) -> Vec<(String, String, String)> {
-        let Some(properties) = self
-            .input_schema()
-            .get("properties")
-            .and_then(Value::as_object)
-        else {
-            return Vec::new();
-        };
-        properties
-            .iter()
-            .filter_map(|(arg, schema)| {
-                let header = schema.get("x-mcp-header")?.as_str()?;
-                let kind = schema
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("string");
-                Some((header.to_string(), arg.clone(), kind.to_string()))
-            })
-            .collect()
+    /// The arguments a call mirrors into `Mcp-Param-*` headers: every property of the
+    /// `inputSchema` annotated with `x-mcp-header`, nested ones included, or the constraint an
+    /// annotation breaks ([`rules::header_params`]).
+    pub fn header_params(&self) -> Result<Vec<HeaderParam>, Refused> {
+        rules::header_params(&self.name, self.input_schema())
     }
 
     /// The tool as `tools/list` shows it (the cache policy stated in the description).
@@ -261,19 +247,27 @@ mod tests {
     }
 
     #[test]
-    fn header_params_come_from_top_level_properties_only() {
+    fn header_params_follow_properties_chains_to_nested_arguments() {
         let tool = Tool::new(
             "t",
             "d",
             json!({"type": "object", "properties": {
                 "region": {"type": "string", "x-mcp-header": "Region"},
-                "nested": {"type": "object", "properties": {"x": {"type": "string", "x-mcp-header": "X"}}}
+                "nested": {"type": "object", "properties": {"x": {"type": "integer", "x-mcp-header": "X"}}}
             }}),
             noop(),
         );
+        let params = tool.header_params().expect("valid annotations");
+        let found: Vec<(&str, String, rules::HeaderKind)> = params
+            .iter()
+            .map(|p| (p.header.as_str(), p.dotted(), p.kind))
+            .collect();
         assert_eq!(
-            tool.header_params(),
-            vec![("Region".into(), "region".into(), "string".into())]
+            found,
+            vec![
+                ("X", "nested.x".to_string(), rules::HeaderKind::Integer),
+                ("Region", "region".to_string(), rules::HeaderKind::String),
+            ]
         );
     }
 }
