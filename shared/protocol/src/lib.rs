@@ -53,6 +53,8 @@ pub use registry::{
     Who, handler,
 };
 pub use seal::{KeyError, KeyRing};
-pub use server::{Deadline, MAX_WATCHED, McpServer, Reply, ReplyBody, ServerConfig};
+pub use server::{
+    Deadline, MAX_WATCHED, MAX_WATCHED_TASKS, McpServer, Reply, ReplyBody, ServerConfig,
+};
 pub use settings::{Settings, SettingsError, origin_policy};
 pub use tasks::{TaskSupport, ToolTaskRunner};

@@ -53,7 +53,7 @@ pub(crate) mod reply;
 
 pub(crate) use call::run_handler;
 pub use guard::{Decision, Surface, admit_tenant};
-pub use listen::MAX_WATCHED;
+pub use listen::{MAX_WATCHED, MAX_WATCHED_TASKS};
 pub(crate) use reply::sse_frame;
 use reply::{challenge_reply, empty, error_reply, sse_reply};
 

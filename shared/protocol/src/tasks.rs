@@ -10,6 +10,10 @@
 //! `completed` (a tool error is `completed` with `result.isError`), failed → `failed` (protocol
 //! errors only, with `error`), cancelled → `cancelled`.
 //!
+//! A `failed` task's `statusMessage` is the `message` of the JSON-RPC error it carries in
+//! `error`, nothing more: the worker stores only the error object a handler chose to answer
+//! (never a Debug rendering of a cause), so the message exposes nothing the error does not.
+//!
 //! A task's result is held to the tool's `outputSchema` in the worker exactly as a direct call's
 //! is (`registry::output`): a result that breaks it fails the task with `-32603`, and neither the
 //! stored error nor the log line carries the result's content.
@@ -111,7 +115,24 @@ pub fn task_fields(job: &Job) -> JsonObject {
     {
         task.insert("statusMessage".into(), json!(message));
     }
+    if job.status == JobStatus::Failed
+        && let Some(message) = failure(job)["message"].as_str()
+    {
+        task.insert("statusMessage".into(), json!(message));
+    }
     task
+}
+
+/// The JSON-RPC error a failed job carries: the one its runner stored, else `-32603` with the
+/// job's failure reason.
+fn failure(job: &Job) -> Value {
+    job.protocol_error.clone().unwrap_or_else(|| {
+        let message = job
+            .error
+            .clone()
+            .unwrap_or_else(|| "the task failed".into());
+        json!({ "code": -32603, "message": message })
+    })
 }
 
 /// The `DetailedTask` of `tasks/get`: the task, plus what its status carries.
@@ -128,10 +149,7 @@ pub fn detailed_task(job: &Job) -> JsonObject {
             task.insert("result".into(), tool_result_of(job));
         }
         JobStatus::Failed => {
-            let error = job.protocol_error.clone().unwrap_or_else(
-                || json!({ "code": -32603, "message": job.error.clone().unwrap_or_else(|| "the task failed".into()) }),
-            );
-            task.insert("error".into(), error);
+            task.insert("error".into(), failure(job));
         }
         _ => {}
     }

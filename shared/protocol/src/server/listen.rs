@@ -21,11 +21,12 @@
 //!   `listen_max_secs / listen_poll_ms` polls.
 //! - A poll is paid for by what it reads, before it reads: 1 unit of the tenant's request-rate
 //!   quota, plus 1 per resource read through its handler (its declared records cost nothing more:
-//!   they are one batch read). The units are counted in one conditional write
-//!   ([`count_up_by`](relevo_state::RecordStore::count_up_by)), all or none: a poll the quota cannot afford spends nothing,
+//!   they are one batch read) and 1 per watched task. The units are counted in one conditional
+//!   write ([`count_up_by`](relevo_state::RecordStore::count_up_by)), all or none: a poll the quota cannot afford spends nothing,
 //!   reads nothing, and ends the stream with the listen result, as its lifetime does (so does a
-//!   store that cannot count it). Opening a stream pays its handler reads the same way (its one
-//!   unit is the request's own admission), before it takes its slot.
+//!   store that cannot count it). Opening a stream pays its handler reads and one read per task
+//!   id asked for the same way (its one unit is the request's own admission), before it takes
+//!   its slot.
 //! - So a tenant cannot make the deployment run more handler reads than its quota allows, however
 //!   many streams and subscriptions it holds: a stream of 32 undeclared resources costs 33 units
 //!   a poll; one of 32 declared records, 1 unit and one batch read.
@@ -44,6 +45,18 @@
 //!   across instances ([`relevo_state::slots`]); one more is refused with 429. A stream gives its
 //!   slot back when it ends, and a slot whose instance died lapses after the stream's lifetime.
 //!
+//! Tasks (the Tasks extension's `notifications.taskIds`): honoured only where streams stay open
+//! (`listen_max_secs` above 0) and only for a request that declares the extension (one that
+//! asks without declaring it is `-32021`, as the extension requires). Of the ids asked for
+//! (at most [`MAX_WATCHED_TASKS`], more is invalid params), the ack echoes those of tasks the
+//! listener could `tasks/get` (its own tenant and subject, the same scopes); any other id is
+//! left out silently, exactly as an unknown one, so an ack reveals no other principal's task. A
+//! watched task is read each poll (1 quota unit per task, paid with the poll, before it reads),
+//! and `notifications/tasks` carries its full `DetailedTask` (what `tasks/get` would answer)
+//! whenever its status, `statusMessage` or `inputRequests` change; a task already terminal when
+//! the stream opens is sent once after the ack. After a terminal state (or once the task is gone)
+//! the id is no longer read.
+//!
 //! Threat model: an authenticated listener of one tenant (or a leaked token) choosing what to
 //! subscribe to, how many streams to open, and how often to reopen them, to make the operator
 //! pay (store reads, handler runs) or to learn of changes to others' records. Both are bounded
@@ -58,19 +71,22 @@ use http::HeaderValue;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use super::guard::Surface;
+use super::guard::{Surface, TaskUse};
 use super::{McpServer, RESULT_TYPE_HEADER, Reply, run_handler, sse_frame, sse_reply};
 use crate::auth::Principal;
 use crate::error::{McpError, slot_failure};
 use crate::ladder::ValidRequest;
 use crate::notify::Notifier;
 use crate::registry::{Call, ClientContext, Handler, Outcome, Who};
+use crate::tasks;
 use crate::wire::{JsonObject, meta};
 use relevo_state::slots::{self, Acquired};
-use relevo_state::{Owner, Record, RecordKey};
+use relevo_state::{Job, JobRef, Owner, Record, RecordKey};
 
 /// Resource subscriptions one listen stream may hold.
 pub const MAX_WATCHED: usize = 32;
+/// Task ids one listen stream may watch (the Tasks extension's `taskIds`).
+pub const MAX_WATCHED_TASKS: usize = 16;
 /// Polls in a row whose every read failed before the stream ends.
 pub const FAILED_POLLS: u32 = 3;
 /// A listen slot outlives its stream's lifetime by this much before it lapses on its own.
@@ -92,6 +108,26 @@ enum Seen {
     Failed,
 }
 
+/// What one read of a watched task saw.
+enum TaskRead {
+    /// The job, the listener's own.
+    Found(Box<Job>),
+    /// Not there (never was, expired, or not the listener's).
+    Gone,
+    /// The read failed (store unavailable, timeout): nothing is known.
+    Failed,
+}
+
+/// What a change of a task is judged by: its status, status message and input requests (a
+/// new `lastUpdatedAt` alone is no change).
+fn task_state(task: &JsonObject) -> Value {
+    json!([
+        task.get("status"),
+        task.get("statusMessage"),
+        task.get("inputRequests")
+    ])
+}
+
 /// How a watched resource is read.
 #[derive(Clone)]
 enum Source {
@@ -108,6 +144,8 @@ struct Watch {
     client: ClientContext,
     /// Every watched resource: how it is read, and what its last read that saw anything saw.
     watched: BTreeMap<String, (Source, Seen)>,
+    /// Every watched task (by id): its job and the state last sent or seen.
+    tasks: BTreeMap<String, (JobRef, Value)>,
     tag: Value,
 }
 
@@ -232,9 +270,78 @@ impl Watch {
         self.changed(uri, seen)
     }
 
-    /// The quota units the next poll costs.
+    /// The quota units the next poll costs: the resources' units, and 1 per watched task.
     fn poll_units(&self) -> u32 {
-        Self::units(self.watched.values().map(|(source, _)| source))
+        Self::units(self.watched.values().map(|(source, _)| source)) + self.tasks.len() as u32
+    }
+
+    /// Whether a poll has anything to read.
+    fn polls(&self) -> bool {
+        !self.watched.is_empty() || !self.tasks.is_empty()
+    }
+
+    /// The listener's job `id` (its tenant and subject: another principal's reads as gone).
+    fn job_ref(&self, id: &str) -> JobRef {
+        JobRef {
+            tenant: self.principal.tenant.clone(),
+            subject: self.principal.subject.clone(),
+            id: id.to_string(),
+        }
+    }
+
+    async fn read_task(&self, job: &JobRef) -> TaskRead {
+        let Some(engine) = &self.server.tasks else {
+            return TaskRead::Failed;
+        };
+        match tokio::time::timeout(READ_TIMEOUT, engine.store.get_job(job)).await {
+            Ok(Ok(Some(found))) => TaskRead::Found(Box::new(found)),
+            Ok(Ok(None)) => TaskRead::Gone,
+            Ok(Err(_)) | Err(_) => TaskRead::Failed,
+        }
+    }
+
+    /// `notifications/tasks` with the task as `tasks/get` would answer it.
+    fn task_notification(&self, mut task: JsonObject) -> Bytes {
+        task.insert("_meta".into(), self.tag.clone());
+        sse_frame(&json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/tasks",
+            "params": task
+        }))
+    }
+
+    /// Reads every watched task: the frames of those that changed, and how many reads failed.
+    /// A task that reached a terminal state (or is gone) is no longer watched.
+    async fn poll_tasks(&mut self) -> (Vec<Bytes>, usize) {
+        let (mut frames, mut failed) = (Vec::new(), 0);
+        let ids: Vec<(String, JobRef)> = self
+            .tasks
+            .iter()
+            .map(|(id, (job, _))| (id.clone(), job.clone()))
+            .collect();
+        for (id, job) in ids {
+            match self.read_task(&job).await {
+                TaskRead::Found(found) => {
+                    let task = tasks::detailed_task(&found);
+                    let state = task_state(&task);
+                    let changed = self
+                        .tasks
+                        .get_mut(&id)
+                        .map(|(_, last)| std::mem::replace(last, state.clone()) != state);
+                    if changed == Some(true) {
+                        frames.push(self.task_notification(task));
+                    }
+                    if found.status.is_terminal() {
+                        self.tasks.remove(&id);
+                    }
+                }
+                TaskRead::Gone => {
+                    self.tasks.remove(&id);
+                }
+                TaskRead::Failed => failed += 1,
+            }
+        }
+        (frames, failed)
     }
 
     /// One poll (already paid for): the frames to send, and whether every read failed.
@@ -252,7 +359,11 @@ impl Watch {
                 None => failed += 1,
             }
         }
-        (frames, !sources.is_empty() && failed == sources.len())
+        let reads = sources.len() + self.tasks.len();
+        let (task_frames, task_failed) = self.poll_tasks().await;
+        frames.extend(task_frames);
+        failed += task_failed;
+        (frames, reads > 0 && failed == reads)
     }
 }
 
@@ -266,9 +377,10 @@ fn seen_record(record: &Option<Record>) -> Seen {
 
 impl McpServer {
     /// `subscriptions/listen`: acknowledges the subset of the filter this server honours
-    /// (subscriptions to readable resources; its lists never change at run time), then sends
-    /// `notifications/resources/updated` for changes of those resources made by any instance,
-    /// each tagged with the subscription id, and ends with the listen result after
+    /// (subscriptions to readable resources, the listener's own task ids; its lists never change
+    /// at run time), then sends `notifications/resources/updated` for changes of those resources
+    /// made by any instance and `notifications/tasks` for changes of those tasks, each tagged
+    /// with the subscription id, and ends with the listen result after
     /// `listen_max_secs` (before a function's time limit), when the store cannot be read, or
     /// when the client goes away.
     pub(super) async fn listen(
@@ -303,12 +415,14 @@ impl McpServer {
                 "at most {MAX_WATCHED} resourceSubscriptions per stream"
             )));
         }
+        let task_ids = self.task_ids(request, filter)?;
         let tag = json!({ meta::SUBSCRIPTION_ID: request.id.clone() });
         let mut watch = Watch {
             server: self.clone(),
             principal: principal.clone(),
             client: request.client.clone(),
             watched: BTreeMap::new(),
+            tasks: BTreeMap::new(),
             tag: tag.clone(),
         };
         // Only what the caller may read (its scopes, through the one guard) can be watched.
@@ -316,11 +430,12 @@ impl McpServer {
             .into_iter()
             .filter_map(|uri| watch.source(&uri).map(|source| (uri, source)))
             .collect();
-        // The baseline's handler reads are paid for before anything is read or held (the
-        // request's own unit was its admission).
+        // The baseline's handler and task reads are paid for before anything is read or held
+        // (the request's own unit was its admission).
         let handler_reads = Watch::units(sources.iter().map(|(_, source)| source)) - 1;
-        if handler_reads > 0 {
-            self.admit_surface_units(Surface::ListenPoll, principal, handler_reads)
+        let reads = handler_reads + task_ids.len() as u32;
+        if reads > 0 {
+            self.admit_surface_units(Surface::ListenPoll, principal, reads)
                 .await?;
         }
         // The slot before any read: a refused stream costs no read of what it would watch.
@@ -338,9 +453,32 @@ impl McpServer {
                 watched.push(uri);
             }
         }
+        // Only the listener's own tasks, as `tasks/get` would find them; any other id is left
+        // out as an unknown one is. A task already terminal is sent once, after the ack.
+        let (mut accepted, mut finished) = (Vec::new(), Vec::new());
+        for id in task_ids {
+            let job = watch.job_ref(&id);
+            if let TaskRead::Found(found) = watch.read_task(&job).await
+                && matches!(
+                    self.reachable_task(principal, &found, TaskUse::Read),
+                    Ok(true)
+                )
+            {
+                let task = tasks::detailed_task(&found);
+                if found.status.is_terminal() {
+                    finished.push(watch.task_notification(task));
+                } else {
+                    watch.tasks.insert(id.clone(), (job, task_state(&task)));
+                }
+                accepted.push(id);
+            }
+        }
         let mut honoured = JsonObject::new();
         if !watched.is_empty() {
             honoured.insert("resourceSubscriptions".into(), json!(watched));
+        }
+        if !accepted.is_empty() {
+            honoured.insert("taskIds".into(), json!(accepted));
         }
         let ack = json!({
             "jsonrpc": "2.0",
@@ -353,6 +491,9 @@ impl McpServer {
 
         let (tx, rx) = mpsc::unbounded_channel();
         let _ = tx.send(sse_frame(&ack));
+        for frame in finished {
+            let _ = tx.send(frame);
+        }
         let events = self.events.subscribe();
         let limits = (
             Duration::from_secs(self.config.listen_max_secs),
@@ -370,6 +511,50 @@ impl McpServer {
             .headers_mut()
             .insert(RESULT_TYPE_HEADER, HeaderValue::from_static("stream"));
         Ok(reply)
+    }
+
+    /// The task ids of the filter this stream may watch: none where streams do not stay open
+    /// or without a task engine; `-32021` when the request asks for some without declaring
+    /// the Tasks extension; at most [`MAX_WATCHED_TASKS`], each once, in the order asked.
+    fn task_ids(
+        &self,
+        request: &ValidRequest,
+        filter: &JsonObject,
+    ) -> Result<Vec<String>, McpError> {
+        let ids: Vec<String> = match filter.get("taskIds") {
+            None => Vec::new(),
+            Some(Value::Array(ids)) if ids.iter().all(Value::is_string) => ids
+                .iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect(),
+            Some(_) => {
+                return Err(McpError::invalid_params(
+                    "taskIds must be an array of task ids",
+                ));
+            }
+        };
+        if ids.len() > MAX_WATCHED_TASKS {
+            return Err(McpError::invalid_params(format!(
+                "at most {MAX_WATCHED_TASKS} taskIds per stream"
+            )));
+        }
+        if ids.is_empty() || self.tasks.is_none() {
+            return Ok(Vec::new());
+        }
+        if !request.client.declares_tasks() {
+            return Err(tasks::tasks_required());
+        }
+        if !self.honours_subscriptions() {
+            return Ok(Vec::new());
+        }
+        let mut unique = Vec::with_capacity(ids.len());
+        for id in ids {
+            if !unique.contains(&id) {
+                unique.push(id);
+            }
+        }
+        Ok(unique)
     }
 
     /// Whether a listen stream stays open to carry resource updates (`listen_max_secs` above
@@ -438,7 +623,7 @@ async fn run(
         let frames = tokio::select! {
             () = &mut deadline => return true,
             () = tx.closed() => return false,
-            _ = ticker.tick(), if !watch.watched.is_empty() => {
+            _ = ticker.tick(), if watch.polls() => {
                 let units = watch.poll_units();
                 if let Err(error) = watch.server.admit_surface_units(Surface::ListenPoll, &watch.principal, units).await {
                     tracing::info!(%error, "listen stream ended: its poll was not admitted");
