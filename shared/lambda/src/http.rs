@@ -10,6 +10,16 @@
 //!   (front door A). A streamed answer to a buffered invoke would not be a proxy response, so the
 //!   template sets the variable only where the integration streams.
 //!
+//! Cancellation by a closed stream (Streamable HTTP, "Cancellation") follows the body: the core
+//! cancels a call and drops its handler when the reply's SSE body is dropped. Streaming, the
+//! runtime drops the body when its write of the stream to the Runtime API fails; whether a
+//! client's disconnect from the front door makes that write fail is up to the platform (not
+//! observable here), and when it does not, the call runs on as buffered does. Buffered, there is
+//! nothing to close: the body is collected whole inside the invocation, the client's disconnect
+//! never reaches the function, and the handler runs to its end or to the invocation's deadline.
+//! A 2025-11-25 `notifications/cancelled` arrives in another invocation than the call it names
+//! and is ignored there ([`relevo_protocol::legacy::InFlight`]).
+//!
 //! Behind a custom domain the catch-all also receives the protected-resource metadata paths (no
 //! routing rule claims them), so the all-methods function answers them as `well-known` does,
 //! behind the same Host/Origin allow-list.

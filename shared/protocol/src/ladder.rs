@@ -118,6 +118,13 @@ pub struct ValidRequest {
     /// When the work of this request must be done ([`crate::server::Deadline`]), if the front
     /// door set one.
     pub deadline: Option<tokio::time::Instant>,
+    /// Cancelled when the client cancels this request: it closed the response stream, or (a
+    /// 2025-11-25 session) it sent `notifications/cancelled` naming it.
+    pub(crate) cancel: tokio_util::sync::CancellationToken,
+    /// Where a 2025-11-25 request is findable by its id while it runs
+    /// ([`crate::legacy::InFlight`]); held for its `Drop`: the entry goes when the last clone of
+    /// the request is dropped, that is when its work ends.
+    pub(crate) _in_flight: Option<std::sync::Arc<crate::legacy::Registration>>,
 }
 
 impl ValidRequest {
@@ -165,6 +172,13 @@ pub enum LegacyMessage {
         id: Value,
         /// The whole response object.
         message: JsonObject,
+    },
+    /// `notifications/cancelled`: the client gave up on its request `request_id`.
+    Cancelled {
+        /// The id of the client's request to cancel.
+        request_id: Value,
+        /// Why, if the client said (logged, bounded).
+        reason: Option<String>,
     },
 }
 
@@ -261,6 +275,27 @@ impl Ladder<'_> {
             }
         };
         let Some(id) = id.clone() else {
+            if self.legacy
+                && method_name == "notifications/cancelled"
+                && !modern_header(headers)
+                && headers.contains_key(header::SESSION_ID)
+            {
+                let params = message.get("params");
+                // A malformed cancellation is ignored (accepted and dropped), as the spec asks.
+                if let Some(request_id) = params
+                    .and_then(|p| p.get("requestId"))
+                    .filter(|id| valid_id(id))
+                {
+                    let reason = params
+                        .and_then(|p| p.get("reason"))
+                        .and_then(Value::as_str)
+                        .map(|r| r.chars().take(200).collect());
+                    return Ok(Validated::Legacy(LegacyMessage::Cancelled {
+                        request_id: request_id.clone(),
+                        reason,
+                    }));
+                }
+            }
             return Ok(Validated::Notification);
         };
         if !valid_id(&id) {
@@ -377,6 +412,8 @@ impl Ladder<'_> {
             log_level,
             session: None,
             deadline: None,
+            cancel: tokio_util::sync::CancellationToken::new(),
+            _in_flight: None,
         }))
     }
 

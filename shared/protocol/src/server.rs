@@ -261,6 +261,7 @@ impl McpServer {
             session_ttl_secs: self.config.legacy_session_secs,
             input_wait: Duration::from_secs(self.config.legacy_input_wait_secs),
             max_sessions: self.config.max_legacy_sessions,
+            in_flight: crate::legacy::InFlight::default(),
         });
         self
     }
@@ -454,6 +455,9 @@ impl McpServer {
                         }
                     }
                     LegacyMessage::Response { .. } => seen.method = Some("(response)".into()),
+                    LegacyMessage::Cancelled { .. } => {
+                        seen.method = Some("notifications/cancelled".into());
+                    }
                 };
                 let serving =
                     self.serve_legacy(route, request.headers(), message, principal, deadline);

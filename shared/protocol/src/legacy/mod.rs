@@ -18,6 +18,8 @@
 //! - An answer is stored only into a pending record this server created for a request it sent on
 //!   that session, and only once: the first answer wins, later ones change nothing.
 //! - Waiting is bounded ([`Legacy::input_wait`]); a closed stream stops the wait at once.
+//! - `notifications/cancelled` cancels the caller's request of that id in that session if it
+//!   runs in this process, and is otherwise ignored; it reads and writes nothing in the store.
 //! - Everything a client can make us keep is bounded: sessions per principal
 //!   ([`Legacy::max_sessions`], counted across instances), what a session record holds (the
 //!   declared capabilities up to [`MAX_CAPABILITIES_BYTES`], of `clientInfo` only its name, title
@@ -29,6 +31,8 @@
 //!
 //! Layout:
 //! - `sessions`: the session and pending-answer records ([`Legacy`]).
+//! - `cancel`: `notifications/cancelled`, the session's requests running in this process by
+//!   their id ([`InFlight`]); on per-invocation Lambda it reaches nothing (see there).
 //! - `serve`: the server's side, `initialize`, the requests of a session, its GET stream and
 //!   DELETE, subscriptions and the server-to-client requests of a call (methods of
 //!   [`crate::McpServer`]).
@@ -36,8 +40,11 @@
 //! What the ladder recognises as a legacy message ([`crate::ladder::LegacyMessage`]) and its
 //! error envelope stay with the ladder and the replies, which serve both wires.
 
+mod cancel;
 mod serve;
 mod sessions;
+
+pub use cancel::{InFlight, MAX_IN_FLIGHT, Registration};
 
 pub use sessions::{
     Legacy, MAX_CAPABILITIES_BYTES, MAX_INPUT_ROUNDS, MAX_PENDING_INPUTS, MAX_SUBSCRIPTIONS,

@@ -25,12 +25,14 @@
 //!   [`crate::legacy::MAX_INPUT_ROUNDS`] rounds. The one thing held in memory is this
 //!   exchange while its stream is open.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderValue, Request, StatusCode, header};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
 
 use super::{Legacy, OpenSession, Session};
 use crate::auth::Principal;
@@ -63,6 +65,10 @@ impl McpServer {
         };
         let (id, method, params) = match message {
             LegacyMessage::Request { id, method, params } => (id, method, params),
+            LegacyMessage::Cancelled { request_id, reason } => {
+                self.legacy_cancelled(legacy, headers, &principal, &request_id, reason.as_deref());
+                return empty(StatusCode::ACCEPTED);
+            }
             LegacyMessage::Response { id, message } => {
                 if let Err(error) = self.admit_surface(Surface::LegacyAnswer, &principal).await {
                     return legacy_error_reply(None, &error);
@@ -118,6 +124,37 @@ impl McpServer {
             }
             Err(error) => legacy_error_reply(Some(&id), &error),
         }
+    }
+
+    /// `notifications/cancelled`: cancels the caller's request `request_id` of the named session
+    /// if it runs in this process; otherwise nothing (unknown and finished ids are ignored). No
+    /// store access: the key includes the verified caller, so naming another principal's
+    /// session finds nothing ([`super::InFlight`]).
+    fn legacy_cancelled(
+        &self,
+        legacy: &Legacy,
+        headers: &http::HeaderMap,
+        principal: &Principal,
+        request_id: &Value,
+        reason: Option<&str>,
+    ) {
+        let Some(session) = headers
+            .get(wire::header::SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+        else {
+            return;
+        };
+        let cancelled = legacy.in_flight.cancel(principal, session, request_id);
+        tracing::info!(
+            cancelled,
+            reason = reason.unwrap_or("-"),
+            "notifications/cancelled: {}",
+            if cancelled {
+                "the request was cancelled"
+            } else {
+                "no such request runs here (unknown, finished or in another instance): ignored"
+            }
+        );
     }
 
     /// `initialize`: a new session record, the negotiated version, and `Mcp-Session-Id`.
@@ -279,6 +316,12 @@ impl McpServer {
                     .and_then(|m| m.get(wire::meta::PROGRESS_TOKEN))
                     .filter(|t| crate::ladder::valid_id(t))
                     .cloned();
+                // Findable by `notifications/cancelled` while its work runs (here or on its stream).
+                let cancel = CancellationToken::new();
+                let in_flight = legacy
+                    .in_flight
+                    .register(&principal, &session_id, id, &cancel)
+                    .map(Arc::new);
                 let request = ValidRequest {
                     id: id.clone(),
                     method,
@@ -288,6 +331,8 @@ impl McpServer {
                     log_level: session.log_level.clone(),
                     session: Some(session_id),
                     deadline,
+                    cancel,
+                    _in_flight: in_flight,
                 };
                 self.dispatch(request, principal).await
             }

@@ -111,6 +111,8 @@ pub struct Legacy {
     pub input_wait: Duration,
     /// Sessions one principal may hold open at once.
     pub max_sessions: usize,
+    /// The session requests running in this process, for `notifications/cancelled`.
+    pub in_flight: super::InFlight,
 }
 
 /// A session found for the caller.

@@ -18,6 +18,24 @@
 //! - A task is created only by `tools/call`, only with the Tasks extension offered and declared.
 //! - A 2026-07-28 call runs its handler once per request; a 2025-11-25 call may re-run it with
 //!   its client's answers on the same stream ([`crate::legacy`]).
+//! - A cancelled request stops at once and sends nothing more (Streamable HTTP, "Cancellation":
+//!   closing the SSE response stream MUST be treated as cancellation; the server SHOULD stop
+//!   the work and MUST NOT send further messages for it). The stream's frames go through a
+//!   channel whose receiver is the response body: when the front door drops the body (the
+//!   client closed the stream), the task serving the call sees the channel closed, cancels the
+//!   request's token ([`Notifier::is_cancelled`] turns true) and returns, dropping the handler's
+//!   future and any wait for a legacy client's answer. A 2025-11-25 `notifications/cancelled`
+//!   cancels the same token ([`crate::legacy::InFlight`]): a streamed call ends its stream
+//!   without a response, a plain one is answered with an empty SSE body.
+//!
+//! Why dropping a handler between two awaits is safe: it is the interruption a handler already
+//! meets at its [`super::Deadline`] (and a Lambda environment meets at its timeout or a crash),
+//! no new one. Every durable effect is one conditional write (or one conditional transaction)
+//! in the store: a write whose future is dropped either reached the store whole or not at all,
+//! never half. A handler that makes several writes must already leave each step recoverable on
+//! its own (the operation key and the job states of `relevo_state`), since any of them may be
+//! the last before a timeout; work that must outlive its caller's interest is a job or a task,
+//! which the closed stream does not touch.
 
 use std::panic::AssertUnwindSafe;
 
@@ -28,7 +46,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::dispatch::string_param;
-use super::reply::{cacheable, sse_frame, sse_reply};
+use super::reply::{cacheable, cancelled_reply, sse_frame, sse_reply};
 use super::{McpServer, RESULT_TYPE_HEADER, Reply};
 use crate::auth::Principal;
 use crate::error::McpError;
@@ -182,11 +200,9 @@ impl McpServer {
             output,
         };
 
-        let notifier = Notifier::silent().with_events(
-            self.events.clone(),
-            &principal.tenant,
-            &principal.subject,
-        );
+        let notifier = Notifier::silent()
+            .with_cancel(request.cancel.clone())
+            .with_events(self.events.clone(), &principal.tenant, &principal.subject);
         // A retry's answers are recorded in the deployment's store: one answer per round.
         let answers = (state.is_some() && !input_responses.is_empty())
             .then(|| self.store.clone())
@@ -209,7 +225,18 @@ impl McpServer {
             match (&self.tasks, request.client.declares_tasks()) {
                 (Some(engine), true) => {
                     if let Some(gather) = gather {
-                        match run_handler(&gather, call.clone(), request.deadline).await? {
+                        let gathered = request
+                            .cancel
+                            .run_until_cancelled(run_handler(
+                                &gather,
+                                call.clone(),
+                                request.deadline,
+                            ))
+                            .await;
+                        let Some(gathered) = gathered else {
+                            return Ok(cancelled_reply(self.keepalive()));
+                        };
+                        match gathered? {
                             Outcome::Complete(_) => {}
                             asking => {
                                 let (result, result_type) =
@@ -255,7 +282,13 @@ impl McpServer {
         }
         // A legacy call may be re-run with the client's answers; a modern one runs once.
         let legacy_call = request.is_legacy().then(|| call.clone());
-        let outcome = run_handler(&handler, call, request.deadline).await?;
+        let run = run_handler(&handler, call, request.deadline);
+        let Some(outcome) = request.cancel.run_until_cancelled(run).await else {
+            // A 2025-11-25 `notifications/cancelled`: no response for the request, and the POST
+            // still gets an answer, an SSE stream that ends at once.
+            return Ok(cancelled_reply(self.keepalive()));
+        };
+        let outcome = outcome?;
         if let Outcome::InputRequired { requests, .. } = &outcome
             && let Some(call) = legacy_call
         {
@@ -399,6 +432,7 @@ impl McpServer {
             request.progress_token.clone(),
             request.log_level.as_deref(),
         )
+        .with_cancel(request.cancel.clone())
         .with_events(
             self.events.clone(),
             &call.principal.tenant,
@@ -418,11 +452,25 @@ impl McpServer {
                 Ok::<_, McpError>(with_invalidation(outcome, invalidation.as_ref()))
             };
             tokio::pin!(work);
+            let cancel = request.cancel.clone();
             let outcome = loop {
                 tokio::select! {
                     biased;
+                    // The response body was dropped: the client closed the stream. Returning
+                    // drops `work`, the handler's future with it, and sends nothing more.
+                    () = frames_tx.closed() => {
+                        cancel.cancel();
+                        tracing::info!(cause = "stream closed", "the client cancelled the call");
+                        return;
+                    }
+                    // A 2025-11-25 `notifications/cancelled`: the stream ends without a response.
+                    () = cancel.cancelled() => {
+                        tracing::info!(cause = "notifications/cancelled", "the client cancelled the call");
+                        return;
+                    }
                     Some(note) = notes_rx.recv() => {
                         if frames_tx.send(sse_frame(&note)).is_err() {
+                            cancel.cancel();
                             return; // the client closed the stream: cancelled
                         }
                     }

@@ -119,6 +119,17 @@ pub(crate) fn sse_reply(frames: mpsc::UnboundedReceiver<Bytes>, keepalive: Durat
     reply
 }
 
+/// The answer to a POST whose request was cancelled (2025-11-25 `notifications/cancelled`): an
+/// SSE stream that ends at once, carrying no response for the cancelled request.
+pub(crate) fn cancelled_reply(keepalive: Duration) -> Reply {
+    let (_, frames) = mpsc::unbounded_channel();
+    let mut reply = sse_reply(frames, keepalive);
+    reply
+        .headers_mut()
+        .insert(RESULT_TYPE_HEADER, HeaderValue::from_static("cancelled"));
+    reply
+}
+
 pub(crate) fn sse_frame(message: &Value) -> Bytes {
     Bytes::from(format!("event: message\ndata: {message}\n\n"))
 }
