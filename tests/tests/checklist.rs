@@ -50,7 +50,10 @@ fn the_checklist_lists_every_spec_test_file_and_nothing_else() {
     let checklist = std::fs::read_to_string(root.join(CHECKLIST)).expect("the checklist exists");
     let on_disk = spec_files(&root);
     let listed = listed_files(&checklist);
-    assert!(!on_disk.is_empty(), "no spec_*.rs file found under {SPEC_FOLDERS:?}");
+    assert!(
+        !on_disk.is_empty(),
+        "no spec_*.rs file found under {SPEC_FOLDERS:?}"
+    );
     let unlisted: Vec<_> = on_disk.difference(&listed).collect();
     let missing: Vec<_> = listed.difference(&on_disk).collect();
     assert!(

@@ -5,8 +5,8 @@
 //! this module, so a change of SDK version touches one file.
 
 pub use rmcp::model::{
-    Annotations, CallToolResult, ContentBlock, ErrorCode, GetPromptResult, Implementation,
-    PromptMessage, ResourceContents, Role, ToolAnnotations,
+    Annotations, CallToolResult, ContentBlock, ErrorCode, GetPromptResult, Icon, IconTheme,
+    Implementation, PromptMessage, ResourceContents, Role, ToolAnnotations,
 };
 pub use serde_json::{Map, Value};
 

@@ -6,7 +6,7 @@
 //!
 //! | Path | Feature | What it holds |
 //! |---|---|---|
-//! | [`prelude`] | always | what a tool author writes with: [`App`](prelude::App), [`Tool`](prelude::Tool), resources, prompts, the typed context and errors, annotations, jobs, the derives, `json!`/`Value` |
+//! | [`prelude`] | always | what a tool author writes with: [`App`](prelude::App), [`Tool`](prelude::Tool), resources, prompts, the typed context and errors, annotations, icons, jobs, the derives, `json!`/`Value` |
 //! | [`local`] | `local` (default) | [`local::run`]: the whole `main` of a local server on 127.0.0.1 |
 //! | [`sqlite`] | `sqlite` (default) | the embedded store (SQLite) and its queue |
 //! | `lambda` | `lambda` | `lambda::run`, `lambda::run_function`, `lambda::run_worker`: the `main` of each function |
@@ -156,19 +156,28 @@ pub mod docs {
 ///     }
 /// }
 ///
-/// let app = App::new("tables", "1.0.0").tool(
-///     Tool::typed("book", "Books a table.", book)
-///         .annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(true)),
-/// );
+/// let app = App::new("tables", "1.0.0")
+///     .title("Table bookings")
+///     .icon(Icon::new("https://tables.example.com/icon.png").with_mime_type("image/png"))
+///     .tool(
+///         Tool::typed("book", "Books a table.", book)
+///             .title("Book a table")
+///             .icon(Icon::new("https://tables.example.com/book.svg").with_theme(IconTheme::Light))
+///             .annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(true)),
+///     );
 /// let tool = app.find_tool("book").unwrap();
 /// assert_eq!(tool.input_schema()["properties"]["guests"]["maximum"], 12);
 /// assert_eq!(tool.annotations.as_ref().and_then(|a| a.destructive_hint), Some(false));
+/// assert_eq!(tool.to_wire()["icons"][0]["theme"], "light");
+/// assert_eq!(app.server_info()["title"], "Table bookings");
 /// ```
 pub mod prelude {
     pub use relevo_protocol::author::{
         Elicited, Fault, NoArgs, Required, Structured, ToolContext, ToolError,
     };
     pub use relevo_protocol::wire::ToolAnnotations;
+    // Display metadata: `.icon(Icon::new("https://…"))` on the app, a tool, a prompt, a resource.
+    pub use relevo_protocol::wire::{Icon, IconTheme};
     // What a resource reads and a prompt returns.
     pub use relevo_protocol::wire::{GetPromptResult, PromptMessage, ResourceContents, Role};
     pub use relevo_protocol::{

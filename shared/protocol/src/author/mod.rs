@@ -7,7 +7,8 @@
 //! when the answer is not there yet ([`ToolContext::elicit`]); starting a durable job is one
 //! call ([`ToolContext::start_job`]) over a typed [`JobKind`], and running it one async function
 //! registered with [`crate::App::job`]. Annotations, scopes, cache policy and invalidation stay
-//! declarative, on the returned [`crate::Tool`].
+//! declarative, on the returned [`crate::Tool`], and so do its title, icons and `_meta`
+//! (`.title(…)`, `.icon(…)`, `.meta(…)`, on prompts and resources as well).
 //!
 //! ```
 //! use relevo_protocol::author::{ToolContext, ToolError};

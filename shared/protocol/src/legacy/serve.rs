@@ -195,7 +195,7 @@ impl McpServer {
         let mut result = json!({
             "protocolVersion": session.protocol_version,
             "capabilities": self.legacy_capabilities(),
-            "serverInfo": { "name": self.app.name, "version": self.app.version },
+            "serverInfo": self.app.server_info(),
         });
         if let Some(instructions) = &self.app.instructions {
             result["instructions"] = json!(instructions);

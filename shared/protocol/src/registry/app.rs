@@ -11,7 +11,8 @@ use crate::tasks::{TOOL_TASK_KIND, ToolTaskRunner};
 use serde_json::{Value, json};
 
 use super::rules::{self, Refused, refuse};
-use super::{Prompt, Resource, ResourceTemplate, Tool, owned};
+use super::{Prompt, Resource, ResourceTemplate, Tool, insert_icons, insert_some, owned};
+use crate::wire::Icon;
 
 /// Refused when `held` already has `key`.
 fn unique<T>(kind: &'static str, held: &BTreeMap<String, T>, key: &str) -> Result<(), Refused> {
@@ -79,6 +80,15 @@ pub struct App {
     pub name: String,
     /// The server's version in `serverInfo`.
     pub version: String,
+    /// The server's human-readable title in `serverInfo`.
+    pub title: Option<String>,
+    /// What the server does, in `serverInfo`.
+    pub description: Option<String>,
+    /// The server's website, in `serverInfo` (`websiteUrl`).
+    pub website_url: Option<String>,
+    /// The server's icons in `serverInfo` (`https:` or `data:` sources, checked by
+    /// [`App::icon`]).
+    pub icons: Vec<Icon>,
     /// Instructions for the model, announced by `server/discover`.
     pub instructions: Option<String>,
     tools: BTreeMap<String, Tool>,
@@ -96,6 +106,10 @@ impl App {
         App {
             name: name.into(),
             version: version.into(),
+            title: None,
+            description: None,
+            website_url: None,
+            icons: Vec::new(),
             instructions: None,
             tools: BTreeMap::new(),
             resources: BTreeMap::new(),
@@ -113,20 +127,111 @@ impl App {
         self
     }
 
+    /// Sets the server's human-readable title, shown by clients in place of its name
+    /// (`serverInfo.title`).
+    ///
+    /// ```
+    /// use relevo_protocol::App;
+    ///
+    /// let app = App::new("weather", "1.0.0").title("Weather Service");
+    /// assert_eq!(app.server_info()["title"], "Weather Service");
+    /// ```
+    pub fn title(mut self, title: &str) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets what the server does, for the people choosing it (`serverInfo.description`; the
+    /// model's guidance goes in [`App::instructions`]).
+    ///
+    /// ```
+    /// use relevo_protocol::App;
+    ///
+    /// let app = App::new("weather", "1.0.0").description("Forecasts and alerts.");
+    /// assert_eq!(app.server_info()["description"], "Forecasts and alerts.");
+    /// ```
+    pub fn description(mut self, text: &str) -> Self {
+        self.description = Some(text.into());
+        self
+    }
+
+    /// Sets the server's website (`serverInfo.websiteUrl`).
+    ///
+    /// ```
+    /// use relevo_protocol::App;
+    ///
+    /// let app = App::new("weather", "1.0.0").website_url("https://weather.example.com");
+    /// assert_eq!(app.server_info()["websiteUrl"], "https://weather.example.com");
+    /// ```
+    pub fn website_url(mut self, url: &str) -> Self {
+        self.website_url = Some(url.into());
+        self
+    }
+
+    /// Adds an icon of the server (`serverInfo.icons`, in order).
+    ///
+    /// # Panics
+    ///
+    /// When the icon's `src` is not an `https:` URL (with a host, without credentials) or a
+    /// `data:` URI ([`rules::valid_icon_source`]): clients reject every other scheme.
+    ///
+    /// ```
+    /// use relevo_protocol::App;
+    /// use relevo_protocol::wire::Icon;
+    ///
+    /// let icon = Icon::new("https://weather.example.com/icon.png").with_sizes(vec!["48x48".into()]);
+    /// let app = App::new("weather", "1.0.0").icon(icon);
+    /// assert_eq!(app.server_info()["icons"][0]["sizes"], serde_json::json!(["48x48"]));
+    /// ```
+    #[track_caller]
+    pub fn icon(mut self, icon: Icon) -> Self {
+        refuse(rules::icons(
+            "server",
+            &self.name,
+            std::slice::from_ref(&icon),
+        ));
+        self.icons.push(icon);
+        self
+    }
+
+    /// The server's `Implementation` as `server/discover` (in `_meta`) and a 2025-11-25
+    /// `initialize` (`serverInfo`) show it: name and version, and the title, description,
+    /// website and icons when declared (absent, never `null`, when not).
+    ///
+    /// ```
+    /// use relevo_protocol::App;
+    /// use serde_json::json;
+    ///
+    /// let app = App::new("weather", "1.0.0");
+    /// assert_eq!(app.server_info(), json!({ "name": "weather", "version": "1.0.0" }));
+    /// ```
+    pub fn server_info(&self) -> serde_json::Value {
+        let mut info = json!({ "name": self.name, "version": self.version });
+        insert_some(&mut info, "title", &self.title);
+        insert_some(&mut info, "description", &self.description);
+        insert_some(&mut info, "websiteUrl", &self.website_url);
+        insert_icons(&mut info, &self.icons);
+        info
+    }
+
     /// Registers a tool.
     ///
     /// # Panics
     ///
     /// When the tool's name is not 1–128 characters of `[A-Za-z0-9_.-]`, when a tool of the
-    /// same name is already registered, or when a schema given as JSON declares a `$schema`
-    /// other than JSON Schema 2020-12, or when an `x-mcp-header` annotation of the input schema
+    /// same name is already registered, when a schema given as JSON declares a `$schema`
+    /// other than JSON Schema 2020-12, when an `x-mcp-header` annotation of the input schema
     /// is not a unique RFC 9110 token on a statically reachable integer, string or boolean
-    /// property ([`rules`](super::rules)): the message names the tool and the rule. Like a conflicting axum route, it is a bug of the app, seen when the app
-    /// is built.
+    /// property, when an icon's `src` is neither `https:` nor `data:`, or when a `_meta` key is
+    /// malformed or reserved for MCP ([`rules`](super::rules)): the message names the tool and
+    /// the rule. Like a conflicting axum route, it is a bug of the app, seen when the app is
+    /// built.
     #[track_caller]
     pub fn tool(mut self, tool: Tool) -> Self {
         refuse(rules::tool_name(&tool.name));
         refuse(unique("tool", &self.tools, &tool.name));
+        refuse(rules::icons("tool", &tool.name, &tool.icons));
+        refuse(rules::meta("tool", &tool.name, &tool.meta));
         if let Some(schema) = tool.input.known() {
             refuse(rules::dialect(&tool.name, "inputSchema", schema));
             refuse(rules::headers(&tool.name, schema));
@@ -142,10 +247,14 @@ impl App {
     ///
     /// # Panics
     ///
-    /// When a resource of the same URI is already registered (the message names it).
+    /// When a resource of the same URI is already registered, when an icon's `src` is neither
+    /// `https:` nor `data:`, or when a `_meta` key is malformed or reserved for MCP
+    /// ([`rules`](super::rules)); the message names the resource and the rule.
     #[track_caller]
     pub fn resource(mut self, resource: Resource) -> Self {
         refuse(unique("resource", &self.resources, &resource.uri));
+        refuse(rules::icons("resource", &resource.uri, &resource.icons));
+        refuse(rules::meta("resource", &resource.uri, &resource.meta));
         self.resources.insert(resource.uri.clone(), resource);
         self
     }
@@ -154,14 +263,15 @@ impl App {
     ///
     /// # Panics
     ///
-    /// When a template of the same URI template is already registered (the message names it).
+    /// When a template of the same URI template is already registered, when an icon's `src`
+    /// is neither `https:` nor `data:`, or when a `_meta` key is malformed or reserved for MCP
+    /// ([`rules`](super::rules)); the message names the template and the rule.
     #[track_caller]
     pub fn template(mut self, template: ResourceTemplate) -> Self {
-        refuse(unique(
-            "resource template",
-            &self.templates,
-            &template.uri_template,
-        ));
+        let key = &template.uri_template;
+        refuse(unique("resource template", &self.templates, key));
+        refuse(rules::icons("resource template", key, &template.icons));
+        refuse(rules::meta("resource template", key, &template.meta));
         self.templates
             .insert(template.uri_template.clone(), template);
         self
@@ -171,10 +281,14 @@ impl App {
     ///
     /// # Panics
     ///
-    /// When a prompt of the same name is already registered (the message names it).
+    /// When a prompt of the same name is already registered, when an icon's `src` is neither
+    /// `https:` nor `data:`, or when a `_meta` key is malformed or reserved for MCP
+    /// ([`rules`](super::rules)); the message names the prompt and the rule.
     #[track_caller]
     pub fn prompt(mut self, prompt: Prompt) -> Self {
         refuse(unique("prompt", &self.prompts, &prompt.name));
+        refuse(rules::icons("prompt", &prompt.name, &prompt.icons));
+        refuse(rules::meta("prompt", &prompt.name, &prompt.meta));
         self.prompts.insert(prompt.name.clone(), prompt);
         self
     }

@@ -11,6 +11,11 @@
 //! with the stream's other declared records, and runs no handler for it. Invariant: a watch
 //! key derives only from the caller's tenant and subject ([`Who`]) and the template's typed URI
 //! variables, and names one of the caller's own records (anything else is not read).
+//!
+//! Each item (and the app itself, as the server's `Implementation`) may carry display metadata,
+//! `title` and `icons`; tools, prompts, resources and templates may carry a `_meta` object.
+//! They are listed as declared and left out when not declared (never `null`); registration
+//! checks icon sources and `_meta` keys ([`rules`]).
 
 mod app;
 mod call;
@@ -42,6 +47,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::error::McpError;
+use crate::wire::{Icon, JsonObject};
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -64,5 +70,22 @@ pub(crate) fn owned(scopes: &[&str]) -> Vec<String> {
 pub(crate) fn insert_some(target: &mut Value, key: &str, value: &Option<String>) {
     if let Some(value) = value {
         target[key] = json!(value);
+    }
+}
+
+/// Sets `icons` on a listed item when it has any.
+pub(crate) fn insert_icons(target: &mut Value, icons: &[Icon]) {
+    if icons.is_empty() {
+        return;
+    }
+    if let Ok(icons) = serde_json::to_value(icons) {
+        target["icons"] = icons;
+    }
+}
+
+/// Sets `_meta` on a listed item when it declares any key.
+pub(crate) fn insert_meta(target: &mut Value, meta: &JsonObject) {
+    if !meta.is_empty() {
+        target["_meta"] = Value::Object(meta.clone());
     }
 }

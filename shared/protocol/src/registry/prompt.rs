@@ -2,7 +2,8 @@
 
 use serde_json::{Value, json};
 
-use super::{Handler, insert_some, owned};
+use super::{Handler, insert_icons, insert_meta, insert_some, owned};
+use crate::wire::{Icon, JsonObject};
 
 /// One argument of a prompt.
 #[derive(Clone, Debug)]
@@ -106,6 +107,10 @@ pub struct Prompt {
     pub name: String,
     /// A human-readable title.
     pub title: Option<String>,
+    /// Icons a client may show beside it (`https:` or `data:` sources, checked at registration).
+    pub icons: Vec<Icon>,
+    /// Its `_meta` object, listed as declared (keys checked at registration).
+    pub meta: JsonObject,
     /// What it is for.
     pub description: Option<String>,
     /// Its arguments, as `prompts/list` shows them.
@@ -127,11 +132,65 @@ impl Prompt {
         Prompt {
             name: name.into(),
             title: None,
+            icons: Vec::new(),
+            meta: JsonObject::new(),
             description: Some(description.into()),
             arguments,
             scopes: Vec::new(),
             handler,
         }
+    }
+
+    /// Sets the human-readable title (`prompts/list` shows it in place of the name).
+    ///
+    /// ```
+    /// # use relevo_protocol::{Prompt, handler, Outcome};
+    /// # let run = handler(|_| async { Ok(Outcome::Complete(Default::default())) });
+    /// let prompt = Prompt::new("review", "Reviews code.", vec![], run).title("Code review");
+    /// assert_eq!(prompt.to_wire()["title"], "Code review");
+    /// ```
+    pub fn title(mut self, title: &str) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Adds an icon a client may show beside the prompt (`prompts/list` lists them in order).
+    ///
+    /// Its `src` must be an `https:` URL or a `data:` URI: [`crate::App::prompt`] refuses any
+    /// other ([`super::rules::valid_icon_source`]).
+    ///
+    /// ```
+    /// # use relevo_protocol::{Prompt, handler, Outcome};
+    /// # let run = handler(|_| async { Ok(Outcome::Complete(Default::default())) });
+    /// use relevo_protocol::wire::Icon;
+    ///
+    /// let prompt = Prompt::new("review", "Reviews code.", vec![], run)
+    ///     .icon(Icon::new("https://example.com/review.svg").with_sizes(vec!["any".into()]));
+    /// assert_eq!(prompt.to_wire()["icons"][0]["sizes"], serde_json::json!(["any"]));
+    /// ```
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+
+    /// Sets the key `key` of the prompt's `_meta` object to `value` (`prompts/list` lists it).
+    ///
+    /// The key must follow the spec's `_meta` key format and may not be reserved for MCP, save
+    /// the keys an extension defines: [`crate::App::prompt`] refuses it otherwise
+    /// ([`super::rules::meta`]).
+    ///
+    /// ```
+    /// # use relevo_protocol::{Prompt, handler, Outcome};
+    /// # let run = handler(|_| async { Ok(Outcome::Complete(Default::default())) });
+    /// use serde_json::json;
+    ///
+    /// let prompt = Prompt::new("review", "Reviews code.", vec![], run)
+    ///     .meta("com.example/team", json!("platform"));
+    /// assert_eq!(prompt.to_wire()["_meta"], json!({ "com.example/team": "platform" }));
+    /// ```
+    pub fn meta(mut self, key: &str, value: Value) -> Self {
+        self.meta.insert(key.into(), value);
+        self
     }
 
     /// OAuth scopes a caller must hold to see, get or complete it.
@@ -167,6 +226,8 @@ impl Prompt {
                 .collect();
             prompt["arguments"] = json!(arguments);
         }
+        insert_icons(&mut prompt, &self.icons);
+        insert_meta(&mut prompt, &self.meta);
         prompt
     }
 }

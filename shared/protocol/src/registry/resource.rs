@@ -3,7 +3,8 @@
 use serde_json::{Value, json};
 
 use super::watch::{WatchRecord, Who};
-use super::{Handler, insert_some, owned};
+use super::{Handler, insert_icons, insert_meta, insert_some, owned};
+use crate::wire::{Icon, JsonObject};
 use relevo_state::RecordKey;
 
 /// A concrete resource with a fixed URI.
@@ -58,6 +59,10 @@ pub struct Resource {
     pub name: String,
     /// A human-readable title.
     pub title: Option<String>,
+    /// Icons a client may show beside it (`https:` or `data:` sources, checked at registration).
+    pub icons: Vec<Icon>,
+    /// Its `_meta` object, listed as declared (keys checked at registration).
+    pub meta: JsonObject,
     /// What it holds.
     pub description: Option<String>,
     /// The contents' media type.
@@ -79,6 +84,8 @@ impl Resource {
             uri: uri.into(),
             name: name.into(),
             title: None,
+            icons: Vec::new(),
+            meta: JsonObject::new(),
             description: None,
             mime_type: Some(mime_type.into()),
             private: false,
@@ -86,6 +93,59 @@ impl Resource {
             handler,
             watch: None,
         }
+    }
+
+    /// Sets the human-readable title (`resources/list` shows it in place of the name).
+    ///
+    /// ```
+    /// # use relevo_protocol::{Resource, handler, Outcome};
+    /// # let run = handler(|_| async { Ok(Outcome::Complete(Default::default())) });
+    /// let resource = Resource::new("app://about", "about", "text/plain", run).title("About");
+    /// assert_eq!(resource.to_wire()["title"], "About");
+    /// ```
+    pub fn title(mut self, title: &str) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Adds an icon a client may show beside the resource (`resources/list` lists them in
+    /// order).
+    ///
+    /// Its `src` must be an `https:` URL or a `data:` URI: [`crate::App::resource`] refuses
+    /// any other ([`super::rules::valid_icon_source`]).
+    ///
+    /// ```
+    /// # use relevo_protocol::{Resource, handler, Outcome};
+    /// # let run = handler(|_| async { Ok(Outcome::Complete(Default::default())) });
+    /// use relevo_protocol::wire::Icon;
+    ///
+    /// let resource = Resource::new("app://about", "about", "text/plain", run)
+    ///     .icon(Icon::new("data:image/png;base64,iVBORw0KGgo=").with_mime_type("image/png"));
+    /// assert_eq!(resource.to_wire()["icons"][0]["mimeType"], "image/png");
+    /// ```
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+
+    /// Sets the key `key` of the resource's `_meta` object to `value` (`resources/list` lists it).
+    ///
+    /// The key must follow the spec's `_meta` key format and may not be reserved for MCP, save
+    /// the keys an extension defines: [`crate::App::resource`] refuses it otherwise
+    /// ([`super::rules::meta`]).
+    ///
+    /// ```
+    /// # use relevo_protocol::{Resource, handler, Outcome};
+    /// # let run = handler(|_| async { Ok(Outcome::Complete(Default::default())) });
+    /// use serde_json::json;
+    ///
+    /// let resource = Resource::new("app://about", "about", "text/plain", run)
+    ///     .meta("com.example/source", json!({ "system": "wiki" }));
+    /// assert_eq!(resource.to_wire()["_meta"]["com.example/source"]["system"], "wiki");
+    /// ```
+    pub fn meta(mut self, key: &str, value: Value) -> Self {
+        self.meta.insert(key.into(), value);
+        self
     }
 
     /// Sets what it holds.
@@ -130,6 +190,8 @@ impl Resource {
         insert_some(&mut resource, "title", &self.title);
         insert_some(&mut resource, "description", &self.description);
         insert_some(&mut resource, "mimeType", &self.mime_type);
+        insert_icons(&mut resource, &self.icons);
+        insert_meta(&mut resource, &self.meta);
         resource
     }
 }

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::watch::{WatchRecord, Who};
-use super::{Handler, insert_some, owned};
-use crate::wire::JsonObject;
+use super::{Handler, insert_icons, insert_meta, insert_some, owned};
+use crate::wire::{Icon, JsonObject};
 use relevo_state::RecordKey;
 use serde::de::DeserializeOwned;
 
@@ -76,6 +76,10 @@ pub struct ResourceTemplate {
     pub name: String,
     /// A human-readable title.
     pub title: Option<String>,
+    /// Icons a client may show beside it (`https:` or `data:` sources, checked at registration).
+    pub icons: Vec<Icon>,
+    /// Its `_meta` object, listed as declared (keys checked at registration).
+    pub meta: JsonObject,
     /// What its resources hold.
     pub description: Option<String>,
     /// The contents' media type.
@@ -99,6 +103,8 @@ impl ResourceTemplate {
             uri_template: uri_template.into(),
             name: name.into(),
             title: None,
+            icons: Vec::new(),
+            meta: JsonObject::new(),
             description: None,
             mime_type: Some(mime_type.into()),
             completions: BTreeMap::new(),
@@ -125,6 +131,61 @@ impl ResourceTemplate {
     /// OAuth scopes a caller must hold to read, list, complete or subscribe to its resources.
     pub fn scopes(mut self, scopes: &[&str]) -> Self {
         self.scopes = owned(scopes);
+        self
+    }
+
+    /// Sets the human-readable title (`resources/templates/list` shows it in place of the name).
+    ///
+    /// ```
+    /// # use relevo_protocol::{ResourceTemplate, handler, Outcome};
+    /// # let run = handler(|_| async { Ok(Outcome::Complete(Default::default())) });
+    /// let template = ResourceTemplate::new("notes://{id}", "note", "text/plain", run);
+    /// let template = template.title("Note");
+    /// assert_eq!(template.to_wire()["title"], "Note");
+    /// ```
+    pub fn title(mut self, title: &str) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Adds an icon a client may show beside the template (`resources/templates/list` lists
+    /// them in order).
+    ///
+    /// Its `src` must be an `https:` URL or a `data:` URI: [`crate::App::template`] refuses
+    /// any other ([`super::rules::valid_icon_source`]).
+    ///
+    /// ```
+    /// # use relevo_protocol::{ResourceTemplate, handler, Outcome};
+    /// # let run = handler(|_| async { Ok(Outcome::Complete(Default::default())) });
+    /// use relevo_protocol::wire::Icon;
+    ///
+    /// let template = ResourceTemplate::new("notes://{id}", "note", "text/plain", run)
+    ///     .icon(Icon::new("data:image/png;base64,iVBORw0KGgo=").with_mime_type("image/png"));
+    /// assert_eq!(template.to_wire()["icons"][0]["mimeType"], "image/png");
+    /// ```
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+
+    /// Sets the key `key` of the template's `_meta` object to `value`
+    /// (`resources/templates/list` lists it).
+    ///
+    /// The key must follow the spec's `_meta` key format and may not be reserved for MCP, save
+    /// the keys an extension defines: [`crate::App::template`] refuses it otherwise
+    /// ([`super::rules::meta`]).
+    ///
+    /// ```
+    /// # use relevo_protocol::{ResourceTemplate, handler, Outcome};
+    /// # let run = handler(|_| async { Ok(Outcome::Complete(Default::default())) });
+    /// use serde_json::json;
+    ///
+    /// let template = ResourceTemplate::new("notes://{id}", "note", "text/plain", run)
+    ///     .meta("com.example/source", json!({ "system": "wiki" }));
+    /// assert_eq!(template.to_wire()["_meta"]["com.example/source"]["system"], "wiki");
+    /// ```
+    pub fn meta(mut self, key: &str, value: Value) -> Self {
+        self.meta.insert(key.into(), value);
         self
     }
 
@@ -185,6 +246,8 @@ impl ResourceTemplate {
         insert_some(&mut template, "title", &self.title);
         insert_some(&mut template, "description", &self.description);
         insert_some(&mut template, "mimeType", &self.mime_type);
+        insert_icons(&mut template, &self.icons);
+        insert_meta(&mut template, &self.meta);
         template
     }
 }

@@ -5,8 +5,8 @@ use std::sync::{Arc, LazyLock, OnceLock};
 use serde_json::{Value, json};
 
 use super::rules::{self, HeaderParam, Refused};
-use super::{Handler, owned};
-use crate::wire::{JsonObject, ToolAnnotations};
+use super::{Handler, insert_icons, insert_meta, owned};
+use crate::wire::{Icon, JsonObject, ToolAnnotations};
 
 type Derive = Arc<dyn Fn() -> Option<JsonObject> + Send + Sync>;
 
@@ -58,6 +58,10 @@ pub struct Tool {
     pub name: String,
     /// A human-readable title.
     pub title: Option<String>,
+    /// Icons a client may show beside it (`https:` or `data:` sources, checked at registration).
+    pub icons: Vec<Icon>,
+    /// Its `_meta` object, listed as declared (keys checked at registration).
+    pub meta: JsonObject,
     /// What the tool does, for the model.
     pub description: String,
     /// Kept verbatim: every JSON Schema 2020-12 keyword survives listing.
@@ -98,6 +102,8 @@ impl Tool {
         Tool {
             name: name.into(),
             title: None,
+            icons: Vec::new(),
+            meta: JsonObject::new(),
             description: description.into(),
             input: Schema::given(Some(input_schema.as_object().cloned().unwrap_or_default())),
             output: Schema::given(None),
@@ -118,6 +124,59 @@ impl Tool {
     /// Sets the human-readable title.
     pub fn title(mut self, title: &str) -> Self {
         self.title = Some(title.into());
+        self
+    }
+
+    /// Adds an icon a client may show beside the tool (`tools/list` lists them in order).
+    ///
+    /// Its `src` must be an `https:` URL or a `data:` URI: [`crate::App::tool`] refuses any
+    /// other ([`super::rules::valid_icon_source`]).
+    ///
+    /// ```
+    /// # use relevo_protocol::{Tool, handler, Outcome};
+    /// # let run = handler(|_| async { Ok(Outcome::Complete(Default::default())) });
+    /// use relevo_protocol::wire::{Icon, IconTheme};
+    /// use serde_json::json;
+    ///
+    /// let tool = Tool::new("forecast", "Forecasts.", json!({ "type": "object" }), run)
+    ///     .title("Weather forecast")
+    ///     .icon(Icon::new("https://example.com/sun.png").with_mime_type("image/png"))
+    ///     .icon(Icon::new("https://example.com/moon.svg").with_theme(IconTheme::Dark));
+    /// let listed = tool.to_wire();
+    /// assert_eq!(listed["title"], "Weather forecast");
+    /// let sun = json!({ "src": "https://example.com/sun.png", "mimeType": "image/png" });
+    /// assert_eq!(listed["icons"][0], sun);
+    /// assert_eq!(listed["icons"][1]["theme"], "dark");
+    /// ```
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+
+    /// Sets the key `key` of the tool's `_meta` object to `value` (`tools/list` lists it).
+    ///
+    /// The key must follow the spec's `_meta` key format and may not be reserved for MCP, save
+    /// the keys an extension defines: [`crate::App::tool`] refuses it otherwise
+    /// ([`super::rules::meta`]).
+    ///
+    /// ```
+    /// # use relevo_protocol::{Tool, handler, Outcome};
+    /// # let run = handler(|_| async { Ok(Outcome::Complete(Default::default())) });
+    /// use serde_json::json;
+    ///
+    /// let tool = Tool::new("refund", "Refunds an order.", json!({ "type": "object" }), run)
+    ///     .meta("com.example/owner", json!("billing"))
+    ///     .meta("ui", json!({ "resourceUri": "ui://refund/form.html" }));
+    /// assert_eq!(
+    ///     tool.to_wire()["_meta"],
+    ///     json!({
+    ///         "com.example/owner": "billing",
+    ///         "ui": { "resourceUri": "ui://refund/form.html" },
+    ///     })
+    /// );
+    /// ```
+    pub fn meta(mut self, key: &str, value: Value) -> Self {
+        self.meta.insert(key.into(), value);
         self
     }
 
@@ -214,12 +273,14 @@ impl Tool {
         if let Some(title) = &self.title {
             tool["title"] = json!(title);
         }
+        insert_icons(&mut tool, &self.icons);
         if let Some(schema) = self.output_schema() {
             tool["outputSchema"] = json!(schema);
         }
         if let Some(annotations) = &self.annotations {
             tool["annotations"] = serde_json::to_value(annotations).unwrap_or(Value::Null);
         }
+        insert_meta(&mut tool, &self.meta);
         tool
     }
 }

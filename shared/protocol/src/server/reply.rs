@@ -2,7 +2,8 @@
 //! decoration, JSON and SSE bodies, and the status and headers each error fixes.
 //!
 //! Invariants:
-//! - A 2026-07-28 result carries `resultType` and the server's info in `_meta`; a 2025-11-25
+//! - A 2026-07-28 result carries `resultType` and the server's info in `_meta` (the whole
+//!   `Implementation` on `server/discover`, its name and version elsewhere); a 2025-11-25
 //!   result leaves in its own revision's shape (no `resultType`, `ttlMs` or `cacheScope`).
 //! - Every error is a JSON-RPC error with the status its wire fixes ([`crate::error`]), with
 //!   `Allow` on a 405 and `Retry-After` on a retryable failure, a reached limit or a spent rate.
@@ -48,7 +49,14 @@ impl McpServer {
             return result;
         }
         result.insert("resultType".into(), json!(result_type));
-        let server_info = json!({ "name": self.app.name, "version": self.app.version });
+        // `server/discover` carries the whole `Implementation` (title, description, website,
+        // icons); every other result names the server and its version only, so a `data:` icon
+        // does not ride on every answer.
+        let server_info = if request.method == crate::method::Method::Discover {
+            self.app.server_info()
+        } else {
+            json!({ "name": self.app.name, "version": self.app.version })
+        };
         match result.get_mut("_meta") {
             Some(Value::Object(meta_object)) => {
                 meta_object.insert(meta::SERVER_INFO.into(), server_info);
