@@ -152,9 +152,14 @@ impl App {
     ///
     /// # Panics
     ///
-    /// When a template of the same URI template is already registered (the message names it).
+    /// When a template of the same URI template is already registered, or when the URI
+    /// matcher cannot honour the template (a prefix modifier, an exploded variable before
+    /// another, a variable named twice, two adjacent expressions of ambiguous boundary, a
+    /// malformed expression: [`ResourceTemplate::match_uri`]); the message names the template
+    /// and the reason.
     #[track_caller]
     pub fn template(mut self, template: ResourceTemplate) -> Self {
+        refuse(rules::uri_template(&template.uri_template));
         refuse(unique(
             "resource template",
             &self.templates,
