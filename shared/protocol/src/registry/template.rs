@@ -213,7 +213,8 @@ impl ResourceTemplate {
     /// with a `.` or `..` segment (raw or encoded as `%2e%2e`, split at `/` and `\`). A template
     /// with prefix modifiers (`{var:3}`), an exploded variable before another, a variable named
     /// twice or adjacent expressions of ambiguous boundary (`{a}{b}`) is refused at
-    /// registration ([`rules::uri_template`](super::rules::uri_template)).
+    /// registration ([`rules::uri_template`](super::rules::uri_template)). A URI longer than
+    /// 8 KiB matches nothing.
     pub fn match_uri(&self, uri: &str) -> Option<JsonObject> {
         uri_template::match_uri(&self.uri_template, uri)
     }

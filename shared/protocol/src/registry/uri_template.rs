@@ -27,8 +27,9 @@
 //! decoding, holds a NUL, has a malformed `%` escape, or has a `.` or `..` segment once split at
 //! `/` and `\` (raw, or encoded as `%2e%2e`, `%2F`): MCP "Resources", Security Considerations,
 //! "Servers MUST validate all resource URIs" and "MUST sanitize file paths to prevent directory
-//! traversal attacks". Matching is linear in the URI for each (expression, position) pair: a
-//! failed pair is remembered, so no URI makes it backtrack exponentially.
+//! traversal attacks". The matcher tries each (expression, position) pair at most once (a
+//! failed pair is remembered), so no URI makes it backtrack exponentially, and a URI longer
+//! than [`MAX_URI_BYTES`] matches no template, which bounds the work of one read.
 
 use std::collections::HashSet;
 
@@ -36,6 +37,10 @@ use percent_encoding::percent_decode_str;
 use serde_json::Value;
 
 use crate::wire::JsonObject;
+
+/// The longest URI matched against a template (8 KiB, the request-line limit of common HTTP
+/// servers); a longer one matches none.
+pub(crate) const MAX_URI_BYTES: usize = 8 * 1024;
 
 /// An RFC 6570 expression operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -258,6 +263,9 @@ fn valid_name(name: &str) -> bool {
 /// The variables bound by matching `uri` against `template`, decoded; `None` when the template
 /// is invalid, the URI does not match it, or a value is refused (see the module docs).
 pub(crate) fn match_uri(template: &str, uri: &str) -> Option<JsonObject> {
+    if uri.len() > MAX_URI_BYTES {
+        return None;
+    }
     let parts = parse(template).ok()?;
     let mut matcher = Matcher {
         parts: &parts,
@@ -512,8 +520,12 @@ mod tests {
     #[test]
     fn matching_a_long_uri_does_not_backtrack_exponentially() {
         let t = "x://{/a}{/b}{/c}{/d}{/e}{/f}{?g}";
-        let uri = format!("x://{}", "/a".repeat(3000));
+        let uri = format!("x://{}", "/a".repeat(2000));
         assert_eq!(matched(t, &uri), None);
+        let exploded = format!("x://r{}/y", "/x".repeat(500));
+        assert_eq!(matched("x://r{/path*}/x", &exploded), None);
+        let too_long = format!("notes://{}", "a".repeat(MAX_URI_BYTES));
+        assert_eq!(matched("notes://{id}", &too_long), None);
     }
 
     #[test]
