@@ -184,6 +184,9 @@ pub mod prelude {
         App, AppBuilder, CachePolicy, Ports, Prompt, PromptArgument, Resource, ResourceTemplate,
         TaskSupport, Tool,
     };
+    // What a completion function (`Prompt::complete_with`, `ResourceTemplate::complete_with`)
+    // is asked, and what it may answer besides a `Vec<String>`.
+    pub use relevo_protocol::registry::{Completion, CompletionRequest};
 
     // An HTTP surface beside `/mcp` (`App::pages`), answered with the `relevo::http` types.
     pub use relevo_protocol::{CallerFuture, PageFuture, Pages};

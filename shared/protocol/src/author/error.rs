@@ -69,7 +69,7 @@ impl ToolError {
         }
     }
 
-    fn into_protocol_error(self, target: &str) -> McpError {
+    pub(crate) fn into_protocol_error(self, target: &str) -> McpError {
         match self {
             ToolError::Server(error) => error,
             ToolError::Internal(cause) => {

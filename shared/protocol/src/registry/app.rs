@@ -263,12 +263,16 @@ impl App {
     ///
     /// # Panics
     ///
-    /// When a template of the same URI template is already registered, when an icon's `src`
-    /// is neither `https:` nor `data:`, or when a `_meta` key is malformed or reserved for MCP
+    /// When a template of the same URI template is already registered, when the URI matcher
+    /// cannot honour the template (a prefix modifier, an exploded variable before another, a
+    /// variable named twice, two adjacent expressions of ambiguous boundary, a malformed
+    /// expression: [`ResourceTemplate::match_uri`]), when an icon's `src` is neither `https:`
+    /// nor `data:`, or when a `_meta` key is malformed or reserved for MCP
     /// ([`rules`](super::rules)); the message names the template and the rule.
     #[track_caller]
     pub fn template(mut self, template: ResourceTemplate) -> Self {
         let key = &template.uri_template;
+        refuse(rules::uri_template(key));
         refuse(unique("resource template", &self.templates, key));
         refuse(rules::icons("resource template", key, &template.icons));
         refuse(rules::meta("resource template", key, &template.meta));

@@ -19,6 +19,7 @@
 
 mod app;
 mod call;
+mod complete;
 mod input;
 mod outcome;
 mod output;
@@ -27,10 +28,13 @@ mod resource;
 pub mod rules;
 mod template;
 mod tool;
+mod uri_template;
 mod watch;
 
 pub use app::{App, TaskAccess};
 pub use call::{Call, ClientContext};
+pub(crate) use complete::Candidates;
+pub use complete::{CompleteFn, Completion, CompletionRequest, MAX_COMPLETIONS, completer};
 pub use input::{ElicitAction, ElicitAnswer, InputRequest};
 pub use outcome::Outcome;
 pub use output::OutputCheck;

@@ -1,12 +1,16 @@
 //! A prompt and its arguments.
 
+use std::future::Future;
+
 use serde_json::{Value, json};
 
-use super::{Handler, insert_icons, insert_meta, insert_some, owned};
+use super::{Candidates, CompleteFn, Completion, CompletionRequest, Handler, completer};
+use super::{insert_icons, insert_meta, insert_some, owned};
+use crate::author::ToolError;
 use crate::wire::{Icon, JsonObject};
 
 /// One argument of a prompt.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct PromptArgument {
     /// Its name in `prompts/get`'s `arguments`.
     pub name: String,
@@ -14,8 +18,22 @@ pub struct PromptArgument {
     pub description: Option<String>,
     /// Whether `prompts/get` needs it.
     pub required: bool,
-    /// Completion candidates offered by `completion/complete`.
+    /// Completion candidates offered by `completion/complete`, filtered by prefix.
     pub completions: Vec<String>,
+    /// A completion function, which answers instead of `completions` when set.
+    pub completer: Option<CompleteFn>,
+}
+
+impl std::fmt::Debug for PromptArgument {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PromptArgument")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .field("required", &self.required)
+            .field("completions", &self.completions)
+            .field("completer", &self.completer.as_ref().map(|_| "fn"))
+            .finish()
+    }
 }
 
 impl PromptArgument {
@@ -26,6 +44,7 @@ impl PromptArgument {
             description: Some(description.into()),
             required: true,
             completions: Vec::new(),
+            completer: None,
         }
     }
 
@@ -41,6 +60,26 @@ impl PromptArgument {
     pub fn completions(mut self, values: &[&str]) -> Self {
         self.completions = values.iter().map(|v| v.to_string()).collect();
         self
+    }
+
+    /// Completes it with a function of the typed value and the arguments already resolved
+    /// ([`Prompt::complete_with`] shows one).
+    pub fn complete_with<F, Fut, C>(mut self, complete: F) -> Self
+    where
+        F: Fn(CompletionRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<C, ToolError>> + Send + 'static,
+        C: Into<Completion>,
+    {
+        self.completer = Some(completer(complete));
+        self
+    }
+
+    /// Where its completion candidates come from.
+    pub(crate) fn candidates(&self) -> Candidates {
+        match &self.completer {
+            Some(complete) => Candidates::Function(complete.clone()),
+            None => Candidates::List(self.completions.clone()),
+        }
     }
 }
 
@@ -205,6 +244,61 @@ impl Prompt {
     pub fn complete(mut self, argument: &str, values: &[&str]) -> Self {
         for known in self.arguments.iter_mut().filter(|a| a.name == argument) {
             known.completions = owned(values);
+        }
+        self
+    }
+
+    /// Completes the argument `argument` with a function that receives what the user typed and
+    /// the arguments already resolved (`context.arguments`), and answers the candidates, best
+    /// first (the server sends at most 100 and says `hasMore`). A name the prompt has no
+    /// argument of changes nothing.
+    ///
+    /// ```
+    /// use relevo_protocol::author::{ToolContext, ToolError};
+    /// use relevo_protocol::registry::CompletionRequest;
+    /// use relevo_protocol::wire::{GetPromptResult, PromptMessage, Role};
+    /// use relevo_protocol::Prompt;
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct ReviewArgs {
+    ///     /// The language
+    ///     language: String,
+    ///     /// The framework
+    ///     framework: String,
+    /// }
+    ///
+    /// async fn review(args: ReviewArgs, _: ToolContext) -> Result<GetPromptResult, ToolError> {
+    ///     let text = format!("Review this {} code using {}.", args.language, args.framework);
+    ///     Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]))
+    /// }
+    ///
+    /// async fn frameworks(request: CompletionRequest) -> Result<Vec<String>, ToolError> {
+    ///     let known: &[&str] = match request.context.get("language").map(String::as_str) {
+    ///         Some("python") => &["flask", "fastapi", "django"],
+    ///         Some("rust") => &["axum", "actix-web"],
+    ///         _ => &[],
+    ///     };
+    ///     Ok(known
+    ///         .iter()
+    ///         .filter(|f| f.starts_with(&request.value))
+    ///         .map(|f| f.to_string())
+    ///         .collect())
+    /// }
+    ///
+    /// let prompt = Prompt::typed("code_review", "Asks for a code review.", review)
+    ///     .complete("language", &["python", "rust"])
+    ///     .complete_with("framework", frameworks);
+    /// assert!(prompt.arguments.iter().any(|a| a.name == "framework" && a.completer.is_some()));
+    /// ```
+    pub fn complete_with<F, Fut, C>(mut self, argument: &str, complete: F) -> Self
+    where
+        F: Fn(CompletionRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<C, ToolError>> + Send + 'static,
+        C: Into<Completion>,
+    {
+        let complete = completer(complete);
+        for known in self.arguments.iter_mut().filter(|a| a.name == argument) {
+            known.completer = Some(complete.clone());
         }
         self
     }

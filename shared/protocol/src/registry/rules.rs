@@ -8,6 +8,9 @@
 //! - Tool names, prompt names, resource URIs and resource-template URI templates are unique
 //!   per app: a second registration under a key already held is refused, not a silent
 //!   replacement of the first.
+//! - A resource template is one the matcher honours (RFC 6570 without prefix modifiers, an
+//!   exploded variable only last in its expression, each variable once, no two adjacent
+//!   expressions whose boundary is a guess): otherwise a read would bind the wrong values.
 //! - A schema the app gives as JSON (input or output) declares no `$schema` but JSON Schema
 //!   2020-12, the dialect the spec names and the one the validator is built for. A schema
 //!   derived from a Rust type never declares one (it is derived without it).
@@ -157,6 +160,17 @@ pub enum Refused {
         key: String,
         /// The refused `_meta` key.
         meta_key: String,
+    },
+    /// A resource template the URI matcher cannot honour.
+    #[error(
+        "resource template {template:?} cannot be matched: {reason} (RFC 6570; see \
+         ResourceTemplate::match_uri)"
+    )]
+    UriTemplate {
+        /// The URI template.
+        template: String,
+        /// Why the matcher cannot honour it.
+        reason: String,
     },
 }
 
@@ -641,6 +655,14 @@ pub fn meta(kind: &'static str, key: &str, meta: &JsonObject) -> Result<(), Refu
         }
     }
     Ok(())
+}
+
+/// Checks that the matcher honours the URI template `template`.
+pub fn uri_template(template: &str) -> Result<(), Refused> {
+    super::uri_template::check(template).map_err(|reason| Refused::UriTemplate {
+        template: template.into(),
+        reason,
+    })
 }
 
 /// Panics with `refused`: the one way the builder refuses a registration.

@@ -1,19 +1,31 @@
-//! A resource template (RFC 6570 level 1) and its URI matching.
+//! A resource template (RFC 6570, levels 1–4 for matching) and its completions.
+//!
+//! Matching and its refusals are described on [`ResourceTemplate::match_uri`]: a
+//! `resources/read` URI binds the template's variables percent-decoded, and a value that could
+//! walk out of a path (`..`, an encoded `/..`), is not UTF-8 or holds a NUL makes the URI match
+//! nothing, so no handler runs.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 
 use serde_json::{Value, json};
 
 use super::watch::{WatchRecord, Who};
-use super::{Handler, insert_icons, insert_meta, insert_some, owned};
+use super::{Candidates, CompleteFn, Completion, CompletionRequest, Handler, completer};
+use super::{insert_icons, insert_meta, insert_some, owned, uri_template};
+use crate::author::ToolError;
 use crate::wire::{Icon, JsonObject};
 use relevo_state::RecordKey;
 use serde::de::DeserializeOwned;
 
-/// A family of resources named by an RFC 6570 level-1 template such as `test://template/{id}/data`.
+/// A family of resources named by an RFC 6570 template such as `test://template/{id}/data` or
+/// `files://{root}{/path*}{?rev}`.
 ///
-/// [`ResourceTemplate::typed`] takes the URI's variables as a typed struct; `.scopes(..)` gates
-/// reading, listing, completion and subscribing.
+/// [`ResourceTemplate::typed`] takes the URI's variables as a typed struct (decoded; an exploded
+/// variable as a list); `.scopes(..)` gates reading, listing, completion and subscribing;
+/// `.complete(..)` and `.complete_with(..)` give a variable's completions. What matches, and the
+/// templates [`App::template`](super::App::template) refuses, are described in
+/// [`ResourceTemplate::match_uri`].
 ///
 /// ```
 /// # use relevo_protocol::{Call, ClientContext, Notifier, Outcome, Principal};
@@ -59,6 +71,8 @@ use serde::de::DeserializeOwned;
 /// let variables = notes.match_uri("notes://n1").expect("the URI matches");
 /// assert_eq!(variables["noteId"], "n1");
 /// assert_eq!(notes.match_uri("notes://n1/more"), None, "a variable never spans a `/`");
+/// assert_eq!(notes.match_uri("notes://n%201").expect("matches")["noteId"], "n 1", "decoded");
+/// assert_eq!(notes.match_uri("notes://%2e%2e"), None, "`..` is refused, encoded or not");
 ///
 /// let Ok(Outcome::Complete(read)) =
 ///     (notes.handler)(call(json!(variables), Some("notes://n1"))).await
@@ -70,7 +84,7 @@ use serde::de::DeserializeOwned;
 /// ```
 #[derive(Clone)]
 pub struct ResourceTemplate {
-    /// The RFC 6570 level-1 template, such as `notes://{noteId}`.
+    /// The RFC 6570 template, such as `notes://{noteId}`.
     pub uri_template: String,
     /// A short name.
     pub name: String,
@@ -84,8 +98,10 @@ pub struct ResourceTemplate {
     pub description: Option<String>,
     /// The contents' media type.
     pub mime_type: Option<String>,
-    /// Completion candidates per template variable.
+    /// Completion candidates per template variable, filtered by prefix.
     pub completions: BTreeMap<String, Vec<String>>,
+    /// Completion functions per template variable; one answers instead of `completions`.
+    pub completers: BTreeMap<String, CompleteFn>,
     /// Per-caller content: reads carry `cacheScope: private` (so do reads gated by scopes).
     pub private: bool,
     /// OAuth scopes a caller must hold to read, list, complete or subscribe to its resources.
@@ -108,6 +124,7 @@ impl ResourceTemplate {
             description: None,
             mime_type: Some(mime_type.into()),
             completions: BTreeMap::new(),
+            completers: BTreeMap::new(),
             private: false,
             scopes: Vec::new(),
             handler,
@@ -201,36 +218,66 @@ impl ResourceTemplate {
         self
     }
 
-    /// Variables bound by matching `uri` against the template, or `None` if it does not match.
-    /// A variable matches one or more characters other than `/`.
-    pub fn match_uri(&self, uri: &str) -> Option<JsonObject> {
-        let mut variables = JsonObject::new();
-        let mut rest = uri;
-        let mut template = self.uri_template.as_str();
-        while !template.is_empty() {
-            if let Some(after_brace) = template.strip_prefix('{') {
-                let (name, after) = after_brace.split_once('}')?;
-                let literal_end = after.find('{').unwrap_or(after.len());
-                let next_literal = &after[..literal_end];
-                let end = if next_literal.is_empty() {
-                    rest.len()
-                } else {
-                    rest.find(next_literal)?
-                };
-                let value = &rest[..end];
-                if value.is_empty() || value.contains('/') {
-                    return None;
-                }
-                variables.insert(name.to_string(), json!(value));
-                rest = &rest[end..];
-                template = after;
-            } else {
-                let literal_end = template.find('{').unwrap_or(template.len());
-                rest = rest.strip_prefix(&template[..literal_end])?;
-                template = &template[literal_end..];
-            }
+    /// Offers `values` as the completions of the variable `variable` (`completion/complete`
+    /// answers those that start with what the user typed).
+    pub fn complete(mut self, variable: &str, values: &[&str]) -> Self {
+        self.completions.insert(variable.into(), owned(values));
+        self
+    }
+
+    /// Completes the variable `variable` with a function that receives what the user typed and
+    /// the variables already resolved (`context.arguments`), and answers the candidates, best
+    /// first (the server sends at most 100 and says `hasMore`).
+    ///
+    /// ```
+    /// use relevo_protocol::author::ToolError;
+    /// use relevo_protocol::registry::CompletionRequest;
+    /// use relevo_protocol::{Handler, ResourceTemplate, handler};
+    /// # fn read() -> Handler { handler(|_| async { unreachable!() }) }
+    ///
+    /// // `repos://{owner}/{repo}`: the repositories of the owner already chosen.
+    /// let repos = ResourceTemplate::new("repos://{owner}/{repo}", "repo", "text/plain", read())
+    ///     .complete("owner", &["ada", "grace"])
+    ///     .complete_with("repo", |request: CompletionRequest| async move {
+    ///         let owner = request.context.get("owner").cloned().unwrap_or_default();
+    ///         Ok::<_, ToolError>(vec![format!("{owner}-notes"), format!("{owner}-site")])
+    ///     });
+    /// assert!(repos.completers.contains_key("repo"));
+    /// ```
+    pub fn complete_with<F, Fut, C>(mut self, variable: &str, complete: F) -> Self
+    where
+        F: Fn(CompletionRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<C, ToolError>> + Send + 'static,
+        C: Into<Completion>,
+    {
+        self.completers.insert(variable.into(), completer(complete));
+        self
+    }
+
+    /// Where the completion candidates of `variable` come from.
+    pub(crate) fn candidates(&self, variable: &str) -> Candidates {
+        match self.completers.get(variable) {
+            Some(complete) => Candidates::Function(complete.clone()),
+            None => Candidates::List(self.completions.get(variable).cloned().unwrap_or_default()),
         }
-        rest.is_empty().then_some(variables)
+    }
+
+    /// Variables bound by matching `uri` against the template, percent-decoded, or `None` if it
+    /// does not match or a value is refused.
+    ///
+    /// Matched (RFC 6570 levels 1–4): every operator (`{var}`, `{+var}`, `{#var}`, `{.var}`,
+    /// `{/var}`, `{;var}`, `{?var}`, `{&var}`), several variables per expression (one the URI
+    /// leaves out is absent), named ones in any order, and `*` on the last variable of an
+    /// expression as a list (`{/path*}` binds `["a","b"]`). A `{var}` value is unreserved
+    /// characters and `%XX` escapes, one or more (never a `/`); `{+var}` also takes reserved
+    /// characters but `?` and `#`. Refused: a value not UTF-8 once decoded, holding a NUL, or
+    /// with a `.` or `..` segment (raw or encoded as `%2e%2e`, split at `/` and `\`). A template
+    /// with prefix modifiers (`{var:3}`), an exploded variable before another, a variable named
+    /// twice or adjacent expressions of ambiguous boundary (`{a}{b}`) is refused at
+    /// registration ([`rules::uri_template`](super::rules::uri_template)). A URI longer than
+    /// 8 KiB matches nothing.
+    pub fn match_uri(&self, uri: &str) -> Option<JsonObject> {
+        uri_template::match_uri(&self.uri_template, uri)
     }
 
     /// Whether a read's content may differ between callers, so no shared cache may keep it

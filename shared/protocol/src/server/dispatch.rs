@@ -16,6 +16,8 @@
 //! - `tasks/*` reach the caller's own tasks only: another principal's task id, or a job kind not
 //!   reachable as a task, answers "Unknown task". Without the Tasks extension they are not found.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Value, json};
 
 use super::guard::{self, TaskUse};
@@ -26,6 +28,7 @@ use crate::cursor;
 use crate::error::McpError;
 use crate::ladder::ValidRequest;
 use crate::method::Method;
+use crate::registry::{Candidates, Completion, CompletionRequest};
 use crate::tasks;
 use crate::wire::JsonObject;
 use relevo_state::JobRef;
@@ -109,7 +112,7 @@ impl McpServer {
                     .map(|p| p.to_wire());
                 self.per_caller(list("prompts", items.collect())?)
             }
-            Method::Complete => self.complete(&request.params, &principal)?,
+            Method::Complete => self.complete(&request.params, &principal).await?,
             Method::SubscriptionsListen => return self.listen(&request, &principal).await,
             Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead => {
                 return self.call(request, principal, now).await;
@@ -194,7 +197,11 @@ impl McpServer {
         Ok(self.result_reply(request, result, "complete"))
     }
 
-    fn complete(&self, params: &JsonObject, principal: &Principal) -> Result<JsonObject, McpError> {
+    async fn complete(
+        &self,
+        params: &JsonObject,
+        principal: &Principal,
+    ) -> Result<JsonObject, McpError> {
         let reference = params
             .get("ref")
             .and_then(Value::as_object)
@@ -211,19 +218,42 @@ impl McpServer {
                 "argument.name and argument.value must be strings",
             ));
         };
-        let candidates = self.completable(principal, reference, arg_name)?;
-        let matching: Vec<String> = candidates
-            .into_iter()
-            .filter(|c| c.starts_with(prefix))
-            .collect();
-        let total = matching.len();
-        let values: Vec<String> = matching.into_iter().take(100).collect();
+        let context = resolved_arguments(params)?;
+        let completion = match self.completable(principal, reference, arg_name)? {
+            Candidates::List(candidates) => Completion::prefixed(&candidates, prefix),
+            Candidates::Function(complete) => {
+                complete(CompletionRequest {
+                    argument: arg_name.into(),
+                    value: prefix.into(),
+                    context,
+                    principal: principal.clone(),
+                })
+                .await?
+            }
+        };
         let mut result = JsonObject::new();
-        result.insert(
-            "completion".into(),
-            json!({ "values": values, "total": total, "hasMore": total > 100 }),
-        );
+        result.insert("completion".into(), completion.to_wire());
         Ok(result)
+    }
+}
+
+/// `params.context.arguments` of `completion/complete`: the values already resolved, each a
+/// string (`CompleteRequest.context.arguments: {[key: string]: string}`).
+fn resolved_arguments(params: &JsonObject) -> Result<BTreeMap<String, String>, McpError> {
+    let invalid = || McpError::invalid_params("context.arguments must map names to strings");
+    let Some(context) = params.get("context") else {
+        return Ok(BTreeMap::new());
+    };
+    let context = context
+        .as_object()
+        .ok_or_else(|| McpError::invalid_params("params.context must be an object"))?;
+    match context.get("arguments") {
+        None => Ok(BTreeMap::new()),
+        Some(Value::Object(arguments)) => arguments
+            .iter()
+            .map(|(name, value)| Ok((name.clone(), value.as_str().ok_or_else(invalid)?.into())))
+            .collect(),
+        Some(_) => Err(invalid()),
     }
 }
 

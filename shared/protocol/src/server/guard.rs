@@ -39,7 +39,7 @@ use crate::error::{McpError, store_failure};
 use crate::ladder::ValidRequest;
 use crate::method::Method;
 use crate::quota::{QuotaScope, Quotas, Rate};
-use crate::registry::{Handler, Prompt, Tool, WatchRecord};
+use crate::registry::{Candidates, Handler, Prompt, Tool, WatchRecord};
 use crate::tasks::TOOL_TASK_KIND;
 use crate::wire::JsonObject;
 use relevo_state::Job;
@@ -321,14 +321,14 @@ impl McpServer {
         })
     }
 
-    /// The completion candidates of `reference`'s argument `argument`, if the caller may reach
-    /// the prompt or template it names.
+    /// Where the completion candidates of `reference`'s argument `argument` come from, if the
+    /// caller may reach the prompt or template it names.
     pub(crate) fn completable(
         &self,
         principal: &Principal,
         reference: &JsonObject,
         argument: &str,
-    ) -> Result<Vec<String>, McpError> {
+    ) -> Result<Candidates, McpError> {
         match reference.get("type").and_then(Value::as_str) {
             Some("ref/prompt") => {
                 let prompt = self.gettable_prompt(
@@ -339,8 +339,7 @@ impl McpServer {
                     .arguments
                     .iter()
                     .find(|a| a.name == argument)
-                    .map(|a| a.completions.clone())
-                    .unwrap_or_default())
+                    .map_or(Candidates::List(Vec::new()), |a| a.candidates()))
             }
             Some("ref/resource") => {
                 let uri = reference
@@ -355,11 +354,7 @@ impl McpServer {
                         McpError::invalid_params(format!("Unknown resource template: {uri}"))
                     })?;
                 require(principal, &template.scopes)?;
-                Ok(template
-                    .completions
-                    .get(argument)
-                    .cloned()
-                    .unwrap_or_default())
+                Ok(template.candidates(argument))
             }
             _ => Err(McpError::invalid_params(
                 "ref.type must be ref/prompt or ref/resource",
