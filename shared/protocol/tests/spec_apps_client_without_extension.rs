@@ -9,7 +9,8 @@
 //! not declare `io.modelcontextprotocol/ui` with `text/html;profile=mcp-app` in its `mimeTypes`
 //! lists each tool without `_meta.ui` and without the app-only tools (it has no host that would
 //! keep them from the agent), and a call of an app-only tool is answered as a missing
-//! capability; the view-backed tool still answers its text content.
+//! capability; the view-backed tool still answers its text content. The list, which now
+//! depends on the client, is `cacheScope: private` even on an open server.
 
 mod support;
 
@@ -17,7 +18,7 @@ use relevo_protocol::author::{NoArgs, ToolContext, ToolError};
 use relevo_protocol::registry::apps::{self, UiMeta, Visibility};
 use relevo_protocol::{App, Tool};
 use serde_json::{Value, json};
-use support::{modern_as, serve};
+use support::{initialize, legacy, modern_as, serve};
 
 async fn board(_: NoArgs, _: ToolContext) -> Result<String, ToolError> {
     Ok("The board, as text.".into())
@@ -63,6 +64,8 @@ async fn a_client_without_the_extension_lists_text_only_tools_and_no_app_only_to
     ] {
         let listed = modern_as(&server, capabilities, "tools/list", json!({})).await;
         assert_eq!(names(&listed), ["show_board"], "{listed}");
+        // Open (no authorization), yet the list depends on the client: never shared.
+        assert_eq!(listed["result"]["cacheScope"], "private", "{listed}");
         assert_eq!(
             listed["result"]["tools"][0]["_meta"],
             json!({ "com.example/owner": "ops" }),
@@ -73,6 +76,16 @@ async fn a_client_without_the_extension_lists_text_only_tools_and_no_app_only_to
         "mimeTypes": ["text/html;profile=mcp-app"] } } });
     let listed = modern_as(&server, apps, "tools/list", json!({})).await;
     assert_eq!(names(&listed), ["refresh_board", "show_board"], "{listed}");
+
+    // A 2025-11-25 session whose `initialize` declared no extension is served the same way.
+    let (session, _) = initialize(&server).await;
+    let listed = json!({ "result": legacy(&server, &session, "tools/list").await });
+    assert_eq!(names(&listed), ["show_board"], "{listed}");
+    assert_eq!(
+        listed["result"]["tools"][0]["_meta"],
+        json!({ "com.example/owner": "ops" }),
+        "{listed}"
+    );
 }
 
 #[tokio::test]

@@ -5,7 +5,8 @@
 //!
 //! `server/discover` advertises `capabilities.extensions["io.modelcontextprotocol/ui"]` with
 //! `mimeTypes: ["text/html;profile=mcp-app"]` when the app serves a view, and no such extension
-//! when it serves none.
+//! when it serves none; a 2025-11-25 `initialize` advertises the same (the spec's own example
+//! negotiates at `initialize`).
 
 mod support;
 
@@ -14,7 +15,7 @@ use relevo_protocol::registry::apps::{self, UiMeta};
 use relevo_protocol::wire::ResourceContents;
 use relevo_protocol::{App, Resource};
 use serde_json::json;
-use support::{modern, serve};
+use support::{initialize, modern, serve};
 
 async fn about(_: ToolContext) -> Result<Vec<ResourceContents>, ToolError> {
     Ok(vec![])
@@ -33,6 +34,12 @@ async fn discover_advertises_the_ui_extension_when_the_app_serves_a_view() {
         discovered["capabilities"]["extensions"]["io.modelcontextprotocol/ui"],
         json!({ "mimeTypes": ["text/html;profile=mcp-app"] }),
         "{discovered}"
+    );
+    let (_, initialized) = initialize(&server).await;
+    assert_eq!(
+        initialized["capabilities"]["extensions"]["io.modelcontextprotocol/ui"],
+        json!({ "mimeTypes": ["text/html;profile=mcp-app"] }),
+        "{initialized}"
     );
 }
 

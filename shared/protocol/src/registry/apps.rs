@@ -23,7 +23,8 @@
 //!   served as the spec's "Server Behavior" asks of a server for a host without MCP Apps: the
 //!   text-only variant of each tool. `tools/list` leaves out `_meta.ui` (and the deprecated flat
 //!   `ui/resourceUri`) and every app-only tool, and `tools/call` of an app-only tool is answered
-//!   as a missing capability.
+//!   as a missing capability. Since the list then depends on the client, a `tools/list` of an
+//!   app with such tools is `cacheScope: private` even on an open deployment.
 //!
 //! Threat model: an app-only tool is meant for a person acting in the view (a button), never for
 //! the model. The host enforces that for a client with the extension (it "MUST NOT include" such
@@ -254,6 +255,13 @@ pub fn visibility(meta: &JsonObject) -> Vec<String> {
 /// True when only a view may call the tool (its visibility leaves out `model`).
 pub fn app_only(meta: &JsonObject) -> bool {
     !visibility(meta).iter().any(|v| v == "model")
+}
+
+/// True when the tool is listed differently to clients with and without the extension (it
+/// declares MCP Apps `_meta`), so a list holding it is never shared across clients
+/// (`cacheScope: private`, even on an open deployment).
+pub fn depends_on_client(meta: &JsonObject) -> bool {
+    meta.contains_key(META_KEY) || meta.contains_key(FLAT_META_KEY)
 }
 
 /// The `_meta.ui.resourceUri` a tool declares (or the deprecated flat key), if any.

@@ -99,7 +99,12 @@ impl McpServer {
                             apps::text_only(t.to_wire())
                         }
                     });
-                self.per_caller(list("tools", items.collect())?)
+                let mut result = self.per_caller(list("tools", items.collect())?);
+                if app.tools().any(|t| apps::depends_on_client(&t.meta)) {
+                    // The list differs with the client's capabilities: never shared.
+                    result.insert("cacheScope".into(), json!("private"));
+                }
+                result
             }
             Method::ResourcesList => {
                 let items = app
