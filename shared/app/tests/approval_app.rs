@@ -144,12 +144,18 @@ async fn the_view_reads_as_self_contained_html_speaking_the_bridge() {
 #[tokio::test]
 async fn the_text_fallback_keeps_the_approval_page_url() {
     let app = shop();
-    let op = proposed(&app).await;
-    let url = format!(
-        "https://shop.example/approvals/{}",
-        op["operationId"].as_str().unwrap()
-    );
-    assert_eq!(op["approvalUrl"], url);
+    let result = call(
+        &app,
+        agent(),
+        "inventory_propose",
+        json!({ "warehouse": "east", "sku": "MUG-1", "to": 500, "expectedVersion": 0 }),
+    )
+    .await
+    .expect("a proposal");
+    let id = result["structuredContent"]["operationId"].as_str().unwrap();
+    let url = format!("https://shop.example/approvals/{id}");
+    let text = result["content"][0]["text"].as_str().expect("a text block");
+    assert!(text.contains(&url), "{text}");
 }
 
 #[tokio::test]
