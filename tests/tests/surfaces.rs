@@ -33,6 +33,11 @@ const PUBLIC: &[(&str, &str)] = &[
         "lists only what its reader may reach (tests/manifest.rs)",
     ),
     ("prompt explain", "a fixed prompt text"),
+    (
+        "resource ui://relevo-shop/inventory-approval",
+        "a static MCP Apps view without data: the proposal comes from the tool result its host \
+         holds, the decision from inventory_decide (inventory:approve)",
+    ),
 ];
 
 struct Shop {

@@ -162,9 +162,10 @@ async fn discover_advertises_the_tasks_extension() {
     let f = fixture();
     let alice = dev_token(&f.issuer, "acme", "alice", &[]);
     let discover = f.rpc(&alice, "server/discover", json!({})).await;
+    // The shop's approval view adds MCP Apps' `io.modelcontextprotocol/ui` beside it.
     assert_eq!(
-        discover["result"]["capabilities"]["extensions"],
-        json!({ "io.modelcontextprotocol/tasks": {} })
+        discover["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
+        json!({})
     );
     assert!(discover["result"]["capabilities"].get("tasks").is_none());
 }

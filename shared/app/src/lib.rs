@@ -117,7 +117,9 @@ pub fn features(ports: &Ports) -> App {
             .tool(tools::inventory_apply(inventory.clone()))
             .tool(tools::inventory_operation(inventory.clone()))
             .tool(tools::inventory_plan(inventory.clone()))
-            .tool(tools::inventory_apply_plan(inventory));
+            .tool(tools::inventory_apply_plan(inventory.clone()))
+            .tool(tools::inventory_decide(inventory))
+            .resource(tools::approval_view());
     }
     if let Some(records) = &ports.records {
         let notes = NotesPorts {

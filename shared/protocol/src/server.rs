@@ -231,9 +231,19 @@ impl McpServer {
         keys: KeyRing,
         auth: Arc<dyn Authenticator>,
     ) -> Self {
+        let app = app.into();
+        // MCP Apps: a tool's view must exist on the server ("Resource MUST exist on the
+        // server"); checked here, once the app is whole, and refused like a registration.
+        if let Some((tool, uri)) = app.unresolved_views().into_iter().next() {
+            panic!(
+                "tool {tool:?} points at the view {uri:?}, which the app does not register: \
+                 a tool's _meta.ui.resourceUri names a ui:// resource of the server (MCP Apps, \
+                 \"Resource Discovery\")"
+            );
+        }
         let (events, _) = broadcast::channel(256);
         McpServer {
-            app: app.into(),
+            app,
             config: Arc::new(config),
             keys,
             auth,

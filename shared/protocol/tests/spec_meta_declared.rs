@@ -11,8 +11,9 @@
 //! An app declares `_meta` keys on its items and both revisions list them as declared (no
 //! `_meta` key when none is declared). Registration refuses a malformed key and a key reserved
 //! for MCP (the spec's own keys, `progressToken` and the trace-context keys, and every reserved
-//! prefix), except the keys an official extension defines for servers to declare: MCP Apps'
-//! `io.modelcontextprotocol/ui` passes, as do its unprefixed `ui` and `ui/resourceUri`.
+//! prefix), except the keys an official extension defines for servers to declare (none today:
+//! MCP Apps names its capability `io.modelcontextprotocol/ui`, but its `_meta` key is the
+//! unprefixed `ui`, an ordinary key whose contents `spec_apps_*` check).
 
 mod support;
 
@@ -51,13 +52,12 @@ fn template(uri_template: &str) -> ResourceTemplate {
     ResourceTemplate::typed(uri_template, "plain", "text/plain", no_note)
 }
 
-/// What each decorated item declares: a vendor key, MCP Apps' keys, an extension's key.
+/// What each decorated item declares: vendor keys, one of them unprefixed.
 fn declared() -> Value {
     json!({
         "com.example/owner": "billing",
-        "ui": { "resourceUri": "ui://app/view.html" },
-        "ui/resourceUri": "ui://app/view.html",
-        "io.modelcontextprotocol/ui": { "visibility": ["model", "app"] },
+        "com.example.views/layout": { "columns": 2 },
+        "layout": "wide",
     })
 }
 
@@ -205,10 +205,14 @@ fn keys_of_the_spec_format_outside_reserved_prefixes_register() {
 }
 
 #[test]
-fn the_mcp_apps_extension_key_is_the_reserved_key_an_app_may_declare() {
-    assert_eq!(EXTENSION_META_KEYS, ["io.modelcontextprotocol/ui"]);
-    let app = App::new("m", "1").resource(
-        resource("ui://app/view.html").meta("io.modelcontextprotocol/ui", json!({ "csp": {} })),
-    );
+fn the_mcp_apps_meta_key_is_the_unprefixed_ui_and_its_capability_name_is_refused() {
+    assert!(EXTENSION_META_KEYS.is_empty());
+    let app = App::new("m", "1").resource(resource("app://view").meta("ui", json!({})));
     assert_eq!(app.resources().count(), 1);
+    let message = refusal(|| {
+        App::new("m", "1").resource(
+            resource("app://view").meta("io.modelcontextprotocol/ui", json!({ "csp": {} })),
+        )
+    });
+    assert!(message.contains("io.modelcontextprotocol/ui"), "{message}");
 }

@@ -187,6 +187,9 @@ pub mod prelude {
     // What a completion function (`Prompt::complete_with`, `ResourceTemplate::complete_with`)
     // is asked, and what it may answer besides a `Vec<String>`.
     pub use relevo_protocol::registry::{Completion, CompletionRequest};
+    // MCP Apps: a view is `apps::view("ui://…", name, include_str!("view.html"), UiMeta)`,
+    // and a tool points at it with `.view("ui://…")` (and `.visibility(&[Visibility::App])`).
+    pub use relevo_protocol::registry::apps::{self, Csp, Permissions, UiMeta, Visibility};
 
     // An HTTP surface beside `/mcp` (`App::pages`), answered with the `relevo::http` types.
     pub use relevo_protocol::{CallerFuture, PageFuture, Pages};

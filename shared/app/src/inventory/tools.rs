@@ -1,8 +1,9 @@
 //! The inventory tools: the MCP face of [`super::Inventory`].
 
 use relevo_protocol::author::{Structured, ToolContext, ToolError};
+use relevo_protocol::registry::apps::{self, UiMeta, Visibility};
 use relevo_protocol::wire::ToolAnnotations;
-use relevo_protocol::{McpError, Tool};
+use relevo_protocol::{McpError, Resource, Tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -82,6 +83,9 @@ pub fn inventory_propose(inventory: Inventory) -> Tool {
     .annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false))
     .scopes(&[policy::WRITE])
     .cache_no_store()
+    // MCP Apps: a host with the extension shows the proposal in the approval view; every other
+    // client reads the same result as text, with the approval page's URL.
+    .view(APPROVAL_VIEW)
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -198,4 +202,70 @@ pub fn inventory_apply_plan(inventory: Inventory) -> Tool {
     .scopes(&[policy::WRITE])
     .cache_no_store()
     .invalidates(&["inventory.*"])
+}
+
+/// The approval view's URI (MCP Apps): [`approval_view`] serves it, [`inventory_propose`]
+/// points at it, [`inventory_decide`] is its button.
+pub const APPROVAL_VIEW: &str = "ui://relevo-shop/inventory-approval";
+
+/// The approval view: a self-contained page (no external origin, so the host's strict default
+/// CSP) that shows the proposal the host hands it and decides it with [`inventory_decide`],
+/// through the ext-apps postMessage bridge. Clients without MCP Apps use the approval page.
+pub fn approval_view() -> Resource {
+    apps::view(
+        APPROVAL_VIEW,
+        "inventory_approval",
+        include_str!("approval.html"),
+        UiMeta::default().prefers_border(true),
+    )
+    .title("Stock change approval")
+    .description("Shows a proposed stock change and lets a person approve or decline it.")
+}
+
+/// What a person decides.
+#[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum Decision {
+    Approve,
+    Decline,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DecideArgs {
+    #[schemars(length(min = 1, max = 64))]
+    operation_id: String,
+    /// The digest of the proposal the person saw
+    #[schemars(length(min = 1, max = 128))]
+    digest: String,
+    decision: Decision,
+}
+
+/// The approval view's decision (app-only: `_meta.ui.visibility: ["app"]`, so a host never
+/// offers it to the model and a client without MCP Apps can neither list nor call it). The same
+/// ledger transition as the approval page ([`Inventory::decide`]): the caller's own principal
+/// needs `inventory:approve` in the operation's tenant and is not its proposer, the digest must
+/// be the one shown, a decline is recorded as `rejected`, and a repeated decision finds the
+/// operation decided and is refused, with no second effect.
+pub fn inventory_decide(inventory: Inventory) -> Tool {
+    Tool::typed(
+        "inventory_decide",
+        "Approves or declines a proposed stock change on behalf of the person using the approval view.",
+        move |args: DecideArgs, cx: ToolContext| {
+            let inventory = inventory.clone();
+            async move {
+                let approve = args.decision == Decision::Approve;
+                let op = inventory
+                    .decide(cx.principal(), &args.operation_id, &args.digest, approve)
+                    .await?;
+                Ok(Structured(report(&op, &inventory.config.approvals_url)))
+            }
+        },
+    )
+    .title("Decide a stock change")
+    .annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false))
+    .scopes(&[policy::APPROVE])
+    .cache_no_store()
+    .view(APPROVAL_VIEW)
+    .visibility(&[Visibility::App])
 }

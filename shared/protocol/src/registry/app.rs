@@ -232,6 +232,7 @@ impl App {
         refuse(unique("tool", &self.tools, &tool.name));
         refuse(rules::icons("tool", &tool.name, &tool.icons));
         refuse(rules::meta("tool", &tool.name, &tool.meta));
+        refuse(rules::apps_tool(&tool.name, &tool.meta));
         if let Some(schema) = tool.input.known() {
             refuse(rules::dialect(&tool.name, "inputSchema", schema));
             refuse(rules::headers(&tool.name, schema));
@@ -255,6 +256,10 @@ impl App {
         refuse(unique("resource", &self.resources, &resource.uri));
         refuse(rules::icons("resource", &resource.uri, &resource.icons));
         refuse(rules::meta("resource", &resource.uri, &resource.meta));
+        refuse(rules::apps_resource(
+            &resource.uri,
+            resource.mime_type.as_deref(),
+        ));
         self.resources.insert(resource.uri.clone(), resource);
         self
     }
@@ -387,6 +392,26 @@ impl App {
         self.prompts.get(name)
     }
 
+    /// True when the app serves an MCP Apps view (a `ui://` resource).
+    pub fn has_views(&self) -> bool {
+        self.resources
+            .keys()
+            .any(|uri| uri.starts_with(super::apps::SCHEME))
+    }
+
+    /// The tools whose MCP Apps `resourceUri` names no resource of the app, with that URI: a
+    /// server refuses to be built while there is one (the spec's "Resource MUST exist on the
+    /// server"). Checked once the app is whole, so tools and views register in any order.
+    pub fn unresolved_views(&self) -> Vec<(String, String)> {
+        self.tools
+            .values()
+            .filter_map(|tool| {
+                let uri = super::apps::resource_uri(&tool.meta)?;
+                (!self.resources.contains_key(uri)).then(|| (tool.name.clone(), uri.to_string()))
+            })
+            .collect()
+    }
+
     /// The server capabilities this app can honour, as `server/discover` advertises them.
     pub fn capabilities(&self) -> Value {
         let mut capabilities = json!({});
@@ -403,6 +428,11 @@ impl App {
             capabilities["logging"] = json!({});
         }
         capabilities["completions"] = json!({});
+        if self.has_views() {
+            capabilities["extensions"] = json!({
+                super::apps::EXTENSION: { "mimeTypes": [super::apps::MIME_TYPE] }
+            });
+        }
         capabilities
     }
 }

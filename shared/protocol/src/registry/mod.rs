@@ -18,6 +18,7 @@
 //! checks icon sources and `_meta` keys ([`rules`]).
 
 mod app;
+pub mod apps;
 mod call;
 mod complete;
 mod input;

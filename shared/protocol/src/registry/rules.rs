@@ -39,7 +39,15 @@
 //!   (`progressToken`, `traceparent`, `tracestate`, `baggage`) nor under a prefix reserved for
 //!   MCP (second label `modelcontextprotocol` or `mcp`; basic/index "General fields" → `_meta`),
 //!   save the keys an official extension defines for servers to declare
-//!   ([`EXTENSION_META_KEYS`]). MCP Apps' own `ui` and `ui/resourceUri` keys are ordinary keys.
+//!   ([`EXTENSION_META_KEYS`], none today). MCP Apps' own `ui` and `ui/resourceUri` keys are
+//!   ordinary keys; `io.modelcontextprotocol/ui` is its capability's name, not a `_meta` key.
+//! - MCP Apps (SEP-1865; [`super::apps`]): a `ui://` resource has the MIME type
+//!   `text/html;profile=mcp-app` (the spec's "MUST"); a tool's `_meta.ui` is an object whose
+//!   `resourceUri` is a `ui://` URI and whose `visibility` is a non-empty list of `model` and
+//!   `app`; the resource it names is one the app registers (checked when the server is built,
+//!   since registration order is free: [`super::App::unresolved_views`]). What registration
+//!   cannot see: that an app-only or view-backed tool's result keeps meaningful text content
+//!   (the spec's "Tools MUST return meaningful content array"), which is the handler's.
 //!
 //! The refusal is a panic in the builder, as axum refuses conflicting routes: an app is code,
 //! and a registration mistake is a bug of that code, not a run-time condition to recover from.
@@ -63,8 +71,10 @@ pub const SCHEMA_DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
 pub const JS_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
 /// The `_meta` keys under a reserved prefix that an app may declare: those an official
-/// extension defines for servers (MCP Apps, `io.modelcontextprotocol/ui`).
-pub const EXTENSION_META_KEYS: &[&str] = &["io.modelcontextprotocol/ui"];
+/// extension defines for servers to declare. None today: MCP Apps (SEP-1865, stable
+/// 2026-01-26) names its capability `io.modelcontextprotocol/ui` but its `_meta` key is the
+/// unprefixed `ui` (and the deprecated flat `ui/resourceUri`), ordinary keys.
+pub const EXTENSION_META_KEYS: &[&str] = &[];
 
 /// The `_meta` keys without a prefix that the spec reserves for its own use (progress and
 /// OpenTelemetry trace context): an app may not declare them.
@@ -73,6 +83,27 @@ pub const RESERVED_META_KEYS: &[&str] = &["progressToken", "traceparent", "trace
 /// Why a registration is refused.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum Refused {
+    /// A `ui://` resource is not served as `text/html;profile=mcp-app`.
+    #[error(
+        "resource {uri:?} is a ui:// resource of type {mime_type}: a ui:// resource MUST be \
+         text/html;profile=mcp-app (MCP Apps, \"UI Resource Format\")"
+    )]
+    View {
+        /// The resource's URI.
+        uri: String,
+        /// Its declared MIME type (`none` when it declares none).
+        mime_type: String,
+    },
+    /// A tool's `_meta.ui` is malformed or names no view of the app.
+    #[error(
+        "tool {tool:?} has an invalid MCP Apps _meta.ui: {fault} (MCP Apps, \"Resource Discovery\")"
+    )]
+    ToolView {
+        /// The tool's name.
+        tool: String,
+        /// What is wrong.
+        fault: String,
+    },
     /// The tool name is empty, too long, or has a character outside `[A-Za-z0-9_.-]`.
     #[error(
         "tool name {0:?} is invalid: a tool name is 1 to {MAX_TOOL_NAME} characters of \
@@ -149,9 +180,9 @@ pub enum Refused {
     #[error(
         "{kind} {key:?} declares the _meta key {meta_key:?}, which is reserved for MCP: \
          progressToken, traceparent, tracestate, baggage and every prefix whose second label is \
-         modelcontextprotocol or mcp are the protocol's; of those an app may declare only the \
-         keys an extension defines ({}) (MCP \"General fields\", _meta)",
-        EXTENSION_META_KEYS.join(", ")
+         modelcontextprotocol or mcp are the protocol's, and no official extension defines one \
+         for servers to declare (MCP Apps' key is the unprefixed `ui`) (MCP \"General fields\", \
+         _meta)"
     )]
     ReservedMetaKey {
         /// `tool`, `prompt`, `resource` or `resource template`.
@@ -628,7 +659,7 @@ pub fn reserved_meta_key(key: &str) -> bool {
 /// use relevo_protocol::registry::rules::{Refused, meta};
 /// use serde_json::json;
 ///
-/// let declared = json!({ "com.example/owner": "billing", "io.modelcontextprotocol/ui": {} });
+/// let declared = json!({ "com.example/owner": "billing", "ui": {} });
 /// assert_eq!(meta("tool", "t", declared.as_object().unwrap()), Ok(()));
 ///
 /// let reserved = json!({ "io.modelcontextprotocol/serverInfo": {} });
@@ -652,6 +683,76 @@ pub fn meta(kind: &'static str, key: &str, meta: &JsonObject) -> Result<(), Refu
                 key: key.into(),
                 meta_key: meta_key.clone(),
             });
+        }
+    }
+    Ok(())
+}
+
+/// Checks a resource against MCP Apps: a `ui://` resource is served as
+/// `text/html;profile=mcp-app`.
+///
+/// ```
+/// use relevo_protocol::registry::rules::{Refused, apps_resource};
+///
+/// assert_eq!(apps_resource("ui://shop/approval", Some("text/html;profile=mcp-app")), Ok(()));
+/// assert_eq!(apps_resource("app://about", Some("text/plain")), Ok(()));
+/// assert!(matches!(apps_resource("ui://shop/a", Some("text/html")), Err(Refused::View { .. })));
+/// ```
+pub fn apps_resource(uri: &str, mime_type: Option<&str>) -> Result<(), Refused> {
+    if uri.starts_with(super::apps::SCHEME) && mime_type != Some(super::apps::MIME_TYPE) {
+        return Err(Refused::View {
+            uri: uri.into(),
+            mime_type: mime_type.unwrap_or("none").into(),
+        });
+    }
+    Ok(())
+}
+
+/// Checks a tool's `_meta.ui` against MCP Apps: an object, whose `resourceUri` (if any) is a
+/// `ui://` URI and whose `visibility` (if any) is a non-empty list of `model` and `app`.
+///
+/// ```
+/// use relevo_protocol::registry::rules::{Refused, apps_tool};
+/// use serde_json::json;
+///
+/// let ok = json!({ "ui": { "resourceUri": "ui://shop/approval", "visibility": ["app"] } });
+/// assert_eq!(apps_tool("decide", ok.as_object().unwrap()), Ok(()));
+/// let web = json!({ "ui": { "resourceUri": "https://shop.example/approval" } });
+/// assert!(matches!(apps_tool("decide", web.as_object().unwrap()), Err(Refused::ToolView { .. })));
+/// ```
+pub fn apps_tool(tool: &str, meta: &JsonObject) -> Result<(), Refused> {
+    let fail = |fault: &str| {
+        Err(Refused::ToolView {
+            tool: tool.into(),
+            fault: fault.into(),
+        })
+    };
+    if let Some(flat) = meta.get(super::apps::FLAT_META_KEY)
+        && !flat
+            .as_str()
+            .is_some_and(|u| u.starts_with(super::apps::SCHEME))
+    {
+        return fail("_meta[\"ui/resourceUri\"] is not a ui:// URI");
+    }
+    let Some(ui) = meta.get(super::apps::META_KEY) else {
+        return Ok(());
+    };
+    let Some(ui) = ui.as_object() else {
+        return fail("_meta.ui is not an object");
+    };
+    if let Some(uri) = ui.get("resourceUri")
+        && !uri
+            .as_str()
+            .is_some_and(|u| u.starts_with(super::apps::SCHEME))
+    {
+        return fail("_meta.ui.resourceUri is not a ui:// URI");
+    }
+    if let Some(visibility) = ui.get("visibility") {
+        let valid = visibility
+            .as_array()
+            .is_some_and(|v| !v.is_empty() && v.iter().all(|v| v == "model" || v == "app"));
+        if !valid {
+            return fail("_meta.ui.visibility is not a non-empty list of \"model\" and \"app\"");
         }
     }
     Ok(())

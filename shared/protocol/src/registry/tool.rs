@@ -180,6 +180,48 @@ impl Tool {
         self
     }
 
+    /// Points the tool at a view (MCP Apps): `_meta.ui.resourceUri`, a `ui://` resource of the
+    /// app (checked when the server is built). A host with the extension renders the tool's
+    /// results in that view; every other client still reads the tool's text content, so the
+    /// result keeps a meaningful text fallback ([`super::apps`]).
+    ///
+    /// ```
+    /// # use relevo_protocol::{Tool, handler, Outcome};
+    /// # let run = handler(|_| async { Ok(Outcome::Complete(Default::default())) });
+    /// use relevo_protocol::registry::apps::Visibility;
+    /// use serde_json::json;
+    ///
+    /// let tool = Tool::new("decide", "Decides.", json!({ "type": "object" }), run)
+    ///     .view("ui://shop/approval")
+    ///     .visibility(&[Visibility::App]);
+    /// assert_eq!(
+    ///     tool.to_wire()["_meta"]["ui"],
+    ///     json!({ "resourceUri": "ui://shop/approval", "visibility": ["app"] })
+    /// );
+    /// ```
+    pub fn view(self, resource_uri: &str) -> Self {
+        self.ui_field("resourceUri", json!(resource_uri))
+    }
+
+    /// Says who may call the tool (MCP Apps `_meta.ui.visibility`; both when not declared). An
+    /// app-only tool (`[App]`) is hidden from, and refused to, clients without the extension.
+    pub fn visibility(self, visibility: &[super::apps::Visibility]) -> Self {
+        let names: Vec<&str> = visibility.iter().map(|v| v.as_str()).collect();
+        self.ui_field("visibility", json!(names))
+    }
+
+    fn ui_field(mut self, key: &str, value: Value) -> Self {
+        let ui = self
+            .meta
+            .entry(super::apps::META_KEY)
+            .or_insert_with(|| json!({}));
+        if !ui.is_object() {
+            *ui = json!({});
+        }
+        ui[key] = value;
+        self
+    }
+
     /// The declared `outputSchema`: a successful result's `structuredContent` conforms to it.
     pub fn with_output_schema(mut self, schema: Value) -> Self {
         self.output = Schema::given(schema.as_object().cloned());

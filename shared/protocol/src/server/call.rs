@@ -53,7 +53,7 @@ use crate::error::McpError;
 use crate::ladder::ValidRequest;
 use crate::method::Method;
 use crate::notify::Notifier;
-use crate::registry::{Call, Handler, Outcome, OutputCheck, Schema};
+use crate::registry::{Call, Handler, Outcome, OutputCheck, Schema, apps};
 use crate::tasks::{self, TaskSupport};
 use crate::wire::{self, JsonObject};
 use relevo_state::canonical_object_digest;
@@ -113,6 +113,11 @@ impl McpServer {
                     Err(crate::schema::Refusal::Bound(error)) => return Err(error),
                     // Answered after the requestState is checked: a tampered state is refused first.
                     Err(crate::schema::Refusal::Invalid { message, .. }) => invalid = Some(message),
+                }
+                if apps::app_only(&tool.meta) && !apps::client_supports(&request.client) {
+                    // MCP Apps: only a view may call an app-only tool; a client without the
+                    // extension has no view, so the call would be the agent's.
+                    return Err(McpError::missing_capability(apps::required_capability()));
                 }
                 if let Some(required) = &tool.required_capabilities {
                     let missing = missing_capabilities(required, &request.client.capabilities);

@@ -28,7 +28,7 @@ use crate::cursor;
 use crate::error::McpError;
 use crate::ladder::ValidRequest;
 use crate::method::Method;
-use crate::registry::{Candidates, Completion, CompletionRequest};
+use crate::registry::{Candidates, Completion, CompletionRequest, apps};
 use crate::tasks;
 use crate::wire::JsonObject;
 use relevo_state::JobRef;
@@ -76,7 +76,7 @@ impl McpServer {
                     capabilities["resources"]["subscribe"] = json!(true);
                 }
                 if self.tasks.is_some() {
-                    capabilities["extensions"] = json!({ tasks::EXTENSION: {} });
+                    capabilities["extensions"][tasks::EXTENSION] = json!({});
                 }
                 result.insert("capabilities".into(), capabilities);
                 if let Some(instructions) = &app.instructions {
@@ -85,11 +85,26 @@ impl McpServer {
                 cacheable(result, self.config.list_ttl_ms)
             }
             Method::ToolsList => {
+                // MCP Apps: a client without the extension gets each tool's text-only variant
+                // and no app-only tool.
+                let apps = apps::client_supports(&request.client);
                 let items = app
                     .tools()
                     .filter(|t| guard::visible(&principal, &t.scopes))
-                    .map(|t| t.to_wire());
-                self.per_caller(list("tools", items.collect())?)
+                    .filter(|t| apps || !apps::app_only(&t.meta))
+                    .map(|t| {
+                        if apps {
+                            t.to_wire()
+                        } else {
+                            apps::text_only(t.to_wire())
+                        }
+                    });
+                let mut result = self.per_caller(list("tools", items.collect())?);
+                if app.tools().any(|t| apps::depends_on_client(&t.meta)) {
+                    // The list differs with the client's capabilities: never shared.
+                    result.insert("cacheScope".into(), json!("private"));
+                }
+                result
             }
             Method::ResourcesList => {
                 let items = app

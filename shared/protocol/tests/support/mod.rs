@@ -56,6 +56,34 @@ pub async fn modern(server: &McpServer, method: &str) -> Value {
     reply["result"].clone()
 }
 
+/// The whole reply to `method` with `params` sent on the 2026-07-28 wire by a client that
+/// declares `capabilities`.
+pub async fn modern_as(
+    server: &McpServer,
+    capabilities: Value,
+    method: &str,
+    params: Value,
+) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": { "name": "spec", "version": "0" } });
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+    let mut headers = vec![("mcp-protocol-version", MODERN), ("mcp-method", method)];
+    let key = if method == "resources/read" {
+        "uri"
+    } else {
+        "name"
+    };
+    let name = params[key].as_str().unwrap_or_default().to_string();
+    if method == "tools/call" || method == "resources/read" {
+        headers.push(("mcp-name", &name));
+    }
+    let (_, reply) = post(server, &headers, body).await;
+    reply
+}
+
 /// A 2025-11-25 session: its id and the `initialize` result.
 pub async fn initialize(server: &McpServer) -> (String, Value) {
     let body = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
