@@ -173,8 +173,12 @@ pub mod prelude {
     pub use relevo_protocol::wire::{GetPromptResult, PromptMessage, ResourceContents, Role};
     pub use relevo_protocol::{
         App, AppBuilder, CachePolicy, Ports, Prompt, PromptArgument, Resource, ResourceTemplate,
-        TaskSupport, Tool,
+        Skill, TaskSupport, Tool,
     };
+    // Skills (the `io.modelcontextprotocol/skills` extension): `App::skill(skill!("skills",
+    // "git-workflow", ["SKILL.md", "references/GUIDE.md"]))` embeds the listed files of
+    // `<crate>/skills/git-workflow/` at build time.
+    pub use relevo_protocol::skill;
 
     // An HTTP surface beside `/mcp` (`App::pages`), answered with the `relevo::http` types.
     pub use relevo_protocol::{CallerFuture, PageFuture, Pages};
