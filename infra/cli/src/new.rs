@@ -202,6 +202,9 @@ fn variant(method: &str) -> &'static str {
         "tasks/get" => "TasksGet",
         "tasks/update" => "TasksUpdate",
         "tasks/cancel" => "TasksCancel",
+        "skills/list" => "SkillsList",
+        "skills/get" => "SkillsGet",
+        "resources/directory/read" => "ResourcesDirectoryRead",
         other => unreachable!("the method table names {other}, which has no variant here"),
     }
 }

@@ -11,6 +11,7 @@
 //! function or a published crate, and it reads only this checkout (the template, the suite's
 //! output, `cargo metadata`).
 
+pub mod checks;
 pub mod functions;
 pub mod metadata;
 pub mod port;

@@ -5,6 +5,8 @@
 //! - `functions TEMPLATE`: the function binaries TEMPLATE deploys, one a line, sorted;
 //! - `conformance-verdict OUT ROUTING [--expected-failing "A B"] [ALSO_REQUIRED...]`: the verdict
 //!   on a conformance suite run (exit status 1 when it failed);
+//! - `conformance-checks OUT ROUTING SCENARIO`: the verdict on one scenario run alone, check by
+//!   check (a skipped scenario or check fails it);
 //! - `package-version NAME`: the version of workspace package NAME;
 //! - `stale-packages [--package-dir DIR] NAME...`: the named packages whose tarball in DIR
 //!   (default `target/package`) is missing or older than their files;
@@ -16,7 +18,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use relevo_xtask::{XtaskError, functions, metadata, port, state_key, tool_lines, verdict};
+use relevo_xtask::{XtaskError, checks, functions, metadata, port, state_key, tool_lines, verdict};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -41,6 +43,22 @@ fn main() -> ExitCode {
         ("conformance-verdict", [out, routing, rest @ ..]) => {
             conformance_verdict(out, routing, rest)
         }
+        ("conformance-checks", [out, routing, scenario]) => std::fs::read_to_string(out)
+            .map_err(|source| XtaskError::Read {
+                path: PathBuf::from(out),
+                source,
+            })
+            .map(|text| {
+                let verdict = checks::judge(&text, routing, scenario);
+                for line in &verdict.lines {
+                    println!("{line}");
+                }
+                if verdict.passed {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                }
+            }),
         ("package-version", [name]) => metadata::load().and_then(|packages| {
             println!("{}", metadata::version_of(&packages, name)?);
             Ok(ExitCode::SUCCESS)
@@ -103,6 +121,7 @@ fn usage(problem: &str) -> ExitCode {
     eprintln!(
         "relevo-xtask: {problem}\nusage: relevo-xtask free-port | state-key | functions TEMPLATE | \
          conformance-verdict OUT ROUTING [--expected-failing \"A B\"] [ALSO_REQUIRED...] | \
+         conformance-checks OUT ROUTING SCENARIO | \
          package-version NAME | stale-packages [--package-dir DIR] NAME... | tool-lines FILE"
     );
     ExitCode::from(2)

@@ -868,7 +868,27 @@ pub fn app() -> App {
     for prompt in prompts() {
         app = app.prompt(prompt);
     }
+    for skill in skills() {
+        app = app.skill(skill);
+    }
     app
+}
+
+/// The skills of the Skills extension's scenarios (`sep-2640-skills-*`), embedded from
+/// `skills/` at build time: each skill root holds a subdirectory, for `resources/directory/read`.
+fn skills() -> Vec<relevo_protocol::Skill> {
+    vec![
+        relevo_protocol::skill!(
+            "skills",
+            "conformance-guide",
+            ["SKILL.md", "references/GUIDE.md", "templates/report.md"]
+        ),
+        relevo_protocol::skill!(
+            "skills",
+            "acme/billing/refunds",
+            ["SKILL.md", "examples/email.md"]
+        ),
+    ]
 }
 
 #[cfg(test)]

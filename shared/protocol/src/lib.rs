@@ -49,8 +49,8 @@ pub use pages::{
 pub use ports::{AppBuilder, Ports};
 pub use registry::{
     App, CachePolicy, Call, ClientContext, ElicitAction, ElicitAnswer, Handler, InputRequest,
-    Outcome, Prompt, PromptArgument, Resource, ResourceTemplate, TaskAccess, Tool, WatchRecord,
-    Who, handler,
+    Outcome, Prompt, PromptArgument, RegisteredSkill, Resource, ResourceTemplate, Skill,
+    TaskAccess, Tool, WatchRecord, Who, handler,
 };
 pub use seal::{KeyError, KeyRing};
 pub use server::{

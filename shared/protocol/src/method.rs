@@ -30,11 +30,17 @@ pub enum Method {
     TasksUpdate,
     /// `tasks/cancel`.
     TasksCancel,
+    /// `skills/list` (the Skills extension).
+    SkillsList,
+    /// `skills/get` (the Skills extension).
+    SkillsGet,
+    /// `resources/directory/read` (the Skills extension's `directoryRead`).
+    ResourcesDirectoryRead,
 }
 
 impl Method {
     /// Every method this server implements.
-    pub const ALL: [Method; 13] = [
+    pub const ALL: [Method; 16] = [
         Method::Discover,
         Method::ToolsList,
         Method::ToolsCall,
@@ -48,6 +54,9 @@ impl Method {
         Method::TasksGet,
         Method::TasksUpdate,
         Method::TasksCancel,
+        Method::SkillsList,
+        Method::SkillsGet,
+        Method::ResourcesDirectoryRead,
     ];
 
     /// The method a JSON-RPC `method` name names, or `None` for one this server does not
@@ -72,6 +81,9 @@ impl Method {
             Method::TasksGet => "tasks/get",
             Method::TasksUpdate => "tasks/update",
             Method::TasksCancel => "tasks/cancel",
+            Method::SkillsList => "skills/list",
+            Method::SkillsGet => "skills/get",
+            Method::ResourcesDirectoryRead => "resources/directory/read",
         }
     }
 
@@ -91,7 +103,19 @@ impl Method {
             Method::TasksGet => "tasks-get",
             Method::TasksUpdate => "tasks-update",
             Method::TasksCancel => "tasks-cancel",
+            Method::SkillsList => "skills-list",
+            Method::SkillsGet => "skills-get",
+            Method::ResourcesDirectoryRead => "resources-directory-read",
         }
+    }
+
+    /// A method of an extension defined against 2026-07-28 and later only (the Skills
+    /// extension's): no client of an older revision names it.
+    pub fn since_2026(self) -> bool {
+        matches!(
+            self,
+            Method::SkillsList | Method::SkillsGet | Method::ResourcesDirectoryRead
+        )
     }
 
     /// Only these may answer `input_required` (MRTR).

@@ -182,7 +182,7 @@ pub mod prelude {
     pub use relevo_protocol::wire::{GetPromptResult, PromptMessage, ResourceContents, Role};
     pub use relevo_protocol::{
         App, AppBuilder, CachePolicy, Ports, Prompt, PromptArgument, Resource, ResourceTemplate,
-        TaskSupport, Tool,
+        Skill, TaskSupport, Tool,
     };
     // What a completion function (`Prompt::complete_with`, `ResourceTemplate::complete_with`)
     // is asked, and what it may answer besides a `Vec<String>`.
@@ -190,6 +190,10 @@ pub mod prelude {
     // MCP Apps: a view is `apps::view("ui://…", name, include_str!("view.html"), UiMeta)`,
     // and a tool points at it with `.view("ui://…")` (and `.visibility(&[Visibility::App])`).
     pub use relevo_protocol::registry::apps::{self, Csp, Permissions, UiMeta, Visibility};
+    // Skills (the `io.modelcontextprotocol/skills` extension): `App::skill(skill!("skills",
+    // "git-workflow", ["SKILL.md", "references/GUIDE.md"]))` embeds the listed files of
+    // `<crate>/skills/git-workflow/` at build time.
+    pub use relevo_protocol::skill;
 
     // An HTTP surface beside `/mcp` (`App::pages`), answered with the `relevo::http` types.
     pub use relevo_protocol::{CallerFuture, PageFuture, Pages};

@@ -24,6 +24,12 @@ pub struct Method {
     pub binary: &'static str,
     /// The Mcp-Method glob of its routing rule. A glob cannot contain "/".
     pub glob: &'static str,
+    /// A second Mcp-Method glob the method must also match, for a method no single glob can
+    /// tell apart in any order (`skills/get` from `prompts/get` and `skills/list`): the rule
+    /// then has two Mcp-Method conditions instead of the MCP-Protocol-Version one (a rule has
+    /// at most two header conditions). Only for a method that exists from 2026-07-28 on, so no
+    /// older client names it.
+    pub and_glob: Option<&'static str>,
     /// The rule's priority: every method's first matching rule must be its own.
     pub priority: u32,
     pub role: Role,
@@ -44,6 +50,7 @@ const fn method(
         id,
         binary,
         glob,
+        and_glob: None,
         priority,
         role,
         shape,
@@ -169,6 +176,38 @@ pub const METHODS: &[Method] = &[
         "*cancel",
         170,
         Role::Writer,
+        Shape::Buffered,
+    ),
+    // The Skills extension. resources/directory/read before *read and resources*; skills/get by
+    // skills* and *get together before *get (prompts/get); skills/list by skills* after it.
+    method(
+        "resources/directory/read",
+        "ResourcesDirectoryRead",
+        "resources-directory-read",
+        "*directory*",
+        105,
+        Role::Reader,
+        Shape::Buffered,
+    ),
+    Method {
+        and_glob: Some("*get"),
+        ..method(
+            "skills/get",
+            "SkillsGet",
+            "skills-get",
+            "skills*",
+            185,
+            Role::Reader,
+            Shape::Buffered,
+        )
+    },
+    method(
+        "skills/list",
+        "SkillsList",
+        "skills-list",
+        "skills*",
+        230,
+        Role::Streams,
         Shape::Buffered,
     ),
 ];

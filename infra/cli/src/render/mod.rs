@@ -862,8 +862,12 @@ fn front_door_a(config: &Config) -> String {
     let mut routed: Vec<&Method> = METHODS.iter().collect();
     routed.sort_by_key(|method| method.priority);
     for method in routed {
+        let first = match method.and_glob {
+            Some(glob) => format!("Header: Mcp-Method, ValueGlob: \"{glob}\""),
+            None => "Header: MCP-Protocol-Version, ValueGlob: \"2026-07-28\"".to_string(),
+        };
         let conditions = format!(
-            "      Conditions: # {}\n        - MatchHeaders: {{ AnyOf: [{{ Header: MCP-Protocol-Version, ValueGlob: \"2026-07-28\" }}] }}\n        - MatchHeaders: {{ AnyOf: [{{ Header: Mcp-Method, ValueGlob: \"{}\" }}] }}\n",
+            "      Conditions: # {}\n        - MatchHeaders: {{ AnyOf: [{{ {first} }}] }}\n        - MatchHeaders: {{ AnyOf: [{{ Header: Mcp-Method, ValueGlob: \"{}\" }}] }}\n",
             method.name, method.glob
         );
         out.push_str(&rule(method.id, method.priority, &conditions));
@@ -925,7 +929,10 @@ const ROUTING_COMMENT: &str = r#"
   # A ValueGlob cannot contain "/", so each rule matches a method by a prefix, suffix or infix
   # glob, and API Gateway takes the first match in priority order: the order makes every method's
   # first match its own function (*templates* before resources*, *call/*read/*complete/*listen
-  # before their namespaces, *update/*cancel before tasks*, tasks* before *get). A glob also matches
+  # before their namespaces, *update/*cancel before tasks*, tasks* before *get; *directory* before
+  # *read; skills/get by skills* and *get together, as no single glob or order can tell it from both
+  # prompts/get and skills/list, so its rule has no version condition: the method exists from
+  # 2026-07-28 on and no older client names it). A glob also matches
   # unknown neighbours (tools/foo reaches tools-list); each function refuses any method that is not
   # its own, and the body is the authority. Only 2026-07-28 requests (MCP-Protocol-Version) are
   # routed per method; 2025-11-25 clients and requests without the headers reach the catch-all."#;

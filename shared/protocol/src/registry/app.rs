@@ -11,7 +11,10 @@ use crate::tasks::{TOOL_TASK_KIND, ToolTaskRunner};
 use serde_json::{Value, json};
 
 use super::rules::{self, Refused, refuse};
-use super::{Prompt, Resource, ResourceTemplate, Tool, insert_icons, insert_some, owned};
+use super::skill::{self, RegisteredSkill, Skill};
+use super::{
+    Outcome, Prompt, Resource, ResourceTemplate, Tool, handler, insert_icons, insert_some, owned,
+};
 use crate::wire::Icon;
 
 /// Refused when `held` already has `key`.
@@ -95,6 +98,7 @@ pub struct App {
     resources: BTreeMap<String, Resource>,
     templates: BTreeMap<String, ResourceTemplate>,
     prompts: BTreeMap<String, Prompt>,
+    skills: BTreeMap<String, RegisteredSkill>,
     task_kinds: BTreeMap<String, TaskAccess>,
     job_runners: BTreeMap<String, Arc<dyn JobRunner>>,
     pages: Option<Arc<dyn Pages>>,
@@ -115,6 +119,7 @@ impl App {
             resources: BTreeMap::new(),
             templates: BTreeMap::new(),
             prompts: BTreeMap::new(),
+            skills: BTreeMap::new(),
             task_kinds: BTreeMap::new(),
             job_runners: BTreeMap::new(),
             pages: None,
@@ -302,6 +307,72 @@ impl App {
         self
     }
 
+    /// Registers a skill (the Skills extension): its entry for `skills/list` and `skills/get`,
+    /// and each of its files as a `skill://` resource readable through `resources/read`, all
+    /// gated by the skill's scopes. The frontmatter is parsed and every file's digest and size
+    /// computed here, once.
+    ///
+    /// # Panics
+    ///
+    /// When the skill breaks the format ([`rules::skill`]: no `SKILL.md`, no frontmatter, a
+    /// missing `name` or `description`, a name against the Agent Skills naming rules or unequal
+    /// to the path's final segment, a bad file path, over the limits), when a skill at the same
+    /// path is already registered, or when one of its file URIs is already a resource: the
+    /// message names the skill and the rule.
+    #[track_caller]
+    pub fn skill(mut self, declared: Skill) -> Self {
+        let frontmatter = match rules::skill(&declared) {
+            Ok(frontmatter) => frontmatter,
+            Err(refused) => {
+                refuse(Err(refused));
+                return self;
+            }
+        };
+        let registered = RegisteredSkill::new(&declared, frontmatter);
+        refuse(unique("skill", &self.skills, &registered.uri));
+        for file in &registered.files {
+            refuse(unique("resource", &self.resources, &file.uri));
+        }
+        for file in &registered.files {
+            let (name, description) = if file.uri == registered.uri {
+                (
+                    registered.name().to_string(),
+                    Some(registered.description()),
+                )
+            } else {
+                let name = file.uri.rsplit('/').next().unwrap_or_default().to_string();
+                (name, None)
+            };
+            let (uri, bytes) = (file.uri.clone(), file.bytes);
+            let read = handler(move |_| {
+                let contents = skill::contents(&uri, bytes);
+                async move {
+                    let mut result = crate::wire::JsonObject::new();
+                    result.insert("contents".into(), json!([contents]));
+                    Ok(Outcome::Complete(result))
+                }
+            });
+            let mut resource = Resource::new(&file.uri, &name, skill::mime_type(&file.uri), read);
+            if let Some(description) = description {
+                resource = resource.description(description);
+            }
+            resource.scopes = registered.scopes.clone();
+            self.resources.insert(file.uri.clone(), resource);
+        }
+        self.skills.insert(registered.uri.clone(), registered);
+        self
+    }
+
+    /// Every skill, by the URI of its `SKILL.md`.
+    pub fn skills(&self) -> impl Iterator<Item = &RegisteredSkill> {
+        self.skills.values()
+    }
+
+    /// The skill whose `SKILL.md` is at `uri`.
+    pub fn find_skill(&self, uri: &str) -> Option<&RegisteredSkill> {
+        self.skills.get(uri)
+    }
+
     /// Every tool, by name.
     pub fn tools(&self) -> impl Iterator<Item = &Tool> {
         self.tools.values()
@@ -420,6 +491,11 @@ impl App {
         }
         if !self.resources.is_empty() || !self.templates.is_empty() {
             capabilities["resources"] = json!({});
+        }
+        if !self.skills.is_empty() {
+            // Skill files are resources (so `resources` is declared above), and every
+            // directory of the skill namespace answers `resources/directory/read`.
+            capabilities["extensions"] = json!({ skill::EXTENSION: { "directoryRead": true } });
         }
         if !self.prompts.is_empty() {
             capabilities["prompts"] = json!({});

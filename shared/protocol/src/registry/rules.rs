@@ -49,6 +49,14 @@
 //!   cannot see: that an app-only or view-backed tool's result keeps meaningful text content
 //!   (the spec's "Tools MUST return meaningful content array"), which is the handler's.
 //!
+//! - A skill (the Skills extension, SEP-2640, and the Agent Skills format it delegates to) has
+//!   a `SKILL.md` at its root that begins with YAML frontmatter (a mapping whose `name` and
+//!   `description` are non-empty strings, every field renderable as JSON); its `name` is 1–64
+//!   characters of lowercase letters, digits and hyphens, neither starting nor ending with a
+//!   hyphen and with no two in a row, and equals the final segment of the skill's path; every
+//!   path segment and file path is non-empty, relative, `/`-separated, without `.` or `..`;
+//!   a file appears once; the skill stays within the extension's limits (512 files, 16 MiB).
+//!
 //! The refusal is a panic in the builder, as axum refuses conflicting routes: an app is code,
 //! and a registration mistake is a bug of that code, not a run-time condition to recover from.
 //!
@@ -202,6 +210,69 @@ pub enum Refused {
         template: String,
         /// Why the matcher cannot honour it.
         reason: String,
+    },
+    /// A skill breaks the Skills extension's format.
+    #[error("skill {path:?} is invalid: {fault} (Skills extension, \"Skill Format\")")]
+    Skill {
+        /// The skill's path.
+        path: String,
+        /// What it breaks.
+        fault: SkillFault,
+    },
+}
+
+/// The Skills extension's limit on a skill's files.
+pub const MAX_SKILL_FILES: usize = 512;
+
+/// The Skills extension's limit on the summed size of a skill's files (16 MiB).
+pub const MAX_SKILL_BYTES: usize = 16 * 1024 * 1024;
+
+/// Why a skill is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SkillFault {
+    /// No `SKILL.md` at the skill's root.
+    #[error("it has no SKILL.md at its root")]
+    NoSkillMd,
+    /// `SKILL.md` does not begin with a `---` fenced YAML block.
+    #[error("its SKILL.md does not begin with YAML frontmatter between --- lines")]
+    NoFrontmatter,
+    /// The frontmatter is not a YAML mapping renderable as JSON.
+    #[error("its frontmatter is not a YAML mapping renderable as JSON: {0}")]
+    Frontmatter(String),
+    /// A required frontmatter field is missing, empty or not a string.
+    #[error("its frontmatter has no non-empty string {0:?}")]
+    Missing(&'static str),
+    /// The name breaks the Agent Skills naming rules.
+    #[error(
+        "its name {0:?} is invalid: 1 to 64 characters of lowercase letters, digits and \
+         hyphens, not starting or ending with a hyphen, no two hyphens in a row (Agent Skills, \
+         name field)"
+    )]
+    Name(String),
+    /// The final segment of the skill path is not the name.
+    #[error("its path ends in {segment:?} but its name is {name:?}: they must be equal")]
+    PathName {
+        /// The final path segment.
+        segment: String,
+        /// The frontmatter's name.
+        name: String,
+    },
+    /// A path (the skill's or a file's) is empty, absolute, or has an empty, `.` or `..` segment.
+    #[error("the path {0:?} is not relative with non-empty segments other than . and ..")]
+    Path(String),
+    /// A file is given twice.
+    #[error("the file {0:?} is given twice")]
+    DuplicateFile(String),
+    /// Over the extension's limits.
+    #[error(
+        "it has {files} files of {bytes} bytes in all: at most {MAX_SKILL_FILES} files and \
+         {MAX_SKILL_BYTES} bytes"
+    )]
+    Limits {
+        /// How many files.
+        files: usize,
+        /// Their summed size.
+        bytes: usize,
     },
 }
 
@@ -492,6 +563,78 @@ pub fn tool_name(name: &str) -> Result<(), Refused> {
     } else {
         Err(Refused::ToolName(name.into()))
     }
+}
+
+/// Whether `name` meets the Agent Skills naming rules: 1–64 characters of `[a-z0-9-]`, not
+/// starting or ending with `-`, no `--`.
+pub fn valid_skill_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--")
+}
+
+fn relative_path(path: &str) -> bool {
+    !path.is_empty()
+        && path
+            .split('/')
+            .all(|s| !s.is_empty() && s != "." && s != "..")
+}
+
+/// Checks a skill and returns its frontmatter rendered as JSON.
+pub fn skill(skill: &super::Skill) -> Result<JsonObject, Refused> {
+    use super::skill::{SKILL_MD, frontmatter_block, frontmatter_json};
+    let refused = |fault| Refused::Skill {
+        path: skill.path.clone(),
+        fault,
+    };
+    if !relative_path(&skill.path) {
+        return Err(refused(SkillFault::Path(skill.path.clone())));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (path, _) in &skill.files {
+        if !relative_path(path) {
+            return Err(refused(SkillFault::Path(path.clone())));
+        }
+        if !seen.insert(path.as_str()) {
+            return Err(refused(SkillFault::DuplicateFile(path.clone())));
+        }
+    }
+    let bytes: usize = skill.files.iter().map(|(_, b)| b.len()).sum();
+    if skill.files.len() > MAX_SKILL_FILES || bytes > MAX_SKILL_BYTES {
+        return Err(refused(SkillFault::Limits {
+            files: skill.files.len(),
+            bytes,
+        }));
+    }
+    let (_, skill_md) = skill
+        .files
+        .iter()
+        .find(|(path, _)| path == SKILL_MD)
+        .ok_or_else(|| refused(SkillFault::NoSkillMd))?;
+    let text = std::str::from_utf8(skill_md).map_err(|_| refused(SkillFault::NoFrontmatter))?;
+    let block = frontmatter_block(text).ok_or_else(|| refused(SkillFault::NoFrontmatter))?;
+    let frontmatter = frontmatter_json(block).map_err(|e| refused(SkillFault::Frontmatter(e)))?;
+    let field = |key: &'static str| match frontmatter.get(key) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+        _ => Err(refused(SkillFault::Missing(key))),
+    };
+    let name = field("name")?;
+    field("description")?;
+    if !valid_skill_name(&name) {
+        return Err(refused(SkillFault::Name(name)));
+    }
+    let segment = skill.path.rsplit('/').next().unwrap_or_default();
+    if segment != name {
+        return Err(refused(SkillFault::PathName {
+            segment: segment.into(),
+            name,
+        }));
+    }
+    Ok(frontmatter)
 }
 
 /// Checks the `$schema` of the `which` schema (`inputSchema`, `outputSchema`) of tool `tool`:

@@ -48,22 +48,24 @@ impl McpServer {
                 Some(_) => Err(McpError::invalid_params("Invalid cursor")),
             }
         };
-        let list = |key: &str, items: Vec<Value>| -> Result<JsonObject, McpError> {
-            let (page, next) = cursor::page(
-                &self.keys,
-                key,
-                items,
-                cursor()?.as_deref(),
-                self.config.page_size,
-                now,
-            )?;
-            let mut result = JsonObject::new();
-            result.insert(key.into(), Value::Array(page));
-            if let Some(next) = next {
-                result.insert("nextCursor".into(), json!(next));
-            }
-            Ok(result)
-        };
+        let list_named =
+            |list: &str, key: &str, items: Vec<Value>| -> Result<JsonObject, McpError> {
+                let (page, next) = cursor::page(
+                    &self.keys,
+                    list,
+                    items,
+                    cursor()?.as_deref(),
+                    self.config.page_size,
+                    now,
+                )?;
+                let mut result = JsonObject::new();
+                result.insert(key.into(), Value::Array(page));
+                if let Some(next) = next {
+                    result.insert("nextCursor".into(), json!(next));
+                }
+                Ok(result)
+            };
+        let list = |key: &str, items: Vec<Value>| list_named(key, key, items);
         let app = &self.app;
         let result = match request.method {
             Method::Discover => {
@@ -127,6 +129,31 @@ impl McpServer {
                     .map(|p| p.to_wire());
                 self.per_caller(list("prompts", items.collect())?)
             }
+            Method::SkillsList => {
+                let items = self
+                    .visible_skills(&principal, request.method)?
+                    .map(|s| s.entry().clone());
+                let mut result = list("skills", items.collect())?;
+                result.extend(self.skill_caching(app.skills(), self.config.list_ttl_ms));
+                result
+            }
+            Method::SkillsGet => {
+                let skill =
+                    self.gettable_skill(&principal, string_param(&request.params, "uri")?)?;
+                let mut result = JsonObject::new();
+                result.insert("skill".into(), skill.entry().clone());
+                result.extend(self.skill_caching([skill], self.config.read_ttl_ms));
+                result
+            }
+            Method::ResourcesDirectoryRead => {
+                let uri = string_param(&request.params, "uri")?;
+                let children = self.directory(&principal, uri)?;
+                list_named(
+                    &format!("resources/directory/read {uri}"),
+                    "resources",
+                    children,
+                )?
+            }
             Method::Complete => self.complete(&request.params, &principal).await?,
             Method::SubscriptionsListen => return self.listen(&request, &principal).await,
             Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead => {
@@ -144,6 +171,21 @@ impl McpServer {
     fn per_caller(&self, result: JsonObject) -> JsonObject {
         let mut result = cacheable(result, self.config.list_ttl_ms);
         if !self.auth.is_open() {
+            result.insert("cacheScope".into(), json!("private"));
+        }
+        result
+    }
+
+    /// The caching hints of a skills result over `skills`: `public` only when nothing in it
+    /// depends on the caller (an open deployment, or no skill gated by scopes).
+    fn skill_caching<'a>(
+        &self,
+        skills: impl IntoIterator<Item = &'a crate::registry::RegisteredSkill>,
+        ttl_ms: u64,
+    ) -> JsonObject {
+        let mut result = cacheable(JsonObject::new(), ttl_ms);
+        let gated = skills.into_iter().any(|s| !s.scopes.is_empty());
+        if gated && !self.auth.is_open() {
             result.insert("cacheScope".into(), json!("private"));
         }
         result

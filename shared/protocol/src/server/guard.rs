@@ -13,6 +13,9 @@
 //! Invariants:
 //! - A surface without scopes is public. Which ones are is kept explicit by the enumeration test
 //!   (`tests/tests/surfaces.rs`), which fails for any surface added later without a decision.
+//! - A skill's scopes (`Skill::scopes`) gate its entry in `skills/list` and `skills/get`, each
+//!   of its files (registered as resources with the same scopes) and the directories that hold
+//!   them in `resources/directory/read`.
 //! - Task kinds are deny by default: a job kind the app did not declare (an internal job) is not
 //!   reachable through `tasks/*` at all, and answers "Unknown task" like another principal's.
 //! - Refusals are `insufficient_scope` (403 with the scopes needed, so a client can step up);
@@ -39,7 +42,8 @@ use crate::error::{McpError, store_failure};
 use crate::ladder::ValidRequest;
 use crate::method::Method;
 use crate::quota::{QuotaScope, Quotas, Rate};
-use crate::registry::{Candidates, Handler, Prompt, Tool, WatchRecord};
+use crate::registry::skill::{DIRECTORY_MIME, SCHEME};
+use crate::registry::{Candidates, Handler, Prompt, RegisteredSkill, Tool, WatchRecord};
 use crate::tasks::TOOL_TASK_KIND;
 use crate::wire::JsonObject;
 use relevo_state::Job;
@@ -319,6 +323,97 @@ impl McpServer {
             private: template.per_caller(),
             watch,
         })
+    }
+
+    /// The skills the caller may see, when the app serves any (the extension is declared only
+    /// then; otherwise the method is not found).
+    pub(crate) fn visible_skills<'a>(
+        &'a self,
+        principal: &'a Principal,
+        method: Method,
+    ) -> Result<impl Iterator<Item = &'a RegisteredSkill> + 'a, McpError> {
+        if self.app.skills().next().is_none() {
+            return Err(McpError::MethodNotFound(method.as_str().into()));
+        }
+        Ok(self
+            .app
+            .skills()
+            .filter(move |s| visible(principal, &s.scopes)))
+    }
+
+    /// The skill whose `SKILL.md` is at `uri`, if the caller may reach it: an unknown URI is
+    /// `-32602`, a skill gated by scopes the caller lacks is refused like its files.
+    pub(crate) fn gettable_skill(
+        &self,
+        principal: &Principal,
+        uri: &str,
+    ) -> Result<&RegisteredSkill, McpError> {
+        let _served = self.visible_skills(principal, Method::SkillsGet)?;
+        let skill = self.app.find_skill(uri).ok_or_else(|| {
+            McpError::invalid_params_with(
+                format!("No skill is served at {uri}"),
+                serde_json::json!({ "uri": uri }),
+            )
+        })?;
+        require(principal, &skill.scopes)?;
+        Ok(skill)
+    }
+
+    /// The direct children of the directory resource `uri` within the skill namespace, as the
+    /// caller may see them: files with their resource metadata, subdirectories as
+    /// `inode/directory`. A URI that is no directory (a file, or nothing) is `-32602`; a
+    /// directory holding only files the caller may not read is refused like those files.
+    pub(crate) fn directory(
+        &self,
+        principal: &Principal,
+        uri: &str,
+    ) -> Result<Vec<Value>, McpError> {
+        let skills: Vec<&RegisteredSkill> = self
+            .visible_skills(principal, Method::ResourcesDirectoryRead)?
+            .collect();
+        let prefix = format!("{uri}/");
+        let not_a_directory = || {
+            McpError::invalid_params_with(
+                format!("{uri} is not a directory resource"),
+                serde_json::json!({ "uri": uri }),
+            )
+        };
+        if uri.ends_with('/') || !uri.starts_with(SCHEME) {
+            return Err(not_a_directory());
+        }
+        let mut children = std::collections::BTreeMap::new();
+        for skill in &skills {
+            for file in &skill.files {
+                let Some(rest) = file.uri.strip_prefix(&prefix) else {
+                    continue;
+                };
+                let child = match rest.split_once('/') {
+                    None => match self.app.find_resource(&file.uri) {
+                        Some(resource) => resource.to_wire(),
+                        None => continue,
+                    },
+                    Some((dir, _)) => serde_json::json!({
+                        "uri": format!("{prefix}{dir}"),
+                        "name": dir,
+                        "mimeType": DIRECTORY_MIME,
+                    }),
+                };
+                let key = child["uri"].as_str().unwrap_or_default().to_string();
+                children.entry(key).or_insert(child);
+            }
+        }
+        if children.is_empty() {
+            // A directory of skills the caller may not see answers as their files do.
+            if let Some(hidden) = self
+                .app
+                .skills()
+                .find(|s| s.files.iter().any(|f| f.uri.starts_with(&prefix)))
+            {
+                require(principal, &hidden.scopes)?;
+            }
+            return Err(not_a_directory());
+        }
+        Ok(children.into_values().collect())
     }
 
     /// Where the completion candidates of `reference`'s argument `argument` come from, if the

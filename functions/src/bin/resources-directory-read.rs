@@ -1,0 +1,8 @@
+//! The `resources-directory-read` function: serves `resources/directory/read` only; a body naming another method is refused.
+
+use relevo::lambda::{Method, Route};
+
+#[relevo::tokio::main(crate = "relevo::tokio", flavor = "current_thread")]
+async fn main() -> Result<(), relevo::lambda::Error> {
+    relevo::lambda::run(Route::Only(Method::ResourcesDirectoryRead), app::app).await
+}

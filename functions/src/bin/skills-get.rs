@@ -1,0 +1,8 @@
+//! The `skills-get` function: serves `skills/get` only; a body naming another method is refused.
+
+use relevo::lambda::{Method, Route};
+
+#[relevo::tokio::main(crate = "relevo::tokio", flavor = "current_thread")]
+async fn main() -> Result<(), relevo::lambda::Error> {
+    relevo::lambda::run(Route::Only(Method::SkillsGet), app::app).await
+}

@@ -1,0 +1,8 @@
+//! The `skills-list` function: serves `skills/list` only; a body naming another method is refused.
+
+use relevo::lambda::{Method, Route};
+
+#[relevo::tokio::main(crate = "relevo::tokio", flavor = "current_thread")]
+async fn main() -> Result<(), relevo::lambda::Error> {
+    relevo::lambda::run(Route::Only(Method::SkillsList), app::app).await
+}
