@@ -297,12 +297,14 @@ pub enum Document {
     Catalog,
 }
 
-/// The document `path` names on a server whose MCP endpoint is at `mcp_path`.
-pub fn document_at(path: &str, mcp_path: &str) -> Option<Document> {
+/// The document `path` names: the card at any path ending in [`CARD_SUFFIX`] (the front door
+/// routes only `<mcp-path>/server-card` here; a stage or base path may precede it), the catalog
+/// at a path ending in one of [`CATALOG_PATHS`].
+pub fn document_at(path: &str) -> Option<Document> {
     let path = path.trim_end_matches('/');
-    if CATALOG_PATHS.contains(&path) {
+    if CATALOG_PATHS.iter().any(|catalog| path.ends_with(catalog)) {
         Some(Document::Catalog)
-    } else if path.strip_suffix(CARD_SUFFIX) == Some(mcp_path.trim_end_matches('/')) {
+    } else if path.ends_with(CARD_SUFFIX) && path.len() > CARD_SUFFIX.len() {
         Some(Document::Card)
     } else {
         None
@@ -326,22 +328,6 @@ pub fn public_url(listing: &Listing, headers: &http::HeaderMap) -> Option<String
     Some(format!("{scheme}://{host}{DEFAULT_MCP_PATH}"))
 }
 
-/// The MCP endpoint's path on this deployment (the configured URL's path, else `/mcp`).
-pub fn mcp_path(listing: &Listing) -> String {
-    listing
-        .url
-        .as_deref()
-        .and_then(|url| {
-            let rest = url
-                .strip_prefix("https://")
-                .or_else(|| url.strip_prefix("http://"))?;
-            rest.find('/')
-                .map(|at| rest[at..].trim_end_matches('/').to_string())
-        })
-        .filter(|path| !path.is_empty())
-        .unwrap_or_else(|| DEFAULT_MCP_PATH.into())
-}
-
 /// Answers one request for the card or the catalog: the document on `GET`/`HEAD` with open
 /// CORS, `Cache-Control: public, max-age=3600` and an `ETag` (`304` when `If-None-Match`
 /// names it); `405` for another method, `404` for another path or when the app makes no card
@@ -353,7 +339,7 @@ pub fn respond(
     path: &str,
     headers: &http::HeaderMap,
 ) -> http::Response<String> {
-    let document = document_at(path, &mcp_path(listing));
+    let document = document_at(path);
     let built = match document {
         None => Err(http::StatusCode::NOT_FOUND),
         Some(_) if method != http::Method::GET && method != http::Method::HEAD => {
@@ -375,7 +361,7 @@ pub fn respond(
         Ok((document, body)) => {
             let media_type = match document {
                 Document::Card => CARD_MEDIA_TYPE,
-                Document::Catalog if path.trim_end_matches('/') == CATALOG_PATHS[0] => {
+                Document::Catalog if path.trim_end_matches('/').ends_with(CATALOG_PATHS[0]) => {
                     CATALOG_MEDIA_TYPE
                 }
                 Document::Catalog => "application/json",
@@ -438,6 +424,18 @@ pub fn respond(
     response
 }
 
+impl McpServer {
+    /// [`respond`] with this server's configured [`Listing`] (`ServerConfig::listing`).
+    pub fn serve_discovery(
+        &self,
+        method: &http::Method,
+        path: &str,
+        headers: &http::HeaderMap,
+    ) -> http::Response<String> {
+        respond(self, &self.config.listing, method, path, headers)
+    }
+}
+
 /// FNV-1a, 64 bits: an entity tag that changes with the body (the draft leaves its form open).
 fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
@@ -462,24 +460,22 @@ mod tests {
     }
 
     #[test]
-    fn the_card_path_follows_the_mcp_path() {
+    fn documents_are_named_by_their_path_suffix() {
+        assert_eq!(document_at("/mcp/server-card"), Some(Document::Card));
         assert_eq!(
-            document_at("/mcp/server-card", "/mcp"),
+            document_at("/prod/v1/mcp/server-card/"),
             Some(Document::Card)
         );
+        assert_eq!(document_at("/server-card"), None);
+        assert_eq!(document_at("/mcp/server-cards"), None);
         assert_eq!(
-            document_at("/v1/mcp/server-card", "/v1/mcp"),
-            Some(Document::Card)
-        );
-        assert_eq!(document_at("/server-card", "/mcp"), None);
-        assert_eq!(
-            document_at("/.well-known/mcp/catalog.json", "/mcp"),
+            document_at("/.well-known/mcp/catalog.json"),
             Some(Document::Catalog)
         );
         assert_eq!(
-            mcp_path(&Listing::default().at("https://h.example/v1/mcp/")),
-            "/v1/mcp"
+            document_at("/.well-known/ai-catalog.json"),
+            Some(Document::Catalog)
         );
-        assert_eq!(mcp_path(&Listing::default()), "/mcp");
+        assert_eq!(document_at("/.well-known/mcp.json"), None);
     }
 }

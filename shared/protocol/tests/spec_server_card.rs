@@ -253,7 +253,7 @@ fn the_card_is_served_beside_the_mcp_endpoint_with_its_media_type_cors_and_cache
     );
     assert_eq!(post.status(), 405);
     assert_eq!(post.headers()["allow"], "GET, HEAD");
-    assert_eq!(get(&server, "/other/server-card", &[]).status(), 404);
+    assert_eq!(get(&server, "/mcp/server-cards", &[]).status(), 404);
 }
 
 #[test]
