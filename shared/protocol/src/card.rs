@@ -425,6 +425,11 @@ pub fn respond(
 }
 
 impl McpServer {
+    /// Where this server is published ([`Listing`], `ServerConfig::listing`).
+    pub fn listing(&self) -> &Listing {
+        &self.config.listing
+    }
+
     /// [`respond`] with this server's configured [`Listing`] (`ServerConfig::listing`).
     pub fn serve_discovery(
         &self,
