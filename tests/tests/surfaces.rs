@@ -484,6 +484,56 @@ async fn a_token_without_scopes_reads_nothing_through_resources_tasks_or_a_legac
 
 /// The manifest lists exactly the surfaces its reader may reach, each with its declared schema,
 /// scopes and policies: derived from the app, filtered per read.
+/// The documents served beside `/mcp` for discovery before a connection — the server card and
+/// its catalogs — are public, like the protected-resource metadata: no token is needed, and
+/// nothing in them depends on who asks (no tool, resource, prompt or capability), so one
+/// `public` cached copy suits every caller. They read no store and are not admitted against a
+/// tenant's quota (no tenant is known); the front door's throttling and their `Cache-Control`
+/// bound them.
+#[tokio::test]
+async fn the_server_card_and_catalogs_are_public_and_the_same_for_every_caller() {
+    let shop = shop();
+    let everything: Vec<String> = every_scope(&shop.app).into_iter().collect();
+    let everything: Vec<&str> = everything.iter().map(String::as_str).collect();
+    let full = dev_token(&shop.issuer, "acme", "alice", &everything);
+    let none = dev_token(&shop.issuer, "globex", "gina", &[]);
+    for path in [
+        "/mcp/server-card",
+        "/.well-known/ai-catalog.json",
+        "/.well-known/mcp/catalog.json",
+    ] {
+        let mut bodies = Vec::new();
+        for token in [None, Some(&full), Some(&none)] {
+            let mut request = http::Request::get(path).header("host", "127.0.0.1:8080");
+            if let Some(token) = token {
+                request = request.header("authorization", format!("Bearer {token}"));
+            }
+            let reply = send(
+                &shop.router,
+                request.body(axum::body::Body::empty()).unwrap(),
+            )
+            .await;
+            assert_eq!(reply.status, 200, "{path}: {}", reply.text);
+            assert_eq!(
+                reply.headers["cache-control"], "public, max-age=3600",
+                "{path}"
+            );
+            bodies.push(reply.text);
+        }
+        assert!(
+            bodies.windows(2).all(|w| w[0] == w[1]),
+            "{path}: {bodies:?}"
+        );
+        for (surface, _) in surfaces(&shop.app) {
+            let name = surface.split_once(' ').map_or("", |(_, name)| name);
+            assert!(
+                !bodies[0].contains(&format!("\"{name}\"")),
+                "{path} names {surface}"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn the_manifest_describes_only_what_its_reader_may_reach() {
     let shop = shop();

@@ -1,6 +1,6 @@
-//! The `well-known` function: the protected-resource metadata (RFC 9728).
+//! The `well-known` function: the protected-resource metadata (RFC 9728), the server card and the catalog.
 
 #[relevo::tokio::main(crate = "relevo::tokio", flavor = "current_thread")]
 async fn main() -> Result<(), relevo::lambda::Error> {
-    relevo::lambda::run_well_known().await
+    relevo::lambda::run_well_known(app::app).await
 }

@@ -10,6 +10,8 @@
 //!   table gives.
 //! - `cargo relevo validate [TEMPLATE] [--tools DIR] [--out PATH]`: the offline deploy check of
 //!   any template (see [`validate`]).
+//! - `cargo relevo server-json [--url URL] [--namespace NS] [--check] [--output PATH]`: the
+//!   project's `server.json` for the MCP Registry, from the app itself (see [`server_json`]).
 //! - `cargo relevo token [--tenant T] [--sub S] [--scopes "a b"] [--ttl SECS]`: a token from the
 //!   dev issuer of a running local server.
 //!
@@ -23,6 +25,7 @@ mod dev;
 mod new;
 mod ops;
 mod render;
+mod server_json;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -52,6 +55,8 @@ pub enum CliError {
     },
     #[error("{0} is stale: {1}; run `cargo relevo template`")]
     Stale(String, String),
+    #[error("{0} is stale: {1}; run `cargo relevo server-json`")]
+    StaleServerJson(String, String),
     #[error("{step} failed ({status})")]
     Step {
         step: String,
@@ -74,6 +79,7 @@ const USAGE: &str = "usage: cargo relevo new DIR [--name NAME]
        cargo relevo dev [--port N] [--routing per-method|single]
        cargo relevo template [--check] [--manifest-path PATH] [--output PATH]
        cargo relevo validate [TEMPLATE] [--tools DIR] [--out PATH]
+       cargo relevo server-json [--url URL] [--namespace NS] [--check] [--output PATH]
        cargo relevo token [--tenant T] [--sub S] [--scopes \"a b\"] [--ttl SECS]
        cargo relevo ops [BACKEND] COMMAND [OPTIONS] [--json]   (cargo relevo ops --help)";
 
@@ -95,6 +101,10 @@ fn main() -> ExitCode {
         "dev" => dev::run(rest),
         "template" => match TemplateArgs::parse(rest) {
             Ok(args) => template(&args),
+            Err(problem) => return usage(&problem),
+        },
+        "server-json" => match server_json::Args::parse(rest) {
+            Ok(args) => server_json::run(&args),
             Err(problem) => return usage(&problem),
         },
         "validate" => match validate::Args::parse(rest) {
@@ -219,7 +229,9 @@ fn first_difference(current: &str, wanted: &str) -> Option<String> {
 
 /// Writes `text` to `path` through a temporary file renamed over it: readers never see half a file.
 fn write_whole(path: &Path, text: &str) -> Result<(), CliError> {
-    let temporary = path.with_extension("yaml.tmp");
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".tmp");
+    let temporary = PathBuf::from(temporary);
     let io = |what, source| CliError::Io {
         what,
         path: path.display().to_string(),

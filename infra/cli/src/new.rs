@@ -154,8 +154,8 @@ fn function_main(binary: &str) -> String {
             ", flavor = \"current_thread\"",
         ),
         "well-known" => (
-            "the protected-resource metadata (RFC 9728).",
-            "run_well_known()",
+            "the protected-resource metadata (RFC 9728), the server card and the catalog.",
+            "run_well_known(app::app)",
             ", flavor = \"current_thread\"",
         ),
         "pages" => (

@@ -490,6 +490,37 @@ async fn front_door_b_serves_through_the_http_api() {
         ),
         (404, json!({ "message": "Not Found" }))
     );
+    // The server card and the catalogs: the well-known function (a role without permissions)
+    // builds the app's server and answers them without one call to AWS.
+    let card = http
+        .get(lambda.url.replace("/mcp", "/mcp/server-card"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(card.status(), 200, "the server card through the HTTP API");
+    assert_eq!(
+        card.headers()["content-type"],
+        "application/mcp-server-card+json"
+    );
+    let card: Value = card.json().await.unwrap();
+    assert_eq!(card["remotes"][0]["url"], lambda.url.as_str());
+    assert!(
+        card["remotes"][0]["supportedProtocolVersions"]
+            .as_array()
+            .is_some_and(|versions| versions.contains(&json!("2025-11-25"))),
+        "the table is there, so 2025-11-25 is served and listed: {card}"
+    );
+    for catalog in [
+        "/.well-known/ai-catalog.json",
+        "/.well-known/mcp/catalog.json",
+    ] {
+        let answer = http
+            .get(lambda.url.replace("/mcp", catalog))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200, "{catalog}");
+    }
     let called: Vec<String> = lambda
         .decisions()
         .into_iter()
@@ -500,6 +531,10 @@ async fn front_door_b_serves_through_the_http_api() {
             .iter()
             .any(|c| c == "McpFunction secretsmanager:GetSecretValue"),
         "{called:?}"
+    );
+    assert!(
+        !called.iter().any(|c| c.starts_with("WellKnownFunction ")),
+        "the well-known function calls nothing: {called:?}"
     );
 }
 

@@ -183,3 +183,40 @@ fn the_function_list_of_the_scripts_is_the_templates() {
         "{manifest}"
     );
 }
+
+/// The server card and its catalogs reach a function that serves them: on front door A the
+/// catch-all (the all-methods function answers them as `well-known` does), on front door B the
+/// HTTP API's own routes to `well-known`.
+#[test]
+fn the_server_card_and_the_catalogs_reach_the_function_that_serves_them_on_both_front_doors() {
+    const PATHS: [&str; 3] = [
+        "/mcp/server-card",
+        "/.well-known/ai-catalog.json",
+        "/.well-known/mcp/catalog.json",
+    ];
+    let door_a = front_door_a();
+    for path in PATHS {
+        assert_eq!(landing(&door_a, &[], path).0, "mcp", "{path}");
+    }
+    let topology = front_doors()
+        .into_iter()
+        .find(|t| t.name == "front-door-b")
+        .unwrap();
+    let door_b = Template::from_value(common::translated())
+        .instantiate("relevo", &topology.parameters)
+        .unwrap();
+    let ids = PhysicalIds::synthetic(&door_b);
+    let apis = door_b.apis(&ids).unwrap();
+    let functions = door_b.functions(&ids).unwrap();
+    for path in PATHS {
+        let route = apis
+            .iter()
+            .find_map(|api| api.route("GET", path))
+            .unwrap_or_else(|| panic!("no route for {path}"));
+        let function = functions
+            .iter()
+            .find(|f| f.logical_id == route.function)
+            .unwrap();
+        assert_eq!(function.binary, "well-known", "{path}");
+    }
+}

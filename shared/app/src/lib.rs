@@ -89,6 +89,8 @@ pub fn app_with(ports: &Ports, config: &ShopConfig) -> App {
 /// manifest ([`app_with`] adds them): what the in-process tests serve.
 pub fn features(ports: &Ports) -> App {
     let mut app = App::new("relevo-shop", env!("CARGO_PKG_VERSION"))
+        .title("Relevo example shop")
+        .description("An example shop: browse the catalog, fill a cart, check out, export data, keep notes.")
         .instructions("A Relevo example shop: browse the catalog, fill a cart, check out (you confirm the total), export customer data, keep private notes.")
         .tool(demo::greet_tool())
         .tool(demo::add_tool())

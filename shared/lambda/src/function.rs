@@ -18,7 +18,7 @@ pub async fn run_function(name: &str, app: impl AppBuilder) -> Result<(), Error>
         "worker" => return run_worker(app).await,
         "reconciler" => return run_reconciler(app).await,
         "pages" => return run_pages(app).await,
-        "well-known" => return run_well_known().await,
+        "well-known" => return run_well_known(app).await,
         "discover" => Method::Discover,
         "completion" => Method::Complete,
         "subscriptions-listen" => Method::SubscriptionsListen,

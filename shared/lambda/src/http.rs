@@ -20,9 +20,10 @@
 //! A 2025-11-25 `notifications/cancelled` arrives in another invocation than the call it names
 //! and is ignored there ([`relevo_protocol::legacy::InFlight`]).
 //!
-//! Behind a custom domain the catch-all also receives the protected-resource metadata paths (no
-//! routing rule claims them), so the all-methods function answers them as `well-known` does,
-//! behind the same Host/Origin allow-list.
+//! Behind a custom domain the catch-all also receives the public documents' paths — the
+//! protected-resource metadata, the server card and the catalog — (no routing rule claims
+//! them), so the all-methods function answers them as `well-known` does, through the same
+//! [`public_document`], behind the same Host/Origin allow-list.
 
 use std::sync::Arc;
 
@@ -32,9 +33,8 @@ use relevo_auth::AuthSettings;
 use relevo_protocol::{AppBuilder, McpServer, Reply, ReplyBody, Route};
 
 use crate::env::{server_from_env, streaming_from_env};
-use crate::events::{
-    buffered, forbidden, http_request, invocation_deadline, invocation_ids, streamed,
-};
+use crate::events::{buffered, http_request, invocation_deadline, invocation_ids, streamed};
+use crate::well_known::public_document;
 use crate::{keys, otlp};
 
 /// Serves one proxy event, buffered.
@@ -42,28 +42,35 @@ pub async fn handle_event(server: &McpServer, route: Route, event: Request) -> R
     buffered(serve(server, route, None, event).await).await
 }
 
-/// The server's reply to one event; the all-methods function also answers the metadata paths.
+/// Serves one proxy event, buffered, as the all-methods function does behind a custom domain:
+/// the public documents too (the metadata with `metadata`, the server card and the catalog).
+pub async fn handle_catch_all_event(
+    server: &McpServer,
+    metadata: Option<&AuthSettings>,
+    event: Request,
+) -> Response<Body> {
+    buffered(serve(server, Route::All, Some(metadata), event).await).await
+}
+
+/// The server's reply to one event; the all-methods function (`public` set) also answers the
+/// public documents, as the `well-known` function does.
 async fn serve(
     server: &McpServer,
     route: Route,
-    metadata: Option<&AuthSettings>,
+    public: Option<Option<&AuthSettings>>,
     event: Request,
 ) -> Reply {
-    if let Some(settings) = metadata
-        && relevo_auth::METADATA_PATHS.contains(&event.uri().path().trim_end_matches('/'))
+    if let Some(metadata) = public
+        && let Some(response) = public_document(server, metadata, &event)
     {
-        if let Err(refused) = server.origin_policy().check(event.headers()) {
-            let (parts, body) = forbidden(&refused).into_parts();
-            let body = match body {
-                Body::Text(text) => Bytes::from(text),
-                _ => Bytes::new(),
-            };
-            return Response::from_parts(parts, ReplyBody::Full(body));
-        }
-        let (parts, body) =
-            relevo_auth::metadata_response(settings, event.method(), event.uri().path())
-                .into_parts();
-        return Response::from_parts(parts, ReplyBody::Full(Bytes::from(body)));
+        let (parts, body) = response.into_parts();
+        let body = match body {
+            Body::Text(text) => Bytes::from(text),
+            Body::Binary(bytes) => Bytes::from(bytes),
+            Body::Empty => Bytes::new(),
+            _ => Bytes::new(),
+        };
+        return Response::from_parts(parts, ReplyBody::Full(body));
     }
     let deadline = invocation_deadline(&event);
     let (ids, xray) = invocation_ids(&event);
@@ -90,18 +97,15 @@ pub async fn run(route: Route, app: impl AppBuilder) -> Result<(), Error> {
     crate::logging::init_telemetry();
     let streaming = streaming_from_env();
     let server = Arc::new(server_from_env(streaming, &app).await?);
-    // Behind a custom domain the catch-all also receives the metadata paths (no routing rule
-    // claims them), so the all-methods function answers them as the `well-known` function does.
-    let metadata = Arc::new(
-        AuthSettings::from_env("")
-            .ok()
-            .filter(|_| route == Route::All),
-    );
+    // Behind a custom domain the catch-all also receives the public documents' paths (no
+    // routing rule claims them), so the all-methods function answers them as `well-known` does.
+    let public = Arc::new((route == Route::All).then(|| AuthSettings::from_env("").ok()));
     let reply = move |event: Request| {
-        let (server, metadata) = (server.clone(), metadata.clone());
+        let (server, public) = (server.clone(), public.clone());
         async move {
             keys::refresh_if_due().await;
-            let reply = serve(&server, route, metadata.as_ref().as_ref(), event).await;
+            let public = public.as_ref().as_ref().map(Option::as_ref);
+            let reply = serve(&server, route, public, event).await;
             // The request's span has ended; send it before the environment may be frozen.
             otlp::flush().await;
             reply

@@ -11,7 +11,8 @@
 //!   failures ([`handle_sqs_batch`]).
 //! - [`reconciler`]: the scheduled `reconciler` function ([`run_reconciler`]).
 //! - [`pages`]: the `pages` function ([`run_pages`]), the app's pages beside `/mcp`.
-//! - [`well_known`]: the `well-known` function ([`run_well_known`]), protected-resource metadata.
+//! - [`well_known`]: the `well-known` function ([`run_well_known`]), protected-resource metadata,
+//!   the server card and the catalog.
 //! - [`function`]: [`run_function`], any of the above by name (one binary for a whole stack).
 //!
 //! And what the runners share:
@@ -39,7 +40,7 @@ pub mod worker;
 
 pub use env::{backend_from_env, server_from_env, settings_from_env};
 pub use function::run_function;
-pub use http::{handle_event, run};
+pub use http::{handle_catch_all_event, handle_event, run};
 pub use pages::run_pages;
 pub use reconciler::run_reconciler;
 pub use well_known::run_well_known;

@@ -69,3 +69,75 @@ async fn host_outside_the_configured_domains_is_forbidden() {
             .await;
     assert_eq!(response.status(), 403);
 }
+
+fn described_server(hosts: Vec<String>) -> McpServer {
+    let config = ServerConfig {
+        origin_policy: OriginPolicy {
+            hosts,
+            origins: vec![],
+        },
+        listing: relevo_protocol::card::Listing::default().at("https://mcp.example.com/mcp"),
+        ..ServerConfig::default()
+    };
+    let keys = KeyRing::new(vec![("k".into(), vec![1; 32])]).unwrap();
+    let app = relevo_app::features(&relevo_protocol::Ports::new(None));
+    McpServer::new(app, config, keys, std::sync::Arc::new(NoAuth))
+}
+
+fn get_event(path: &str, host: &str) -> lambda_http::Request {
+    lambda_http::http::Request::get(path)
+        .header("host", host)
+        .body(Body::Empty)
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_catch_all_answers_the_server_card_and_the_catalogs_as_well_known_does() {
+    let server = described_server(vec!["mcp.example.com".into()]);
+    for (path, media_type) in [
+        ("/mcp/server-card", "application/mcp-server-card+json"),
+        (
+            "/.well-known/ai-catalog.json",
+            "application/ai-catalog+json",
+        ),
+        ("/.well-known/mcp/catalog.json", "application/json"),
+    ] {
+        let caught = relevo_lambda::handle_catch_all_event(
+            &server,
+            None,
+            get_event(path, "mcp.example.com"),
+        )
+        .await;
+        assert_eq!(caught.status(), 200, "{path}");
+        assert_eq!(caught.headers()["content-type"], media_type, "{path}");
+        let well_known = relevo_lambda::well_known::public_document(
+            &server,
+            None,
+            &get_event(path, "mcp.example.com"),
+        )
+        .unwrap();
+        assert_eq!(
+            json_body(caught.body()),
+            json_body(well_known.body()),
+            "{path}"
+        );
+        let foreign =
+            relevo_lambda::handle_catch_all_event(&server, None, get_event(path, "evil.example"))
+                .await;
+        assert_eq!(foreign.status(), 403, "{path}");
+    }
+    let card = relevo_lambda::well_known::public_document(
+        &server,
+        None,
+        &get_event("/mcp/server-card", "mcp.example.com"),
+    )
+    .unwrap();
+    let card = json_body(card.body());
+    assert_eq!(card["name"], "com.example.mcp/relevo-shop");
+    assert_eq!(card["remotes"][0]["url"], "https://mcp.example.com/mcp");
+    assert!(
+        relevo_lambda::well_known::public_document(&server, None, &get_event("/mcp", "h"))
+            .is_none(),
+        "/mcp itself is the server's"
+    );
+}

@@ -9,7 +9,9 @@
 //! (`Route::Only`), exactly like a routing rule on that header; anything else goes to the
 //! catch-all `mcp` handler (`Route::All`). Each handler still checks the body's method itself.
 //! `GET /.well-known/oauth-protected-resource[/mcp]` is the metadata function; in dev mode
-//! `GET /.well-known/jwks.json` publishes the dev issuer's key.
+//! `GET /.well-known/jwks.json` publishes the dev issuer's key. `GET /mcp/server-card` and the
+//! catalog (`/.well-known/ai-catalog.json`, `/.well-known/mcp/catalog.json`) are the
+//! well-known function's too ([`relevo_protocol::card`]): public, like the metadata.
 //!
 //! Threat model: the server binds loopback only, and the core refuses foreign Host/Origin
 //! values (DNS rebinding), so a web page cannot drive it through a victim's browser; the same
@@ -122,6 +124,12 @@ pub fn router(server: McpServer, options: GatewayOptions) -> Router {
         router = router.route(path, axum::routing::any(serve_metadata));
     }
     router = router.route("/.well-known/jwks.json", axum::routing::get(serve_jwks));
+    let card = format!("/mcp{}", relevo_protocol::card::CARD_SUFFIX);
+    for path in
+        std::iter::once(card.as_str()).chain(relevo_protocol::card::CATALOG_PATHS.iter().copied())
+    {
+        router = router.route(path, axum::routing::any(serve_discovery));
+    }
     if let Some(prefix) = options
         .pages
         .as_ref()
@@ -175,6 +183,15 @@ async fn serve_metadata(State(gateway): State<Gateway>, request: Request) -> Res
         }
         None => http::StatusCode::NOT_FOUND.into_response(),
     }
+}
+
+/// The server card and the catalog, as the well-known function serves them.
+async fn serve_discovery(State(gateway): State<Gateway>, request: Request) -> Response {
+    let (parts, body) = gateway
+        .server
+        .serve_discovery(request.method(), request.uri().path(), request.headers())
+        .into_parts();
+    Response::from_parts(parts, Body::from(body))
 }
 
 /// The app's pages (the `pages` function), served in-process.

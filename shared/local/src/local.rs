@@ -1,5 +1,6 @@
 //! The local server of `make run`, on 127.0.0.1 only, for any app:
-//! `PROGRAM [--port N] [--routing per-method|single] [--inject-dev-token TENANT:SUB[:SCOPES]]`.
+//! `PROGRAM [--port N] [--routing per-method|single] [--inject-dev-token TENANT:SUB[:SCOPES]]`;
+//! `PROGRAM --server-json` prints the app's `server.json` instead (`cargo relevo server-json`).
 //!
 //! One process plays every function of the stack: the gateway routes each method as API Gateway
 //! would, the embedded store (SQLite) stands in for DynamoDB, its queue for SQS, and background
@@ -20,14 +21,39 @@ struct Args {
     port: u16,
     routing: Routing,
     inject: Option<(String, String, Vec<String>)>,
+    /// `--server-json`: print the MCP Registry's `server.json` of the app and exit.
+    server_json: bool,
+}
+
+/// `--server-json`: the app's `server.json` ([`relevo_protocol::card::server_json`]) on stdout,
+/// for the public URL of `RELEVO_PUBLIC_URL` (or `RELEVO_AUTH_AUDIENCE`) and the namespace of
+/// `RELEVO_SERVER_NAMESPACE`. The app is built over an in-memory store: no file is touched and
+/// nothing is served.
+fn print_server_json(
+    app: &impl AppBuilder,
+    settings: Settings,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let store = Arc::new(SqliteStore::in_memory()?) as Arc<dyn RecordStore>;
+    let server = McpServer::from_ports(app, &Ports::new(Some(store)), settings.config);
+    let listing = server.listing().clone();
+    let url = listing.url.clone().ok_or(
+        "server.json names the server's public URL: set RELEVO_PUBLIC_URL (https://HOST/mcp)",
+    )?;
+    let document = relevo_protocol::card::server_json(&server, &listing, &url)?;
+    println!("{}", serde_json::to_string_pretty(&document)?);
+    Ok(())
 }
 
 /// Serves `app` until SIGINT or SIGTERM: the whole `main` of a local gateway binary.
 pub async fn run_local(app: impl AppBuilder) -> Result<(), Box<dyn std::error::Error>> {
-    crate::init_logging(crate::LogFormat::Local);
     let args = parse_args()?;
     // Its Display, not its Debug: the error names the key entry's position, never its text.
     let settings = Settings::from_env(true).map_err(|e| e.to_string())?;
+    if args.server_json {
+        // Before the logs start: stdout carries the document only.
+        return print_server_json(&app, settings);
+    }
+    crate::init_logging(crate::LogFormat::Local);
     if settings.ephemeral_keys {
         tracing::warn!(
             "RELEVO_STATE_KEYS is not set: using a random key for this process; requestState and cursors will not survive a restart"
@@ -210,6 +236,7 @@ fn parse_args() -> Result<Args, String> {
             .unwrap_or(8080),
         routing: Routing::default(),
         inject: None,
+        server_json: false,
     };
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -239,9 +266,10 @@ fn parse_args() -> Result<Args, String> {
                     .collect();
                 parsed.inject = Some((tenant.into(), subject.into(), scopes));
             }
+            "--server-json" => parsed.server_json = true,
             other => {
                 return Err(format!(
-                    "unknown argument {other:?}; usage: PROGRAM [--port N] [--routing per-method|single] [--inject-dev-token TENANT:SUB[:SCOPES]]"
+                    "unknown argument {other:?}; usage: PROGRAM [--port N] [--routing per-method|single] [--inject-dev-token TENANT:SUB[:SCOPES]] | PROGRAM --server-json"
                 ));
             }
         }

@@ -14,6 +14,7 @@
 
 pub mod auth;
 pub mod author;
+pub mod card;
 pub mod clock;
 pub mod cursor;
 pub mod error;

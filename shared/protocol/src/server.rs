@@ -106,6 +106,9 @@ pub struct ServerConfig {
     pub sse_keepalive_secs: u64,
     /// Request-rate quotas per tenant and per tool, counted in the store (off by default).
     pub quotas: crate::quota::Quotas,
+    /// Where the server is published and under which name: the server card, the catalog and
+    /// `server.json` ([`crate::card`]).
+    pub listing: crate::card::Listing,
 }
 
 impl Default for ServerConfig {
@@ -128,6 +131,7 @@ impl Default for ServerConfig {
             legacy_input_wait_secs: 300,
             sse_keepalive_secs: 25,
             quotas: crate::quota::Quotas::default(),
+            listing: crate::card::Listing::default(),
         }
     }
 }

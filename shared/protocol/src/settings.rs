@@ -12,6 +12,7 @@
 //! | `RELEVO_LEGACY_INPUT_WAIT_SECS` | how long a 2025-11-25 call waits for the client's answer to one request | 300 |
 //! | `RELEVO_SSE_KEEPALIVE_SECS` | an SSE comment after this long without a frame (a front door cuts idle streams) | 25 |
 //! | `RELEVO_RATE_PER_TENANT` | `LIMIT/SECS`: requests one tenant may make per window of SECS seconds, any method, across every instance ([`crate::quota`]) | off |
+//! | `RELEVO_PUBLIC_URL`, `RELEVO_SERVER_NAMESPACE` | where the server card and `server.json` say the server is, and its published name's namespace ([`crate::card::Listing`]) | `RELEVO_AUTH_AUDIENCE`; the URL's host reversed |
 //! | `RELEVO_RATE_PER_TOOL` | `NAME:LIMIT/SECS[,…]`: `tools/call` of one tool by one tenant per window; `*` for every tool not named (e.g. `my_tool:30/60,*:120/60`) | off |
 //!
 //! Quotas need the store (`RELEVO_TABLE`, or the embedded store locally); a refused request is
@@ -120,6 +121,7 @@ impl Settings {
                 lookup("RELEVO_RATE_PER_TENANT").as_deref(),
                 lookup("RELEVO_RATE_PER_TOOL").as_deref(),
             )?,
+            listing: crate::card::Listing::from_env(&lookup),
             ..defaults
         };
         Ok(Settings {

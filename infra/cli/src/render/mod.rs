@@ -629,7 +629,7 @@ fn front_door_b(config: &Config) -> String {
             id: "WellKnown",
             condition: when,
             binary: "well-known",
-            description: "Protected Resource Metadata (RFC 9728).",
+            description: "Protected Resource Metadata (RFC 9728), the server card and the catalog.",
             timeout: None,
             memory: Some(config.memory.small),
             environment: Vec::new(),
@@ -641,7 +641,15 @@ fn front_door_b(config: &Config) -> String {
                     &[],
                     "GET",
                     "/.well-known/oauth-protected-resource/mcp",
-                ),
+                )
+                + &http_event(
+                    "ServerCard",
+                    &["The server card (SEP-2127) beside /mcp, and the catalog that points at it."],
+                    "GET",
+                    "/mcp/server-card",
+                )
+                + &http_event("AiCatalog", &[], "GET", "/.well-known/ai-catalog.json")
+                + &http_event("McpCatalog", &[], "GET", "/.well-known/mcp/catalog.json"),
             label: "well-known",
         }
         .render(),
@@ -957,6 +965,10 @@ fn outputs(config: &Config) -> String {
         url("/mcp"),
         url("/.well-known/oauth-protected-resource/mcp")
     );
+    out.push_str(&format!(
+        "  ServerCardUrl:\n    Description: The server card (SEP-2127), for catalogs and registries.\n    Value: {}\n",
+        url("/mcp/server-card")
+    ));
     if config.parts.pages {
         out.push_str(&format!(
             "  PagesUrl:\n    Description: Where the app's pages are reached.\n    Value: {}\n",
