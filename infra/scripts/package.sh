@@ -12,6 +12,12 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$root"
 cargo build --quiet -p relevo-package-check
+# The verify builds unpack each tarball from a temporary local registry into
+# $CARGO_HOME/registry/src/-<hash of that registry's path>/<crate>-<version>, and cargo reuses an
+# unpacked folder it finds there (it checks only its `.cargo-ok` marker). A checkout at a path
+# that was packaged before, at the same version, would then build against the old sources. Those
+# folders (named `-…`, never crates.io's `index.crates.io-…`) hold only such verify copies.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/
 target/debug/relevo-package-check
 packages=()
 while read -r name; do packages+=(-p "$name"); done < <(target/debug/relevo-package-check --list)
