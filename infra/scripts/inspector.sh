@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the MCP Inspector CLI (@modelcontextprotocol/inspector 2.12.0, --protocol-era modern) against
 # the shop gateway: tools/list --strict (its tool-schema portability lint, over every tool), a
-# tools/call of greet and resources/list, each checked for its values. Fails on a non-zero exit, on
+# tools/call of greet and resources/list, each checked for its values; then skills/list --verify
+# against the conformance fixtures' app (the Skills extension: every file's digest and size). Fails on a non-zero exit, on
 # anything the Inspector prints on stderr (its errors, warnings and the --strict report go there),
 # and on any --strict finding: strict mode exits 6 for error-severity findings only and 0 for
 # warnings, so the findings are read from its JSON output (schemaFindings) as well.
@@ -54,5 +55,36 @@ inspect tools-list-strict \
 inspect tools-call-greet 'r.structuredContent.greeting === "Hello, Inspector!" && r.isError !== true' \
   --method tools/call --tool-name greet --tool-arg name=Inspector
 inspect resources-list 'r.resources.some((x) => x.uri === "relevo://about")' --method resources/list
-echo "inspector: $((3 - failed)) passed, $failed failed"
+stop_gateway
+
+# skills/list --verify --require-digests (SEP-2640): the Inspector walks every skill the server
+# lists, reads each file the manifest names and checks its sha256 digest and size (a skill without
+# digests fails too). The shop serves no skill, so this runs against the conformance fixtures' app,
+# which serves two. It prints one JSON report per skill on stdout and a summary on stderr; passes on
+# exit 0, every report `verified`, and the summary saying so for every skill.
+port=$(free_port)
+rm -f "$work/inspector-skills.db"*
+GATEWAY_BIN=relevo-conformance-gateway RELEVO_AUTH=dev RELEVO_STORE="sqlite:$work/inspector-skills.db" \
+  start_gateway "$port" "$work/gateway-inspector-skills.log"
+token=$("$bin/relevo-token" --tenant acme --sub alice)
+rc=0
+HOME="$work/inspector-home" timeout 60 "$node" \
+  "$tools/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js" --cli \
+  --protocol-era modern "http://127.0.0.1:$port/mcp" --header "Authorization: Bearer $token" --format json \
+  --method skills/list --verify --require-digests \
+  >"$work/inspector-skills-verify.json" 2>"$work/inspector-skills-verify.err" || rc=$?
+summary=$(cat "$work/inspector-skills-verify.err")
+if [[ $rc -eq 0 ]] && [[ "$summary" =~ ^Verified\ ([0-9]+)\ skills?\ and\ [0-9]+\ files?:\ no\ conformance\ errors\.$ ]] \
+  && "$node" -e 'const lines = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n");
+    const reports = lines.map((l) => JSON.parse(l));
+    process.exit(reports.length === Number(process.argv[2]) && reports.length >= 2
+      && reports.every((r) => r.outcome === "verified" && r.files.every((f) => f.status === "verified")) ? 0 : 1)' \
+    "$work/inspector-skills-verify.json" "${BASH_REMATCH[1]}"; then
+  echo "ok   skills-verify ($summary)"
+else
+  failed=$((failed + 1))
+  echo "FAIL skills-verify (exit $rc)"
+  cut -c1-240 "$work/inspector-skills-verify.err" | sed 's/^/  /'
+fi
+echo "inspector: $((4 - failed)) passed, $failed failed"
 [[ $failed -eq 0 ]]
