@@ -9,54 +9,16 @@
 //! `total` and `hasMore: true` when more were found. A static list still answers by prefix,
 //! under the same cap, and `context.arguments` holding a non-string is `-32602`.
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
-use http::Request;
 use relevo_protocol::author::{ToolContext, ToolError};
 use relevo_protocol::registry::CompletionRequest;
 use relevo_protocol::wire::{GetPromptResult, PromptMessage, Role};
-use relevo_protocol::{
-    App, KeyRing, McpServer, NoAuth, Prompt, ResourceTemplate, Route, ServerConfig, handler,
-};
+use relevo_protocol::{App, McpServer, Prompt, ResourceTemplate, handler};
 use serde_json::{Value, json};
-
-const VERSION: &str = "2026-07-28";
-
-/// One 2026-07-28 request to `server`; the JSON-RPC response object.
-async fn rpc(server: &McpServer, method: &str, name: &str, params: Value) -> Value {
-    let mut params = params;
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": VERSION,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": { "name": "spec", "version": "0" } });
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
-    let mut request = Request::post("/mcp")
-        .header("host", "127.0.0.1:8080")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", VERSION)
-        .header("mcp-method", method);
-    if !name.is_empty() {
-        request = request.header("mcp-name", name);
-    }
-    let request = request
-        .body(Bytes::from(body.to_string()))
-        .expect("a request");
-    let reply = server.handle(Route::All, request).await;
-    let bytes = reply.into_body().collect().await;
-    let text = String::from_utf8_lossy(&bytes);
-    let last = text
-        .lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .next_back();
-    serde_json::from_str(last.unwrap_or(&text).trim()).expect("a JSON-RPC response")
-}
-
-fn server(app: App) -> McpServer {
-    let keys = KeyRing::new(vec![("test".into(), vec![42; 32])]).expect("a 32-byte key");
-    McpServer::new(app, ServerConfig::default(), keys, Arc::new(NoAuth))
-}
+use support::{modern_as, serve};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct ReviewArgs {
@@ -93,7 +55,7 @@ async fn complete(server: &McpServer, reference: Value, argument: Value, context
     if !context.is_null() {
         params["context"] = context;
     }
-    rpc(server, "completion/complete", "", params).await
+    modern_as(server, json!({}), "completion/complete", params).await
 }
 
 fn many(n: usize) -> Vec<String> {
@@ -102,7 +64,7 @@ fn many(n: usize) -> Vec<String> {
 
 #[tokio::test]
 async fn a_prompt_completion_function_receives_the_resolved_arguments() {
-    let server = server(
+    let server = serve(
         App::new("complete", "1").prompt(
             Prompt::typed("code_review", "Asks for a review.", review)
                 .complete("language", &["python", "rust"])
@@ -175,7 +137,7 @@ async fn a_template_completion_function_receives_the_resolved_variables() {
             Ok::<_, ToolError>(vec![format!("{owner}-notes"), format!("{owner}-site")])
         }
     });
-    let server = server(App::new("complete", "1").template(template));
+    let server = serve(App::new("complete", "1").template(template));
     let reply = complete(
         &server,
         json!({ "type": "ref/resource", "uri": "repos://{owner}/{repo}" }),
@@ -198,7 +160,7 @@ async fn a_template_completion_function_receives_the_resolved_variables() {
 async fn no_more_than_a_hundred_values_leave_and_the_rest_is_counted() {
     let listed: Vec<String> = many(150);
     let listed: Vec<&str> = listed.iter().map(String::as_str).collect();
-    let server = server(
+    let server = serve(
         App::new("complete", "1").prompt(
             Prompt::typed("code_review", "Asks for a review.", review)
                 .complete("language", &listed)

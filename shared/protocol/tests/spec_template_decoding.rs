@@ -9,53 +9,15 @@
 //! an encoded slash (`%2F`) — names no resource: the read answers `-32602` "Resource not found"
 //! with the URI, and the template's handler never runs.
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use bytes::Bytes;
-use http::Request;
 use relevo_protocol::wire::ResourceContents;
-use relevo_protocol::{
-    App, Call, KeyRing, McpServer, NoAuth, Outcome, ResourceTemplate, Route, ServerConfig, handler,
-};
+use relevo_protocol::{App, Call, McpServer, Outcome, ResourceTemplate, handler};
 use serde_json::{Value, json};
-
-const VERSION: &str = "2026-07-28";
-
-/// One 2026-07-28 request to `server`; the JSON-RPC response object.
-async fn rpc(server: &McpServer, method: &str, name: &str, params: Value) -> Value {
-    let mut params = params;
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": VERSION,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": { "name": "spec", "version": "0" } });
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
-    let mut request = Request::post("/mcp")
-        .header("host", "127.0.0.1:8080")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", VERSION)
-        .header("mcp-method", method);
-    if !name.is_empty() {
-        request = request.header("mcp-name", name);
-    }
-    let request = request
-        .body(Bytes::from(body.to_string()))
-        .expect("a request");
-    let reply = server.handle(Route::All, request).await;
-    let bytes = reply.into_body().collect().await;
-    let text = String::from_utf8_lossy(&bytes);
-    let last = text
-        .lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .next_back();
-    serde_json::from_str(last.unwrap_or(&text).trim()).expect("a JSON-RPC response")
-}
-
-fn server(app: App) -> McpServer {
-    let keys = KeyRing::new(vec![("test".into(), vec![42; 32])]).expect("a 32-byte key");
-    McpServer::new(app, ServerConfig::default(), keys, Arc::new(NoAuth))
-}
+use support::{modern_as, serve};
 
 /// A server whose templates echo their variables, and how many times a handler ran.
 fn counted() -> (McpServer, Arc<AtomicUsize>) {
@@ -81,11 +43,11 @@ fn counted() -> (McpServer, Arc<AtomicUsize>) {
     let app = App::new("decoding", "1")
         .template(template("notes://{id}"))
         .template(template("files:///{+path}"));
-    (server(app), runs)
+    (serve(app), runs)
 }
 
 async fn read(server: &McpServer, uri: &str) -> Value {
-    rpc(server, "resources/read", uri, json!({ "uri": uri })).await
+    modern_as(server, json!({}), "resources/read", json!({ "uri": uri })).await
 }
 
 #[tokio::test]

@@ -10,53 +10,12 @@
 //! matcher cannot honour (a prefix modifier, a variable named twice, an exploded variable
 //! before another, adjacent expressions of ambiguous boundary).
 
-use std::sync::Arc;
+mod support;
 
-use bytes::Bytes;
-use http::Request;
 use relevo_protocol::wire::ResourceContents;
-use relevo_protocol::{
-    App, Call, Handler, KeyRing, McpServer, NoAuth, Outcome, ResourceTemplate, Route, ServerConfig,
-    handler,
-};
+use relevo_protocol::{App, Call, Handler, McpServer, Outcome, ResourceTemplate, handler};
 use serde_json::{Value, json};
-
-const VERSION: &str = "2026-07-28";
-
-/// One 2026-07-28 request to `server`; the JSON-RPC response object.
-async fn rpc(server: &McpServer, method: &str, name: &str, params: Value) -> Value {
-    let mut params = params;
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": VERSION,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": { "name": "spec", "version": "0" } });
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
-    let mut request = Request::post("/mcp")
-        .header("host", "127.0.0.1:8080")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", VERSION)
-        .header("mcp-method", method);
-    if !name.is_empty() {
-        request = request.header("mcp-name", name);
-    }
-    let request = request
-        .body(Bytes::from(body.to_string()))
-        .expect("a request");
-    let reply = server.handle(Route::All, request).await;
-    let bytes = reply.into_body().collect().await;
-    let text = String::from_utf8_lossy(&bytes);
-    let last = text
-        .lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .next_back();
-    serde_json::from_str(last.unwrap_or(&text).trim()).expect("a JSON-RPC response")
-}
-
-fn server(app: App) -> McpServer {
-    let keys = KeyRing::new(vec![("test".into(), vec![42; 32])]).expect("a 32-byte key");
-    McpServer::new(app, ServerConfig::default(), keys, Arc::new(NoAuth))
-}
+use support::{modern_as, serve};
 
 /// A handler that answers its bound variables as JSON text.
 fn echo() -> Handler {
@@ -75,7 +34,7 @@ fn template(uri_template: &str) -> ResourceTemplate {
 
 /// The variables a read of `uri` bound, or the error it answered.
 async fn read(server: &McpServer, uri: &str) -> Result<Value, Value> {
-    let reply = rpc(server, "resources/read", uri, json!({ "uri": uri })).await;
+    let reply = modern_as(server, json!({}), "resources/read", json!({ "uri": uri })).await;
     match reply["result"]["contents"][0]["text"].as_str() {
         Some(text) => Ok(serde_json::from_str(text).expect("the echoed variables")),
         None => Err(reply["error"].clone()),
@@ -84,7 +43,7 @@ async fn read(server: &McpServer, uri: &str) -> Result<Value, Value> {
 
 #[tokio::test]
 async fn level_two_reserved_and_fragment_expansions_match() {
-    let server = server(
+    let server = serve(
         App::new("expressions", "1")
             .template(template("files:///{+path}{#section}"))
             .template(template("docs://{id}")),
@@ -107,7 +66,7 @@ async fn level_two_reserved_and_fragment_expansions_match() {
 
 #[tokio::test]
 async fn level_three_expressions_with_several_variables_match() {
-    let server = server(
+    let server = serve(
         App::new("expressions", "1")
             .template(template("maps://{x,y}/tile{.format}"))
             .template(template(
@@ -144,7 +103,7 @@ async fn level_three_expressions_with_several_variables_match() {
 
 #[tokio::test]
 async fn level_four_explode_binds_a_list() {
-    let server = server(
+    let server = serve(
         App::new("expressions", "1")
             .template(template("tree://root{/path*}"))
             .template(template("search://items{?tag*}")),

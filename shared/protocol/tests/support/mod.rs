@@ -40,7 +40,13 @@ async fn post(server: &McpServer, headers: &[(&str, &str)], body: Value) -> (u16
     let reply = server.handle(Route::All, request).await;
     let status = reply.status().as_u16();
     let bytes = reply.into_body().collect().await;
-    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    // A JSON body, or an SSE stream whose last `data:` line is the response.
+    let text = String::from_utf8_lossy(&bytes);
+    let last = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .next_back();
+    let body = serde_json::from_str(last.unwrap_or(&text).trim()).unwrap_or(Value::Null);
     (status, body)
 }
 
@@ -77,7 +83,7 @@ pub async fn modern_as(
         "name"
     };
     let name = params[key].as_str().unwrap_or_default().to_string();
-    if method == "tools/call" || method == "resources/read" {
+    if matches!(method, "tools/call" | "resources/read" | "prompts/get") {
         headers.push(("mcp-name", &name));
     }
     let (_, reply) = post(server, &headers, body).await;
