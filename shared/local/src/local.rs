@@ -123,6 +123,8 @@ pub async fn run_local(app: impl AppBuilder) -> Result<(), Box<dyn std::error::E
     }
     // The store holds 2025-11-25 clients' sessions too, so two gateways share them.
     let server = McpServer::from_ports(&app, &ports, settings.config);
+    // Schemas derived from Rust types are checked here, once, rather than at a first call.
+    server.app().verify_schemas();
     if let Some(worker) = server.worker() {
         // The local stand-ins for the SQS event source mapping and the scheduled reconciler.
         let worker = Arc::new(worker);

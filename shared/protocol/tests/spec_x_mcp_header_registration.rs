@@ -14,7 +14,9 @@
 //!
 //! Checked at registration: `App::tool` refuses (panics, naming the tool, where the annotation
 //! is and the rule) a tool whose `inputSchema` breaks one of them, so the server never lists a
-//! tool every conforming client drops. A schema that keeps them registers.
+//! tool every conforming client drops. A schema that keeps them registers. A schema derived
+//! from a Rust type is derived lazily, after registration; `App::verify_schemas`, which the local
+//! server and the testkit call at start, derives it and refuses it the same way.
 
 use relevo_protocol::registry::rules::{HeaderFault, Refused, header_params};
 use relevo_protocol::{App, Handler, Tool, handler};
@@ -255,4 +257,52 @@ fn an_annotation_not_reached_through_properties_alone_is_refused() {
         assert!(via.contains(keyword), "{schema}: {via}");
         assert!(message.contains("statically reachable"), "{message}");
     }
+}
+
+/// Typed tools whose schema is derived from a Rust type, one annotation each.
+mod typed {
+    use relevo_protocol::author::{ToolContext, ToolError};
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+
+    #[derive(Deserialize, JsonSchema)]
+    pub struct Good {
+        #[schemars(extend("x-mcp-header" = "Region"))]
+        pub region: String,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    pub struct Bad {
+        /// `number` may not be mirrored into a header.
+        #[schemars(extend("x-mcp-header" = "Amount"))]
+        pub amount: f64,
+    }
+
+    pub async fn good(args: Good, _: ToolContext) -> Result<String, ToolError> {
+        Ok(args.region)
+    }
+
+    pub async fn bad(args: Bad, _: ToolContext) -> Result<String, ToolError> {
+        Ok(args.amount.to_string())
+    }
+}
+
+#[test]
+fn a_derived_schema_is_checked_when_the_app_verifies_its_schemas() {
+    let good = App::new("h", "1").tool(Tool::typed("mirror", "A tool.", typed::good));
+    good.verify_schemas();
+
+    // Registration alone accepts it (the schema is not derived yet); verifying refuses it.
+    let _registered = App::new("h", "1").tool(Tool::typed("mirror", "A tool.", typed::bad));
+    let message = refusal(|| {
+        let bad = App::new("h", "1").tool(Tool::typed("mirror", "A tool.", typed::bad));
+        bad.verify_schemas();
+        bad
+    });
+    assert!(
+        message.contains("\"mirror\"")
+            && message.contains("x-mcp-header")
+            && message.contains("number"),
+        "the message names the tool, the annotation and the rule: {message}"
+    );
 }

@@ -136,6 +136,8 @@ impl TestServer {
             ..ServerConfig::default()
         };
         let server = McpServer::from_ports(&app, &ports, config);
+        // A typed tool's derived schema is checked as registration checks a JSON one.
+        server.app().verify_schemas();
         let worker = server.worker().expect("the ports carry durable jobs");
         let options = relevo_local::GatewayOptions {
             max_body_bytes: 1024 * 1024,

@@ -373,6 +373,54 @@ impl App {
         self.skills.get(uri)
     }
 
+    /// Derives every schema a tool takes from a Rust type (those are derived lazily, at their
+    /// first use, so that a Lambda cold start derives only what its request needs) and checks
+    /// it as registration checks a schema given as JSON: its dialect, and the `x-mcp-header`
+    /// rules of an input schema. The local server and the testkit's `TestServer` call it once
+    /// at start, so a bad annotation on a typed tool fails `make run` and the app's tests,
+    /// not a deployed call.
+    ///
+    /// # Panics
+    ///
+    /// As [`App::tool`] does, naming the tool and the rule.
+    ///
+    /// ```should_panic
+    /// use relevo_protocol::author::{ToolContext, ToolError};
+    /// use relevo_protocol::{App, Tool};
+    /// use schemars::JsonSchema;
+    /// use serde::Deserialize;
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Args {
+    ///     /// Mirrored into a header, but `number` may not be.
+    ///     #[schemars(extend("x-mcp-header" = "Amount"))]
+    ///     amount: f64,
+    /// }
+    ///
+    /// async fn pay(args: Args, _: ToolContext) -> Result<String, ToolError> {
+    ///     Ok(format!("{}", args.amount))
+    /// }
+    ///
+    /// // Registration cannot see the derived schema; verifying derives it and refuses it.
+    /// App::new("shop", "1").tool(Tool::typed("pay", "Pays.", pay)).verify_schemas();
+    /// ```
+    #[track_caller]
+    pub fn verify_schemas(&self) {
+        for tool in self.tools.values() {
+            if tool.input.known().is_none()
+                && let Some(schema) = tool.input.get()
+            {
+                refuse(rules::dialect(&tool.name, "inputSchema", schema));
+                refuse(rules::headers(&tool.name, schema));
+            }
+            if tool.output.known().is_none()
+                && let Some(schema) = tool.output.get()
+            {
+                refuse(rules::dialect(&tool.name, "outputSchema", schema));
+            }
+        }
+    }
+
     /// Every tool, by name.
     pub fn tools(&self) -> impl Iterator<Item = &Tool> {
         self.tools.values()
