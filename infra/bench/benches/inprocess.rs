@@ -137,7 +137,7 @@ fn state_binding(c: &mut Criterion) {
 }
 
 /// What a function's cold start spends on the app: the example app built over a store and jobs,
-/// as the per-method functions build it (19 tools whose schemas are derived from their types,
+/// as the per-method functions build it (20 tools whose schemas are derived from their types,
 /// their resources and prompts, the manifest).
 fn build_app(c: &mut Criterion) {
     let sqlite = relevo_embedded::SqliteStore::in_memory().expect("an in-memory store");
@@ -152,7 +152,7 @@ fn build_app(c: &mut Criterion) {
     let ports = Ports::new(Some(Arc::new(sqlite))).with_jobs(Arc::new(engine));
     assert_eq!(
         relevo_app::app(&ports).tools().count(),
-        19,
+        20,
         "every tool of the shop"
     );
     let mut group = c.benchmark_group("inprocess");
