@@ -12,6 +12,7 @@
 
 mod checkout;
 mod cold;
+mod cost;
 mod durable;
 mod invocations;
 mod load;
