@@ -29,6 +29,13 @@ fi
 
 mapfile -t functions < <("$root/infra/scripts/functions.sh")
 
+# The functions run as template.yaml deploys them: the bench reads their environment and memory
+# from the SAM translation (made again when the template is newer, as lib.sh's `translated` does).
+template="$target/sam/template.json"
+if [[ ! -s "$template" || "$root/template.yaml" -nt "$template" ]]; then
+  "$root/infra/scripts/translate.sh" "$root/template.yaml" "$template"
+fi
+
 if $short; then
   profile=debug
   # One workspace build, as `make unit` does, so CI reuses it.
@@ -49,5 +56,5 @@ fi
 bin="$target/$profile"
 # The functions' output (their EMF lines) goes to files, as to CloudWatch, not to this terminal.
 RELEVO_LAMBDA_LOG_DIR="$target/bench/logs" "$bin/relevo-bench" report --profile "$profile" --bin-dir "$bin" --peer-dir "$target/peers/$profile" --functions "$(IFS=,; echo "${functions[*]}")" \
-  --criterion-dir "$target/criterion" --zip-dir "$target/lambda" --out "$target/bench/report.md" "${report_args[@]}"
+  --template "$template" --criterion-dir "$target/criterion" --zip-dir "$target/lambda" --out "$target/bench/report.md" "${report_args[@]}"
 test -s "$target/bench/report.md"

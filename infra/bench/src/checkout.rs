@@ -3,7 +3,11 @@
 //! filled (two `cart_add_item`), then checked out in two rounds: the quote (`input_required`
 //! with a sealed requestState) and the confirmation (the retry with the accepted elicitation).
 //! Each record call is one DynamoDB request in the AWS adapter (get → GetItem, create and update
-//! → conditional PutItem/UpdateItem, transact → TransactWriteItems).
+//! → conditional PutItem/UpdateItem, transact → TransactWriteItems), and its DynamoDB units are
+//! counted from the sizes the calls carry ([`crate::cost`]'s rules): a get 1 RRU per 4 KB of the
+//! record read (strongly consistent, as the adapter reads; a miss 1), a create or update 1 WRU
+//! per KB of the record written, each write of a transaction 2 WRU per KB (a check or delete:
+//! 2). A record's item size is its JSON body plus its key plus [`crate::cost::ITEM_OVERHEAD_BYTES`].
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,6 +25,20 @@ struct Calls {
     create: AtomicU64,
     update: AtomicU64,
     transact: AtomicU64,
+    /// Items written by transactions.
+    transact_items: AtomicU64,
+    /// Read and write units, in thousandths (atomics hold integers).
+    rru_milli: AtomicU64,
+    wru_milli: AtomicU64,
+}
+
+/// The DynamoDB item size of a record of `key` and `body`.
+fn item_bytes(key: &RecordKey, body: &Value) -> usize {
+    key.storage_key().len() + body.to_string().len() + crate::cost::ITEM_OVERHEAD_BYTES
+}
+
+fn add_units(counter: &AtomicU64, units: f64) {
+    counter.fetch_add((units * 1000.0).round() as u64, Ordering::Relaxed);
 }
 
 struct Counted {
@@ -37,11 +55,23 @@ impl RecordStore for Counted {
         now: u64,
     ) -> StoreFuture<'a, Record> {
         self.calls.create.fetch_add(1, Ordering::Relaxed);
+        add_units(
+            &self.calls.wru_milli,
+            crate::cost::write_units(item_bytes(key, body)),
+        );
         self.inner.create(key, body, expires_at, now)
     }
     fn get<'a>(&'a self, key: &'a RecordKey, now: u64) -> StoreFuture<'a, Option<Record>> {
         self.calls.get.fetch_add(1, Ordering::Relaxed);
-        self.inner.get(key, now)
+        Box::pin(async move {
+            let record = self.inner.get(key, now).await;
+            let bytes = match &record {
+                Ok(Some(record)) => item_bytes(key, &record.body),
+                _ => 0,
+            };
+            add_units(&self.calls.rru_milli, crate::cost::read_units(bytes));
+            record
+        })
     }
     fn update<'a>(
         &'a self,
@@ -51,10 +81,24 @@ impl RecordStore for Counted {
         now: u64,
     ) -> StoreFuture<'a, Record> {
         self.calls.update.fetch_add(1, Ordering::Relaxed);
+        add_units(
+            &self.calls.wru_milli,
+            crate::cost::write_units(item_bytes(key, body)),
+        );
         self.inner.update(key, expected, body, now)
     }
     fn transact<'a>(&'a self, writes: &'a [Write], now: u64) -> TransactFuture<'a> {
         self.calls.transact.fetch_add(1, Ordering::Relaxed);
+        for write in writes {
+            self.calls.transact_items.fetch_add(1, Ordering::Relaxed);
+            let bytes = match write {
+                Write::Create { key, body, .. }
+                | Write::Update { key, body, .. }
+                | Write::UpdateExpiring { key, body, .. } => item_bytes(key, body),
+                _ => 0,
+            };
+            add_units(&self.calls.wru_milli, crate::cost::transact_units(bytes));
+        }
         self.inner.transact(writes, now)
     }
     fn count_up_by<'a>(
@@ -65,8 +109,9 @@ impl RecordStore for Counted {
         expires_at: Option<u64>,
         now: u64,
     ) -> StoreFuture<'a, Option<u32>> {
-        // One conditional update of a counter record.
+        // One conditional update of a counter record (under 1 KB).
         self.calls.update.fetch_add(1, Ordering::Relaxed);
+        add_units(&self.calls.wru_milli, 1.0);
         self.inner.count_up_by(key, units, limit, expires_at, now)
     }
 }
@@ -79,6 +124,11 @@ pub struct Step {
     pub update: u64,
     /// All-or-nothing multi-record writes (TransactWriteItems).
     pub transact: u64,
+    /// The items those transactions wrote.
+    pub transact_items: u64,
+    /// DynamoDB read and write request units of the step.
+    pub rru: f64,
+    pub wru: f64,
 }
 
 impl Step {
@@ -147,12 +197,18 @@ pub async fn run() -> Result<Checkout, String> {
             create: calls.create.load(Ordering::Relaxed),
             update: calls.update.load(Ordering::Relaxed),
             transact: calls.transact.load(Ordering::Relaxed),
+            transact_items: calls.transact_items.load(Ordering::Relaxed),
+            rru: calls.rru_milli.load(Ordering::Relaxed) as f64 / 1000.0,
+            wru: calls.wru_milli.load(Ordering::Relaxed) as f64 / 1000.0,
         };
         let delta = Step {
             get: now.get - last.get,
             create: now.create - last.create,
             update: now.update - last.update,
             transact: now.transact - last.transact,
+            transact_items: now.transact_items - last.transact_items,
+            rru: now.rru - last.rru,
+            wru: now.wru - last.wru,
         };
         last = now;
         delta

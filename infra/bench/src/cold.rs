@@ -4,12 +4,14 @@
 //! Every sample is a fresh process in a fresh runtime; the runtime is dropped afterwards, which
 //! kills the process (`kill_on_drop`). Median, min and max of the samples.
 //!
-//! The functions get the production configuration shape: a table, a queue, signing keys, the
-//! shop app, buffered responses, authorization off (the JWKS fetch of `required` would time the
-//! network, not the binary). The AWS endpoint is a loopback stub that answers every call with an
-//! empty page (`{"Items":[],"Count":0}`), so the worker (an empty SQS batch) and the reconciler
-//! (an empty scan of active jobs) answer without DynamoDB; HTTP functions answer one request of
-//! their own method (`tools/call greet` for `tools-call` and the catch-all `mcp`).
+//! The functions run as `template.yaml` deploys them ([`crate::deployed`]: its environment and
+//! memory, authorization `required`, response streaming where the template streams), and HTTP
+//! events carry a token of the stub's issuer, so the first invocation fetches the JWKS over
+//! loopback (part of the cold start, as on Lambda). The AWS endpoint is a loopback stub
+//! ([`aws_stub`]): the signing-keys secret, the quota counter, and an empty page for the rest
+//! (`{"Items":[],"Count":0}`), so the worker (an empty SQS batch) and the reconciler (an empty
+//! scan of active jobs) answer without DynamoDB; HTTP functions answer one request of their own
+//! method (`tools/call greet` for `tools-call` and the catch-all `mcp`).
 //!
 //! Runs in a child process (`relevo-bench cold-start`) so that the functions' log lines, which go
 //! to the inherited stdout, stay out of the report; results are the lines starting `cold-start\t`.
@@ -17,7 +19,6 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use base64::Engine;
 use relevo_gateway::lambda_local::events::{Incoming, rest_event};
 use relevo_gateway::lambda_local::{FunctionSpec, start_function};
 use relevo_protocol::Method;
@@ -139,54 +140,106 @@ fn proxy_event(method: &http::Method, path: &str, headers: &http::HeaderMap, bod
     })
 }
 
-/// The stub AWS endpoint: every request answers an empty DynamoDB page, except
-/// `/.well-known/jwks.json`, which answers `jwks` (the stub is the issuer of the token rows).
+/// AWS calls the stub answered, by `X-Amz-Target` (`DynamoDB_20120810.UpdateItem`, ...).
+#[derive(Default)]
+pub struct StubCalls(std::sync::Mutex<std::collections::BTreeMap<String, u64>>);
+
+impl StubCalls {
+    pub fn snapshot(&self) -> std::collections::BTreeMap<String, u64> {
+        self.0.lock().map(|calls| calls.clone()).unwrap_or_default()
+    }
+}
+
+/// The stub AWS endpoint: `/.well-known/jwks.json` answers `jwks` (the stub is the token
+/// issuer); Secrets Manager's `GetSecretValue` answers a signing key in the shape the template's
+/// secret has (`{"kid","key"}`); DynamoDB's `UpdateItem` answers a counter at 1 (the tenant
+/// quota's one conditional write per request, never refused); everything else an empty page
+/// (`{"Items":[],"Count":0}`: no record, an empty SQS batch, an empty scan). Every call is counted.
 pub(crate) async fn aws_stub(
     listener: tokio::net::TcpListener,
     jwks: Value,
-) -> std::io::Result<String> {
+) -> std::io::Result<(String, std::sync::Arc<StubCalls>)> {
     let address = listener.local_addr()?;
+    let calls = std::sync::Arc::new(StubCalls::default());
+    let counted = calls.clone();
     let app = axum::Router::new()
         .route(
             "/.well-known/jwks.json",
             axum::routing::get(move || async move { axum::Json(jwks) }),
         )
-        .fallback(|| async {
-            (
-                [(http::header::CONTENT_TYPE, "application/x-amz-json-1.0")],
-                r#"{"Items":[],"Count":0,"ScannedCount":0}"#,
-            )
+        .fallback(move |headers: http::HeaderMap| {
+            let calls = counted.clone();
+            async move {
+                let target = headers
+                    .get("x-amz-target")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("other")
+                    .to_string();
+                let body = match target.as_str() {
+                    "secretsmanager.GetSecretValue" => json!({
+                        "ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:bench-AbCdEf",
+                        "Name": "bench",
+                        "VersionId": "bench",
+                        "SecretString": json!({ "kid": "k1", "key": "b".repeat(32) }).to_string(),
+                    })
+                    .to_string(),
+                    "DynamoDB_20120810.UpdateItem" => {
+                        r#"{"Attributes":{"count":{"N":"1"},"rev":{"N":"1"}}}"#.to_string()
+                    }
+                    _ => r#"{"Items":[],"Count":0,"ScannedCount":0}"#.to_string(),
+                };
+                if let Ok(mut calls) = calls.0.lock() {
+                    *calls.entry(target).or_default() += 1;
+                }
+                (
+                    [(http::header::CONTENT_TYPE, "application/x-amz-json-1.0")],
+                    body,
+                )
+            }
         });
     tokio::spawn(async move { axum::serve(listener, app).await });
-    Ok(format!("http://{address}"))
+    Ok((format!("http://{address}"), calls))
 }
 
-pub(crate) fn environment(endpoint: &str) -> Vec<(String, String)> {
-    let key = base64::engine::general_purpose::STANDARD.encode([7u8; 32]);
-    [
-        ("AWS_ENDPOINT_URL", endpoint.to_string()),
-        ("AWS_REGION", "us-east-1".into()),
-        ("AWS_ACCESS_KEY_ID", "bench".into()),
-        ("AWS_SECRET_ACCESS_KEY", "bench".into()),
-        ("RELEVO_TABLE", "relevo-bench".into()),
-        (
-            "RELEVO_QUEUE_URL",
-            format!("{endpoint}/000000000000/relevo-bench"),
-        ),
-        ("RELEVO_STATE_KEYS", format!("bench:{key}")),
-        ("RELEVO_AUTH", "off".into()),
-        ("RUST_LOG", "warn".into()),
-        // As the template deploys them: an EMF line per request (the harness collects the
-        // functions' output into target/bench/logs, as CloudWatch would).
-        ("RELEVO_METRICS", "emf".into()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect()
+/// The answer of one invocation as a buffered API Gateway response, a streamed one (the template
+/// deploys the HTTP functions with response streaming) collected: its prelude with the body.
+pub(crate) async fn answer(
+    function: &relevo_gateway::lambda_local::Function,
+    event: Value,
+    wait: Duration,
+) -> Result<Value, String> {
+    match function
+        .invoke_http(event, wait)
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        relevo_gateway::lambda_local::Answer::Buffered(value) => Ok(value),
+        relevo_gateway::lambda_local::Answer::Streamed { prelude, mut body } => {
+            let mut bytes = Vec::new();
+            while let Some(chunk) = body.recv().await {
+                bytes.extend_from_slice(&chunk?);
+            }
+            let mut answer = prelude;
+            answer["body"] = Value::String(String::from_utf8_lossy(&bytes).into_owned());
+            answer["isBase64Encoded"] = Value::Bool(false);
+            Ok(answer)
+        }
+    }
 }
+
+/// Adds `Authorization: Bearer TOKEN` to a proxy event.
+pub(crate) fn authorize(event: &mut Value, token: &str) {
+    let bearer = format!("Bearer {token}");
+    event["headers"]["authorization"] = json!(bearer);
+    event["multiValueHeaders"]["authorization"] = json!([bearer]);
+}
+
+/// The audience of the bench's tokens (`AuthAudience`).
+pub(crate) const AUDIENCE: &str = "https://bench.relevo.test/mcp";
 
 /// One sample: a fresh runtime, stub, function process and invocation; all gone on return.
-fn sample(function: &str, binary: &Path) -> Result<(u64, String), String> {
+/// The function runs as `template` deploys it, with a token of the stub's issuer on HTTP events.
+fn sample(function: &str, binary: &Path, template: &Path) -> Result<(u64, String), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -196,24 +249,37 @@ fn sample(function: &str, binary: &Path) -> Result<(u64, String), String> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(|e| e.to_string())?;
-        let endpoint = aws_stub(listener, json!({ "keys": [] }))
-            .await
+        let issuer_url = format!(
+            "http://{}",
+            listener.local_addr().map_err(|e| e.to_string())?
+        );
+        let issuer = relevo_auth::DevIssuer::generate(&issuer_url, AUDIENCE);
+        let jwks = serde_json::to_value(issuer.jwks()).map_err(|e| e.to_string())?;
+        let (endpoint, _) = aws_stub(listener, jwks).await.map_err(|e| e.to_string())?;
+        let deployed = crate::deployed::function(template, function, &issuer_url, AUDIENCE)
             .map_err(|e| e.to_string())?;
-        let event = event(function);
+        let mut event = event(function);
+        if event.get("httpMethod").is_some() {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_err(|e| e.to_string())?
+                .as_secs();
+            let token = issuer
+                .mint("bench", "bench", &[], now, 3600)
+                .map_err(|e| e.to_string())?;
+            authorize(&mut event, &token);
+        }
         let started = Instant::now();
         let spec = FunctionSpec {
             name: function.to_string(),
             binary: binary.to_path_buf(),
-            env: environment(&endpoint),
-            memory_mb: 256,
+            env: deployed.env(&endpoint),
+            memory_mb: deployed.memory_mb,
             timeout: Duration::from_secs(30),
             environments: 1,
         };
         let running = start_function(spec).await.map_err(|e| e.to_string())?;
-        let answer = running
-            .invoke(event, Duration::from_secs(30))
-            .await
-            .map_err(|e| e.to_string())?;
+        let answer = answer(&running, event, Duration::from_secs(30)).await?;
         let elapsed = started.elapsed().as_micros() as u64;
         let status = answer
             .get("statusCode")
@@ -226,7 +292,12 @@ fn sample(function: &str, binary: &Path) -> Result<(u64, String), String> {
 }
 
 /// The `cold-start` child: `samples` samples of each of `functions` built in `bin_dir`, one line each.
-pub fn child(bin_dir: &Path, functions: &[String], samples: usize) -> Result<(), String> {
+pub fn child(
+    bin_dir: &Path,
+    functions: &[String],
+    samples: usize,
+    template: &Path,
+) -> Result<(), String> {
     for function in functions {
         let binary = bin_dir.join(function);
         if !binary.exists() {
@@ -235,7 +306,7 @@ pub fn child(bin_dir: &Path, functions: &[String], samples: usize) -> Result<(),
         }
         for _ in 0..samples {
             let (micros, status) =
-                sample(function, &binary).map_err(|e| format!("{function}: {e}"))?;
+                sample(function, &binary, template).map_err(|e| format!("{function}: {e}"))?;
             println!("cold-start\t{function}\t{micros}\t{status}");
         }
     }
@@ -247,6 +318,7 @@ pub async fn measure(
     bin_dir: &Path,
     functions: &[String],
     samples: usize,
+    template: &Path,
 ) -> Result<Vec<ColdStart>, Box<dyn std::error::Error + Send + Sync>> {
     let output = tokio::process::Command::new(std::env::current_exe()?)
         .arg("cold-start")
@@ -256,6 +328,8 @@ pub async fn measure(
         .arg(functions.join(","))
         .arg("--samples")
         .arg(samples.to_string())
+        .arg("--template")
+        .arg(template)
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)

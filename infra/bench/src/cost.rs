@@ -300,6 +300,147 @@ pub fn transact_units(bytes: usize) -> f64 {
 /// `rev`, `tenant`, `expires_at` with their names — an allowance, not a measurement.
 pub const ITEM_OVERHEAD_BYTES: usize = 96;
 
+/// What one Runtime API subject measured per warm invocation.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Measured {
+    /// Wall time of one invocation (invoke to answer, local Runtime API round trips included).
+    pub wall_ms: f64,
+    pub log_bytes: f64,
+    /// DynamoDB units per invocation (the tenant quota's UpdateItem: 1 WRU).
+    pub rru: f64,
+    pub wru: f64,
+}
+
+/// The measured figures the paths are priced from.
+#[derive(Clone, Debug, Default)]
+pub struct Inputs {
+    /// `MemorySize` of `tools-call`, `worker`, `subscriptions-listen` in the template.
+    pub tools_call_mb: u64,
+    pub worker_mb: u64,
+    pub listen_mb: u64,
+    /// relevo's `tools-call` with a token, as deployed.
+    pub relevo: Measured,
+    /// rmcp on lambda_http.
+    pub rmcp: Option<Measured>,
+    /// Units of one checkout's store calls (all five tools/calls), and its in-process CPU.
+    pub checkout_rru: f64,
+    pub checkout_wru: f64,
+    pub checkout_cpu_ms: f64,
+    /// Per durable job: SQS requests, DynamoDB units, in-process CPU (engine and store).
+    pub job_sqs: f64,
+    pub job_rru: f64,
+    pub job_wru: f64,
+    pub job_cpu_ms: f64,
+    /// Jobs per worker invocation (the SQS batch).
+    pub jobs_per_batch: f64,
+    /// The listen stream's poll interval and lifetime.
+    pub listen_poll_ms: u64,
+    pub listen_max_secs: u64,
+}
+
+/// One row of the bill: a path, who serves it, what one call uses, and how it was derived.
+#[derive(Clone, Debug)]
+pub struct PathCost {
+    pub path: &'static str,
+    pub server: &'static str,
+    pub usage: Usage,
+}
+
+/// The invocations of a checkout: cart_create, two cart_add_item, two cart_checkout rounds.
+pub const CHECKOUT_INVOCATIONS: f64 = 5.0;
+
+/// The priced paths, relevo's and (for `tools/call`) rmcp's, in report order.
+pub fn paths(inputs: &Inputs) -> Vec<PathCost> {
+    let call = |measured: &Measured, api: FrontDoor| Usage {
+        invocations: vec![Invocation {
+            count: 1.0,
+            memory_mb: inputs.tools_call_mb,
+            duration_ms: measured.wall_ms,
+        }],
+        api: Some(api),
+        api_requests: 1.0,
+        read_units: measured.rru,
+        write_units: measured.wru,
+        sqs_requests: 0.0,
+        log_bytes: measured.log_bytes,
+    };
+    let mut rows = Vec::new();
+    for (path, api) in [
+        ("tools/call, REST API", FrontDoor::Rest),
+        ("tools/call, HTTP API", FrontDoor::Http),
+    ] {
+        rows.push(PathCost {
+            path,
+            server: "relevo",
+            usage: call(&inputs.relevo, api),
+        });
+        if let Some(rmcp) = &inputs.rmcp {
+            rows.push(PathCost {
+                path,
+                server: "rmcp on lambda_http",
+                usage: call(rmcp, api),
+            });
+        }
+    }
+    let n = CHECKOUT_INVOCATIONS;
+    rows.push(PathCost {
+        path: "shop checkout (5 tools/calls), REST API",
+        server: "relevo",
+        usage: Usage {
+            invocations: vec![Invocation {
+                count: n,
+                memory_mb: inputs.tools_call_mb,
+                duration_ms: inputs.relevo.wall_ms + inputs.checkout_cpu_ms / n,
+            }],
+            api: Some(FrontDoor::Rest),
+            api_requests: n,
+            read_units: inputs.checkout_rru + n * inputs.relevo.rru,
+            write_units: inputs.checkout_wru + n * inputs.relevo.wru,
+            sqs_requests: 0.0,
+            log_bytes: n * inputs.relevo.log_bytes,
+        },
+    });
+    let batch = inputs.jobs_per_batch.max(1.0);
+    rows.push(PathCost {
+        path: "durable job (4 checkpoints), worker share",
+        server: "relevo",
+        usage: Usage {
+            invocations: vec![Invocation {
+                count: 1.0 / batch,
+                memory_mb: inputs.worker_mb,
+                duration_ms: inputs.job_cpu_ms * batch,
+            }],
+            api: None,
+            api_requests: 0.0,
+            read_units: inputs.job_rru,
+            write_units: inputs.job_wru,
+            sqs_requests: inputs.job_sqs,
+            log_bytes: 0.0,
+        },
+    });
+    let lifetime = inputs.listen_max_secs.max(1) as f64;
+    let streams_per_minute = 60.0 / lifetime;
+    let polls = 60_000.0 / inputs.listen_poll_ms.max(1) as f64;
+    rows.push(PathCost {
+        path: "listen stream, per minute (1 watched record)",
+        server: "relevo",
+        usage: Usage {
+            invocations: vec![Invocation {
+                count: streams_per_minute,
+                memory_mb: inputs.listen_mb,
+                duration_ms: lifetime * 1000.0,
+            }],
+            api: Some(FrontDoor::Rest),
+            api_requests: streams_per_minute,
+            read_units: polls,
+            write_units: polls,
+            sqs_requests: 0.0,
+            log_bytes: streams_per_minute * inputs.relevo.log_bytes,
+        },
+    });
+    rows
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,10 +463,7 @@ mod tests {
     #[test]
     fn a_row_without_source_or_date_is_refused() {
         let mut root: Value = serde_json::from_str(PRICES_JSON).unwrap();
-        root["prices"][2]
-            .as_object_mut()
-            .unwrap()
-            .remove("source");
+        root["prices"][2].as_object_mut().unwrap().remove("source");
         assert_eq!(
             Prices::parse(&root.to_string()).unwrap_err(),
             PriceError::Missing {
@@ -418,6 +556,68 @@ mod tests {
         assert!(close(bill.dynamodb, 3.0 * 0.125), "{bill:?}");
         assert!(close(bill.sqs, 2.1 * 0.40), "{bill:?}");
         assert_eq!(bill.logs, 0.0);
+    }
+
+    #[test]
+    fn the_paths_price_what_their_calls_use() {
+        let inputs = Inputs {
+            tools_call_mb: 256,
+            worker_mb: 256,
+            listen_mb: 128,
+            relevo: Measured {
+                wall_ms: 0.4,
+                log_bytes: 500.0,
+                rru: 0.0,
+                wru: 1.0,
+            },
+            rmcp: Some(Measured {
+                wall_ms: 1.2,
+                ..Measured::default()
+            }),
+            checkout_rru: 6.0,
+            checkout_wru: 7.0,
+            checkout_cpu_ms: 3.0,
+            job_sqs: 2.1,
+            job_rru: 1.0,
+            job_wru: 10.0,
+            job_cpu_ms: 1.05,
+            jobs_per_batch: 10.0,
+            listen_poll_ms: 2000,
+            listen_max_secs: 270,
+        };
+        let rows = paths(&inputs);
+        let prices = table();
+        let find = |path: &str, server: &str| {
+            rows.iter()
+                .find(|r| r.path.starts_with(path) && r.server == server)
+                .unwrap()
+        };
+        // rmcp: 2 ms billed at 256 MB = 0.0005 GB-s → $0.00833335 per million; + $0.20 + $3.50.
+        let rmcp = bill(
+            &find("tools/call, REST", "rmcp on lambda_http").usage,
+            &prices,
+            Arch::X86_64,
+        );
+        assert!((rmcp.total() - 3.70833335).abs() < 1e-9, "{rmcp:?}");
+        // The checkout: five invocations of 0.4 + 0.6 ms → 1 ms each; 6 RRU, 7 + 5 WRU.
+        let checkout = &find("shop checkout", "relevo").usage;
+        assert_eq!(checkout.invocations[0].gb_seconds(), 0.25 * 0.001);
+        assert_eq!(checkout.read_units, 6.0);
+        assert_eq!(checkout.write_units, 12.0);
+        assert_eq!(checkout.api_requests, 5.0);
+        // The durable job: a tenth of a worker invocation of 10.5 ms → 11 ms billed.
+        let job = bill(&find("durable job", "relevo").usage, &prices, Arch::X86_64);
+        assert!((job.lambda_duration - 0.1 * 0.25 * 0.011 * 0.0000166667 * 1e6).abs() < 1e-9);
+        assert!((job.lambda_requests - 0.02).abs() < 1e-12);
+        // The listen stream: 60 s at 128 MB per minute = 7.5 GB-s; 30 polls, each 1 WRU + 1 RRU.
+        let listen = &find("listen stream", "relevo").usage;
+        let gb_s: f64 = listen
+            .invocations
+            .iter()
+            .map(|i| i.count * i.gb_seconds())
+            .sum();
+        assert!((gb_s - 7.5).abs() < 1e-9, "{gb_s}");
+        assert_eq!((listen.read_units, listen.write_units), (30.0, 30.0));
     }
 
     #[test]

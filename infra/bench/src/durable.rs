@@ -3,7 +3,10 @@
 //! the store and queue calls per job, counted by wrapping the store and the queue. Each store call
 //! maps to one DynamoDB request in the AWS adapter (create_job → TransactWriteItems, get_job →
 //! GetItem, put_job → PutItem) and each queue call to one SQS request (send → SendMessage,
-//! receive → ReceiveMessage, delete → DeleteMessage).
+//! receive → ReceiveMessage, delete → DeleteMessage). DynamoDB units follow [`crate::cost`]'s
+//! rules on the job's size (its JSON plus [`crate::cost::ITEM_OVERHEAD_BYTES`]): create_job with
+//! an operation key is a transaction of two items (the key's small item and the job), 2 WRU per
+//! item per KB; a get 1 RRU per 4 KB (strongly consistent); a put 1 WRU per KB.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,6 +29,17 @@ struct Calls {
     send: AtomicU64,
     receive: AtomicU64,
     delete: AtomicU64,
+    /// Read and write units, in thousandths.
+    rru_milli: AtomicU64,
+    wru_milli: AtomicU64,
+}
+
+fn job_bytes(job: &Job) -> usize {
+    serde_json::to_string(job).map_or(0, |j| j.len()) + crate::cost::ITEM_OVERHEAD_BYTES
+}
+
+fn add_units(counter: &AtomicU64, units: f64) {
+    counter.fetch_add((units * 1000.0).round() as u64, Ordering::Relaxed);
 }
 
 struct Counted<T> {
@@ -36,14 +50,33 @@ struct Counted<T> {
 impl<T: JobStore> JobStore for Counted<T> {
     fn create_job<'a>(&'a self, job: &'a Job) -> StoreFuture<'a, Created> {
         self.calls.create.fetch_add(1, Ordering::Relaxed);
+        let units = if job.operation_key.is_some() {
+            crate::cost::transact_units(crate::cost::ITEM_OVERHEAD_BYTES)
+                + crate::cost::transact_units(job_bytes(job))
+        } else {
+            crate::cost::write_units(job_bytes(job))
+        };
+        add_units(&self.calls.wru_milli, units);
         self.inner.create_job(job)
     }
     fn get_job<'a>(&'a self, job: &'a JobRef) -> StoreFuture<'a, Option<Job>> {
         self.calls.get.fetch_add(1, Ordering::Relaxed);
-        self.inner.get_job(job)
+        Box::pin(async move {
+            let found = self.inner.get_job(job).await;
+            let bytes = match &found {
+                Ok(Some(job)) => job_bytes(job),
+                _ => 0,
+            };
+            add_units(&self.calls.rru_milli, crate::cost::read_units(bytes));
+            found
+        })
     }
     fn put_job<'a>(&'a self, job: &'a Job, expected: u64) -> StoreFuture<'a, Job> {
         self.calls.put.fetch_add(1, Ordering::Relaxed);
+        add_units(
+            &self.calls.wru_milli,
+            crate::cost::write_units(job_bytes(job)),
+        );
         self.inner.put_job(job, expected)
     }
     fn list_active<'a>(&'a self, limit: usize) -> StoreFuture<'a, Vec<Job>> {
@@ -117,6 +150,9 @@ pub struct Durable {
     pub send: f64,
     pub receive: f64,
     pub delete: f64,
+    /// DynamoDB read and write request units per job.
+    pub rru: f64,
+    pub wru: f64,
 }
 
 impl Durable {
@@ -194,6 +230,8 @@ pub async fn run(jobs: u64) -> Result<Durable, Box<dyn std::error::Error>> {
         send: per_job(&calls.send),
         receive: per_job(&calls.receive),
         delete: per_job(&calls.delete),
+        rru: per_job(&calls.rru_milli) / 1000.0,
+        wru: per_job(&calls.wru_milli) / 1000.0,
     })
 }
 

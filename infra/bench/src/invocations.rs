@@ -13,16 +13,25 @@
 //! answer must be HTTP 200 with the greeting. The function runs on the rig's server core (a
 //! wrapper script execs it under `taskset`), this harness and its Runtime API on the load core.
 //!
-//! Runs as a child process (`relevo-bench invocations`) so that the functions' log lines, which
-//! go to the inherited stdout, stay out of the report; results are lines starting `invocation\t`.
+//! Runs as a child process (`relevo-bench invocations`); results are lines starting
+//! `invocation\t`. The functions' output goes to a log file of each subject's own
+//! (`RELEVO_LAMBDA_LOG_DIR`, as CloudWatch keeps a log group per function): the bytes the warm
+//! invocations add to it, ÷ invocations, are what CloudWatch Logs would ingest per invocation
+//! (the `logStream` field the local runtime adds to JSON lines taken off; newlines not counted).
+//!
+//! Configuration: `tools-call` runs as `template.yaml` deploys it ([`crate::deployed`]): the
+//! default log level (the access line on), `RELEVO_METRICS=emf`, the tenant quota (one
+//! conditional UpdateItem per request, answered by the stub and counted), response streaming.
 //! The token is relevo's production path: `RELEVO_AUTH=required`, an ES256 token whose JWKS the
 //! stub endpoint serves (fetched once per process, at the first invocation: part of cold start).
+//! The one override: the row without a token sets `RELEVO_AUTH=off` (it measures the function
+//! without token verification). The AWS calls each invocation makes are counted at the stub.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::cold;
 use crate::load::Error;
@@ -53,6 +62,40 @@ pub struct Invocations {
     pub wall_p99_us: f64,
     pub peak_rss_kib: u64,
     pub foreign_share: f64,
+    /// Bytes of log per warm invocation (what CloudWatch Logs ingests).
+    pub log_bytes: f64,
+    /// Log lines per warm invocation.
+    pub log_lines: f64,
+    /// AWS calls per warm invocation, by `X-Amz-Target`.
+    pub aws_calls: Vec<(String, f64)>,
+}
+
+impl Invocations {
+    fn empty() -> Invocations {
+        Invocations {
+            subject: String::new(),
+            binary_bytes: 0,
+            cold_micros: Vec::new(),
+            count: 0,
+            cpu_us: f64::NAN,
+            wall_p50_us: f64::NAN,
+            wall_p99_us: f64::NAN,
+            peak_rss_kib: 0,
+            foreign_share: 0.0,
+            log_bytes: 0.0,
+            log_lines: 0.0,
+            aws_calls: Vec::new(),
+        }
+    }
+
+    /// AWS calls per invocation whose target ends with `operation` (`UpdateItem`).
+    pub fn calls(&self, operation: &str) -> f64 {
+        self.aws_calls
+            .iter()
+            .filter(|(target, _)| target.ends_with(operation))
+            .map(|(_, n)| n)
+            .sum()
+    }
 }
 
 /// Runs the child for every subject and gathers its lines.
@@ -60,6 +103,7 @@ pub async fn measure(
     bin_dir: &Path,
     peer_dir: &Path,
     work: &Path,
+    template: &Path,
     count: u64,
     cold: usize,
     rig: Rig,
@@ -87,7 +131,12 @@ pub async fn measure(
                 &cold.to_string(),
                 "--work",
             ])
-            .arg(work);
+            .arg(work)
+            .arg("--template")
+            .arg(template);
+        let logs = work.join("logs").join(slug(subject));
+        let _ = std::fs::remove_dir_all(&logs);
+        command.env("RELEVO_LAMBDA_LOG_DIR", &logs);
         if let Some(core) = rig.server_core {
             command.args(["--server-core", &core.to_string()]);
         }
@@ -102,13 +151,7 @@ pub async fn measure(
         let mut measured = Invocations {
             subject: subject.into(),
             binary_bytes: std::fs::metadata(&binary)?.len(),
-            cold_micros: Vec::new(),
-            count: 0,
-            cpu_us: f64::NAN,
-            wall_p50_us: f64::NAN,
-            wall_p99_us: f64::NAN,
-            peak_rss_kib: 0,
-            foreign_share: 0.0,
+            ..Invocations::empty()
         };
         for line in String::from_utf8_lossy(&output.stdout).lines() {
             let fields: Vec<&str> = line.split('\t').collect();
@@ -121,6 +164,13 @@ pub async fn measure(
                     measured.wall_p99_us = p99.parse()?;
                     measured.peak_rss_kib = rss.parse()?;
                     measured.foreign_share = foreign.parse()?;
+                }
+                ["invocation", "log", bytes, lines] => {
+                    measured.log_bytes = bytes.parse()?;
+                    measured.log_lines = lines.parse()?;
+                }
+                ["invocation", "calls", target, per] => {
+                    measured.aws_calls.push((target.to_string(), per.parse()?));
                 }
                 _ => {}
             }
@@ -141,6 +191,19 @@ pub struct Child {
     pub count: u64,
     pub cold: usize,
     pub server_core: Option<usize>,
+    pub template: PathBuf,
+}
+
+/// A file-name form of a subject (`relevo-tools-call-token`).
+fn slug(subject: &str) -> String {
+    subject
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect::<String>()
+        .split('-')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-")
 }
 
 /// The `invocations` child: prints `invocation\tcold\tMICROS` per fresh process and one
@@ -168,7 +231,14 @@ pub fn child(options: &Child) -> Result<(), Error> {
             .worker_threads(1)
             .enable_all()
             .build()?;
-        let result = runtime.block_on(one_process(&binary, &launcher, *token, warm, ticks));
+        let result = runtime.block_on(one_process(
+            &binary,
+            &launcher,
+            &options.template,
+            *token,
+            warm,
+            ticks,
+        ));
         runtime.shutdown_timeout(Duration::from_secs(5));
         let (cold, warm) = result?;
         println!("invocation\tcold\t{cold}");
@@ -177,6 +247,10 @@ pub fn child(options: &Child) -> Result<(), Error> {
                 "invocation\twarm\t{}\t{:.3}\t{:.1}\t{:.1}\t{}\t{:.4}",
                 w.count, w.cpu_us, w.wall_p50_us, w.wall_p99_us, w.peak_rss_kib, w.foreign_share
             );
+            println!("invocation\tlog\t{:.1}\t{:.3}", w.log_bytes, w.log_lines);
+            for (target, per) in &w.aws_calls {
+                println!("invocation\tcalls\t{target}\t{per:.4}");
+            }
         }
     }
     Ok(())
@@ -208,57 +282,55 @@ fn launcher(binary: &Path, work: &Path, core: Option<usize>) -> Result<PathBuf, 
 async fn one_process(
     binary: &Path,
     launcher: &Path,
+    template: &Path,
     token: Token,
     warm: u64,
     ticks: f64,
 ) -> Result<(u64, Option<Invocations>), Error> {
-    let audience = "https://bench.relevo.test/mcp";
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let issuer_url = format!("http://{}", listener.local_addr()?);
-    let issuer = relevo_auth::DevIssuer::generate(&issuer_url, audience);
-    let endpoint = cold::aws_stub(listener, serde_json::to_value(issuer.jwks())?).await?;
-    let mut env = cold::environment(&endpoint);
+    let issuer = relevo_auth::DevIssuer::generate(&issuer_url, cold::AUDIENCE);
+    let (endpoint, calls) = cold::aws_stub(listener, serde_json::to_value(issuer.jwks())?).await?;
+    let mut deployed =
+        crate::deployed::function(template, "tools-call", &issuer_url, cold::AUDIENCE)?;
     let mut event = cold::event("tools-call");
-    if token == Token::Bearer {
-        env.retain(|(k, _)| k != "RELEVO_AUTH");
-        env.push(("RELEVO_AUTH".into(), "required".into()));
-        env.push(("RELEVO_AUTH_ISSUER".into(), issuer_url.clone()));
-        env.push(("RELEVO_AUTH_AUDIENCE".into(), audience.into()));
-        let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
-        let bearer = format!("Bearer {}", issuer.mint("bench", "bench", &[], now, 3600)?);
-        event["headers"]["authorization"] = json!(bearer);
-        event["multiValueHeaders"]["authorization"] = json!([bearer]);
+    match token {
+        Token::Bearer => {
+            let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
+            cold::authorize(&mut event, &issuer.mint("bench", "bench", &[], now, 3600)?);
+        }
+        Token::None => deployed.set("RELEVO_AUTH", "off", NO_TOKEN),
     }
     let started = Instant::now();
     let spec = relevo_gateway::lambda_local::FunctionSpec {
         name: "bench".into(),
         binary: launcher.to_path_buf(),
-        env,
-        memory_mb: 256,
+        env: deployed.env(&endpoint),
+        memory_mb: deployed.memory_mb,
         timeout: Duration::from_secs(30),
         environments: 1,
     };
     let function = relevo_gateway::lambda_local::start_function(spec).await?;
-    greeted(
-        &function
-            .invoke(event.clone(), Duration::from_secs(30))
-            .await?,
-    )?;
+    let wait = Duration::from_secs(30);
+    greeted(&cold::answer(&function, event.clone(), wait).await?)?;
     let cold = started.elapsed().as_micros() as u64;
     if warm == 0 {
         return Ok((cold, None));
     }
     let pid = pid_of(binary).ok_or_else(|| format!("no process runs {}", binary.display()))?;
+    let log = std::env::var("RELEVO_LAMBDA_LOG_DIR")
+        .ok()
+        .map(|dir| PathBuf::from(dir).join("bench.log"));
+    // The cold invocation's lines reach the file before the warm ones are counted.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let log_before = log.as_deref().map_or(0, file_len);
+    let calls_before = calls.snapshot();
     let window = rig::Window::open(ticks)?;
     let before = rig::process_run_secs(&pid)?;
     let mut walls = Vec::with_capacity(warm as usize);
     for _ in 0..warm {
         let sent = Instant::now();
-        greeted(
-            &function
-                .invoke(event.clone(), Duration::from_secs(30))
-                .await?,
-        )?;
+        greeted(&cold::answer(&function, event.clone(), wait).await?)?;
         walls.push(sent.elapsed().as_secs_f64() * 1e6);
     }
     let cpu = rig::process_run_secs(&pid)? - before;
@@ -266,20 +338,70 @@ async fn one_process(
     walls.sort_by(f64::total_cmp);
     let at = |q: f64| walls[((walls.len() as f64 - 1.0) * q).round() as usize];
     let peak_rss_kib = rig::peak_rss_kib(&pid)?;
+    let aws_calls = calls
+        .snapshot()
+        .into_iter()
+        .map(|(target, n)| {
+            let was = calls_before.get(&target).copied().unwrap_or(0);
+            (target, (n - was) as f64 / warm as f64)
+        })
+        .filter(|(_, per)| *per > 0.0)
+        .collect();
+    // The last lines reach the file (the runtime appends them as the function writes them).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (log_bytes, log_lines) = match &log {
+        Some(log) => function_log(log, log_before)?,
+        None => (0, 0),
+    };
     Ok((
         cold,
         Some(Invocations {
-            subject: String::new(),
-            binary_bytes: 0,
-            cold_micros: Vec::new(),
             count: warm,
             cpu_us: cpu * 1e6 / warm as f64,
             wall_p50_us: at(0.5),
             wall_p99_us: at(0.99),
             peak_rss_kib,
             foreign_share,
+            log_bytes: log_bytes as f64 / warm as f64,
+            log_lines: log_lines as f64 / warm as f64,
+            aws_calls,
+            ..Invocations::empty()
         }),
     ))
+}
+
+/// Why the row without a token sets `RELEVO_AUTH=off`.
+pub const NO_TOKEN: &str =
+    "the row without a token measures the function without token verification";
+
+/// What the local runtime adds to each JSON line of a function's output.
+const LOG_STREAM_FIELD: &str = r#","logStream":"local-0""#;
+
+fn file_len(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
+/// The bytes and lines the function wrote to `log` after offset `from`: each line without its
+/// newline and without the `logStream` field the local runtime added.
+fn function_log(log: &Path, from: u64) -> Result<(u64, u64), Error> {
+    let text = std::fs::read(log).unwrap_or_default();
+    let added = text.get(from as usize..).unwrap_or_default();
+    Ok(count_function_bytes(&String::from_utf8_lossy(added)))
+}
+
+fn count_function_bytes(text: &str) -> (u64, u64) {
+    let mut bytes = 0u64;
+    let mut lines = 0u64;
+    for line in text.lines() {
+        let injected = if line.contains(&LOG_STREAM_FIELD[1..]) {
+            LOG_STREAM_FIELD.len()
+        } else {
+            0
+        };
+        bytes += line.len().saturating_sub(injected) as u64;
+        lines += 1;
+    }
+    (bytes, lines)
 }
 
 /// The answer must be HTTP 200 carrying the greeting (a function answering errors fast would
@@ -312,4 +434,28 @@ fn pid_of(binary: &Path) -> Option<String> {
             let exe = std::fs::read_link(entry.path().join("exe")).ok()?;
             (name.chars().all(|c| c.is_ascii_digit()) && exe == binary).then_some(name)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_bytes_leave_out_the_local_log_stream_field_and_newlines() {
+        let function_line = r#"{"level":"INFO","msg":"access"}"#;
+        let logged = format!(
+            "{}{LOG_STREAM_FIELD}}}\nplain text line\n",
+            &function_line[..function_line.len() - 1]
+        );
+        assert_eq!(
+            count_function_bytes(&logged),
+            ((function_line.len() + "plain text line".len()) as u64, 2)
+        );
+    }
+
+    #[test]
+    fn subjects_get_log_directories_of_their_own() {
+        assert_eq!(slug("relevo tools-call (token)"), "relevo-tools-call-token");
+        assert_ne!(slug(SUBJECTS[0].0), slug(SUBJECTS[1].0));
+    }
 }

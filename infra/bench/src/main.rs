@@ -1,9 +1,10 @@
 //! `relevo-bench`: the benchmarks of `make bench` (timing lives here, never in tests).
 //!
-//! - `relevo-bench report --bin-dir DIR --peer-dir DIR --criterion-dir DIR --functions A,B --out FILE [--short]`:
+//! - `relevo-bench report --bin-dir DIR --peer-dir DIR --criterion-dir DIR --functions A,B --template FILE --out FILE [--short]`:
 //!   every figure in one run on this machine — HTTP load against the peers ([`load`]), cold
 //!   starts ([`cold`]), binary and zip sizes, the criterion medians of `benches/inprocess.rs`
-//!   (run before, by `infra/scripts/bench.sh`), the durable path ([`durable`]) — written as one
+//!   (run before, by `infra/scripts/bench.sh`), the durable path ([`durable`]), the bill per
+//!   million calls ([`cost`]), every function configured as `--template` deploys it ([`deployed`]) — written as one
 //!   Markdown report to FILE and printed. `--short` is the CI mode: same code, tiny durations.
 //! - `relevo-bench durable [JOBS]` (or `relevo-bench [JOBS]`): the durable path alone.
 //! - `relevo-bench cold-start --bin-dir DIR --functions A,B --samples N`: the child process of [`cold`].
@@ -13,6 +14,7 @@
 mod checkout;
 mod cold;
 mod cost;
+mod deployed;
 mod durable;
 mod invocations;
 mod load;
@@ -34,6 +36,8 @@ pub struct Options {
     pub profile: String,
     /// The function binaries of `template.yaml` (`infra/scripts/functions.sh`).
     pub functions: Vec<String>,
+    /// The translated template (`infra/scripts/translate.sh`): the functions' configuration.
+    pub template: PathBuf,
 }
 
 fn main() -> Result<(), Error> {
@@ -49,6 +53,8 @@ fn main() -> Result<(), Error> {
             .enable_all()
             .build()
     };
+    let template = value("--template")
+        .map_or_else(|| PathBuf::from("target/sam/template.json"), PathBuf::from);
     let functions: Vec<String> = value("--functions")
         .map(|list| {
             list.split(',')
@@ -80,6 +86,7 @@ fn main() -> Result<(), Error> {
                 }),
                 short,
                 functions: functions.clone(),
+                template: template.clone(),
             };
             let markdown = runtime()?.block_on(report::run(&options))?;
             if let Some(dir) = options.out.parent() {
@@ -96,7 +103,7 @@ fn main() -> Result<(), Error> {
                 .map(|s| s.parse())
                 .transpose()?
                 .unwrap_or(5);
-            Ok(cold::child(&bin_dir, &functions, samples)?)
+            Ok(cold::child(&bin_dir, &functions, samples, &template)?)
         }
         Some("invocations") => {
             let required = |flag: &str| value(flag).ok_or_else(|| format!("{flag} is required"));
@@ -107,6 +114,7 @@ fn main() -> Result<(), Error> {
                 count: required("--count")?.parse()?,
                 cold: required("--cold")?.parse()?,
                 server_core: value("--server-core").map(|c| c.parse()).transpose()?,
+                template: template.clone(),
             };
             invocations::child(&child)
         }

@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 use crate::Options;
 use crate::checkout::{self, Checkout};
 use crate::cold::{self, ColdStart};
+use crate::cost::{self, Arch, Prices};
+use crate::deployed::{self, Deployment};
 use crate::durable::{self, Durable};
 use crate::invocations::{self, Invocations};
 use crate::load::{self, Call, Error, Measured, Server};
@@ -189,12 +191,26 @@ pub async fn run(options: &Options) -> Result<String, Error> {
 
     eprintln!("cold starts");
     let samples = if options.short { 1 } else { 7 };
-    let colds = cold::measure(&options.bin_dir, &options.functions, samples).await?;
+    let colds = cold::measure(
+        &options.bin_dir,
+        &options.functions,
+        samples,
+        &options.template,
+    )
+    .await?;
 
     eprintln!("invocations under the Runtime API, concurrency 1");
     let (count, cold) = if options.short { (20, 1) } else { (5000, 7) };
-    let invocations =
-        invocations::measure(&options.bin_dir, &options.peer_dir, &work, count, cold, rig).await?;
+    let invocations = invocations::measure(
+        &options.bin_dir,
+        &options.peer_dir,
+        &work,
+        &options.template,
+        count,
+        cold,
+        rig,
+    )
+    .await?;
 
     eprintln!("durable path");
     let durable = durable::run(if options.short { 50 } else { 1000 })
@@ -202,6 +218,20 @@ pub async fn run(options: &Options) -> Result<String, Error> {
         .map_err(|e| e.to_string())?;
 
     let checkout = checkout::run().await?;
+    let deployment = |binary: &str| {
+        deployed::function(
+            &options.template,
+            binary,
+            "http://127.0.0.1",
+            cold::AUDIENCE,
+        )
+    };
+    let deployments = Deployments {
+        tools_call: deployment("tools-call")?,
+        worker: deployment("worker")?,
+        listen: deployment("subscriptions-listen")?,
+    };
+    let prices = Prices::bundled()?;
     let criterion = criterion_medians(&options.criterion_dir);
     let load_after = loadavg();
     let measured = Measurements {
@@ -213,6 +243,8 @@ pub async fn run(options: &Options) -> Result<String, Error> {
         durable,
         checkout,
         rig,
+        deployments,
+        prices,
     };
     Ok(render(
         options,
@@ -374,6 +406,15 @@ struct Measurements {
     durable: Durable,
     checkout: Checkout,
     rig: Rig,
+    deployments: Deployments,
+    prices: Prices,
+}
+
+/// The functions the bill prices, as the template deploys them.
+struct Deployments {
+    tools_call: Deployment,
+    worker: Deployment,
+    listen: Deployment,
 }
 
 fn render(
@@ -392,6 +433,8 @@ fn render(
         durable,
         checkout,
         rig,
+        deployments,
+        prices,
     } = measured;
     let mut md = String::new();
     let mode = if options.short {
@@ -414,6 +457,18 @@ fn render(
         load.0,
         load.1,
         NOISY_SHARE * 100.0
+    );
+    let _ = writeln!(
+        md,
+        "Configuration: every function runs as `template.yaml` deploys it to a new project (front \
+         door A; environment and memory from the translated template `{}`, references resolved as \
+         local Lambda mode resolves them): `tools-call` with {}. The bench's overrides: AWS's \
+         endpoint is a loopback stub (the signing-keys secret, the quota counter, empty pages) that \
+         is also the token issuer (`AuthIssuer`, its JWKS); the Runtime API row without a token \
+         sets `RELEVO_AUTH=off` ({}).\n",
+        options.template.display(),
+        deployed::describe(&deployments.tools_call),
+        invocations::NO_TOKEN
     );
 
     let find = |server: &str, tool: &str, connections: u32| {
@@ -529,15 +584,19 @@ fn render(
          wall = invoke to answer, Runtime API round trips included; cold start = process spawned to \
          first answer, median of the fresh processes (min–max). relevo (token): `RELEVO_AUTH=required`, \
          one ES256 token (the JWKS fetched at the first invocation, inside the cold start). rmcp on \
-         lambda_http: `peer-rmcp-lambda`, the same rmcp service as `peer-rmcp` under `lambda_http::run`.\n"
+         lambda_http: `peer-rmcp-lambda`, the same rmcp service as `peer-rmcp` under `lambda_http::run`. \
+         relevo runs as deployed (see Configuration: access line and EMF line on, tenant quota, \
+         response streaming). Log = bytes each invocation writes to its log (what CloudWatch Logs \
+         ingests; Lambda's own START/END/REPORT lines not counted); AWS calls = calls per \
+         invocation at the stub.\n"
     );
     let _ = writeln!(
         md,
-        "| function | binary | invocations | CPU/invocation | wall p50 | wall p99 | other CPU | cold start median | min–max | peak RSS | CPU vs rmcp |"
+        "| function | binary | invocations | CPU/invocation | wall p50 | wall p99 | other CPU | cold start median | min–max | peak RSS | log/invocation | AWS calls/invocation | CPU vs rmcp |"
     );
     let _ = writeln!(
         md,
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"
     );
     let rmcp_invocation = invocations.iter().find(|i| i.subject.starts_with("rmcp"));
     for i in invocations {
@@ -551,7 +610,7 @@ fn render(
         };
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {:.1} µs | {} | {} | {:.1}% | {:.1} ms | {:.1}–{:.1} ms | {} | {} |",
+            "| {} | {} | {} | {:.1} µs | {} | {} | {:.1}% | {:.1} ms | {:.1}–{:.1} ms | {} | {:.0} B ({:.1} lines) | {} | {} |",
             i.subject,
             mib(i.binary_bytes),
             i.count,
@@ -563,6 +622,20 @@ fn render(
             cold.min_ms(),
             cold.max_ms(),
             mib(i.peak_rss_kib * 1024),
+            i.log_bytes,
+            i.log_lines,
+            if i.aws_calls.is_empty() {
+                "none".to_string()
+            } else {
+                i.aws_calls
+                    .iter()
+                    .map(|(target, n)| {
+                        let operation = target.rsplit('.').next().unwrap_or(target);
+                        format!("{operation} {n:.2}")
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
             rmcp_invocation.map_or("–".into(), |r| if noisy(r) {
                 "noisy".into()
             } else {
@@ -663,6 +736,8 @@ fn render(
         checkout::CPU_CHECKOUTS
     );
 
+    render_bill(&mut md, invocations, durable, checkout, deployments, prices);
+
     let _ = writeln!(md, "\n## Targets, from this run\n");
     if options.short {
         let _ = writeln!(
@@ -725,4 +800,163 @@ fn render(
         if slowest < 20.0 { "met" } else { "NOT met" }
     );
     md
+}
+
+fn dollars(value: f64) -> String {
+    if value == 0.0 {
+        "–".into()
+    } else if value >= 1.0 {
+        format!("${value:.2}")
+    } else if value >= 0.01 {
+        format!("${value:.3}")
+    } else {
+        format!("${value:.4}")
+    }
+}
+
+/// The bill per million calls: the price table, then each path's components and totals.
+fn render_bill(
+    md: &mut String,
+    invocations: &[Invocations],
+    durable: &Durable,
+    checkout: &Checkout,
+    deployments: &Deployments,
+    prices: &Prices,
+) {
+    let per_call = |i: &Invocations| cost::Measured {
+        wall_ms: i.wall_p50_us / 1000.0,
+        log_bytes: i.log_bytes,
+        // Each UpdateItem at the stub is the quota counter (under 1 KB: 1 WRU); each GetItem a
+        // strongly consistent read of a small item (1 RRU).
+        rru: i.calls("GetItem") + i.calls("BatchGetItem"),
+        wru: i.calls("UpdateItem") + i.calls("PutItem"),
+    };
+    let relevo = invocations.iter().find(|i| i.subject.ends_with("(token)"));
+    let rmcp = invocations.iter().find(|i| i.subject.starts_with("rmcp"));
+    let steps = [checkout.fill, checkout.quote, checkout.confirm];
+    let listen_max_secs = deployments
+        .listen
+        .template_env
+        .get("RELEVO_LISTEN_MAX_SECS")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(relevo_protocol::ServerConfig::default().listen_max_secs);
+    let inputs = cost::Inputs {
+        tools_call_mb: deployments.tools_call.memory_mb,
+        worker_mb: deployments.worker.memory_mb,
+        listen_mb: deployments.listen.memory_mb,
+        relevo: relevo.map(per_call).unwrap_or_default(),
+        rmcp: rmcp.map(per_call),
+        checkout_rru: steps.iter().map(|s| s.rru).sum(),
+        checkout_wru: steps.iter().map(|s| s.wru).sum(),
+        checkout_cpu_ms: checkout.cpu_us / 1000.0,
+        job_sqs: durable.sqs(),
+        job_rru: durable.rru,
+        job_wru: durable.wru,
+        job_cpu_ms: durable.cpu_us_per_job / 1000.0,
+        jobs_per_batch: 10.0,
+        listen_poll_ms: relevo_protocol::ServerConfig::default().listen_poll_ms,
+        listen_max_secs,
+    };
+    let _ = writeln!(
+        md,
+        "\n## The bill per million calls (AWS list prices, us-east-1)\n"
+    );
+    let _ = writeln!(
+        md,
+        "Prices: `infra/bench/prices.json`, read {} (first tier, no free tier):\n",
+        prices.dates()
+    );
+    let _ = writeln!(
+        md,
+        "| price | value (USD) | per | region | source | read at | note |\n|---|---:|---|---|---|---|---|"
+    );
+    for p in &prices.rows {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            p.id,
+            p.value,
+            p.unit,
+            p.region,
+            p.source,
+            p.via.as_deref().unwrap_or("the source"),
+            p.note.as_deref().unwrap_or("")
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nHow each path is priced. Lambda duration = the template's `MemorySize` ({} MB for \
+         `tools-call`, {} for `worker`, {} for `subscriptions-listen`) × the measured wall p50 of \
+         one invocation under the local Runtime API (this machine, x86_64; on Lambda the Runtime API \
+         is local to the environment too, but the machine differs), rounded up to the ms; arm64's \
+         column prices the same duration at arm64's rate (no arm64 measurement). \
+         **tools/call**: one invocation of `tools-call` with a token, as deployed, its log bytes \
+         measured, its DynamoDB calls counted at the stub (the tenant quota's UpdateItem, 1 WRU); \
+         the HTTP API row prices the same figures (front door B deploys the one `mcp` function, same \
+         code and memory, buffered). **Checkout**: five invocations, each the tools/call's wall \
+         p50 plus a fifth of the checkout's in-process CPU ({:.2} ms), DynamoDB round trips not \
+         included (the bench's store is in-process); units from the counted store calls and the \
+         sizes they carry ({:.0} RRU, {:.0} WRU, plus the quota's WRU per call). **Durable job**: a \
+         tenth of a worker invocation (batches of 10) lasting ten jobs' in-process CPU ({:.2} ms \
+         a job; the worker under the Runtime API is not measured, nor its log), {:.2} SQS requests, \
+         {:.2} RRU and {:.2} WRU a job; the tools/call that starts it is priced above. **Listen \
+         stream**: the function held 60 s a minute at its memory (a stream lives {} s: {:.3} \
+         invocations and API Gateway requests a minute), a poll every {} ms, each one conditional \
+         UpdateItem (1 WRU, the quota) and one strongly consistent batch read of the watched record \
+         (1 RRU), the tools/call's log bytes per stream. Left out: free tiers, data transfer, log \
+         storage, X-Ray traces (the template turns tracing on; sampled), API Gateway's access log \
+         lines, Lambda's platform log lines, and EMF's custom metrics (per metric-month, not per \
+         call: {} per metric).\n",
+        inputs.tools_call_mb,
+        inputs.worker_mb,
+        inputs.listen_mb,
+        inputs.checkout_cpu_ms / cost::CHECKOUT_INVOCATIONS,
+        inputs.checkout_rru,
+        inputs.checkout_wru,
+        inputs.job_cpu_ms,
+        inputs.job_sqs,
+        inputs.job_rru,
+        inputs.job_wru,
+        inputs.listen_max_secs,
+        60.0 / inputs.listen_max_secs.max(1) as f64,
+        inputs.listen_poll_ms,
+        dollars(
+            prices
+                .row("cloudwatch_custom_metrics")
+                .map_or(0.0, |p| p.value)
+        ),
+    );
+    let _ = writeln!(
+        md,
+        "| path | server | Lambda duration x86_64 | Lambda duration arm64 | Lambda requests | API Gateway | DynamoDB | SQS | CloudWatch Logs | total x86_64 | total arm64 | total vs rmcp |"
+    );
+    let _ = writeln!(
+        md,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    let rows = cost::paths(&inputs);
+    for row in &rows {
+        let x86 = cost::bill(&row.usage, prices, Arch::X86_64);
+        let arm = cost::bill(&row.usage, prices, Arch::Arm64);
+        let versus = rows
+            .iter()
+            .find(|r| r.path == row.path && r.server.starts_with("rmcp"))
+            .map(|r| cost::bill(&r.usage, prices, Arch::X86_64).total());
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            row.path,
+            row.server,
+            dollars(x86.lambda_duration),
+            dollars(arm.lambda_duration),
+            dollars(x86.lambda_requests),
+            dollars(x86.api_gateway),
+            dollars(x86.dynamodb),
+            dollars(x86.sqs),
+            dollars(x86.logs),
+            dollars(x86.total()),
+            dollars(arm.total()),
+            versus.map_or("–".into(), |v| ratio(x86.total(), v)),
+        );
+    }
 }
