@@ -19,7 +19,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use relevo_gateway::lambda_local::events::{Incoming, rest_event};
+use relevo_gateway::lambda_local::events::{Incoming, http_event, rest_event};
 use relevo_gateway::lambda_local::{FunctionSpec, start_function};
 use relevo_protocol::Method;
 use serde_json::{Value, json};
@@ -61,8 +61,14 @@ impl ColdStart {
     }
 }
 
-/// The invocation event for `function`.
+/// The invocation event for `function` through a REST API (front door A).
 pub(crate) fn event(function: &str) -> Value {
+    event_through(function, false)
+}
+
+/// The invocation event for `function`: an HTTP API (payload 2.0, route `ANY /mcp`, front door
+/// B) event when `http_api`, else a REST API proxy event.
+pub(crate) fn event_through(function: &str, http_api: bool) -> Value {
     match function {
         "worker" => return json!({ "Records": [] }),
         "reconciler" => {
@@ -72,6 +78,7 @@ pub(crate) fn event(function: &str) -> Value {
             let mut headers = http::HeaderMap::new();
             headers.insert("host", http::HeaderValue::from_static("127.0.0.1"));
             return proxy_event(
+                http_api,
                 &http::Method::GET,
                 "/.well-known/oauth-protected-resource",
                 &headers,
@@ -122,22 +129,39 @@ pub(crate) fn event(function: &str) -> Value {
     if let Some(name) = name {
         headers.insert("mcp-name", http::HeaderValue::from_static(name));
     }
-    proxy_event(&http::Method::POST, "/mcp", &headers, body.as_bytes())
+    proxy_event(
+        http_api,
+        &http::Method::POST,
+        "/mcp",
+        &headers,
+        body.as_bytes(),
+    )
 }
 
-/// The REST API proxy event API Gateway sends for a request to `path`.
-fn proxy_event(method: &http::Method, path: &str, headers: &http::HeaderMap, body: &[u8]) -> Value {
-    rest_event(&Incoming {
+/// The event API Gateway sends for a request to `path` (an HTTP API's when `http_api`).
+fn proxy_event(
+    http_api: bool,
+    method: &http::Method,
+    path: &str,
+    headers: &http::HeaderMap,
+    body: &[u8],
+) -> Value {
+    let incoming = Incoming {
         method,
         path,
         query: None,
         headers,
         body,
         resource: path,
-        stage: "live",
+        stage: if http_api { "$default" } else { "live" },
         domain: "127.0.0.1",
         request_id: "cold-start",
-    })
+    };
+    if http_api {
+        http_event(&incoming, &format!("ANY {path}"))
+    } else {
+        rest_event(&incoming)
+    }
 }
 
 /// AWS calls the stub answered, by `X-Amz-Target` (`DynamoDB_20120810.UpdateItem`, ...).
@@ -231,7 +255,9 @@ pub(crate) async fn answer(
 pub(crate) fn authorize(event: &mut Value, token: &str) {
     let bearer = format!("Bearer {token}");
     event["headers"]["authorization"] = json!(bearer);
-    event["multiValueHeaders"]["authorization"] = json!([bearer]);
+    if event.get("multiValueHeaders").is_some() {
+        event["multiValueHeaders"]["authorization"] = json!([bearer]);
+    }
 }
 
 /// The audience of the bench's tokens (`AuthAudience`).

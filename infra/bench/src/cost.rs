@@ -318,8 +318,10 @@ pub struct Inputs {
     pub tools_call_mb: u64,
     pub worker_mb: u64,
     pub listen_mb: u64,
-    /// relevo's `tools-call` with a token, as deployed.
+    /// relevo's `tools-call` with a token, as deployed (front door A, REST).
     pub relevo: Measured,
+    /// relevo's `mcp` function with a token behind the HTTP API (front door B), if measured.
+    pub relevo_http: Option<Measured>,
     /// rmcp on lambda_http.
     pub rmcp: Option<Measured>,
     /// Units of one checkout's store calls (all five tools/calls), and its in-process CPU.
@@ -365,14 +367,18 @@ pub fn paths(inputs: &Inputs) -> Vec<PathCost> {
         log_bytes: measured.log_bytes,
     };
     let mut rows = Vec::new();
-    for (path, api) in [
-        ("tools/call, REST API", FrontDoor::Rest),
-        ("tools/call, HTTP API", FrontDoor::Http),
+    for (path, api, relevo) in [
+        ("tools/call, REST API", FrontDoor::Rest, &inputs.relevo),
+        (
+            "tools/call, HTTP API",
+            FrontDoor::Http,
+            inputs.relevo_http.as_ref().unwrap_or(&inputs.relevo),
+        ),
     ] {
         rows.push(PathCost {
             path,
             server: "relevo",
-            usage: call(&inputs.relevo, api),
+            usage: call(relevo, api),
         });
         if let Some(rmcp) = &inputs.rmcp {
             rows.push(PathCost {
@@ -570,6 +576,10 @@ mod tests {
                 rru: 0.0,
                 wru: 1.0,
             },
+            relevo_http: Some(Measured {
+                wall_ms: 2.5,
+                ..Measured::default()
+            }),
             rmcp: Some(Measured {
                 wall_ms: 1.2,
                 ..Measured::default()
@@ -599,6 +609,14 @@ mod tests {
             Arch::X86_64,
         );
         assert!((rmcp.total() - 3.70833335).abs() < 1e-9, "{rmcp:?}");
+        // The HTTP API row prices front door B's own measurement: 3 ms billed, $1.00 a million.
+        let http = bill(
+            &find("tools/call, HTTP", "relevo").usage,
+            &prices,
+            Arch::X86_64,
+        );
+        assert!((http.lambda_duration - 0.25 * 0.003 * 0.0000166667 * 1e6).abs() < 1e-9);
+        assert!((http.api_gateway - 1.0).abs() < 1e-12);
         // The checkout: five invocations of 0.4 + 0.6 ms → 1 ms each; 6 RRU, 7 + 5 WRU.
         let checkout = &find("shop checkout", "relevo").usage;
         assert_eq!(checkout.invocations[0].gb_seconds(), 0.25 * 0.001);

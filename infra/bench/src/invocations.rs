@@ -25,7 +25,8 @@
 //! The token is relevo's production path: `RELEVO_AUTH=required`, an ES256 token whose JWKS the
 //! stub endpoint serves (fetched once per process, at the first invocation: part of cold start).
 //! The one override: the row without a token sets `RELEVO_AUTH=off` (it measures the function
-//! without token verification). The AWS calls each invocation makes are counted at the stub.
+//! without token verification). The HTTP API subject is front door B as the template deploys
+//! it: one buffered `mcp` function behind the HTTP API, invoked with payload 2.0 events. The AWS calls each invocation makes are counted at the stub.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -37,12 +38,27 @@ use crate::cold;
 use crate::load::Error;
 use crate::rig::{self, Rig};
 
-/// The subjects, in report order: (name, binary file, whether relevo checks a bearer token).
-pub const SUBJECTS: [(&str, &str, Token); 3] = [
-    ("relevo tools-call", "tools-call", Token::None),
-    ("relevo tools-call (token)", "tools-call", Token::Bearer),
-    ("rmcp on lambda_http", "peer-rmcp-lambda", Token::None),
+/// The subjects, in report order: (name, binary file, whether relevo checks a bearer token,
+/// whether the event comes through the HTTP API: front door B's one buffered `mcp` function).
+pub const SUBJECTS: [(&str, &str, Token, bool); 4] = [
+    ("relevo tools-call", "tools-call", Token::None, false),
+    (
+        "relevo tools-call (token)",
+        "tools-call",
+        Token::Bearer,
+        false,
+    ),
+    (HTTP_API_SUBJECT, "mcp", Token::Bearer, true),
+    (
+        "rmcp on lambda_http",
+        "peer-rmcp-lambda",
+        Token::None,
+        false,
+    ),
 ];
+
+/// The subject of front door B: `tools/call` through the HTTP API to the `mcp` function.
+pub const HTTP_API_SUBJECT: &str = "relevo mcp, HTTP API, buffered, token";
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Token {
@@ -109,7 +125,7 @@ pub async fn measure(
     rig: Rig,
 ) -> Result<Vec<Invocations>, Error> {
     let mut results = Vec::new();
-    for (subject, file, _) in SUBJECTS {
+    for (subject, file, ..) in SUBJECTS {
         let dir = if file.starts_with("peer-") {
             peer_dir
         } else {
@@ -209,7 +225,7 @@ fn slug(subject: &str) -> String {
 /// The `invocations` child: prints `invocation\tcold\tMICROS` per fresh process and one
 /// `invocation\twarm\tCOUNT\tCPU_US\tP50_US\tP99_US\tRSS_KIB\tFOREIGN` line.
 pub fn child(options: &Child) -> Result<(), Error> {
-    let (_, _, token) = SUBJECTS
+    let (_, _, token, http_api) = SUBJECTS
         .iter()
         .find(|(name, ..)| *name == options.subject)
         .ok_or("unknown --subject")?;
@@ -236,6 +252,7 @@ pub fn child(options: &Child) -> Result<(), Error> {
             &launcher,
             &options.template,
             *token,
+            *http_api,
             warm,
             ticks,
         ));
@@ -284,6 +301,7 @@ async fn one_process(
     launcher: &Path,
     template: &Path,
     token: Token,
+    http_api: bool,
     warm: u64,
     ticks: f64,
 ) -> Result<(u64, Option<Invocations>), Error> {
@@ -291,9 +309,15 @@ async fn one_process(
     let issuer_url = format!("http://{}", listener.local_addr()?);
     let issuer = relevo_auth::DevIssuer::generate(&issuer_url, cold::AUDIENCE);
     let (endpoint, calls) = cold::aws_stub(listener, serde_json::to_value(issuer.jwks())?).await?;
-    let mut deployed =
-        crate::deployed::function(template, "tools-call", &issuer_url, cold::AUDIENCE)?;
-    let mut event = cold::event("tools-call");
+    let mut deployed = if http_api {
+        crate::deployed::functions(template, &issuer_url, cold::AUDIENCE, false)?
+            .into_iter()
+            .find(|f| f.binary == "mcp")
+            .ok_or("template.yaml's front door B deploys no mcp function")?
+    } else {
+        crate::deployed::function(template, "tools-call", &issuer_url, cold::AUDIENCE)?
+    };
+    let mut event = cold::event_through("tools-call", http_api);
     match token {
         Token::Bearer => {
             let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();

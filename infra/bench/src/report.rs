@@ -585,6 +585,8 @@ fn render(
          first answer, median of the fresh processes (min–max). relevo (token): `RELEVO_AUTH=required`, \
          one ES256 token (the JWKS fetched at the first invocation, inside the cold start). rmcp on \
          lambda_http: `peer-rmcp-lambda`, the same rmcp service as `peer-rmcp` under `lambda_http::run`. \
+         relevo mcp, HTTP API: front door B's function (`mcp`, buffered) with a token, HTTP API \
+         events. \
          relevo runs as deployed (see Configuration: access line and EMF line on, tenant quota, \
          response streaming). Log = bytes each invocation writes to its log (what CloudWatch Logs \
          ingests; Lambda's own START/END/REPORT lines not counted); AWS calls = calls per \
@@ -831,7 +833,9 @@ fn render_bill(
         rru: i.calls("GetItem") + i.calls("BatchGetItem"),
         wru: i.calls("UpdateItem") + i.calls("PutItem"),
     };
-    let relevo = invocations.iter().find(|i| i.subject.ends_with("(token)"));
+    let relevo = invocations
+        .iter()
+        .find(|i| i.subject == "relevo tools-call (token)");
     let rmcp = invocations.iter().find(|i| i.subject.starts_with("rmcp"));
     let steps = [checkout.fill, checkout.quote, checkout.confirm];
     let listen_max_secs = deployments
@@ -845,6 +849,10 @@ fn render_bill(
         worker_mb: deployments.worker.memory_mb,
         listen_mb: deployments.listen.memory_mb,
         relevo: relevo.map(per_call).unwrap_or_default(),
+        relevo_http: invocations
+            .iter()
+            .find(|i| i.subject == invocations::HTTP_API_SUBJECT)
+            .map(per_call),
         rmcp: rmcp.map(per_call),
         checkout_rru: steps.iter().map(|s| s.rru).sum(),
         checkout_wru: steps.iter().map(|s| s.wru).sum(),
@@ -892,8 +900,8 @@ fn render_bill(
          column prices the same duration at arm64's rate (no arm64 measurement). \
          **tools/call**: one invocation of `tools-call` with a token, as deployed, its log bytes \
          measured, its DynamoDB calls counted at the stub (the tenant quota's UpdateItem, 1 WRU); \
-         the HTTP API row prices the same figures (front door B deploys the one `mcp` function, same \
-         code and memory, buffered). **Checkout**: five invocations, each the tools/call's wall \
+         the HTTP API row prices front door B's own measurement (the one buffered `mcp` function the \
+         template deploys behind the HTTP API, payload 2.0 events). **Checkout**: five invocations, each the tools/call's wall \
          p50 plus a fifth of the checkout's in-process CPU ({:.2} ms), DynamoDB round trips not \
          included (the bench's store is in-process); units from the counted store calls and the \
          sizes they carry ({:.0} RRU, {:.0} WRU, plus the quota's WRU per call). **Durable job**: a \
