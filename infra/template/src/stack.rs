@@ -124,12 +124,14 @@ impl Template {
                 });
             }
             let value = match declaration["Type"].as_str() {
-                Some("CommaDelimitedList") | Some("List<Number>") => Value::Array(
-                    value
-                        .split(',')
-                        .map(|v| Value::String(v.trim().to_string()))
-                        .collect(),
-                ),
+                Some(kind) if kind == "CommaDelimitedList" || kind.starts_with("List<") => {
+                    Value::Array(
+                        value
+                            .split(',')
+                            .map(|v| Value::String(v.trim().to_string()))
+                            .collect(),
+                    )
+                }
                 _ => Value::String(value),
             };
             parameters.insert(name.clone(), value);
