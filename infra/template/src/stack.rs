@@ -303,6 +303,25 @@ mod tests {
     }
 
     #[test]
+    fn a_list_parameter_of_any_aws_type_is_a_list() {
+        let template = Template::from_value(json!({
+            "Parameters": {
+                "Subnets": { "Type": "List<AWS::EC2::Subnet::Id>" },
+                "Names": { "Type": "CommaDelimitedList", "Default": "a,b" }
+            },
+            "Resources": {}
+        }));
+        let stack = template
+            .instantiate(
+                "s",
+                &BTreeMap::from([("Subnets".into(), "subnet-1, subnet-2".into())]),
+            )
+            .unwrap();
+        assert_eq!(stack.parameters["Subnets"], json!(["subnet-1", "subnet-2"]));
+        assert_eq!(stack.parameters["Names"], json!(["a", "b"]));
+    }
+
+    #[test]
     fn parameters_are_checked_against_their_allowed_values_and_declarations() {
         let bad = BTreeMap::from([("Size".to_string(), "2".to_string())]);
         assert!(matches!(
