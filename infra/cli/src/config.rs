@@ -61,6 +61,10 @@ pub struct ManagedInstances {
     /// Every function's memory, MB (at least 2,048: the smallest Managed Instances function is
     /// 2 GB and 1 vCPU).
     pub memory: u32,
+    /// Execution environments each function keeps at least / at most (`FunctionScalingConfig`,
+    /// 0–15,000); absent: Lambda's defaults.
+    pub min_execution_environments: Option<u32>,
+    pub max_execution_environments: Option<u32>,
 }
 
 /// The smallest memory of a Managed Instances function, MB.
@@ -72,6 +76,8 @@ impl Default for ManagedInstances {
             max_concurrency: 8,
             memory_gib_per_vcpu: 2,
             memory: MANAGED_INSTANCES_MIN_MEMORY,
+            min_execution_environments: None,
+            max_execution_environments: None,
         }
     }
 }
@@ -95,6 +101,31 @@ impl ManagedInstances {
             return Some(format!(
                 "managed-instances.memory {} is outside 2048–32768 MB",
                 self.memory
+            ));
+        }
+        for (key, value) in [
+            (
+                "min-execution-environments",
+                self.min_execution_environments,
+            ),
+            (
+                "max-execution-environments",
+                self.max_execution_environments,
+            ),
+        ] {
+            if let Some(value) = value.filter(|value| *value > 15_000) {
+                return Some(format!(
+                    "managed-instances.{key} {value} is outside 0–15000"
+                ));
+            }
+        }
+        if let (Some(min), Some(max)) = (
+            self.min_execution_environments,
+            self.max_execution_environments,
+        ) && min > max
+        {
+            return Some(format!(
+                "managed-instances.min-execution-environments {min} is above max-execution-environments {max}"
             ));
         }
         None

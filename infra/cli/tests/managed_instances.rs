@@ -63,7 +63,7 @@ fn generate(name: &str, table: &str) -> (Output, Option<String>) {
     (output, template)
 }
 
-const MANAGED: &str = "name = \"Desk\"\ndescription = \"a desk.\"\nmanaged-instances = { max-concurrency = 16, memory-gib-per-vcpu = 4, memory = 4096 }\n";
+const MANAGED: &str = "name = \"Desk\"\ndescription = \"a desk.\"\nmanaged-instances = { max-concurrency = 16, memory-gib-per-vcpu = 4, memory = 4096, min-execution-environments = 1, max-execution-environments = 20 }\n";
 
 /// The SAM translation of the Managed Instances template of [`MANAGED`] (all parts on).
 fn translated() -> Value {
@@ -141,6 +141,14 @@ fn managed_instances_settings_aws_refuses_are_refused_and_nothing_is_written() {
         ("memory-gib-per-vcpu = 1", "memory-gib-per-vcpu"),
         ("memory-gib-per-vcpu = 9", "memory-gib-per-vcpu"),
         ("memory = 1024", "managed-instances.memory"),
+        (
+            "max-execution-environments = 15001",
+            "max-execution-environments",
+        ),
+        (
+            "min-execution-environments = 3, max-execution-environments = 2",
+            "min-execution-environments",
+        ),
         ("max-concurency = 8", "max-concurency"),
     ] {
         let (output, template) = generate(
@@ -214,6 +222,11 @@ fn the_switch_puts_every_function_on_the_stack_s_capacity_provider() {
             "{function}"
         );
         assert_eq!(properties["MemorySize"], 4096, "{function}");
+        assert_eq!(
+            properties["FunctionScalingConfig"],
+            json!({ "MinExecutionEnvironments": 1, "MaxExecutionEnvironments": 20 }),
+            "{function}"
+        );
         assert!(properties["VpcConfig"].is_null(), "{function}");
         assert_eq!(
             properties["Architectures"],
@@ -272,6 +285,13 @@ fn the_deploy_check_refuses_a_managed_instances_template_missing_a_piece() {
             Box::new(|t| {
                 properties(t, &function)["CapacityProviderConfig"]["LambdaManagedInstancesCapacityProviderConfig"]
                     ["ExecutionEnvironmentMemoryGiBPerVCpu"] = json!(1)
+            }),
+        ),
+        (
+            "managed-instances",
+            Box::new(|t| {
+                properties(t, &function)["FunctionScalingConfig"]["MinExecutionEnvironments"] =
+                    json!(21)
             }),
         ),
         (

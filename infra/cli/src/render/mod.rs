@@ -132,16 +132,34 @@ fn head(config: &Config) -> String {
         ""
     };
     let (memory, capacity) = match &config.managed_instances {
-        Some(managed) => (
-            managed.memory,
-            fill(
+        Some(managed) => {
+            let mut scaling = String::new();
+            for (key, value) in [
+                (
+                    "MinExecutionEnvironments",
+                    managed.min_execution_environments,
+                ),
+                (
+                    "MaxExecutionEnvironments",
+                    managed.max_execution_environments,
+                ),
+            ] {
+                if let Some(value) = value {
+                    scaling.push_str(&format!("      {key}: {value}\n"));
+                }
+            }
+            if !scaling.is_empty() {
+                scaling.insert_str(0, "    FunctionScalingConfig:\n");
+            }
+            let globals = fill(
                 MANAGED_INSTANCES_GLOBALS,
                 &[
                     ("concurrency", managed.max_concurrency.to_string()),
                     ("ratio", managed.memory_gib_per_vcpu.to_string()),
                 ],
-            ),
-        ),
+            );
+            (managed.memory, globals + &scaling)
+        }
         None => (config.memory.default, String::new()),
     };
     out.push_str(&fill(

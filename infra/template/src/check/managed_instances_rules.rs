@@ -5,7 +5,8 @@
 //! A function with `CapacityProviderConfig` must name a capacity provider this stack creates,
 //! have at least 2,048 MB, keep its concurrency (1–1,600) and memory per vCPU (2–8 GiB) in range,
 //! run on an architecture the provider's instances have (x86_64 when the provider names none),
-//! have no `VpcConfig` of its own (the provider's VPC is the function's), and leave
+//! keep no more execution environments than it allows (`FunctionScalingConfig`), have no
+//! `VpcConfig` of its own (the provider's VPC is the function's), and leave
 //! `AWS_LAMBDA_MAX_CONCURRENCY` to Lambda, which sets it from the concurrency. The provider must
 //! have subnets and an operator role of this stack that Lambda may assume and that carries
 //! AWS's `AWSLambdaManagedEC2ResourceOperator` policy (AWS documents it as the minimum).
@@ -125,6 +126,19 @@ fn on_capacity_provider(context: &mut Context, function: &str, properties: &Valu
         refuse(
             context,
             format!("ExecutionEnvironmentMemoryGiBPerVCpu {ratio} is outside 2–8"),
+        );
+    }
+    let scaling = &properties["FunctionScalingConfig"];
+    if let (Some(min), Some(max)) = (
+        number(&scaling["MinExecutionEnvironments"]),
+        number(&scaling["MaxExecutionEnvironments"]),
+    ) && min > max
+    {
+        refuse(
+            context,
+            format!(
+                "FunctionScalingConfig keeps at least {min} execution environments but allows at most {max}"
+            ),
         );
     }
     if !properties["VpcConfig"].is_null() {

@@ -245,7 +245,7 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: "managed-instances",
-        refuses: "a function on Managed Instances whose CapacityProviderConfig names no capacity provider of this stack, with memory below 2,048 MB, concurrency outside 1–1,600 or memory per vCPU outside 2–8 GiB, an architecture its provider's instances lack, its own VpcConfig, or AWS_LAMBDA_MAX_CONCURRENCY set by the template",
+        refuses: "a function on Managed Instances whose CapacityProviderConfig names no capacity provider of this stack, with memory below 2,048 MB, concurrency outside 1–1,600 or memory per vCPU outside 2–8 GiB, a minimum of execution environments above its maximum, an architecture its provider's instances lack, its own VpcConfig, or AWS_LAMBDA_MAX_CONCURRENCY set by the template",
         source: "https://docs.aws.amazon.com/lambda/latest/dg/lambda-managed-instances-best-practices.html",
     },
     Rule {
