@@ -238,6 +238,18 @@ fn the_switch_puts_every_function_on_the_stack_s_capacity_provider() {
             "{function}: Lambda sets it"
         );
     }
+    let model = Template::from_value(template.clone());
+    let topology = &topologies_for(&model)[0];
+    let stack = model.instantiate("relevo", &topology.parameters).unwrap();
+    let ids = relevo_template::PhysicalIds::synthetic(&stack);
+    for function in stack.functions(&ids).unwrap() {
+        assert_eq!(
+            function.max_concurrency,
+            Some(16),
+            "{}",
+            function.logical_id
+        );
+    }
     assert_eq!(refused(template), BTreeSet::new());
 }
 

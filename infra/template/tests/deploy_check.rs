@@ -711,6 +711,29 @@ fn a_template_on_managed_instances_passes_with_every_piece_aws_documents() {
 }
 
 #[test]
+fn a_function_serves_one_invocation_at_a_time_unless_on_managed_instances() {
+    let concurrency = |template: Value| -> Vec<Option<u64>> {
+        let template = Template::from_value(template);
+        let topologies = relevo_template::check::topologies_for(&template);
+        let stack = template
+            .instantiate("relevo", &topologies[0].parameters)
+            .unwrap();
+        let ids = relevo_template::PhysicalIds::synthetic(&stack);
+        let functions = stack.functions(&ids).unwrap();
+        assert!(!functions.is_empty());
+        functions.iter().map(|f| f.max_concurrency).collect()
+    };
+    assert!(
+        concurrency(common::translated())
+            .iter()
+            .all(Option::is_none)
+    );
+    let mut managed = common::translated();
+    on_managed_instances(&mut managed);
+    assert!(concurrency(managed).iter().all(|c| *c == Some(8)));
+}
+
+#[test]
 fn a_managed_instances_function_without_what_aws_documents_is_refused() {
     fn config(t: &mut Value) -> &mut Value {
         &mut properties(t, "ToolsCallFunction")["CapacityProviderConfig"]["LambdaManagedInstancesCapacityProviderConfig"]
