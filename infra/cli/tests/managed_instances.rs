@@ -228,6 +228,7 @@ fn the_switch_puts_every_function_on_the_stack_s_capacity_provider() {
             "{function}"
         );
         assert!(properties["VpcConfig"].is_null(), "{function}");
+        assert_eq!(properties["PublishToLatestPublished"], true, "{function}");
         assert_eq!(
             properties["Architectures"],
             json!([{ "Ref": "Architecture" }]),

@@ -346,6 +346,9 @@ const MANAGED_INSTANCES_GLOBALS: &str = r#"    # Lambda Managed Instances: every
       Arn: !GetAtt CapacityProvider.Arn
       PerExecutionEnvironmentMaxConcurrency: @concurrency@
       ExecutionEnvironmentMemoryGiBPerVCpu: @ratio@
+    # An unqualified ARN (what the integrations invoke) calls $LATEST.PUBLISHED on Managed
+    # Instances: each create and update publishes there (UpdateFunctionCode's PublishTo).
+    PublishToLatestPublished: true
 "#;
 
 const REST_GLOBALS: &str = r#"  # Every REST API (front door A). DisableExecuteApiEndpoint is not allowed in Globals: each Api sets it.
