@@ -4,9 +4,33 @@
 # `cargo relevo validate` (infra/cli/src/validate.rs) with its pinned tools in this repository's
 # .tools/sam: cfn-lint, `sam validate --lint`, the SAM translation (what `sam deploy` submits) and
 # the deploy check on it for both front doors (`target/debug/relevo-deploy-check --rules` lists
-# the rules, each with the document its limit comes from).
+# the rules, each with the document its limit comes from). For this repository (no PROJECT), the
+# same steps also run on the Managed Instances variant of its template (the `managed-instances`
+# switch on, generated into target/managed-instances), so cfn-lint, SAM and the deploy check see
+# the capacity provider too; the checked-in template.yaml stays the default.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 project=$(cd "${1:-$root}" && pwd)
 (cd "$root" && cargo build --quiet -p cargo-relevo)
 "$root/target/debug/cargo-relevo" relevo validate --tools "$root/.tools/sam" "$project/template.yaml"
+if [ -z "${1:-}" ]; then
+  variant="$root/target/managed-instances"
+  mkdir -p "$variant/src"
+  : > "$variant/src/lib.rs"
+  cat > "$variant/Cargo.toml" <<'TOML'
+[package]
+name = "managed-instances-variant"
+version = "0.0.0"
+edition = "2024"
+publish = false
+
+[workspace]
+
+[package.metadata.relevo]
+name = "Relevo"
+description = "the Managed Instances variant of this repository's template (make validate)."
+managed-instances = {}
+TOML
+  "$root/target/debug/cargo-relevo" relevo template --manifest-path "$variant/Cargo.toml"
+  "$root/target/debug/cargo-relevo" relevo validate --tools "$root/.tools/sam" "$variant/template.yaml"
+fi

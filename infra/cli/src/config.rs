@@ -39,6 +39,97 @@ pub struct Config {
     /// What `cargo relevo dev` runs (`cargo run -p PACKAGE --bin BIN`).
     #[serde(default)]
     pub local_server: LocalServer,
+    /// Lambda Managed Instances: every function on a capacity provider of this stack, several
+    /// invocations in flight per execution environment. Absent (the default): plain Lambda, and
+    /// the template has no trace of it.
+    #[serde(default)]
+    pub managed_instances: Option<ManagedInstances>,
+}
+
+/// `managed-instances = { ... }`: the functions run on EC2 instances a capacity provider manages
+/// (AWS Lambda Managed Instances). The binaries must be built with relevo's `managed-instances`
+/// feature to serve the invocations Lambda hands them at once.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct ManagedInstances {
+    /// Invocations in flight per execution environment (`PerExecutionEnvironmentMaxConcurrency`,
+    /// 1–1,600; Lambda passes it to the runtime as `AWS_LAMBDA_MAX_CONCURRENCY`).
+    pub max_concurrency: u32,
+    /// Memory per vCPU of an execution environment, GiB (`ExecutionEnvironmentMemoryGiBPerVCpu`,
+    /// 2–8).
+    pub memory_gib_per_vcpu: u32,
+    /// Every function's memory, MB (at least 2,048: the smallest Managed Instances function is
+    /// 2 GB and 1 vCPU).
+    pub memory: u32,
+    /// Execution environments each function keeps at least / at most (`FunctionScalingConfig`,
+    /// 0–15,000); absent: Lambda's defaults.
+    pub min_execution_environments: Option<u32>,
+    pub max_execution_environments: Option<u32>,
+}
+
+/// The smallest memory of a Managed Instances function, MB.
+pub const MANAGED_INSTANCES_MIN_MEMORY: u32 = 2048;
+
+impl Default for ManagedInstances {
+    fn default() -> Self {
+        ManagedInstances {
+            max_concurrency: 8,
+            memory_gib_per_vcpu: 2,
+            memory: MANAGED_INSTANCES_MIN_MEMORY,
+            min_execution_environments: None,
+            max_execution_environments: None,
+        }
+    }
+}
+
+impl ManagedInstances {
+    /// What AWS would refuse in these settings, if anything.
+    pub fn problem(&self) -> Option<String> {
+        if !(1..=1600).contains(&self.max_concurrency) {
+            return Some(format!(
+                "managed-instances.max-concurrency {} is outside 1–1600",
+                self.max_concurrency
+            ));
+        }
+        if !(2..=8).contains(&self.memory_gib_per_vcpu) {
+            return Some(format!(
+                "managed-instances.memory-gib-per-vcpu {} is outside 2–8",
+                self.memory_gib_per_vcpu
+            ));
+        }
+        if !(MANAGED_INSTANCES_MIN_MEMORY..=32768).contains(&self.memory) {
+            return Some(format!(
+                "managed-instances.memory {} is outside 2048–32768 MB",
+                self.memory
+            ));
+        }
+        for (key, value) in [
+            (
+                "min-execution-environments",
+                self.min_execution_environments,
+            ),
+            (
+                "max-execution-environments",
+                self.max_execution_environments,
+            ),
+        ] {
+            if let Some(value) = value.filter(|value| *value > 15_000) {
+                return Some(format!(
+                    "managed-instances.{key} {value} is outside 0–15000"
+                ));
+            }
+        }
+        if let (Some(min), Some(max)) = (
+            self.min_execution_environments,
+            self.max_execution_environments,
+        ) && min > max
+        {
+            return Some(format!(
+                "managed-instances.min-execution-environments {min} is above max-execution-environments {max}"
+            ));
+        }
+        None
+    }
 }
 
 /// `relevo_protocol::pages::DEFAULT_PREFIX`: an app's pages unless it chose another prefix.
@@ -286,6 +377,17 @@ fn table(metadata: &serde_json::Value, root: &Path) -> Result<Config, CliError> 
         .filter(|table| !table.is_null())
         .or_else(from_package);
     let table = table.ok_or_else(|| CliError::NoTable(manifest.display().to_string()))?;
-    serde_json::from_value(table)
-        .map_err(|error| CliError::BadTable(manifest.display().to_string(), error))
+    let config: Config = serde_json::from_value(table)
+        .map_err(|error| CliError::BadTable(manifest.display().to_string(), error))?;
+    if let Some(problem) = config
+        .managed_instances
+        .as_ref()
+        .and_then(ManagedInstances::problem)
+    {
+        return Err(CliError::BadSetting(
+            manifest.display().to_string(),
+            problem,
+        ));
+    }
+    Ok(config)
 }

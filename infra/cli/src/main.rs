@@ -47,6 +47,8 @@ pub enum CliError {
     NoTable(String),
     #[error("the [workspace.metadata.relevo] table of {0} is wrong: {1}")]
     BadTable(String, serde_json::Error),
+    #[error("the [workspace.metadata.relevo] table of {0} is wrong: {1}")]
+    BadSetting(String, String),
     #[error("cannot {what} {path}: {source}")]
     Io {
         what: &'static str,

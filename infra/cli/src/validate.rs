@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use relevo_template::Template;
-use relevo_template::check::{RULES, check, front_doors};
+use relevo_template::check::{RULES, check, topologies_for};
 use sha2::{Digest, Sha256};
 
 use crate::CliError;
@@ -208,12 +208,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             .map_or(0, |resources| resources.len())
     );
 
-    // Front door A's parameters exist only in a template that has that door.
-    let has_domain = translated.json()["Parameters"].get("DomainName").is_some();
-    let topologies: Vec<_> = front_doors()
-        .into_iter()
-        .filter(|topology| has_domain || !topology.parameters.contains_key("DomainName"))
-        .collect();
+    let topologies = topologies_for(&translated);
     let findings = check(&translated, &topologies);
     let names: Vec<&str> = topologies
         .iter()

@@ -23,6 +23,11 @@ pub struct Function {
     /// `TracingConfig.Mode`.
     pub tracing: Option<String>,
     pub description: Option<String>,
+    /// On Lambda Managed Instances, `PerExecutionEnvironmentMaxConcurrency`: the invocations one
+    /// execution environment serves at once, which Lambda passes the runtime as
+    /// `AWS_LAMBDA_MAX_CONCURRENCY` (local Lambda mode can do the same). `None`: one at a time
+    /// (or, on a capacity provider that leaves it out, Lambda's default of 8 per vCPU for Rust).
+    pub max_concurrency: Option<u64>,
 }
 
 impl Function {
@@ -99,6 +104,11 @@ impl Stack {
                 role,
                 tracing: text(&properties["TracingConfig"]["Mode"]),
                 description: text(&properties["Description"]),
+                max_concurrency: number(
+                    &properties["CapacityProviderConfig"]
+                        ["LambdaManagedInstancesCapacityProviderConfig"]
+                        ["PerExecutionEnvironmentMaxConcurrency"],
+                ),
             });
         }
         Ok(functions)

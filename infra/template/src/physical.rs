@@ -144,6 +144,11 @@ fn synthesize(stack: &str, resource: &Resource) -> (String, BTreeMap<String, Str
             let arn = format!("arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:{function}");
             (function, attributes(vec![("Arn", arn)]))
         }
+        "AWS::Lambda::CapacityProvider" => {
+            let provider = name("CapacityProviderName", 140);
+            let arn = format!("arn:aws:lambda:{REGION}:{ACCOUNT_ID}:capacity-provider:{provider}");
+            (provider, attributes(vec![("Arn", arn)]))
+        }
         "AWS::IAM::Role" => {
             let role = name("RoleName", 64);
             let arn = format!("arn:aws:iam::{ACCOUNT_ID}:role/{role}");

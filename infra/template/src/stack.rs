@@ -124,12 +124,14 @@ impl Template {
                 });
             }
             let value = match declaration["Type"].as_str() {
-                Some("CommaDelimitedList") | Some("List<Number>") => Value::Array(
-                    value
-                        .split(',')
-                        .map(|v| Value::String(v.trim().to_string()))
-                        .collect(),
-                ),
+                Some(kind) if kind == "CommaDelimitedList" || kind.starts_with("List<") => {
+                    Value::Array(
+                        value
+                            .split(',')
+                            .map(|v| Value::String(v.trim().to_string()))
+                            .collect(),
+                    )
+                }
                 _ => Value::String(value),
             };
             parameters.insert(name.clone(), value);
@@ -298,6 +300,25 @@ mod tests {
             )
             .unwrap();
         assert!(with.resources.contains_key("Domain") && !with.condition("NoDomain").unwrap());
+    }
+
+    #[test]
+    fn a_list_parameter_of_any_aws_type_is_a_list() {
+        let template = Template::from_value(json!({
+            "Parameters": {
+                "Subnets": { "Type": "List<AWS::EC2::Subnet::Id>" },
+                "Names": { "Type": "CommaDelimitedList", "Default": "a,b" }
+            },
+            "Resources": {}
+        }));
+        let stack = template
+            .instantiate(
+                "s",
+                &BTreeMap::from([("Subnets".into(), "subnet-1, subnet-2".into())]),
+            )
+            .unwrap();
+        assert_eq!(stack.parameters["Subnets"], json!(["subnet-1", "subnet-2"]));
+        assert_eq!(stack.parameters["Names"], json!(["a", "b"]));
     }
 
     #[test]

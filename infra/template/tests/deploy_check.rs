@@ -642,3 +642,204 @@ fn an_alarm_or_dashboard_on_a_metric_nobody_publishes_is_refused() {
         "a SEARCH of a namespace nobody publishes to: {searched:?}"
     );
 }
+
+/// The translated template moved onto Lambda Managed Instances the way `managed-instances` in
+/// the table does it (`infra/cli/tests/managed_instances.rs` checks the generated one): the
+/// subnet and security group parameters, a capacity provider of the functions' architecture with
+/// its operator role, every function on it with 2 GB.
+fn on_managed_instances(template: &mut Value) {
+    template["Parameters"]["CapacityProviderSubnetIds"] =
+        json!({ "Type": "List<AWS::EC2::Subnet::Id>" });
+    template["Parameters"]["CapacityProviderSecurityGroupIds"] =
+        json!({ "Type": "List<AWS::EC2::SecurityGroup::Id>" });
+    template["Resources"]["CapacityProviderOperatorRole"] = json!({
+        "Type": "AWS::IAM::Role",
+        "Properties": {
+            "AssumeRolePolicyDocument": { "Version": "2012-10-17", "Statement": [{
+                "Effect": "Allow",
+                "Principal": { "Service": "lambda.amazonaws.com" },
+                "Action": "sts:AssumeRole",
+            }]},
+            "ManagedPolicyArns": [{ "Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AWSLambdaManagedEC2ResourceOperator" }],
+        },
+    });
+    template["Resources"]["CapacityProvider"] = json!({
+        "Type": "AWS::Lambda::CapacityProvider",
+        "Properties": {
+            "VpcConfig": {
+                "SubnetIds": { "Ref": "CapacityProviderSubnetIds" },
+                "SecurityGroupIds": { "Ref": "CapacityProviderSecurityGroupIds" },
+            },
+            "InstanceRequirements": { "Architectures": [{ "Ref": "Architecture" }] },
+            "PermissionsConfig": {
+                "CapacityProviderOperatorRoleArn": { "Fn::GetAtt": ["CapacityProviderOperatorRole", "Arn"] },
+            },
+        },
+    });
+    for resource in template["Resources"].as_object_mut().unwrap().values_mut() {
+        if resource["Type"] == "AWS::Lambda::Function" {
+            resource["Properties"]["MemorySize"] = json!(2048);
+            resource["Properties"]["CapacityProviderConfig"] = json!({
+                "LambdaManagedInstancesCapacityProviderConfig": {
+                    "CapacityProviderArn": { "Fn::GetAtt": ["CapacityProvider", "Arn"] },
+                    "PerExecutionEnvironmentMaxConcurrency": 8,
+                    "ExecutionEnvironmentMemoryGiBPerVCpu": 2,
+                },
+            });
+        }
+    }
+}
+
+/// The rules that refuse the Managed Instances template once `mutate` has changed it.
+fn refused_on_managed_instances(mutate: impl FnOnce(&mut Value)) -> BTreeSet<&'static str> {
+    let mut template = common::translated();
+    on_managed_instances(&mut template);
+    mutate(&mut template);
+    let template = Template::from_value(template);
+    check(
+        &template,
+        &relevo_template::check::topologies_for(&template),
+    )
+    .iter()
+    .map(|f| f.rule)
+    .collect()
+}
+
+#[test]
+fn a_template_on_managed_instances_passes_with_every_piece_aws_documents() {
+    assert_eq!(refused_on_managed_instances(|_| {}), BTreeSet::new());
+}
+
+#[test]
+fn a_function_serves_one_invocation_at_a_time_unless_on_managed_instances() {
+    let concurrency = |template: Value| -> Vec<Option<u64>> {
+        let template = Template::from_value(template);
+        let topologies = relevo_template::check::topologies_for(&template);
+        let stack = template
+            .instantiate("relevo", &topologies[0].parameters)
+            .unwrap();
+        let ids = relevo_template::PhysicalIds::synthetic(&stack);
+        let functions = stack.functions(&ids).unwrap();
+        assert!(!functions.is_empty());
+        functions.iter().map(|f| f.max_concurrency).collect()
+    };
+    assert!(
+        concurrency(common::translated())
+            .iter()
+            .all(Option::is_none)
+    );
+    let mut managed = common::translated();
+    on_managed_instances(&mut managed);
+    assert!(concurrency(managed).iter().all(|c| *c == Some(8)));
+}
+
+#[test]
+fn a_managed_instances_function_without_what_aws_documents_is_refused() {
+    fn config(t: &mut Value) -> &mut Value {
+        &mut properties(t, "ToolsCallFunction")["CapacityProviderConfig"]["LambdaManagedInstancesCapacityProviderConfig"]
+    }
+    for (what, mutate) in [
+        (
+            "1 GB",
+            Box::new(|t: &mut Value| properties(t, "ToolsCallFunction")["MemorySize"] = json!(1024))
+                as Box<dyn Fn(&mut Value)>,
+        ),
+        (
+            "another stack's provider",
+            Box::new(|t: &mut Value| {
+                config(t)["CapacityProviderArn"] =
+                    json!("arn:aws:lambda:us-east-1:210987654321:capacity-provider:shared")
+            }),
+        ),
+        (
+            "1,601 in flight",
+            Box::new(|t: &mut Value| {
+                config(t)["PerExecutionEnvironmentMaxConcurrency"] = json!(1601)
+            }),
+        ),
+        (
+            "9 GiB per vCPU",
+            Box::new(|t: &mut Value| config(t)["ExecutionEnvironmentMemoryGiBPerVCpu"] = json!(9)),
+        ),
+        (
+            "an arm64 function on x86_64 instances",
+            Box::new(|t: &mut Value| {
+                properties(t, "CapacityProvider")["InstanceRequirements"]["Architectures"] =
+                    json!(["x86_64"])
+            }),
+        ),
+        (
+            "its own VpcConfig",
+            Box::new(|t: &mut Value| {
+                properties(t, "ToolsCallFunction")["VpcConfig"] =
+                    json!({ "SubnetIds": ["subnet-1"], "SecurityGroupIds": ["sg-1"] })
+            }),
+        ),
+        (
+            "AWS_LAMBDA_MAX_CONCURRENCY set by the template",
+            Box::new(|t: &mut Value| {
+                properties(t, "ToolsCallFunction")["Environment"]["Variables"]["AWS_LAMBDA_MAX_CONCURRENCY"] =
+                    json!("8")
+            }),
+        ),
+    ] {
+        let rules = refused_on_managed_instances(mutate);
+        assert!(rules.contains("managed-instances"), "{what}: {rules:?}");
+    }
+}
+
+#[test]
+fn a_capacity_provider_without_subnets_or_its_operator_role_is_refused() {
+    fn role(t: &mut Value) -> &mut Value {
+        properties(t, "CapacityProviderOperatorRole")
+    }
+    for (what, mutate) in [
+        (
+            "no subnets",
+            Box::new(|t: &mut Value| {
+                properties(t, "CapacityProvider")["VpcConfig"]["SubnetIds"] = json!([])
+            }) as Box<dyn Fn(&mut Value)>,
+        ),
+        (
+            "a role of another stack",
+            Box::new(|t: &mut Value| {
+                properties(t, "CapacityProvider")["PermissionsConfig"]["CapacityProviderOperatorRoleArn"] =
+                    json!("arn:aws:iam::123456789012:role/elsewhere")
+            }),
+        ),
+        (
+            "a role Lambda cannot assume",
+            Box::new(|t: &mut Value| {
+                role(t)["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] =
+                    json!({ "Service": "ec2.amazonaws.com" })
+            }),
+        ),
+        (
+            "a role without AWS's operator policy",
+            Box::new(|t: &mut Value| role(t)["ManagedPolicyArns"] = json!([])),
+        ),
+    ] {
+        let rules = refused_on_managed_instances(mutate);
+        assert!(rules.contains("capacity-provider"), "{what}: {rules:?}");
+    }
+}
+
+#[test]
+fn the_operator_policy_is_allowed_on_the_operator_role_only() {
+    let elsewhere = refused_on_managed_instances(|t| {
+        properties(t, "WorkerFunctionRole")["ManagedPolicyArns"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!(
+                "arn:aws:iam::aws:policy/AWSLambdaManagedEC2ResourceOperator"
+            ));
+    });
+    assert!(elsewhere.contains("least-privilege"), "{elsewhere:?}");
+    let broader = refused_on_managed_instances(|t| {
+        properties(t, "CapacityProviderOperatorRole")["ManagedPolicyArns"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!("arn:aws:iam::aws:policy/AmazonEC2FullAccess"));
+    });
+    assert!(broader.contains("least-privilege"), "{broader:?}");
+}

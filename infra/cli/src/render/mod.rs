@@ -30,6 +30,9 @@ pub fn render(config: &Config) -> String {
     out.push_str(&head(config));
     out.push_str("\nResources:\n");
     out.push_str(&state(config));
+    if config.managed_instances.is_some() {
+        out.push_str(managed_instances());
+    }
     out.push_str(&reports(config));
     if config.parts.jobs {
         out.push_str(&durable_work(config));
@@ -109,6 +112,9 @@ fn head(config: &Config) -> String {
             ("burst", quotas.throttling_burst.to_string()),
         ],
     ));
+    if config.managed_instances.is_some() {
+        out.push_str(MANAGED_INSTANCES_PARAMETERS);
+    }
     out.push_str("\nConditions:\n");
     if parts.per_method_front_door {
         out.push_str(DOMAIN_CONDITIONS);
@@ -125,10 +131,42 @@ fn head(config: &Config) -> String {
     } else {
         ""
     };
+    let (memory, capacity) = match &config.managed_instances {
+        Some(managed) => {
+            let mut scaling = String::new();
+            for (key, value) in [
+                (
+                    "MinExecutionEnvironments",
+                    managed.min_execution_environments,
+                ),
+                (
+                    "MaxExecutionEnvironments",
+                    managed.max_execution_environments,
+                ),
+            ] {
+                if let Some(value) = value {
+                    scaling.push_str(&format!("      {key}: {value}\n"));
+                }
+            }
+            if !scaling.is_empty() {
+                scaling.insert_str(0, "    FunctionScalingConfig:\n");
+            }
+            let globals = fill(
+                MANAGED_INSTANCES_GLOBALS,
+                &[
+                    ("concurrency", managed.max_concurrency.to_string()),
+                    ("ratio", managed.memory_gib_per_vcpu.to_string()),
+                ],
+            );
+            (managed.memory, globals + &scaling)
+        }
+        None => (config.memory.default, String::new()),
+    };
     out.push_str(&fill(
         FUNCTION_GLOBALS,
         &[
-            ("memory", config.memory.default.to_string()),
+            ("capacity", capacity),
+            ("memory", memory.to_string()),
             ("timeout", config.timeouts.buffered.to_string()),
             ("queue", queue.to_string()),
         ],
@@ -254,7 +292,7 @@ Globals:
     Handler: bootstrap
     Architectures: [!Ref Architecture]
     MemorySize: @memory@
-    # Buffered functions stop before their integration does (HTTP API: 30 s, REST: 29 s);
+@capacity@    # Buffered functions stop before their integration does (HTTP API: 30 s, REST: 29 s);
     # streamed functions, the worker and the reconciler set their own.
     Timeout: @timeout@
     Tracing: Active
@@ -288,6 +326,31 @@ Globals:
         RELEVO_METRICS_NAMESPACE: !Sub "Relevo/${AWS::StackName}"
 "#;
 
+const MANAGED_INSTANCES_PARAMETERS: &str = r#"  CapacityProviderSubnetIds:
+    Type: List<AWS::EC2::Subnet::Id>
+    Description: >
+      Subnets (in several Availability Zones) where Lambda launches the Managed Instances of the
+      functions; they reach DynamoDB, SQS, Secrets Manager and the issuer's JWKS from there
+      (NAT gateway or VPC endpoints).
+  CapacityProviderSecurityGroupIds:
+    Type: List<AWS::EC2::SecurityGroup::Id>
+    Description: Security groups of the Managed Instances (outbound HTTPS to the services above).
+"#;
+
+/// Every function on the stack's capacity provider (Lambda Managed Instances). Lambda passes
+/// the concurrency to the runtime as AWS_LAMBDA_MAX_CONCURRENCY; the template must not set it.
+const MANAGED_INSTANCES_GLOBALS: &str = r#"    # Lambda Managed Instances: every function runs on CapacityProvider, up to @concurrency@ invocations
+    # at once per execution environment (Lambda sets AWS_LAMBDA_MAX_CONCURRENCY from it; the
+    # binaries are built with relevo's `managed-instances` feature to serve them concurrently).
+    CapacityProviderConfig:
+      Arn: !GetAtt CapacityProvider.Arn
+      PerExecutionEnvironmentMaxConcurrency: @concurrency@
+      ExecutionEnvironmentMemoryGiBPerVCpu: @ratio@
+    # An unqualified ARN (what the integrations invoke) calls $LATEST.PUBLISHED on Managed
+    # Instances: each create and update publishes there (UpdateFunctionCode's PublishTo).
+    PublishToLatestPublished: true
+"#;
+
 const REST_GLOBALS: &str = r#"  # Every REST API (front door A). DisableExecuteApiEndpoint is not allowed in Globals: each Api sets it.
   Api:
     EndpointConfiguration: REGIONAL
@@ -312,6 +375,52 @@ const HTTP_GLOBALS: &str = r#"  # The HTTP API (front door B).
     AccessLogSettings:
       DestinationArn: !GetAtt ApiAccessLogGroup.Arn
       Format: @format@
+"#;
+
+/// The memory of the functions that only serve small documents: the table's `memory.small`, or
+/// the Globals' on Managed Instances (no function there is smaller than 2 GB).
+fn small_memory(config: &Config) -> Option<u32> {
+    match config.managed_instances {
+        Some(_) => None,
+        None => Some(config.memory.small),
+    }
+}
+
+/// The capacity provider every function runs on and the role Lambda operates its instances with.
+fn managed_instances() -> &'static str {
+    MANAGED_INSTANCES
+}
+
+const MANAGED_INSTANCES: &str = r#"
+  # ---- Lambda Managed Instances (managed-instances in [workspace.metadata.relevo]) ----
+  # The instances run in CapacityProviderSubnetIds, of the functions' architecture. The capacity
+  # provider is the trust boundary: only this stack's functions run on it.
+  # CloudFormation's own type, not SAM's AWS::Serverless::CapacityProvider (the same resource after
+  # translation): cfn-lint 1.58 refuses a GetAtt of the SAM type's Arn (E1010), which SAM accepts.
+  CapacityProvider:
+    Type: AWS::Lambda::CapacityProvider
+    Properties:
+      VpcConfig:
+        SubnetIds: !Ref CapacityProviderSubnetIds
+        SecurityGroupIds: !Ref CapacityProviderSecurityGroupIds
+      InstanceRequirements:
+        Architectures: [!Ref Architecture]
+      PermissionsConfig:
+        CapacityProviderOperatorRoleArn: !GetAtt CapacityProviderOperatorRole.Arn
+
+  # What Lambda may do in the account to run the instances: AWS documents its managed policy
+  # AWSLambdaManagedEC2ResourceOperator as the minimum (and keeps it current), trusted by Lambda only.
+  CapacityProviderOperatorRole:
+    Type: AWS::IAM::Role
+    Properties:
+      AssumeRolePolicyDocument:
+        Version: "2012-10-17"
+        Statement:
+          - Effect: Allow
+            Principal: { Service: lambda.amazonaws.com }
+            Action: sts:AssumeRole
+      ManagedPolicyArns:
+        - !Sub arn:${AWS::Partition}:iam::aws:policy/AWSLambdaManagedEC2ResourceOperator
 "#;
 
 /// The secret, the table, the queues, the policies and the access log group.
@@ -631,7 +740,7 @@ fn front_door_b(config: &Config) -> String {
             binary: "well-known",
             description: "Protected Resource Metadata (RFC 9728), the server card and the catalog.",
             timeout: None,
-            memory: Some(config.memory.small),
+            memory: small_memory(config),
             environment: Vec::new(),
             policy_comment: Role::Nothing.comment(),
             policies: Role::Nothing.policies(parts),
@@ -702,7 +811,7 @@ fn pages<'a>(
         binary: "pages",
         description: &config.wording.pages,
         timeout: None,
-        memory: Some(config.memory.small),
+        memory: small_memory(config),
         environment: Vec::new(),
         policy_comment: Role::Pages.comment(),
         policies: Role::Pages.policies(&config.parts),

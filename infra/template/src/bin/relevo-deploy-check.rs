@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use relevo_template::Template;
-use relevo_template::check::{RULES, Topology, check, front_doors};
+use relevo_template::check::{RULES, Topology, check, topologies_for};
 
 fn main() -> ExitCode {
     let mut template = None;
@@ -46,7 +46,7 @@ fn main() -> ExitCode {
         }
     };
     if topologies.is_empty() {
-        topologies = front_doors();
+        topologies = topologies_for(&template);
     }
     let findings = check(&template, &topologies);
     for finding in &findings {

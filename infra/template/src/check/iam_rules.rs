@@ -35,6 +35,7 @@ fn strings(value: &Value) -> Vec<String> {
 }
 
 pub(super) fn run(context: &mut Context) {
+    let operators = super::managed_instances_rules::operator_roles(context);
     let roles: Vec<String> = context
         .stack
         .of_type("AWS::IAM::Role")
@@ -74,7 +75,10 @@ pub(super) fn run(context: &mut Context) {
             .iter()
             .filter(|arn| arn.starts_with("arn:aws:iam::aws:policy/"))
         {
-            if !ALLOWED_AWS_MANAGED.contains(&arn.as_str()) {
+            // AWS documents its operator policy as the least a capacity provider's role needs.
+            let operator =
+                operators.contains(&role) && arn == super::managed_instances_rules::OPERATOR_POLICY;
+            if !ALLOWED_AWS_MANAGED.contains(&arn.as_str()) && !operator {
                 context.refuse(
                     "least-privilege",
                     &role,

@@ -12,6 +12,7 @@
 mod graph_rules;
 mod iam_rules;
 mod lambda_rules;
+mod managed_instances_rules;
 mod metrics_rules;
 mod operations;
 mod queue_rules;
@@ -118,6 +119,35 @@ pub fn front_doors() -> Vec<Topology> {
         .collect()
 }
 
+/// Example values for the Managed Instances parameters (no defaults: a deploy names its own).
+const MANAGED_INSTANCES_EXAMPLES: [(&str, &str); 2] = [
+    (
+        "CapacityProviderSubnetIds",
+        "subnet-0a1b2c3d4e5f60718,subnet-0b1c2d3e4f5a60719",
+    ),
+    ("CapacityProviderSecurityGroupIds", "sg-0a1b2c3d4e5f60718"),
+];
+
+/// The front doors `template` has (front door A's parameters exist only in a template with that
+/// door), each with example values for the other parameters it declares without a default
+/// (the Managed Instances subnets and security groups).
+pub fn topologies_for(template: &Template) -> Vec<Topology> {
+    let parameters = &template.json()["Parameters"];
+    let has_domain = parameters.get("DomainName").is_some();
+    front_doors()
+        .into_iter()
+        .filter(|topology| has_domain || !topology.parameters.contains_key("DomainName"))
+        .map(|mut topology| {
+            for (name, value) in MANAGED_INSTANCES_EXAMPLES {
+                if parameters.get(name).is_some() {
+                    topology.parameters.insert(name.into(), value.into());
+                }
+            }
+            topology
+        })
+        .collect()
+}
+
 /// What a rule sees: one stack, and the physical ids it resolves with.
 pub(crate) struct Context<'a> {
     pub stack: &'a Stack,
@@ -214,6 +244,16 @@ pub const RULES: &[Rule] = &[
         source: "https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html",
     },
     Rule {
+        id: "managed-instances",
+        refuses: "a function on Managed Instances whose CapacityProviderConfig names no capacity provider of this stack, with memory below 2,048 MB, concurrency outside 1–1,600 or memory per vCPU outside 2–8 GiB, a minimum of execution environments above its maximum, an architecture its provider's instances lack, its own VpcConfig, or AWS_LAMBDA_MAX_CONCURRENCY set by the template",
+        source: "https://docs.aws.amazon.com/lambda/latest/dg/lambda-managed-instances-best-practices.html",
+    },
+    Rule {
+        id: "capacity-provider",
+        refuses: "a capacity provider without subnets, or whose operator role is not a role of this stack that lambda.amazonaws.com may assume and that carries AWSLambdaManagedEC2ResourceOperator",
+        source: "https://docs.aws.amazon.com/lambda/latest/dg/lambda-managed-instances-operator-role.html",
+    },
+    Rule {
         id: "sqs-visibility",
         refuses: "a queue's visibility timeout below six times the timeout of the function it feeds",
         source: "https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html",
@@ -280,7 +320,7 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: "least-privilege",
-        refuses: "a wildcard action or resource in a policy of this template, an AWS managed policy other than the logs and X-Ray ones",
+        refuses: "a wildcard action or resource in a policy of this template, an AWS managed policy other than the logs and X-Ray ones (and AWSLambdaManagedEC2ResourceOperator on a capacity provider's operator role)",
         source: "https://docs.aws.amazon.com/IAM/latest/UserGuide/best-practices.html#grant-least-privilege",
     },
 ];
@@ -314,6 +354,7 @@ pub fn check(template: &Template, topologies: &[Topology]) -> Vec<Finding> {
         queue_rules::run(&mut context);
         operations::run(&mut context);
         metrics_rules::run(&mut context);
+        managed_instances_rules::run(&mut context);
         iam_rules::run(&mut context);
         findings.extend(context.findings);
     }
