@@ -21,7 +21,9 @@
 mod logging;
 
 #[cfg(feature = "logging")]
-pub use logging::{LogFormat, init_logging};
+pub use logging::{
+    ACCESS_TARGET, JsonLines, LineSink, LogFormat, REQUEST_TARGET, init_logging, log_subscriber,
+};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -31,6 +33,68 @@ use relevo_state::trace::TraceContext;
 use serde_json::Value;
 
 use crate::method::Method;
+
+/// The fields that name one request on its log lines: its access line and, while its handler
+/// runs, every line it logs. The caller's text (method, name, tenant) comes here already cut
+/// to [`crate::server::MAX_LOGGED_CHARS`].
+pub(crate) struct RequestLog<'a> {
+    pub trace_id: &'a str,
+    pub ids: &'a RequestIds,
+    pub function: &'a str,
+    pub method: &'a str,
+    pub name: &'a str,
+    pub tenant: &'a str,
+}
+
+impl RequestLog<'_> {
+    /// Runs the handler's `work` so that every line it logs carries this request's fields:
+    /// with [`init_logging`]'s subscriber, a task-local the log layer reads (no span); under
+    /// any other subscriber, a `relevo::request` span as before.
+    pub(crate) async fn scope<T>(&self, work: impl Future<Output = T>) -> T {
+        #[cfg(feature = "logging")]
+        match logging::request_context(self) {
+            Some(Some(context)) => return logging::scope(context, work).await,
+            Some(None) => return work.await,
+            None => {}
+        }
+        let span = tracing::info_span!(
+            target: "relevo::request",
+            "request",
+            trace_id = self.trace_id,
+            apigw_request_id = self.ids.apigw.as_deref(),
+            lambda_request_id = self.ids.lambda.as_deref(),
+            function = self.function,
+            method = self.method,
+            name = self.name,
+            tenant = self.tenant,
+        );
+        tracing::Instrument::instrument(work, span).await
+    }
+
+    /// Writes the request's access line (`mcp request`, INFO, target `relevo_protocol::server`):
+    /// formatted into one buffer and written at once under [`init_logging`]'s subscriber, a
+    /// tracing event under any other.
+    pub(crate) fn access(&self, status: u16, result_type: &str, latency_ms: f64) {
+        #[cfg(feature = "logging")]
+        if logging::write_access(self, status, result_type, latency_ms) {
+            return;
+        }
+        tracing::info!(
+            target: "relevo_protocol::server",
+            trace_id = self.trace_id,
+            apigw_request_id = self.ids.apigw.as_deref(),
+            lambda_request_id = self.ids.lambda.as_deref(),
+            function = self.function,
+            method = self.method,
+            name = self.name,
+            tenant = self.tenant,
+            status,
+            result_type,
+            latency_ms,
+            "mcp request"
+        );
+    }
+}
 
 /// The ids the platform gave one request, set by the front door's adapter.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
