@@ -431,3 +431,437 @@ fn push_timestamp(line: &mut Vec<u8>, now: SystemTime) {
         since.subsec_micros()
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use bytes::Bytes;
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+    use tracing::Instrument;
+
+    use super::*;
+    use crate::server::{MAX_LOGGED_CHARS, bounded};
+    use crate::wire::CallToolResult;
+    use crate::{
+        App, KeyRing, McpServer, NoAuth, Outcome, RequestIds, Route, ServerConfig, Tool, handler,
+    };
+
+    /// The lines a test's subscriber wrote.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Captured {
+        fn sink(&self) -> LineSink {
+            let lines = self.0.clone();
+            Arc::new(move |line: &[u8]| lines.lock().expect("lock").extend_from_slice(line))
+        }
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().expect("lock").clone()).expect("UTF-8")
+        }
+        /// Every line, parsed; a line that is not one JSON object fails the test.
+        fn lines(&self) -> Vec<Value> {
+            let text = self.text();
+            assert!(text.is_empty() || text.ends_with('\n'), "{text}");
+            text.lines()
+                .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+                .collect()
+        }
+        fn with_message(&self, message: &str) -> Vec<Value> {
+            self.lines()
+                .into_iter()
+                .filter(|l| l["fields"]["message"] == message)
+                .collect()
+        }
+    }
+
+    fn subscriber(format: LogFormat, filter: &str, logs: &Captured) -> impl Subscriber {
+        log_subscriber(format, filter.parse().expect("targets"), logs.sink())
+    }
+
+    /// An app whose `greet` tool logs `said` (with `answer = 42`), after yielding once.
+    fn server() -> McpServer {
+        let greet = Tool::new(
+            "greet",
+            "",
+            json!({ "type": "object" }),
+            handler(|call| async move {
+                let said = call.arguments["said"].as_str().unwrap_or("hi").to_string();
+                tokio::task::yield_now().await;
+                tracing::info!(answer = 42, "{said}");
+                tokio::task::yield_now().await;
+                Ok(Outcome::tool(CallToolResult::structured(
+                    json!({ "ok": true }),
+                )))
+            }),
+        );
+        let keys = KeyRing::new(vec![("test".into(), vec![42; 32])]).expect("a 32-byte key");
+        McpServer::new(
+            App::new("logs", "0").tool(greet),
+            ServerConfig::default(),
+            keys,
+            Arc::new(NoAuth),
+        )
+    }
+
+    /// A `tools/call` of `tool` (the handler logs `said`), with the platform's request ids.
+    async fn call(server: &McpServer, tool: &str, said: &str, ids: RequestIds) -> u16 {
+        let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": tool, "arguments": { "said": said }, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": { "name": "t", "version": "0" } } } });
+        let mut request = http::Request::post("/mcp")
+            .header("host", "127.0.0.1:8080")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", tool)
+            .body(Bytes::from(body.to_string()))
+            .expect("a request");
+        request.extensions_mut().insert(ids);
+        server.handle(Route::All, request).await.status().as_u16()
+    }
+
+    fn ids(n: u32) -> RequestIds {
+        RequestIds {
+            apigw: Some(format!("apigw-{n}")),
+            lambda: Some(format!("lambda-{n}")),
+        }
+    }
+
+    /// One request in Lambda's `Lambda runtime invoke` span, as the runtime runs it.
+    async fn one_request(format: LogFormat) -> Captured {
+        let logs = Captured::default();
+        let _installed = tracing::subscriber::set_default(subscriber(format, "info", &logs));
+        let invoke = tracing::info_span!(
+            "Lambda runtime invoke",
+            requestId = "lambda-1",
+            xrayTraceId = "Root=1-abc"
+        );
+        let status = call(&server(), "greet", "handler says \"hi\"", ids(1))
+            .instrument(invoke)
+            .await;
+        assert_eq!(status, 200, "{}", logs.text());
+        tracing::info!("outside");
+        logs
+    }
+
+    /// The keys of `value`'s object, in order, as written (duplicates included).
+    fn keys_of(line: &str, path: &str) -> Vec<String> {
+        let start = line.find(path).expect("path") + path.len();
+        let mut depth = 0;
+        let object = &line[start..];
+        let end = object
+            .char_indices()
+            .find(|(_, c)| {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+                depth == 0
+            })
+            .expect("closed")
+            .0;
+        let mut keys = Vec::new();
+        let inner = &object[1..end];
+        for part in inner.split(',') {
+            if let Some((key, _)) = part.split_once("\":") {
+                keys.push(key.trim_start_matches('"').to_string());
+            }
+        }
+        keys
+    }
+
+    fn golden(format: LogFormat, logs: &Captured) {
+        let text = logs.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        let parsed = logs.lines();
+        let top: Vec<&str> = match format {
+            LogFormat::Lambda => vec!["level", "fields", "span"],
+            LogFormat::Local => vec!["timestamp", "level", "fields", "span"],
+        };
+        for (line, value) in lines.iter().zip(&parsed).take(2) {
+            let keys: Vec<&str> = value
+                .as_object()
+                .expect("object")
+                .keys()
+                .map(String::as_str)
+                .collect();
+            let mut sorted_top = top.clone();
+            sorted_top.sort_unstable();
+            assert_eq!(keys, sorted_top, "{line}");
+            let order: Vec<usize> = top
+                .iter()
+                .map(|k| line.find(&format!("\"{k}\":")).expect("key"))
+                .collect();
+            assert!(order.is_sorted(), "top-level keys in today's order: {line}");
+            assert_eq!(value["level"], "INFO");
+            if format == LogFormat::Local {
+                let stamp = value["timestamp"].as_str().expect("a timestamp");
+                assert_eq!(stamp.len(), 27, "RFC 3339 with microseconds: {stamp}");
+                assert!(
+                    stamp.ends_with('Z') && stamp.as_bytes()[10] == b'T',
+                    "{stamp}"
+                );
+            }
+        }
+        // The handler's line: its own fields, and the request's context under `span`.
+        let (handler_line, handler) = (lines[0], &parsed[0]);
+        assert_eq!(
+            handler["fields"],
+            json!({ "message": "handler says \"hi\"", "answer": 42 })
+        );
+        let trace_id = handler["span"]["trace_id"].as_str().expect("a trace id");
+        assert_eq!(trace_id.len(), 32);
+        assert_eq!(
+            keys_of(handler_line, "\"span\":"),
+            [
+                "apigw_request_id",
+                "function",
+                "lambda_request_id",
+                "method",
+                "name",
+                "tenant",
+                "trace_id",
+                "name"
+            ]
+        );
+        assert!(
+            handler_line.contains(&format!(
+                "\"span\":{{\"apigw_request_id\":\"apigw-1\",\"function\":\"mcp\",\"lambda_request_id\":\"lambda-1\",\"method\":\"tools/call\",\"name\":\"greet\",\"tenant\":\"local\",\"trace_id\":\"{trace_id}\",\"name\":\"request\"}}}}"
+            )),
+            "{handler_line}"
+        );
+        // The access line: every field under `fields`, the runtime's span under `span`.
+        let (access_line, access) = (lines[1], &parsed[1]);
+        assert_eq!(
+            keys_of(access_line, "\"fields\":"),
+            [
+                "message",
+                "trace_id",
+                "apigw_request_id",
+                "lambda_request_id",
+                "function",
+                "method",
+                "name",
+                "tenant",
+                "status",
+                "result_type",
+                "latency_ms"
+            ]
+        );
+        let fields = &access["fields"];
+        assert_eq!(fields["message"], "mcp request");
+        assert_eq!(fields["trace_id"], trace_id);
+        assert_eq!(fields["apigw_request_id"], "apigw-1");
+        assert_eq!(fields["lambda_request_id"], "lambda-1");
+        assert_eq!(fields["function"], "mcp");
+        assert_eq!(fields["method"], "tools/call");
+        assert_eq!(fields["name"], "greet");
+        assert_eq!(fields["tenant"], "local");
+        assert_eq!(fields["status"], 200);
+        assert_eq!(fields["result_type"], "complete");
+        assert!(fields["latency_ms"].is_f64(), "{access_line}");
+        assert!(
+            access_line.ends_with(
+                ",\"span\":{\"requestId\":\"lambda-1\",\"xrayTraceId\":\"Root=1-abc\",\"name\":\"Lambda runtime invoke\"}}"
+            ),
+            "{access_line}"
+        );
+        // Outside any request: no request context, no span.
+        assert_eq!(parsed[2]["fields"], json!({ "message": "outside" }));
+        assert!(parsed[2].get("span").is_none(), "{}", lines[2]);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn lambda_lines_keep_todays_shape_without_a_timestamp() {
+        golden(LogFormat::Lambda, &one_request(LogFormat::Lambda).await);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn local_lines_keep_todays_shape_with_a_timestamp_first() {
+        golden(LogFormat::Local, &one_request(LogFormat::Local).await);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn at_warn_no_access_line_is_written() {
+        let logs = Captured::default();
+        let _installed =
+            tracing::subscriber::set_default(subscriber(LogFormat::Lambda, "warn", &logs));
+        assert_eq!(call(&server(), "greet", "hi", ids(1)).await, 200);
+        tracing::warn!("kept");
+        let lines = logs.lines();
+        assert_eq!(lines.len(), 1, "{}", logs.text());
+        assert_eq!(lines[0]["fields"]["message"], "kept");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_request_context_can_be_turned_off_by_its_target() {
+        let logs = Captured::default();
+        let filter = "info,relevo::request=off";
+        let _installed =
+            tracing::subscriber::set_default(subscriber(LogFormat::Lambda, filter, &logs));
+        assert_eq!(call(&server(), "greet", "hi", ids(1)).await, 200);
+        let handler = &logs.with_message("hi")[0];
+        assert!(handler.get("span").is_none(), "{handler}");
+        assert_eq!(logs.with_message("mcp request").len(), 1);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_span_entered_in_a_handler_is_the_span_of_its_lines() {
+        let logs = Captured::default();
+        let _installed =
+            tracing::subscriber::set_default(subscriber(LogFormat::Lambda, "info", &logs));
+        let fields = RequestLog {
+            trace_id: "t",
+            ids: &RequestIds::default(),
+            function: "mcp",
+            method: "tools/call",
+            name: "greet",
+            tenant: "acme",
+        };
+        fields
+            .scope(async {
+                tracing::info!("in the request");
+                tracing::info_span!("job", job = "j1").in_scope(|| tracing::info!("in a job"));
+            })
+            .await;
+        assert_eq!(
+            logs.with_message("in the request")[0]["span"]["tenant"],
+            "acme"
+        );
+        assert_eq!(
+            logs.with_message("in a job")[0]["span"],
+            json!({ "job": "j1", "name": "job" })
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn interleaved_requests_log_their_own_fields() {
+        let logs = Captured::default();
+        let _installed =
+            tracing::subscriber::set_default(subscriber(LogFormat::Lambda, "info", &logs));
+        let server = server();
+        let (a, b) = tokio::join!(
+            call(&server, "greet", "from a", ids(1)),
+            call(&server, "greet", "from b", ids(2))
+        );
+        assert_eq!((a, b), (200, 200));
+        let text = logs.text();
+        let first_a = text.find("from a").expect("a logged");
+        let first_b = text.find("from b").expect("b logged");
+        let access = text.find("mcp request").expect("an access line");
+        assert!(
+            first_a.max(first_b) < access,
+            "the handlers interleaved: {text}"
+        );
+        for (said, n) in [("from a", 1), ("from b", 2)] {
+            let line = &logs.with_message(said)[0];
+            assert_eq!(
+                line["span"]["apigw_request_id"],
+                format!("apigw-{n}"),
+                "{line}"
+            );
+            assert_eq!(
+                line["span"]["lambda_request_id"],
+                format!("lambda-{n}"),
+                "{line}"
+            );
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn caller_names_on_the_line_are_bounded() {
+        let logs = Captured::default();
+        let _installed =
+            tracing::subscriber::set_default(subscriber(LogFormat::Lambda, "info", &logs));
+        let long = "\"q\\".repeat(1000);
+        call(&server(), &long, "hi", ids(1)).await;
+        let access = &logs.with_message("mcp request")[0];
+        let name = access["fields"]["name"].as_str().expect("a name");
+        assert_eq!(name.chars().count(), MAX_LOGGED_CHARS, "{access}");
+    }
+
+    fn hostile() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<String>(),
+            proptest::collection::vec(
+                prop_oneof![
+                    Just("\"".to_string()),
+                    Just("\\".to_string()),
+                    Just("\\u00zz".to_string()),
+                    Just("\n".to_string()),
+                    Just("\r".to_string()),
+                    Just("\u{2028}".to_string()),
+                    Just("\u{0}".to_string()),
+                    Just("\u{1b}]0;x\u{7}".to_string()),
+                    Just("\"},\"level\":\"ERROR".to_string()),
+                    "[a-z]{1,8}",
+                ],
+                0..400
+            )
+            .prop_map(|parts| parts.concat()),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn hostile_text_stays_one_valid_json_line(
+            method in hostile(), name in hostile(), tenant in hostile(),
+            apigw in hostile(), said in hostile(),
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+            let logs = Captured::default();
+            let _installed =
+                tracing::subscriber::set_default(subscriber(LogFormat::Local, "info", &logs));
+            let ids = RequestIds { apigw: Some(apigw.clone()), lambda: Some(apigw.clone()) };
+            let fields = RequestLog {
+                trace_id: "t",
+                ids: &ids,
+                function: "mcp",
+                method: bounded(&method),
+                name: bounded(&name),
+                tenant: bounded(&tenant),
+            };
+            runtime.block_on(fields.scope(async { tracing::info!(said = said.as_str(), "{said}") }));
+            fields.access(200, "complete", 1.5);
+            let text = logs.text();
+            prop_assert_eq!(text.matches('\n').count(), 2, "two lines: {}", text);
+            let lines = logs.lines();
+            prop_assert_eq!(&lines[0]["fields"]["message"], &json!(said));
+            prop_assert_eq!(&lines[0]["span"]["tenant"], &json!(bounded(&tenant)));
+            prop_assert_eq!(&lines[1]["fields"]["apigw_request_id"], &json!(apigw));
+            for (key, sent) in [("method", &method), ("name", &name), ("tenant", &tenant)] {
+                let logged = lines[1]["fields"][key].as_str().expect("a string");
+                prop_assert_eq!(logged, bounded(sent));
+                prop_assert!(logged.chars().count() <= MAX_LOGGED_CHARS);
+            }
+        }
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_in_utc_with_microseconds() {
+        let mut line = Vec::new();
+        let at = UNIX_EPOCH + std::time::Duration::from_micros(1_796_475_264_042_046);
+        push_timestamp(&mut line, at);
+        assert_eq!(
+            String::from_utf8(line).expect("UTF-8"),
+            "2026-12-05T12:54:24.042046Z"
+        );
+        let mut leap = Vec::new();
+        push_timestamp(
+            &mut leap,
+            UNIX_EPOCH + std::time::Duration::from_secs(951_782_400),
+        );
+        assert_eq!(
+            String::from_utf8(leap).expect("UTF-8"),
+            "2000-02-29T00:00:00.000000Z"
+        );
+    }
+}
