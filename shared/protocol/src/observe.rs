@@ -7,6 +7,16 @@
 //! while its handler runs carry the trace id, the API Gateway and Lambda request ids
 //! ([`RequestIds`]), the method, the tool and the tenant; jobs it starts keep the trace.
 //!
+//! Logging costs a buffer per line, not a span per request: the handler runs with the request's
+//! fields in a task-local (`RequestLog::scope`), read only when a line is written, and the access
+//! line is formatted straight into one buffer and written at once (`RequestLog::access`), both
+//! by `init_logging`'s own layer (module `logging`). Under any other subscriber (an embedder's,
+//! a test's) the same fields travel as before: a `relevo::request` span and a tracing event.
+//!
+//! Threat model: method, name, tenant and whatever a handler logs are caller text. They reach a
+//! log line only as JSON strings escaped by `serde_json` (no raw newline or control character, no
+//! forged field), and the caller's names are cut to [`crate::server::MAX_LOGGED_CHARS`] first.
+//!
 //! Metrics are EMF lines ([`relevo_state::emf`]), one per request, when they are on. With the
 //! `logging` feature, `init_logging` is the one log setup of every runner (Lambda's and the
 //! local server's formats).
@@ -48,7 +58,7 @@ pub(crate) struct RequestLog<'a> {
 
 impl RequestLog<'_> {
     /// Runs the handler's `work` so that every line it logs carries this request's fields:
-    /// with [`init_logging`]'s subscriber, a task-local the log layer reads (no span); under
+    /// with `init_logging`'s subscriber, a task-local the log layer reads (no span); under
     /// any other subscriber, a `relevo::request` span as before.
     pub(crate) async fn scope<T>(&self, work: impl Future<Output = T>) -> T {
         #[cfg(feature = "logging")]
@@ -72,7 +82,7 @@ impl RequestLog<'_> {
     }
 
     /// Writes the request's access line (`mcp request`, INFO, target `relevo_protocol::server`):
-    /// formatted into one buffer and written at once under [`init_logging`]'s subscriber, a
+    /// formatted into one buffer and written at once under `init_logging`'s subscriber, a
     /// tracing event under any other.
     pub(crate) fn access(&self, status: u16, result_type: &str, latency_ms: f64) {
         #[cfg(feature = "logging")]

@@ -4,7 +4,7 @@
 //!
 //! Two writers share one line shape (`{"timestamp"?,"level","fields":{…},"span"?:{…}}`, what
 //! tracing-subscriber's JSON formatter wrote before, so operators' queries keep their paths):
-//! - the access line of every request ([`crate::observe::RequestLog::access`], target
+//! - the access line of every request (`RequestLog::access` in [`crate::observe`], target
 //!   `relevo_protocol::server`, INFO) is formatted straight from the request's fields: no tracing
 //!   event, no formatter, no span on the request path;
 //! - every `tracing` event (a handler's, a job's, a library's) goes through [`JsonLines`], a
