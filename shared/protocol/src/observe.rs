@@ -7,6 +7,16 @@
 //! while its handler runs carry the trace id, the API Gateway and Lambda request ids
 //! ([`RequestIds`]), the method, the tool and the tenant; jobs it starts keep the trace.
 //!
+//! Logging costs a buffer per line, not a span per request: the handler runs with the request's
+//! fields in a task-local (`RequestLog::scope`), read only when a line is written, and the access
+//! line is formatted straight into one buffer and written at once (`RequestLog::access`), both
+//! by `init_logging`'s own layer (module `logging`). Under any other subscriber (an embedder's,
+//! a test's) the same fields travel as before: a `relevo::request` span and a tracing event.
+//!
+//! Threat model: method, name, tenant and whatever a handler logs are caller text. They reach a
+//! log line only as JSON strings escaped by `serde_json` (no raw newline or control character, no
+//! forged field), and the caller's names are cut to [`crate::server::MAX_LOGGED_CHARS`] first.
+//!
 //! Metrics are EMF lines ([`relevo_state::emf`]), one per request, when they are on. With the
 //! `logging` feature, `init_logging` is the one log setup of every runner (Lambda's and the
 //! local server's formats).
@@ -21,7 +31,9 @@
 mod logging;
 
 #[cfg(feature = "logging")]
-pub use logging::{LogFormat, init_logging};
+pub use logging::{
+    ACCESS_TARGET, JsonLines, LineSink, LogFormat, REQUEST_TARGET, init_logging, log_subscriber,
+};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -31,6 +43,68 @@ use relevo_state::trace::TraceContext;
 use serde_json::Value;
 
 use crate::method::Method;
+
+/// The fields that name one request on its log lines: its access line and, while its handler
+/// runs, every line it logs. The caller's text (method, name, tenant) comes here already cut
+/// to [`crate::server::MAX_LOGGED_CHARS`].
+pub(crate) struct RequestLog<'a> {
+    pub trace_id: &'a str,
+    pub ids: &'a RequestIds,
+    pub function: &'a str,
+    pub method: &'a str,
+    pub name: &'a str,
+    pub tenant: &'a str,
+}
+
+impl RequestLog<'_> {
+    /// Runs the handler's `work` so that every line it logs carries this request's fields:
+    /// with `init_logging`'s subscriber, a task-local the log layer reads (no span); under
+    /// any other subscriber, a `relevo::request` span as before.
+    pub(crate) async fn scope<T>(&self, work: impl Future<Output = T>) -> T {
+        #[cfg(feature = "logging")]
+        match logging::request_context(self) {
+            Some(Some(context)) => return logging::scope(context, work).await,
+            Some(None) => return work.await,
+            None => {}
+        }
+        let span = tracing::info_span!(
+            target: "relevo::request",
+            "request",
+            trace_id = self.trace_id,
+            apigw_request_id = self.ids.apigw.as_deref(),
+            lambda_request_id = self.ids.lambda.as_deref(),
+            function = self.function,
+            method = self.method,
+            name = self.name,
+            tenant = self.tenant,
+        );
+        tracing::Instrument::instrument(work, span).await
+    }
+
+    /// Writes the request's access line (`mcp request`, INFO, target `relevo_protocol::server`):
+    /// formatted into one buffer and written at once under `init_logging`'s subscriber, a
+    /// tracing event under any other.
+    pub(crate) fn access(&self, status: u16, result_type: &str, latency_ms: f64) {
+        #[cfg(feature = "logging")]
+        if logging::write_access(self, status, result_type, latency_ms) {
+            return;
+        }
+        tracing::info!(
+            target: "relevo_protocol::server",
+            trace_id = self.trace_id,
+            apigw_request_id = self.ids.apigw.as_deref(),
+            lambda_request_id = self.ids.lambda.as_deref(),
+            function = self.function,
+            method = self.method,
+            name = self.name,
+            tenant = self.tenant,
+            status,
+            result_type,
+            latency_ms,
+            "mcp request"
+        );
+    }
+}
 
 /// The ids the platform gave one request, set by the front door's adapter.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

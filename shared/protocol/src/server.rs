@@ -43,7 +43,6 @@ use crate::seal::KeyRing;
 use crate::wire;
 use relevo_state::trace::{self, FinishedSpan, SpanKind, TraceContext};
 use relevo_state::{Engine, Ids, RandomIds, RecordStore, Worker};
-use tracing::Instrument;
 
 mod call;
 pub(crate) mod dispatch;
@@ -378,19 +377,15 @@ impl McpServer {
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         let method = bounded(seen.method.as_deref().unwrap_or("-"));
         let target = seen.target.as_deref().map(bounded);
-        tracing::info!(
-            trace_id = seen.trace.trace_id.as_str(),
-            apigw_request_id = ids.apigw.as_deref(),
-            lambda_request_id = ids.lambda.as_deref(),
+        observe::RequestLog {
+            trace_id: &seen.trace.trace_id,
+            ids: &ids,
             function,
             method,
-            name = target.unwrap_or("-"),
-            tenant = seen.tenant.as_deref().map(bounded).unwrap_or("-"),
-            status = reply.status().as_u16(),
-            result_type,
-            latency_ms,
-            "mcp request"
-        );
+            name: target.unwrap_or("-"),
+            tenant: seen.tenant.as_deref().map(bounded).unwrap_or("-"),
+        }
+        .access(reply.status().as_u16(), result_type, latency_ms);
         observe::RequestMetrics {
             function,
             method,
@@ -535,7 +530,7 @@ impl Seen {
     }
 
     /// Runs the method's work in the request's trace (what jobs it starts record) and in its
-    /// span (what every line it logs carries). The work is boxed: it is large, and wrapping it
+    /// request's log context (what every line it logs carries). The work is boxed: it is large, and wrapping it
     /// by value would copy it at every layer.
     async fn in_trace<T>(
         &self,
@@ -543,9 +538,15 @@ impl Seen {
         ids: &RequestIds,
         work: impl Future<Output = T>,
     ) -> T {
-        let span = self.span(function, ids);
-        trace::scope(self.trace.clone(), Box::pin(work))
-            .instrument(span)
+        let log = observe::RequestLog {
+            trace_id: &self.trace.trace_id,
+            ids,
+            function,
+            method: bounded(self.method.as_deref().unwrap_or("-")),
+            name: bounded(self.target.as_deref().unwrap_or("-")),
+            tenant: bounded(self.tenant.as_deref().unwrap_or("-")),
+        };
+        log.scope(trace::scope(self.trace.clone(), Box::pin(work)))
             .await
     }
 
@@ -585,21 +586,6 @@ impl Seen {
             attributes,
             failed: status >= 500,
         }
-    }
-
-    /// The span the handler runs in: every line it logs carries these fields.
-    fn span(&self, function: &str, ids: &RequestIds) -> tracing::Span {
-        tracing::info_span!(
-            target: "relevo::request",
-            "request",
-            trace_id = self.trace.trace_id.as_str(),
-            apigw_request_id = ids.apigw.as_deref(),
-            lambda_request_id = ids.lambda.as_deref(),
-            function,
-            method = bounded(self.method.as_deref().unwrap_or("-")),
-            name = bounded(self.target.as_deref().unwrap_or("-")),
-            tenant = bounded(self.tenant.as_deref().unwrap_or("-")),
-        )
     }
 }
 

@@ -1,17 +1,55 @@
-//! The log setup of every runner (feature `logging`): one subscriber writing JSON lines on
-//! stdout, each with the fields of the span it is logged in (a request's or job's trace id, ids,
-//! method, tool, tenant), and EMF metrics when `RELEVO_METRICS=emf` ([`relevo_state::emf`]).
+//! The log setup of every runner (feature `logging`): JSON lines on stdout written by our own
+//! code, one buffer and one write per line, and EMF metrics when `RELEVO_METRICS=emf`
+//! ([`relevo_state::emf`]).
 //!
-//! The level: `RUST_LOG`, a level with optional per-target levels (`info,relevo::request=off`:
-//! no request span); `info` otherwise. On Lambda the level Lambda's log configuration sets
-//! (`AWS_LAMBDA_LOG_LEVEL`) comes first. Per-target levels, not a filter expression: the
-//! `EnvFilter` of `tracing-subscriber` would link its regex engine into every binary for this.
+//! Two writers share one line shape (`{"timestamp"?,"level","fields":{…},"span"?:{…}}`, what
+//! tracing-subscriber's JSON formatter wrote before, so operators' queries keep their paths):
+//! - the access line of every request (`RequestLog::access` in [`crate::observe`], target
+//!   `relevo_protocol::server`, INFO) is formatted straight from the request's fields: no tracing
+//!   event, no formatter, no span on the request path;
+//! - every `tracing` event (a handler's, a job's, a library's) goes through [`JsonLines`], a
+//!   small `Layer` over the `Registry`: its fields, then under `span` the request's context
+//!   (trace id, request ids, function, method, name, tenant, `"name":"request"`) when it is
+//!   logged inside a request's handler — a task-local ([`RequestContext`]) the server scopes
+//!   around the handler's future, never a global, so concurrent requests keep their own — else
+//!   the fields of the innermost entered span (the worker's `invocation`, a job's, the Lambda
+//!   runtime's), sorted by name and followed by the span's `name`.
+//!
+//! The level: `RUST_LOG`, a level with optional per-target levels; `info` otherwise. On Lambda
+//! the level Lambda's log configuration sets (`AWS_LAMBDA_LOG_LEVEL`) comes first. The targets
+//! that matter: `relevo_protocol::server` (the access line: `info,relevo_protocol::server=warn`
+//! turns it off) and `relevo::request` (the request context on handler lines:
+//! `info,relevo::request=off` leaves it out). Both are decided once, when the subscriber is
+//! built. Per-target levels, not a filter expression: the `EnvFilter` of `tracing-subscriber`
+//! would link its regex engine into every binary for this.
+//!
+//! Threat model: the method, tool name, tenant and request ids on a line are caller text, and a
+//! handler may log anything. Every string goes through `serde_json`'s escaping (quotes,
+//! backslashes and every control character, newlines included, are escaped), so a value can
+//! neither end its line nor forge a field; caller names are cut to
+//! [`crate::server::MAX_LOGGED_CHARS`] before they get here. Invariant: one line per write.
 //!
 //! Invariant: no AWS crate here; the Lambda runner and the local server share this function,
 //! and the local server links nothing of Lambda's.
 
+use std::io::Write as _;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::Registry;
 use tracing_subscriber::filter::{LevelFilter, Targets};
-use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+
+use super::RequestLog;
+
+/// The target of the access line (the module that logged it before; operators' filters name it).
+pub const ACCESS_TARGET: &str = "relevo_protocol::server";
+/// The target of the request context that handler lines carry.
+pub const REQUEST_TARGET: &str = "relevo::request";
 
 /// How log lines look, by where the process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +61,9 @@ pub enum LogFormat {
     /// timestamp, the level from `RUST_LOG`.
     Local,
 }
+
+/// Where finished lines go: each call gets one whole line, newline included.
+pub type LineSink = Arc<dyn Fn(&[u8]) + Send + Sync>;
 
 /// Installs the process's log subscriber and turns EMF metrics on as the environment says.
 /// Once per process: a later call (or a subscriber installed before) changes nothing.
@@ -41,16 +82,786 @@ pub fn init_logging(format: LogFormat) {
         (None, Some(targets)) => targets,
         (None, None) => Targets::new().with_default(LevelFilter::INFO),
     };
-    let lines = tracing_subscriber::fmt()
-        .json()
-        .with_target(false)
-        .with_span_list(false);
+    let stdout: LineSink = Arc::new(|line: &[u8]| {
+        // A log line that cannot be written has nowhere else to go.
+        let _ = std::io::stdout().lock().write_all(line);
+    });
     // Already installed: the first subscriber stays (tests and embedders may set their own).
-    let _ = match format {
-        LogFormat::Lambda => {
-            tracing::subscriber::set_global_default(lines.without_time().finish().with(filter))
-        }
-        LogFormat::Local => tracing::subscriber::set_global_default(lines.finish().with(filter)),
-    };
+    let _ = tracing::subscriber::set_global_default(log_subscriber(format, filter, stdout));
     relevo_state::emf::enable_from_env();
+}
+
+/// The subscriber [`init_logging`] installs, writing each line to `sink` at the levels `filter`
+/// enables (tests install it with `tracing::subscriber::set_default`).
+pub fn log_subscriber(
+    format: LogFormat,
+    filter: Targets,
+    sink: LineSink,
+) -> impl Subscriber + Send + Sync {
+    let lines = JsonLines {
+        timestamp: format == LogFormat::Local,
+        access: filter.would_enable(ACCESS_TARGET, &Level::INFO),
+        context: filter.would_enable(REQUEST_TARGET, &Level::INFO),
+        sink,
+    };
+    Registry::default().with(lines).with(filter)
+}
+
+/// The layer that writes every event as one JSON line (module docs).
+pub struct JsonLines {
+    timestamp: bool,
+    access: bool,
+    context: bool,
+    sink: LineSink,
+}
+
+/// One request's context as handler lines carry it: the rendered `span` object, and the span
+/// that was current when the handler started (an event in a span entered inside the handler
+/// reports that span instead, as a span entered inside a span did).
+pub struct RequestContext {
+    outer: Option<Id>,
+    span: Vec<u8>,
+}
+
+tokio::task_local! {
+    static REQUEST: RequestContext;
+}
+
+/// What [`JsonLines`] decides for a request about to run its handler: `None` when it is not
+/// the installed subscriber (the caller falls back to a tracing span), `Some(None)` when the
+/// request context is off, else the context to scope the handler in.
+pub(crate) fn request_context(fields: &RequestLog<'_>) -> Option<Option<RequestContext>> {
+    tracing::dispatcher::get_default(|dispatch| {
+        let lines = dispatch.downcast_ref::<JsonLines>()?;
+        if !lines.context {
+            return Some(None);
+        }
+        let mut span = Vec::with_capacity(256);
+        span.push(b'{');
+        let mut entries: [(&str, Option<&str>); 7] = [
+            ("apigw_request_id", fields.ids.apigw.as_deref()),
+            ("function", Some(fields.function)),
+            ("lambda_request_id", fields.ids.lambda.as_deref()),
+            ("method", Some(fields.method)),
+            ("name", Some(fields.name)),
+            ("tenant", Some(fields.tenant)),
+            ("trace_id", Some(fields.trace_id)),
+        ];
+        entries.sort_by_key(|(key, _)| *key);
+        let mut first = true;
+        for (key, value) in entries {
+            if let Some(value) = value {
+                push_key(&mut span, &mut first, key);
+                push_str(&mut span, value);
+            }
+        }
+        push_key(&mut span, &mut first, "name");
+        push_str(&mut span, "request");
+        span.push(b'}');
+        Some(Some(RequestContext {
+            outer: dispatch.current_span().id().cloned(),
+            span,
+        }))
+    })
+}
+
+/// Runs `work` with `context` as the request context of the lines it logs.
+pub(crate) async fn scope<T>(context: RequestContext, work: impl Future<Output = T>) -> T {
+    REQUEST.scope(context, work).await
+}
+
+/// Writes the access line when [`JsonLines`] is the current subscriber (true then, whether
+/// the level lets the line out or not); false otherwise (the caller logs it through tracing).
+pub(crate) fn write_access(
+    fields: &RequestLog<'_>,
+    status: u16,
+    result_type: &str,
+    latency_ms: f64,
+) -> bool {
+    tracing::dispatcher::get_default(|dispatch| {
+        let Some(lines) = dispatch.downcast_ref::<JsonLines>() else {
+            return false;
+        };
+        if !lines.access {
+            return true;
+        }
+        let mut line = Vec::with_capacity(512);
+        lines.begin(&mut line, &Level::INFO);
+        let mut first = true;
+        push_key(&mut line, &mut first, "message");
+        line.extend_from_slice(b"\"mcp request\"");
+        let text = [
+            ("trace_id", Some(fields.trace_id)),
+            ("apigw_request_id", fields.ids.apigw.as_deref()),
+            ("lambda_request_id", fields.ids.lambda.as_deref()),
+            ("function", Some(fields.function)),
+            ("method", Some(fields.method)),
+            ("name", Some(fields.name)),
+            ("tenant", Some(fields.tenant)),
+        ];
+        for (key, value) in text {
+            if let Some(value) = value {
+                push_key(&mut line, &mut first, key);
+                push_str(&mut line, value);
+            }
+        }
+        push_key(&mut line, &mut first, "status");
+        let _ = write!(line, "{status}");
+        push_key(&mut line, &mut first, "result_type");
+        push_str(&mut line, result_type);
+        push_key(&mut line, &mut first, "latency_ms");
+        push_f64(&mut line, latency_ms);
+        line.push(b'}');
+        if let (Some(registry), Some(id)) = (
+            dispatch.downcast_ref::<Registry>(),
+            dispatch.current_span().id(),
+        ) && let Some(span) = registry.span(id)
+        {
+            line.extend_from_slice(b",\"span\":");
+            push_span(
+                &mut line,
+                span.name(),
+                span.extensions().get::<SpanFields>(),
+            );
+        }
+        line.extend_from_slice(b"}\n");
+        (lines.sink)(&line);
+        true
+    })
+}
+
+impl JsonLines {
+    /// `{"timestamp":…,"level":…,"fields":{` (the fields' object left open).
+    fn begin(&self, line: &mut Vec<u8>, level: &Level) {
+        line.push(b'{');
+        if self.timestamp {
+            line.extend_from_slice(b"\"timestamp\":\"");
+            push_timestamp(line, SystemTime::now());
+            line.extend_from_slice(b"\",");
+        }
+        line.extend_from_slice(b"\"level\":\"");
+        line.extend_from_slice(level.as_str().as_bytes());
+        line.extend_from_slice(b"\",\"fields\":{");
+    }
+}
+
+impl<S> Layer<S> for JsonLines
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let mut fields = SpanFields::default();
+        attrs.record(&mut fields);
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().insert(fields);
+        }
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        if let Some(span) = ctx.span(id) {
+            let mut extensions = span.extensions_mut();
+            if let Some(fields) = extensions.get_mut::<SpanFields>() {
+                values.record(fields);
+            }
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        let mut line = Vec::with_capacity(256);
+        self.begin(&mut line, event.metadata().level());
+        let mut fields = EventFields {
+            line: &mut line,
+            first: true,
+        };
+        event.record(&mut fields);
+        line.push(b'}');
+        let leaf = ctx.event_span(event);
+        let leaf_id = leaf.as_ref().map(|span| span.id());
+        let from_request = REQUEST
+            .try_with(|request| {
+                if request.outer == leaf_id {
+                    line.extend_from_slice(b",\"span\":");
+                    line.extend_from_slice(&request.span);
+                    true
+                } else {
+                    false
+                }
+            })
+            .unwrap_or(false);
+        if !from_request && let Some(span) = leaf {
+            line.extend_from_slice(b",\"span\":");
+            push_span(
+                &mut line,
+                span.name(),
+                span.extensions().get::<SpanFields>(),
+            );
+        }
+        line.extend_from_slice(b"}\n");
+        (self.sink)(&line);
+    }
+}
+
+/// A span's fields, each rendered as JSON, sorted by name (a field recorded again replaces
+/// its value).
+#[derive(Default)]
+struct SpanFields(Vec<(&'static str, Vec<u8>)>);
+
+impl SpanFields {
+    fn set(&mut self, name: &'static str, value: Vec<u8>) {
+        match self.0.binary_search_by(|(key, _)| key.cmp(&name)) {
+            Ok(at) => self.0[at].1 = value,
+            Err(at) => self.0.insert(at, (name, value)),
+        }
+    }
+}
+
+impl Visit for SpanFields {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        let mut rendered = Vec::new();
+        push_str(&mut rendered, &format!("{value:?}"));
+        self.set(field.name(), rendered);
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        let mut rendered = Vec::new();
+        push_str(&mut rendered, value);
+        self.set(field.name(), rendered);
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.set(field.name(), value.to_string().into_bytes());
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.set(field.name(), value.to_string().into_bytes());
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.set(field.name(), value.to_string().into_bytes());
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        let mut rendered = Vec::new();
+        push_f64(&mut rendered, value);
+        self.set(field.name(), rendered);
+    }
+}
+
+/// An event's fields, written in the order the event gives them.
+struct EventFields<'a> {
+    line: &'a mut Vec<u8>,
+    first: bool,
+}
+
+impl Visit for EventFields<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        push_key(self.line, &mut self.first, field.name());
+        push_str(self.line, &format!("{value:?}"));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        push_key(self.line, &mut self.first, field.name());
+        push_str(self.line, value);
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        push_key(self.line, &mut self.first, field.name());
+        let _ = write!(self.line, "{value}");
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        push_key(self.line, &mut self.first, field.name());
+        let _ = write!(self.line, "{value}");
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        push_key(self.line, &mut self.first, field.name());
+        let _ = write!(self.line, "{value}");
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        push_key(self.line, &mut self.first, field.name());
+        push_f64(self.line, value);
+    }
+}
+
+/// `{"field":value,…,"name":"span name"}`: the shape tracing-subscriber gave a span.
+fn push_span(line: &mut Vec<u8>, name: &str, fields: Option<&SpanFields>) {
+    line.push(b'{');
+    let mut first = true;
+    for (key, value) in fields.map(|f| f.0.as_slice()).unwrap_or_default() {
+        push_key(line, &mut first, key);
+        line.extend_from_slice(value);
+    }
+    push_key(line, &mut first, "name");
+    push_str(line, name);
+    line.push(b'}');
+}
+
+/// `,"key":` (no comma before the first key of an object).
+fn push_key(line: &mut Vec<u8>, first: &mut bool, key: &str) {
+    if !std::mem::take(first) {
+        line.push(b',');
+    }
+    push_str(line, key);
+    line.push(b':');
+}
+
+/// `text` as a JSON string, escaped by `serde_json`.
+fn push_str(line: &mut Vec<u8>, text: &str) {
+    let _ = serde_json::to_writer(&mut *line, text);
+}
+
+/// A number as `serde_json` writes it (`null` when it is not finite, as before).
+fn push_f64(line: &mut Vec<u8>, value: f64) {
+    let _ = serde_json::to_writer(&mut *line, &value);
+}
+
+/// `2026-12-05T12:54:24.042046Z`: RFC 3339 in UTC with microseconds (the format before).
+fn push_timestamp(line: &mut Vec<u8>, now: SystemTime) {
+    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let _ = write!(
+        line,
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60,
+        since.subsec_micros()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use bytes::Bytes;
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+    use tracing::Instrument;
+
+    use super::*;
+    use crate::server::{MAX_LOGGED_CHARS, bounded};
+    use crate::wire::CallToolResult;
+    use crate::{
+        App, KeyRing, McpServer, NoAuth, Outcome, RequestIds, Route, ServerConfig, Tool, handler,
+    };
+
+    /// The lines a test's subscriber wrote.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Captured {
+        fn sink(&self) -> LineSink {
+            let lines = self.0.clone();
+            Arc::new(move |line: &[u8]| lines.lock().expect("lock").extend_from_slice(line))
+        }
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().expect("lock").clone()).expect("UTF-8")
+        }
+        /// Every line, parsed; a line that is not one JSON object fails the test.
+        fn lines(&self) -> Vec<Value> {
+            let text = self.text();
+            assert!(text.is_empty() || text.ends_with('\n'), "{text}");
+            text.lines()
+                .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+                .collect()
+        }
+        fn with_message(&self, message: &str) -> Vec<Value> {
+            self.lines()
+                .into_iter()
+                .filter(|l| l["fields"]["message"] == message)
+                .collect()
+        }
+    }
+
+    fn subscriber(format: LogFormat, filter: &str, logs: &Captured) -> impl Subscriber {
+        log_subscriber(format, filter.parse().expect("targets"), logs.sink())
+    }
+
+    /// An app whose `greet` tool logs `said` (with `answer = 42`), after yielding once.
+    fn server() -> McpServer {
+        let greet = Tool::new(
+            "greet",
+            "",
+            json!({ "type": "object" }),
+            handler(|call| async move {
+                let said = call.arguments["said"].as_str().unwrap_or("hi").to_string();
+                tokio::task::yield_now().await;
+                tracing::info!(answer = 42, "{said}");
+                tokio::task::yield_now().await;
+                Ok(Outcome::tool(CallToolResult::structured(
+                    json!({ "ok": true }),
+                )))
+            }),
+        );
+        let keys = KeyRing::new(vec![("test".into(), vec![42; 32])]).expect("a 32-byte key");
+        McpServer::new(
+            App::new("logs", "0").tool(greet),
+            ServerConfig::default(),
+            keys,
+            Arc::new(NoAuth),
+        )
+    }
+
+    /// A `tools/call` of `tool` (the handler logs `said`), with the platform's request ids.
+    async fn call(server: &McpServer, tool: &str, said: &str, ids: RequestIds) -> u16 {
+        let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": tool, "arguments": { "said": said }, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": { "name": "t", "version": "0" } } } });
+        let mut request = http::Request::post("/mcp")
+            .header("host", "127.0.0.1:8080")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", tool)
+            .body(Bytes::from(body.to_string()))
+            .expect("a request");
+        request.extensions_mut().insert(ids);
+        server.handle(Route::All, request).await.status().as_u16()
+    }
+
+    fn ids(n: u32) -> RequestIds {
+        RequestIds {
+            apigw: Some(format!("apigw-{n}")),
+            lambda: Some(format!("lambda-{n}")),
+        }
+    }
+
+    /// One request in Lambda's `Lambda runtime invoke` span, as the runtime runs it.
+    async fn one_request(format: LogFormat) -> Captured {
+        let logs = Captured::default();
+        let _installed = tracing::subscriber::set_default(subscriber(format, "info", &logs));
+        let invoke = tracing::info_span!(
+            "Lambda runtime invoke",
+            requestId = "lambda-1",
+            xrayTraceId = "Root=1-abc"
+        );
+        let status = call(&server(), "greet", "handler says \"hi\"", ids(1))
+            .instrument(invoke)
+            .await;
+        assert_eq!(status, 200, "{}", logs.text());
+        tracing::info!("outside");
+        logs
+    }
+
+    /// The keys of `value`'s object, in order, as written (duplicates included).
+    fn keys_of(line: &str, path: &str) -> Vec<String> {
+        let start = line.find(path).expect("path") + path.len();
+        let mut depth = 0;
+        let object = &line[start..];
+        let end = object
+            .char_indices()
+            .find(|(_, c)| {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+                depth == 0
+            })
+            .expect("closed")
+            .0;
+        let mut keys = Vec::new();
+        let inner = &object[1..end];
+        for part in inner.split(',') {
+            if let Some((key, _)) = part.split_once("\":") {
+                keys.push(key.trim_start_matches('"').to_string());
+            }
+        }
+        keys
+    }
+
+    fn golden(format: LogFormat, logs: &Captured) {
+        let text = logs.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        let parsed = logs.lines();
+        let top: Vec<&str> = match format {
+            LogFormat::Lambda => vec!["level", "fields", "span"],
+            LogFormat::Local => vec!["timestamp", "level", "fields", "span"],
+        };
+        for (line, value) in lines.iter().zip(&parsed).take(2) {
+            let keys: Vec<&str> = value
+                .as_object()
+                .expect("object")
+                .keys()
+                .map(String::as_str)
+                .collect();
+            let mut sorted_top = top.clone();
+            sorted_top.sort_unstable();
+            assert_eq!(keys, sorted_top, "{line}");
+            let order: Vec<usize> = top
+                .iter()
+                .map(|k| line.find(&format!("\"{k}\":")).expect("key"))
+                .collect();
+            assert!(order.is_sorted(), "top-level keys in today's order: {line}");
+            assert_eq!(value["level"], "INFO");
+            if format == LogFormat::Local {
+                let stamp = value["timestamp"].as_str().expect("a timestamp");
+                assert_eq!(stamp.len(), 27, "RFC 3339 with microseconds: {stamp}");
+                assert!(
+                    stamp.ends_with('Z') && stamp.as_bytes()[10] == b'T',
+                    "{stamp}"
+                );
+            }
+        }
+        // The handler's line: its own fields, and the request's context under `span`.
+        let (handler_line, handler) = (lines[0], &parsed[0]);
+        assert_eq!(
+            handler["fields"],
+            json!({ "message": "handler says \"hi\"", "answer": 42 })
+        );
+        let trace_id = handler["span"]["trace_id"].as_str().expect("a trace id");
+        assert_eq!(trace_id.len(), 32);
+        assert_eq!(
+            keys_of(handler_line, "\"span\":"),
+            [
+                "apigw_request_id",
+                "function",
+                "lambda_request_id",
+                "method",
+                "name",
+                "tenant",
+                "trace_id",
+                "name"
+            ]
+        );
+        assert!(
+            handler_line.contains(&format!(
+                "\"span\":{{\"apigw_request_id\":\"apigw-1\",\"function\":\"mcp\",\"lambda_request_id\":\"lambda-1\",\"method\":\"tools/call\",\"name\":\"greet\",\"tenant\":\"local\",\"trace_id\":\"{trace_id}\",\"name\":\"request\"}}}}"
+            )),
+            "{handler_line}"
+        );
+        // The access line: every field under `fields`, the runtime's span under `span`.
+        let (access_line, access) = (lines[1], &parsed[1]);
+        assert_eq!(
+            keys_of(access_line, "\"fields\":"),
+            [
+                "message",
+                "trace_id",
+                "apigw_request_id",
+                "lambda_request_id",
+                "function",
+                "method",
+                "name",
+                "tenant",
+                "status",
+                "result_type",
+                "latency_ms"
+            ]
+        );
+        let fields = &access["fields"];
+        assert_eq!(fields["message"], "mcp request");
+        assert_eq!(fields["trace_id"], trace_id);
+        assert_eq!(fields["apigw_request_id"], "apigw-1");
+        assert_eq!(fields["lambda_request_id"], "lambda-1");
+        assert_eq!(fields["function"], "mcp");
+        assert_eq!(fields["method"], "tools/call");
+        assert_eq!(fields["name"], "greet");
+        assert_eq!(fields["tenant"], "local");
+        assert_eq!(fields["status"], 200);
+        assert_eq!(fields["result_type"], "complete");
+        assert!(fields["latency_ms"].is_f64(), "{access_line}");
+        assert!(
+            access_line.ends_with(
+                ",\"span\":{\"requestId\":\"lambda-1\",\"xrayTraceId\":\"Root=1-abc\",\"name\":\"Lambda runtime invoke\"}}"
+            ),
+            "{access_line}"
+        );
+        // Outside any request: no request context, no span.
+        assert_eq!(parsed[2]["fields"], json!({ "message": "outside" }));
+        assert!(parsed[2].get("span").is_none(), "{}", lines[2]);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn lambda_lines_keep_todays_shape_without_a_timestamp() {
+        golden(LogFormat::Lambda, &one_request(LogFormat::Lambda).await);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn local_lines_keep_todays_shape_with_a_timestamp_first() {
+        golden(LogFormat::Local, &one_request(LogFormat::Local).await);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn at_warn_no_access_line_is_written() {
+        let logs = Captured::default();
+        let _installed =
+            tracing::subscriber::set_default(subscriber(LogFormat::Lambda, "warn", &logs));
+        assert_eq!(call(&server(), "greet", "hi", ids(1)).await, 200);
+        tracing::warn!("kept");
+        let lines = logs.lines();
+        assert_eq!(lines.len(), 1, "{}", logs.text());
+        assert_eq!(lines[0]["fields"]["message"], "kept");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_request_context_can_be_turned_off_by_its_target() {
+        let logs = Captured::default();
+        let filter = "info,relevo::request=off";
+        let _installed =
+            tracing::subscriber::set_default(subscriber(LogFormat::Lambda, filter, &logs));
+        assert_eq!(call(&server(), "greet", "hi", ids(1)).await, 200);
+        let handler = &logs.with_message("hi")[0];
+        assert!(handler.get("span").is_none(), "{handler}");
+        assert_eq!(logs.with_message("mcp request").len(), 1);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_span_entered_in_a_handler_is_the_span_of_its_lines() {
+        let logs = Captured::default();
+        let _installed =
+            tracing::subscriber::set_default(subscriber(LogFormat::Lambda, "info", &logs));
+        let fields = RequestLog {
+            trace_id: "t",
+            ids: &RequestIds::default(),
+            function: "mcp",
+            method: "tools/call",
+            name: "greet",
+            tenant: "acme",
+        };
+        fields
+            .scope(async {
+                tracing::info!("in the request");
+                tracing::info_span!("job", job = "j1").in_scope(|| tracing::info!("in a job"));
+            })
+            .await;
+        assert_eq!(
+            logs.with_message("in the request")[0]["span"]["tenant"],
+            "acme"
+        );
+        assert_eq!(
+            logs.with_message("in a job")[0]["span"],
+            json!({ "job": "j1", "name": "job" })
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn interleaved_requests_log_their_own_fields() {
+        let logs = Captured::default();
+        let _installed =
+            tracing::subscriber::set_default(subscriber(LogFormat::Lambda, "info", &logs));
+        let server = server();
+        let (a, b) = tokio::join!(
+            call(&server, "greet", "from a", ids(1)),
+            call(&server, "greet", "from b", ids(2))
+        );
+        assert_eq!((a, b), (200, 200));
+        let text = logs.text();
+        let first_a = text.find("from a").expect("a logged");
+        let first_b = text.find("from b").expect("b logged");
+        let access = text.find("mcp request").expect("an access line");
+        assert!(
+            first_a.max(first_b) < access,
+            "the handlers interleaved: {text}"
+        );
+        for (said, n) in [("from a", 1), ("from b", 2)] {
+            let line = &logs.with_message(said)[0];
+            assert_eq!(
+                line["span"]["apigw_request_id"],
+                format!("apigw-{n}"),
+                "{line}"
+            );
+            assert_eq!(
+                line["span"]["lambda_request_id"],
+                format!("lambda-{n}"),
+                "{line}"
+            );
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn caller_names_on_the_line_are_bounded() {
+        let logs = Captured::default();
+        let _installed =
+            tracing::subscriber::set_default(subscriber(LogFormat::Lambda, "info", &logs));
+        let long = "\"q\\".repeat(1000);
+        call(&server(), &long, "hi", ids(1)).await;
+        let access = &logs.with_message("mcp request")[0];
+        let name = access["fields"]["name"].as_str().expect("a name");
+        assert_eq!(name.chars().count(), MAX_LOGGED_CHARS, "{access}");
+    }
+
+    fn hostile() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<String>(),
+            proptest::collection::vec(
+                prop_oneof![
+                    Just("\"".to_string()),
+                    Just("\\".to_string()),
+                    Just("\\u00zz".to_string()),
+                    Just("\n".to_string()),
+                    Just("\r".to_string()),
+                    Just("\u{2028}".to_string()),
+                    Just("\u{0}".to_string()),
+                    Just("\u{1b}]0;x\u{7}".to_string()),
+                    Just("\"},\"level\":\"ERROR".to_string()),
+                    "[a-z]{1,8}",
+                ],
+                0..400
+            )
+            .prop_map(|parts| parts.concat()),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn hostile_text_stays_one_valid_json_line(
+            method in hostile(), name in hostile(), tenant in hostile(),
+            apigw in hostile(), said in hostile(),
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+            let logs = Captured::default();
+            let _installed =
+                tracing::subscriber::set_default(subscriber(LogFormat::Local, "info", &logs));
+            let ids = RequestIds { apigw: Some(apigw.clone()), lambda: Some(apigw.clone()) };
+            let fields = RequestLog {
+                trace_id: "t",
+                ids: &ids,
+                function: "mcp",
+                method: bounded(&method),
+                name: bounded(&name),
+                tenant: bounded(&tenant),
+            };
+            runtime.block_on(fields.scope(async { tracing::info!(said = said.as_str(), "{said}") }));
+            fields.access(200, "complete", 1.5);
+            let text = logs.text();
+            prop_assert_eq!(text.matches('\n').count(), 2, "two lines: {}", text);
+            let lines = logs.lines();
+            prop_assert_eq!(&lines[0]["fields"]["message"], &json!(said));
+            prop_assert_eq!(&lines[0]["span"]["tenant"], &json!(bounded(&tenant)));
+            prop_assert_eq!(&lines[1]["fields"]["apigw_request_id"], &json!(apigw));
+            for (key, sent) in [("method", &method), ("name", &name), ("tenant", &tenant)] {
+                let logged = lines[1]["fields"][key].as_str().expect("a string");
+                prop_assert_eq!(logged, bounded(sent));
+                prop_assert!(logged.chars().count() <= MAX_LOGGED_CHARS);
+            }
+        }
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_in_utc_with_microseconds() {
+        let mut line = Vec::new();
+        let at = UNIX_EPOCH + std::time::Duration::from_micros(1_796_475_264_042_046);
+        push_timestamp(&mut line, at);
+        assert_eq!(
+            String::from_utf8(line).expect("UTF-8"),
+            "2026-12-05T12:54:24.042046Z"
+        );
+        let mut leap = Vec::new();
+        push_timestamp(
+            &mut leap,
+            UNIX_EPOCH + std::time::Duration::from_secs(951_782_400),
+        );
+        assert_eq!(
+            String::from_utf8(leap).expect("UTF-8"),
+            "2000-02-29T00:00:00.000000Z"
+        );
+    }
 }
