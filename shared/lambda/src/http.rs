@@ -10,6 +10,17 @@
 //!   (front door A). A streamed answer to a buffered invoke would not be a proxy response, so the
 //!   template sets the variable only where the integration streams.
 //!
+//! What streaming costs: lambda_runtime 1.5 writes a streamed answer to the Runtime API as four
+//! writes (the request head, the prelude, the eight NUL bytes, then the body with its end; our
+//! whole JSON answer already leaves as one frame with the end) on a connection its own client
+//! opens without `TCP_NODELAY`. Nagle's algorithm holds the second write until the first is
+//! acknowledged, and the Runtime API's kernel delays that ACK (~40 ms on Linux) once the
+//! connection is in request/response rhythm, so a streamed invocation lasts ~40 ms longer than
+//! a buffered one (debug build, back to back: 43 ms against 0.9 ms with `TCP_NODELAY`). Fewer
+//! frames on our side cannot help (the split is inside lambda_runtime) and lambda_runtime takes
+//! no connector; the cure is upstream (`PooledClientBuilder::new` in lambda_runtime_api_client
+//! setting `set_nodelay(true)`). `tests/streamed_wall_time.rs` measures it (ignored until then).
+//!
 //! Cancellation by a closed stream (Streamable HTTP, "Cancellation") follows the body: the core
 //! cancels a call and drops its handler when the reply's SSE body is dropped. Streaming, the
 //! runtime drops the body when its write of the stream to the Runtime API fails; whether a

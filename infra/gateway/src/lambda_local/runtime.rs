@@ -16,6 +16,12 @@
 //!   NUL bytes, then the body, errors as trailers) is relayed chunk by chunk.
 //!
 //! The environments of a function share its queue of pending invocations.
+//!
+//! Sockets as Lambda's Runtime API (RAPID, a Go server) has them: `TCP_NODELAY`, and nothing that
+//! changes the kernel's delayed ACKs. A runtime client that writes a streamed response in several
+//! small writes without `TCP_NODELAY` (lambda_runtime 1.5's) waits ~40 ms per streamed answer
+//! for a delayed ACK here, as under any server whose kernel delays its ACKs; this stand-in
+//! must not hide that cost.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -366,6 +372,11 @@ pub async fn start_function(spec: FunctionSpec) -> std::io::Result<Function> {
             .with_state(runtime.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let address = listener.local_addr()?;
+        // Lambda's Runtime API is a Go server, whose sockets have TCP_NODELAY; nothing more
+        // (no TCP_QUICKACK): its kernel's delayed ACKs are part of what a function pays.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         tokio::spawn(async move { axum::serve(listener, api).await });
         tokio::spawn(supervise(spec.clone(), environment, address, runtime));
     }
