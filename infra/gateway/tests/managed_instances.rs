@@ -1,8 +1,9 @@
 //! Lambda Managed Instances through the local Runtime API: a function started with a max
 //! concurrency of 8 ([`start_function_concurrent`]) and built with the `managed-instances`
 //! feature (the conformance fixtures' `relevo-conformance-function-mi`) serves 8 slow calls at
-//! once in its one process; started as classic Lambda (max concurrency 1), the same binary
-//! serves them one after another. No store or emulator: the `tools-call` function with its
+//! once in its one process, whose current-thread main moved the runner onto a runtime with a
+//! worker per core; started as classic Lambda (max concurrency 1), the same binary serves them
+//! one after another on its one thread. No store or emulator: the `tools-call` function with its
 //! `slow_compute` tool (300 ms) needs neither.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
@@ -90,7 +91,7 @@ async fn start(max_concurrency: usize) -> Function {
 }
 
 /// The processes this test started that run `binary`.
-fn processes_running(binary: &Path) -> usize {
+fn processes_running(binary: &Path) -> Vec<PathBuf> {
     let me = std::process::id().to_string();
     std::fs::read_dir("/proc")
         .unwrap()
@@ -105,6 +106,19 @@ fn processes_running(binary: &Path) -> usize {
                 });
             parent.as_deref() == Some(me.as_str())
                 && std::fs::read_link(dir.join("exe")).is_ok_and(|exe| exe == binary)
+        })
+        .map(|entry| entry.path())
+        .collect()
+}
+
+/// The threads of the process at `proc` whose name starts with `prefix` (names are cut at 15
+/// bytes).
+fn threads_named(proc: &Path, prefix: &str) -> usize {
+    std::fs::read_dir(proc.join("task"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("comm")).is_ok_and(|n| n.starts_with(prefix))
         })
         .count()
 }
@@ -139,11 +153,12 @@ async fn eight_slow_calls_overlap_in_one_process_with_a_max_concurrency_of_8_and
     let binary = binary();
     let managed = start(8).await;
     let overlapped = eight_at_once(&managed).await;
-    assert_eq!(
-        processes_running(&binary),
-        1,
-        "one execution environment, one process"
-    );
+    let processes = processes_running(&binary);
+    assert_eq!(processes.len(), 1, "one execution environment, one process");
+    // The current-thread main moved its runner onto a runtime with a worker per core.
+    let cores = std::thread::available_parallelism().unwrap().get();
+    assert_eq!(threads_named(&processes[0], "relevo-mi-runne"), 1);
+    assert_eq!(threads_named(&processes[0], "relevo-mi-worke"), cores);
     assert!(
         overlapped < SLEEP * 3,
         "8 calls of {SLEEP:?} in flight at once took {overlapped:?}"
@@ -152,6 +167,16 @@ async fn eight_slow_calls_overlap_in_one_process_with_a_max_concurrency_of_8_and
 
     let classic = start(1).await;
     let serialized = eight_at_once(&classic).await;
+    let processes = processes_running(&binary);
+    let classic_process = processes.iter().find(|p| {
+        std::fs::read(p.join("environ")).is_ok_and(|environ| {
+            environ
+                .split(|b| *b == 0)
+                .any(|var| var == b"AWS_LAMBDA_FUNCTION_NAME=mi-1")
+        })
+    });
+    let classic_process = classic_process.expect("the classic function's process");
+    assert_eq!(threads_named(classic_process, "relevo-mi-runne"), 0);
     assert!(
         serialized >= SLEEP * 8,
         "one at a time, 8 calls of {SLEEP:?} took only {serialized:?}"

@@ -55,11 +55,12 @@ where
     let workers = std::thread::available_parallelism().map_or(2, usize::from);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
+        .thread_name("relevo-mi-worker")
         .enable_all()
         .build()?;
     let (done, result) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
-        .name("relevo-managed-instances".into())
+        .name("relevo-mi-runner".into())
         .spawn(move || {
             let _ = done.send(runtime.block_on(runner()));
         })?;
