@@ -225,6 +225,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         issuer.save(std::path::Path::new(&path))?;
     }
     tracing::info!(url = %format!("{origin}/mcp"), "local Lambda mode listening");
-    axum::serve(listener, front_door.router()).await?;
+    // On SIGTERM or Ctrl-C, return: the runtime's drop kills every function process
+    // (`kill_on_drop`). A runtime polling several invocations at once (Managed Instances) retries
+    // a lost Runtime API forever instead of exiting, so none may outlive this process.
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        served = axum::serve(listener, front_door.router()) => served?,
+        _ = terminate.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
     Ok(())
 }
