@@ -4,6 +4,12 @@
 # method) and single (every request to the all-methods function). Each gateway is judged on the
 # 2026-07-28 requirement set and then, the same process still serving, on the 2025-11-25 set
 # (handshake-era clients: sessions in the store, server-to-client requests on SSE).
+# With the emulator, also the real function binaries in local Lambda mode: front door A (lambda),
+# front door B (lambda-b), and lambda-mi: front door A with every function built with the
+# `managed-instances` feature and 8 invocations in flight per execution environment (Lambda
+# Managed Instances), judged on the 2026-07-28 set only (the revision the MI profile is for; the
+# other runs already cover the 2025-11-25 set on the same handlers, and CI time is bounded).
+# RELEVO_CONFORMANCE_TOPOLOGIES (space-separated) runs only the topologies it names.
 # Installs Node 22 and the suite from the npm registry into .tools/conformance (git-ignored).
 # Exit status: 0 only if every scored scenario and the required pending ones pass in both runs, and
 # every check of the Skills extension's scenarios succeeds on every topology.
@@ -76,12 +82,16 @@ run_suite() {
     # The stack of template.yaml with the real function binaries under the local Lambda Runtime
     # API: front door A (routing rules → REST APIs, payload 1.0, remapped headers) or B (the HTTP
     # API, payload 2.0, buffered); DynamoDB, SQS and the secret on the moto emulator.
-    local door=a
+    local door=a function=relevo-conformance-function mi=()
     [[ "$routing" == lambda-b ]] && door=b
+    if [[ "$routing" == lambda-mi ]]; then
+      function=relevo-conformance-function-mi
+      mi=(--max-concurrency 8)
+    fi
     # Every function is played by the fixtures' own binary, so no real function links them.
     AWS_ENDPOINT_URL="$RELEVO_TEST_AWS_ENDPOINT" RUST_LOG=warn \
       start_lambda_mode "$port" "$results/$routing-mode.log" --front-door "$door" --inject-dev-token conformance:harness \
-      --one-binary "$bin/relevo-conformance-function" \
+      --one-binary "$bin/$function" "${mi[@]}" \
       --iam-log "$(iam_log "conformance-$routing")"
   else
     # Auth stays on (dev issuer); the harness cannot send a token, so the gateway injects one into
@@ -93,6 +103,11 @@ run_suite() {
       start_gateway "$port" "$results/gateway-$routing.log" --routing "$routing" --inject-dev-token conformance:harness
   fi
   run_requirements "$port" "$routing" 2026-07-28 || status=1
+  if [[ "$routing" == lambda-mi ]]; then
+    # Managed Instances: the 2026-07-28 set only (header comment).
+    stop_gateway
+    return $status
+  fi
   run_skills "$port" "$routing" || status=1
   if [[ "$routing" == lambda-b ]]; then
     # Front door B buffers every answer (HTTP APIs cannot stream): server-to-client requests of a
@@ -121,9 +136,19 @@ install_suite
 cargo build --quiet --workspace --bins
 failed=0
 topologies=(per-method single)
-if [[ -n "${RELEVO_TEST_AWS_ENDPOINT:-}" ]]; then topologies+=(lambda lambda-b); fi
+if [[ -n "${RELEVO_TEST_AWS_ENDPOINT:-}" ]]; then topologies+=(lambda lambda-b lambda-mi); fi
+if [[ -n "${RELEVO_CONFORMANCE_TOPOLOGIES:-}" ]]; then read -ra topologies <<<"$RELEVO_CONFORMANCE_TOPOLOGIES"; fi
+if [[ " ${topologies[*]} " == *" lambda-mi "* ]]; then
+  # The fixtures' binary with the feature: a bin of its own, so the plain one stays as it was.
+  cargo build --quiet -p relevo-conformance --features managed-instances --bin relevo-conformance-function-mi
+fi
 for routing in "${topologies[@]}"; do
   run_suite "$routing" || failed=1
 done
 if [[ $failed -ne 0 ]]; then exit 1; fi
-echo "conformance: every scored 2026-07-28 scenario, the pending header/schema scenarios, the Tasks extension and the Skills extension (every check) passed (${topologies[*]}); every scored 2025-11-25 scenario passed (${topologies[*]}; lambda: all but subscribe/unsubscribe; lambda-b: also not the server-to-client requests)"
+full=()
+for routing in "${topologies[@]}"; do [[ "$routing" == lambda-mi ]] || full+=("$routing"); done
+echo "conformance: every scored 2026-07-28 scenario, the pending header/schema scenarios and the Tasks extension passed (${topologies[*]}; lambda-mi: 8 invocations in flight per environment)"
+if [[ ${#full[@]} -gt 0 ]]; then
+  echo "conformance: the Skills extension (every check) passed and every scored 2025-11-25 scenario passed (${full[*]}; lambda: all but subscribe/unsubscribe; lambda-b: also not the server-to-client requests)"
+fi

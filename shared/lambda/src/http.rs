@@ -103,8 +103,14 @@ async fn serve(
 /// serves one invocation at a time, and a second thread only adds a wake-up and a context
 /// switch to every Runtime API round trip (measured: `make bench`, shared/relevo/docs/performance.md).
 /// The worker keeps the multi-thread runtime, so that a lease's heartbeat runs beside a
-/// handler that computes without yielding.
+/// handler that computes without yielding. With the `managed-instances` feature and several
+/// invocations in flight, it moves to a multi-thread runtime of its own ([`crate::serve`]).
 pub async fn run(route: Route, app: impl AppBuilder) -> Result<(), Error> {
+    crate::serve::on_all_cores(move || serve_mcp(route, app)).await
+}
+
+/// [`run`] on the runtime it was moved to.
+async fn serve_mcp(route: Route, app: impl AppBuilder) -> Result<(), Error> {
     crate::logging::init_telemetry();
     let streaming = streaming_from_env();
     let server = Arc::new(server_from_env(streaming, &app).await?);
@@ -124,16 +130,14 @@ pub async fn run(route: Route, app: impl AppBuilder) -> Result<(), Error> {
     };
     if streaming {
         let reply = reply.clone();
-        lambda_http::run_with_streaming_response(service_fn(move |event| {
+        crate::serve::serve_http_streaming!(service_fn(move |event| {
             let reply = reply.clone();
             async move { Ok::<_, Error>(streamed(reply(event).await)) }
         }))
-        .await
     } else {
-        lambda_http::run(service_fn(move |event| {
+        crate::serve::serve_http!(service_fn(move |event| {
             let reply = reply.clone();
             async move { Ok::<_, Error>(buffered(reply(event).await).await) }
         }))
-        .await
     }
 }

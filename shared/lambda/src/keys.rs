@@ -9,10 +9,14 @@
 //! ([`KeyRing::replace_with`]). A failed read keeps the keys held and is tried again after the
 //! same interval, so an outage of Secrets Manager costs no request.
 //!
+//! Single-flight: several invocations in flight in one environment (Managed Instances) that find
+//! the refresh due at once read the secret once ([`KeyRefresh::if_due_at`]).
+//!
 //! What this bounds: every environment holds the secret's current keys within the interval of
 //! its next invocation. The rotation procedure (`shared/relevo/docs/ops-cli.md`, "Rotating the
 //! `requestState` key") waits that long between its steps.
 
+use std::future::Future;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -45,18 +49,33 @@ impl KeyRefresh {
 
     /// Reads the secret again if the interval has passed since the last read.
     pub async fn if_due(&self) {
+        self.if_due_at(Instant::now(), || {
+            relevo_aws::load_key_ring(&self.client, &self.secret_id)
+        })
+        .await;
+    }
+
+    /// [`KeyRefresh::if_due`] at `now`, reading the ring with `load`. Single-flight: the caller
+    /// that finds the refresh due claims it (the next one moves an interval on) before it reads,
+    /// so of the invocations in flight at once (Managed Instances) one reads the secret and the
+    /// others go on with the keys held, as they would through a failed read.
+    pub async fn if_due_at<F, Fut, E>(&self, now: Instant, load: F)
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<KeyRing, E>>,
+        E: std::fmt::Display,
+    {
         {
             let mut next = self
                 .next
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            let now = Instant::now();
             if now < *next {
                 return;
             }
             *next = now + self.every;
         }
-        match relevo_aws::load_key_ring(&self.client, &self.secret_id).await {
+        match load().await {
             Ok(newer) => {
                 let (before, after) = (self.ring.key_ids(), newer.key_ids());
                 self.ring.replace_with(&newer);

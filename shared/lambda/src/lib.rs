@@ -22,6 +22,8 @@
 //! - `logging`: JSON logs for CloudWatch and EMF metrics (the setup the local server shares),
 //!   then [`otlp`] trace export.
 //! - [`keys`]: the state keys' refresh from Secrets Manager; [`otlp`]: OpenTelemetry export.
+//! - [`serve`]: one invocation at a time, or several with the `managed-instances` feature
+//!   (Lambda Managed Instances): what they share and why it is safe.
 //!
 //! [`McpServer::handle`]: relevo_protocol::McpServer::handle
 //! [`McpServer::from_ports`]: relevo_protocol::McpServer::from_ports
@@ -35,6 +37,7 @@ mod logging;
 pub mod otlp;
 pub mod pages;
 pub mod reconciler;
+pub mod serve;
 pub mod well_known;
 pub mod worker;
 
@@ -43,5 +46,6 @@ pub use function::run_function;
 pub use http::{handle_catch_all_event, handle_event, run};
 pub use pages::run_pages;
 pub use reconciler::run_reconciler;
+pub use serve::max_concurrency;
 pub use well_known::run_well_known;
 pub use worker::{handle_sqs_batch, run_worker};

@@ -16,6 +16,11 @@ use crate::keys;
 /// The `pages` function: the pages `app` serves beside `/mcp`,
 /// behind the server's Host/Origin allow-list. An app without pages answers 404.
 pub async fn run_pages(app: impl AppBuilder) -> Result<(), Error> {
+    crate::serve::on_all_cores(move || serve_pages(app)).await
+}
+
+/// [`run_pages`] on the runtime it was moved to.
+async fn serve_pages(app: impl AppBuilder) -> Result<(), Error> {
     crate::logging::init_telemetry();
     let settings = settings_from_env().await?;
     let ports = ports_from_env(&settings).await?;
@@ -26,7 +31,7 @@ pub async fn run_pages(app: impl AppBuilder) -> Result<(), Error> {
         store: ports.records.clone(),
         clock: ports.clock.clone(),
     };
-    lambda_http::run(service_fn(move |event: Request| {
+    crate::serve::serve_http!(service_fn(move |event: Request| {
         let (pages, origins, gate) = (pages.clone(), origins.clone(), gate.clone());
         async move {
             keys::refresh_if_due().await;
@@ -55,5 +60,4 @@ pub async fn run_pages(app: impl AppBuilder) -> Result<(), Error> {
             Ok::<_, Error>(Response::from_parts(out, Body::Text(html)))
         }
     }))
-    .await
 }

@@ -18,7 +18,7 @@ use crate::env::worker_from_env;
 pub async fn run_reconciler(app: impl AppBuilder) -> Result<(), Error> {
     crate::logging::init_telemetry();
     let worker = worker_from_env(&app).await?;
-    lambda_http::lambda_runtime::run(service_fn(move |_: LambdaEvent<serde_json::Value>| {
+    crate::serve::serve_events!(service_fn(move |_: LambdaEvent<serde_json::Value>| {
         let worker = worker.clone();
         async move {
             let report = worker.reconcile(500).await?;
@@ -34,5 +34,4 @@ pub async fn run_reconciler(app: impl AppBuilder) -> Result<(), Error> {
             }))
         }
     }))
-    .await
 }

@@ -25,10 +25,15 @@ use crate::events::forbidden;
 
 /// The `well-known` function: the metadata, the server card and the catalog of `app` on GET.
 pub async fn run_well_known(app: impl AppBuilder) -> Result<(), Error> {
+    crate::serve::on_all_cores(move || serve_documents(app)).await
+}
+
+/// [`run_well_known`] on the runtime it was moved to.
+async fn serve_documents(app: impl AppBuilder) -> Result<(), Error> {
     crate::logging::init_telemetry();
     let settings = AuthSettings::from_env("")?;
     let server = std::sync::Arc::new(document_server(&app).await?);
-    lambda_http::run(service_fn(move |event: Request| {
+    crate::serve::serve_http!(service_fn(move |event: Request| {
         let (settings, server) = (settings.clone(), server.clone());
         async move {
             let response = public_document(&server, Some(&settings), &event)
@@ -36,7 +41,6 @@ pub async fn run_well_known(app: impl AppBuilder) -> Result<(), Error> {
             Ok::<_, Error>(response)
         }
     }))
-    .await
 }
 
 /// The server whose card is published: the MCP functions' app, store and settings, with a

@@ -21,7 +21,7 @@ use crate::{keys, otlp};
 pub async fn run_worker(app: impl AppBuilder) -> Result<(), Error> {
     crate::logging::init_telemetry();
     let worker = worker_from_env(&app).await?;
-    lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
+    crate::serve::serve_events!(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let worker = worker.clone();
         let span = tracing::info_span!("invocation", lambda_request_id = %event.context.request_id);
         async move {
@@ -33,7 +33,6 @@ pub async fn run_worker(app: impl AppBuilder) -> Result<(), Error> {
             Ok::<_, Error>(response)
         }
     }))
-    .await
 }
 
 /// One SQS event: every record processed, the failed ones reported by message id.

@@ -11,6 +11,7 @@
 //! | [`sqlite`] | `sqlite` (default) | the embedded store (SQLite) and its queue |
 //! | `lambda` | `lambda` | `lambda::run`, `lambda::run_function`, `lambda::run_worker`: the `main` of each function |
 //! | `aws` | `aws` (with `lambda`) | the DynamoDB and SQS adapters |
+//! | (`lambda`) | `managed-instances` | the same runners, several invocations in flight per execution environment (Lambda Managed Instances) |
 //! | `testkit` | `testkit` | `testkit::TestServer`: the app served in-process, called as a client calls it |
 //! | [`serde`], [`serde_json`], [`schemars`], [`tokio`], [`http`] | always | the versions Relevo was built with, so a project never matches them by hand |
 //! | [`protocol`], [`state`] | always | the internal crates, for what the prelude does not name |
@@ -251,7 +252,7 @@ pub mod sqlite {
 #[cfg(feature = "lambda")]
 pub mod lambda {
     pub use relevo_lambda::{
-        run, run_function, run_pages, run_reconciler, run_well_known, run_worker,
+        max_concurrency, run, run_function, run_pages, run_reconciler, run_well_known, run_worker,
     };
     pub use relevo_protocol::{Method, Route};
 

@@ -1,7 +1,7 @@
 //! `relevo-lambda-local [--template TRANSLATED.json] [--front-door a|b] [--parameter KEY=VALUE]...
 //!  [--port N|0] [--issuer-port N|0] [--bin-dir DIR] [--one-binary FILE] [--inject-dev-token TENANT:SUB[:SCOPES]]
 //!  [--iam-log FILE] [--schedule-every SECS] [--stream-idle-secs SECS] [--environments N]
-//!  [--oauth-identity TENANT:SUB]`
+//!  [--oauth-identity TENANT:SUB] [--max-concurrency N]`
 //!
 //! The stack of the translated `template.yaml` (default `target/sam/template.json`, made by
 //! `infra/scripts/translate.sh`) on one machine: the compiled function binaries under a local
@@ -11,6 +11,10 @@
 //! A dev issuer (its JWKS, and an authorization server that signs in `--oauth-identity`, default
 //! acme:alice, without asking) listens on its own port, as a real issuer is another host;
 //! `RELEVO_DEV_ISSUER_FILE` receives it (its `audience` is the MCP URL).
+//!
+//! `--max-concurrency N` (default `RELEVO_LOCAL_MAX_CONCURRENCY`, else 1) runs every function as
+//! Lambda Managed Instances does: up to N invocations in flight per execution environment, the
+//! process told so by `AWS_LAMBDA_MAX_CONCURRENCY` (a `managed-instances` build polls N at once).
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -46,6 +50,7 @@ struct Args {
     stream_idle: Option<Duration>,
     environments: usize,
     oauth_identity: String,
+    max_concurrency: usize,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -63,6 +68,12 @@ fn parse_args() -> Result<Args, String> {
         stream_idle: None,
         environments: 4,
         oauth_identity: "acme:alice".into(),
+        max_concurrency: match std::env::var("RELEVO_LOCAL_MAX_CONCURRENCY") {
+            Ok(n) => n
+                .parse()
+                .map_err(|_| "RELEVO_LOCAL_MAX_CONCURRENCY needs a number")?,
+            Err(_) => 1,
+        },
     };
     let mut argv = std::env::args().skip(1);
     let seconds = |value: Option<String>, flag: &str| -> Result<Duration, String> {
@@ -127,6 +138,12 @@ fn parse_args() -> Result<Args, String> {
                     .next()
                     .and_then(|n| n.parse().ok())
                     .ok_or("--environments needs a number")?
+            }
+            "--max-concurrency" => {
+                args.max_concurrency = argv
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .ok_or("--max-concurrency needs a number")?
             }
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -201,12 +218,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         },
         streaming_environments: args.environments,
         inject_token,
+        max_concurrency: args.max_concurrency,
     };
     let front_door = start(&options).await?;
     if let Ok(path) = std::env::var("RELEVO_DEV_ISSUER_FILE") {
         issuer.save(std::path::Path::new(&path))?;
     }
     tracing::info!(url = %format!("{origin}/mcp"), "local Lambda mode listening");
-    axum::serve(listener, front_door.router()).await?;
+    // On SIGTERM or Ctrl-C, return: the runtime's drop kills every function process
+    // (`kill_on_drop`). A runtime polling several invocations at once (Managed Instances) retries
+    // a lost Runtime API forever instead of exiting, so none may outlive this process.
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        served = axum::serve(listener, front_door.router()) => served?,
+        _ = terminate.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
     Ok(())
 }

@@ -31,7 +31,9 @@ use relevo_template::{Stack, Template};
 
 pub use event_sources::{SqsMapping, schedule, sqs_event_source};
 pub use front_door::{FrontDoor, Routes, StreamLimits};
-pub use runtime::{Answer, Function, FunctionSpec, InvokeError, start_function};
+pub use runtime::{
+    Answer, Function, FunctionSpec, InvokeError, start_function, start_function_concurrent,
+};
 
 use relevo_local::InjectedToken;
 
@@ -84,6 +86,9 @@ pub struct LocalOptions {
     /// Execution environments of each streaming function (Lambda would start more as needed).
     pub streaming_environments: usize,
     pub inject_token: Option<InjectedToken>,
+    /// Invocations each execution environment holds at once, as Lambda Managed Instances runs
+    /// functions (`AWS_LAMBDA_MAX_CONCURRENCY`, [`start_function_concurrent`]); 1: classic Lambda.
+    pub max_concurrency: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -253,7 +258,8 @@ pub async fn start(options: &LocalOptions) -> Result<FrontDoor, LocalError> {
                 1
             },
         };
-        running.insert(function.logical_id.clone(), start_function(spec).await?);
+        let started = start_function_concurrent(spec, options.max_concurrency).await?;
+        running.insert(function.logical_id.clone(), started);
     }
 
     for mapping in stack

@@ -2,8 +2,11 @@
 //!
 //! Each environment is the real function binary, started with the `AWS_LAMBDA_*` environment
 //! Lambda sets, polling its own Runtime API (`/2018-06-01/runtime/invocation/next`, `…/{id}/response`,
-//! `…/{id}/error`, `…/init/error`) on a loopback port; it handles one invocation at a time. As in
-//! Lambda:
+//! `…/{id}/error`, `…/init/error`) on a loopback port; it handles one invocation at a time, or,
+//! started by [`start_function_concurrent`] as Lambda Managed Instances runs it, up to its max
+//! concurrency (`AWS_LAMBDA_MAX_CONCURRENCY` in its environment): that many `/next` long-polls are
+//! served at once, each answer matched to its invocation by request id, and a poll beyond the
+//! limit waits until one of the environment's invocations ends. As in Lambda:
 //! - an invocation still running at the function's `Timeout` fails ("Task timed out") and its
 //!   environment is killed and started again;
 //! - a process that dies fails the invocation it held;
@@ -23,7 +26,7 @@
 //! for a delayed ACK here, as under any server whose kernel delays its ACKs; this stand-in
 //! must not hide that cost.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,7 +38,7 @@ use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::Value;
-use tokio::sync::{Mutex, Notify, mpsc, oneshot};
+use tokio::sync::{Mutex, Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
 
 /// Lambda's synchronous response payload limit.
 pub const MAX_BUFFERED_RESPONSE: usize = 6 * 1024 * 1024;
@@ -99,8 +102,14 @@ struct Runtime {
     pending: Arc<Mutex<mpsc::Receiver<Invocation>>>,
     /// Invocations whose answer has not begun.
     in_flight: Mutex<HashMap<String, AnswerSender>>,
-    /// Invocations not finished (a streamed answer is running until its body ends).
-    running: Mutex<HashSet<String>>,
+    /// Invocations not finished (a streamed answer is running until its body ends), each holding
+    /// one of the environment's slots.
+    running: Mutex<HashMap<String, OwnedSemaphorePermit>>,
+    /// The invocations the environment may hold at once (its max concurrency; 1 is classic Lambda).
+    slots: Arc<Semaphore>,
+    /// Which process of the environment this is: a `/next` poll of a process that died is
+    /// answered `410` instead of being handed an invocation nobody will read.
+    generation: watch::Sender<u64>,
     /// Wakes the supervisor to kill the process (a timed-out invocation).
     kill: Notify,
     /// Whether the current process finished its init (asked for an invocation).
@@ -161,12 +170,26 @@ fn epoch_millis() -> u128 {
 
 async fn next_invocation(State(runtime): State<Arc<Runtime>>) -> Response {
     runtime.ready.store(true, Ordering::SeqCst);
-    let invocation = runtime.pending.lock().await.recv().await;
-    let Some(invocation) = invocation else {
+    let mut died = runtime.generation.subscribe();
+    let taken = async {
+        let slot = runtime.slots.clone().acquire_owned().await.ok()?;
+        let invocation = runtime.pending.lock().await.recv().await?;
+        Some((slot, invocation))
+    };
+    // Both waits are cancel-safe: a poll abandoned here took no slot and no invocation.
+    let taken = tokio::select! {
+        taken = taken => taken,
+        _ = died.changed() => None,
+    };
+    let Some((slot, invocation)) = taken else {
         return http::StatusCode::GONE.into_response();
     };
     record_invocation(&runtime.name, runtime.environment, &invocation.id);
-    runtime.running.lock().await.insert(invocation.id.clone());
+    runtime
+        .running
+        .lock()
+        .await
+        .insert(invocation.id.clone(), slot);
     runtime
         .in_flight
         .lock()
@@ -196,7 +219,7 @@ async fn next_invocation(State(runtime): State<Arc<Runtime>>) -> Response {
 /// Fails an invocation still running at the function's timeout, and has its environment killed.
 async fn watchdog(runtime: Arc<Runtime>, id: String) {
     tokio::time::sleep(runtime.timeout).await;
-    if !runtime.running.lock().await.remove(&id) {
+    if runtime.running.lock().await.remove(&id).is_none() {
         return;
     }
     if let Some(answer) = runtime.in_flight.lock().await.remove(&id) {
@@ -336,8 +359,30 @@ fn fail_waiting(runtime: &Runtime, why: &str) {
 }
 
 /// Starts the function's execution environments: each its own Runtime API and its own process,
-/// restarted when it dies; all take invocations from one queue.
+/// restarted when it dies; all take invocations from one queue. One invocation at a time per
+/// environment, as classic Lambda runs them.
 pub async fn start_function(spec: FunctionSpec) -> std::io::Result<Function> {
+    start_function_concurrent(spec, 1).await
+}
+
+/// [`start_function`] as Lambda Managed Instances runs a function: each environment holds up to
+/// `max_concurrency` invocations at once (at least 1), and its process is told so by
+/// `AWS_LAMBDA_MAX_CONCURRENCY` (a runtime built with the `managed-instances` feature then polls
+/// that many at once). With 1 this is [`start_function`], and the variable is not set.
+pub async fn start_function_concurrent(
+    spec: FunctionSpec,
+    max_concurrency: usize,
+) -> std::io::Result<Function> {
+    let max_concurrency = max_concurrency.max(1);
+    let mut spec = spec;
+    if max_concurrency > 1 {
+        spec.env
+            .retain(|(name, _)| name != "AWS_LAMBDA_MAX_CONCURRENCY");
+        spec.env.push((
+            "AWS_LAMBDA_MAX_CONCURRENCY".into(),
+            max_concurrency.to_string(),
+        ));
+    }
     let (queue, pending) = mpsc::channel(64);
     let pending = Arc::new(Mutex::new(pending));
     let spec = Arc::new(spec);
@@ -348,7 +393,9 @@ pub async fn start_function(spec: FunctionSpec) -> std::io::Result<Function> {
             timeout: spec.timeout,
             pending: pending.clone(),
             in_flight: Mutex::new(HashMap::new()),
-            running: Mutex::new(HashSet::new()),
+            running: Mutex::new(HashMap::new()),
+            slots: Arc::new(Semaphore::new(max_concurrency)),
+            generation: watch::Sender::new(0),
             kill: Notify::new(),
             ready: AtomicBool::new(false),
         });
@@ -440,6 +487,10 @@ async fn supervise(
                 tracing::error!(function = %spec.name, %error, "cannot start the function")
             }
         }
+        // Its polls still waiting will never be read: they end now (`410`), taking nothing.
+        runtime
+            .generation
+            .send_modify(|generation| *generation += 1);
         // What the dead process held will never be answered: fail it, as Lambda would.
         for (_, answer) in runtime.in_flight.lock().await.drain() {
             let _ = answer.send(Err(InvokeError::Failed(
