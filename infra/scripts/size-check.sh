@@ -9,8 +9,9 @@
 # - A per-method function is a main of one line, `relevo::lambda::run(Route::Only(Method::X),
 #   app::app)`; the per-method functions differ only in that constant. `mcp` runs the same
 #   runner with `Route::All`, so it links every method's code, and one per-method main
-#   (`tools-call`) stands for the rest; measured on 2026-12-05, all sixteen were within a few
-#   bytes of each other and of `mcp` (shared/relevo/docs/performance.md, "Binary size").
+#   (`tools-call`) stands for the rest: a per-method binary keeps the refusal of other methods
+#   that `mcp` folds away (on 2026-12-05, arm64: tools-call 8,279,536 bytes, mcp 8,279,344), and
+#   the per-method binaries differ from each other by under 100 bytes (make bench's table).
 #   A function whose main is not exactly that line is built and measured itself.
 # - Every other function (worker, reconciler, pages, well-known: other runners) is built itself.
 # Six fat-LTO links instead of twenty-one.

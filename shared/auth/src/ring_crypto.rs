@@ -6,8 +6,8 @@
 //! here is cryptography: each verifier hands the key, the signed bytes and the signature to ring.
 //! Signing is ring's too: ES256 for the dev issuer, and HMAC (which the verifier's allow-list
 //! refuses; tests forge such tokens). jsonwebtoken is built without a crypto backend of its own
-//! (no `rust_crypto` feature), so RustCrypto's RSA, P-384 and Ed25519 code is not in any binary:
-//! it was about 0.5 MB of every function, for nothing a function ran. HMAC verification and the
+//! (no `rust_crypto` feature), so RustCrypto's RSA, P-384 and Ed25519 are not built or linked
+//! (its default provider was referenced whatever provider is installed). HMAC verification and the
 //! JWK utilities (`Jwk::from_encoding_key`, thumbprints) are not offered: an error, not a panic.
 //!
 //! Invariant: [`install`] runs before any other use of jsonwebtoken in the process (every entry
