@@ -9,7 +9,7 @@ SUB ?= developer
 SCOPES ?= notes:read notes:write
 CARGO ?= cargo
 
-.PHONY: new-app starter run run-lambda build sam-build deploy logs token test unit lint fmt package validate conformance clients browser bench bench-smoke bench-durable release-size clean
+.PHONY: new-app starter run run-lambda build sam-build deploy logs token test unit lint fmt package validate conformance clients browser bench bench-smoke bench-durable release-size size clean
 
 ## run: the server on http://127.0.0.1:$(PORT)/mcp (APP=shop|conformance, ROUTING=per-method|single, AUTH=dev|required|off)
 GATEWAY_PACKAGE = $(if $(filter conformance,$(APP)),-p relevo-conformance --bin relevo-conformance-gateway,-p relevo-gateway --bin relevo-gateway)
@@ -134,6 +134,12 @@ bench-smoke:
 JOBS ?= 1000
 bench-durable:
 	$(CARGO) run --release --quiet -p relevo-bench -- durable $(JOBS)
+
+## size: every function of template.yaml under 8,000,000 bytes as `make build` builds it (release, stripped,
+## ARCH=arm64|x86_64): builds mcp and tools-call (for the per-method functions), worker, reconciler, pages and
+## well-known, prints each one's bytes, fails naming any at or over the limit (RELEVO_SIZE_LIMIT=bytes)
+size:
+	infra/scripts/size-check.sh $(ARCH)
 
 ## release-size: release build of one function binary, and its size
 release-size:

@@ -4,27 +4,32 @@
 //! P-256, P-384, RSA and Ed25519 verification is assembly that stays fast in the size-first
 //! release profile, where RustCrypto's ES256 verification cost ~420 µs of CPU per token. Nothing
 //! here is cryptography: each verifier hands the key, the signed bytes and the signature to ring.
-//! Signing (the dev issuer) and JWK utilities stay on jsonwebtoken's RustCrypto provider, and so
-//! do HMAC algorithms, which the allow-list refuses anyway.
+//! Signing is ring's too: ES256 for the dev issuer, and HMAC (which the verifier's allow-list
+//! refuses; tests forge such tokens). jsonwebtoken is built without a crypto backend of its own
+//! (no `rust_crypto` feature), so RustCrypto's RSA, P-384 and Ed25519 are not built or linked
+//! (its default provider was referenced whatever provider is installed). HMAC verification and the
+//! JWK utilities (`Jwk::from_encoding_key`, thumbprints) are not offered: an error, not a panic.
 //!
 //! Invariant: [`install`] runs before any other use of jsonwebtoken in the process (every entry
-//! point of this crate calls it); jsonwebtoken keeps the first provider it sees for good.
-//! ring refuses RSA keys under 2048 bits, which RustCrypto would have accepted.
+//! point of this crate calls it); jsonwebtoken keeps the first provider it sees for good, and
+//! without one it panics. ring refuses RSA keys under 2048 bits, which RustCrypto would have
+//! accepted.
 
 use std::sync::LazyLock;
 
-use jsonwebtoken::crypto::{CryptoProvider, JwtVerifier, rust_crypto};
+use jsonwebtoken::crypto::{CryptoProvider, JwtSigner, JwtVerifier, KeyUtils};
 use jsonwebtoken::errors::{Error, ErrorKind};
-use jsonwebtoken::{Algorithm, DecodingKey, DecodingKeyKind};
+use jsonwebtoken::{Algorithm, DecodingKey, DecodingKeyKind, EncodingKey};
 use ring::signature::{
-    self as ring_signature, RsaParameters, RsaPublicKeyComponents, UnparsedPublicKey,
+    self as ring_signature, EcdsaKeyPair, RsaParameters, RsaPublicKeyComponents, UnparsedPublicKey,
     VerificationAlgorithm,
 };
-use signature::Verifier;
+use signature::{Signer, Verifier};
 
 static PROVIDER: LazyLock<CryptoProvider> = LazyLock::new(|| CryptoProvider {
+    signer_factory: new_signer,
     verifier_factory: new_verifier,
-    ..rust_crypto::DEFAULT_PROVIDER.clone()
+    key_utils: KeyUtils::new_unimplemented(),
 });
 
 /// Makes ring verify every token this process checks (idempotent).
@@ -60,8 +65,8 @@ fn new_verifier(algorithm: &Algorithm, key: &DecodingKey) -> Result<Box<dyn JwtV
         Algorithm::PS256 => rsa(&ring_signature::RSA_PSS_2048_8192_SHA256),
         Algorithm::PS384 => rsa(&ring_signature::RSA_PSS_2048_8192_SHA384),
         Algorithm::PS512 => rsa(&ring_signature::RSA_PSS_2048_8192_SHA512),
-        // HMAC (refused by the allow-list) and anything newer: jsonwebtoken's own.
-        _ => return (rust_crypto::DEFAULT_PROVIDER.verifier_factory)(algorithm, key),
+        // HMAC (refused by the allow-list) and anything newer.
+        _ => return Err(ErrorKind::InvalidAlgorithm.into()),
     };
     if key.family() != algorithm.family() {
         return Err(ErrorKind::InvalidKeyFormat.into());
@@ -89,6 +94,68 @@ fn new_verifier(algorithm: &Algorithm, key: &DecodingKey) -> Result<Box<dyn JwtV
 fn without_leading_zeros(bytes: &[u8]) -> Vec<u8> {
     let first = bytes.iter().position(|b| *b != 0).unwrap_or(bytes.len());
     bytes[first..].to_vec()
+}
+
+/// A signer for `algorithm`: ES256 from a PKCS#8 key (the dev issuer's), HMAC from a secret.
+fn new_signer(algorithm: &Algorithm, key: &EncodingKey) -> Result<Box<dyn JwtSigner>, Error> {
+    if key.family() != algorithm.family() {
+        return Err(ErrorKind::InvalidKeyFormat.into());
+    }
+    let key = match algorithm {
+        Algorithm::ES256 => SigningKey::Ecdsa(
+            EcdsaKeyPair::from_pkcs8(
+                &ring_signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+                key.as_bytes(),
+                &ring::rand::SystemRandom::new(),
+            )
+            .map_err(|_| Error::from(ErrorKind::InvalidEcdsaKey))?,
+        ),
+        Algorithm::HS256 => SigningKey::Hmac(ring::hmac::Key::new(
+            ring::hmac::HMAC_SHA256,
+            key.as_bytes(),
+        )),
+        Algorithm::HS384 => SigningKey::Hmac(ring::hmac::Key::new(
+            ring::hmac::HMAC_SHA384,
+            key.as_bytes(),
+        )),
+        Algorithm::HS512 => SigningKey::Hmac(ring::hmac::Key::new(
+            ring::hmac::HMAC_SHA512,
+            key.as_bytes(),
+        )),
+        _ => return Err(ErrorKind::InvalidAlgorithm.into()),
+    };
+    Ok(Box::new(RingSigner {
+        algorithm: *algorithm,
+        key,
+    }))
+}
+
+enum SigningKey {
+    Ecdsa(EcdsaKeyPair),
+    Hmac(ring::hmac::Key),
+}
+
+struct RingSigner {
+    algorithm: Algorithm,
+    key: SigningKey,
+}
+
+impl Signer<Vec<u8>> for RingSigner {
+    fn try_sign(&self, message: &[u8]) -> Result<Vec<u8>, signature::Error> {
+        match &self.key {
+            SigningKey::Ecdsa(pair) => pair
+                .sign(&ring::rand::SystemRandom::new(), message)
+                .map(|signature| signature.as_ref().to_vec())
+                .map_err(|_| signature::Error::new()),
+            SigningKey::Hmac(key) => Ok(ring::hmac::sign(key, message).as_ref().to_vec()),
+        }
+    }
+}
+
+impl JwtSigner for RingSigner {
+    fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
 }
 
 /// A public key and what ring checks its signatures with.
