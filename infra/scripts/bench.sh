@@ -38,6 +38,9 @@ fi
 
 if $short; then
   profile=debug
+  # The Managed Instances subject: `mcp` with the `managed-instances` feature, kept as `mi-mcp`.
+  $cargo build --quiet -p relevo-functions --features managed-instances --bin mcp
+  cp "$target/debug/mcp" "$target/debug/mi-mcp"
   # One workspace build, as `make unit` does, so CI reuses it.
   $cargo build --quiet --workspace --bins
   $cargo build --quiet --locked --manifest-path infra/bench-peers/Cargo.toml --target-dir "$target/peers"
@@ -46,6 +49,8 @@ if $short; then
   report_args=(--short)
 else
   profile=release
+  $cargo build --release --quiet -p relevo-functions --features managed-instances --bin mcp
+  cp "$target/release/mcp" "$target/release/mi-mcp"
   $cargo build --release --quiet -p relevo-functions $(printf -- '--bin %s ' "${functions[@]}")
   $cargo build --release --quiet -p relevo-gateway -p relevo-bench
   $cargo build --release --quiet --locked --manifest-path infra/bench-peers/Cargo.toml --target-dir "$target/peers"

@@ -274,7 +274,7 @@ pub fn child(options: &Child) -> Result<(), Error> {
 }
 
 /// A script that execs `binary` on `core`: the function's pid is the binary's.
-fn launcher(binary: &Path, work: &Path, core: Option<usize>) -> Result<PathBuf, Error> {
+pub(crate) fn launcher(binary: &Path, work: &Path, core: Option<usize>) -> Result<PathBuf, Error> {
     let Some(core) = core else {
         return Ok(binary.to_path_buf());
     };
@@ -430,7 +430,7 @@ fn count_function_bytes(text: &str) -> (u64, u64) {
 
 /// The answer must be HTTP 200 carrying the greeting (a function answering errors fast would
 /// otherwise look good).
-fn greeted(answer: &Value) -> Result<(), Error> {
+pub(crate) fn greeted(answer: &Value) -> Result<(), Error> {
     let body = answer["body"].as_str().unwrap_or_default();
     let body = if answer["isBase64Encoded"] == true {
         String::from_utf8(base64::engine::general_purpose::STANDARD.decode(body)?)?
@@ -449,7 +449,7 @@ fn greeted(answer: &Value) -> Result<(), Error> {
 }
 
 /// The pid of the process whose executable is `binary`.
-fn pid_of(binary: &Path) -> Option<String> {
+pub(crate) fn pid_of(binary: &Path) -> Option<String> {
     std::fs::read_dir("/proc")
         .ok()?
         .flatten()

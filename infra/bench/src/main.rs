@@ -10,9 +10,12 @@
 //! - `relevo-bench cold-start --bin-dir DIR --functions A,B --samples N`: the child process of [`cold`].
 //! - `relevo-bench invocations --subject S --binary FILE --count N --cold K --work DIR [--server-core C]`:
 //!   the child process of [`invocations`].
+//! - `relevo-bench concurrent --subject S --binary FILE --in-flight N --count N --work DIR [--server-core C]`:
+//!   the child process of [`concurrent`] (the Managed Instances profile).
 
 mod checkout;
 mod cold;
+mod concurrent;
 mod cost;
 mod deployed;
 mod durable;
@@ -118,6 +121,19 @@ fn main() -> Result<(), Error> {
             };
             invocations::child(&child)
         }
+        Some("concurrent") => {
+            let required = |flag: &str| value(flag).ok_or_else(|| format!("{flag} is required"));
+            let child = concurrent::Child {
+                subject: required("--subject")?,
+                binary: PathBuf::from(required("--binary")?),
+                work: PathBuf::from(required("--work")?),
+                in_flight: required("--in-flight")?.parse()?,
+                count: required("--count")?.parse()?,
+                server_core: value("--server-core").map(|c| c.parse()).transpose()?,
+                template: template.clone(),
+            };
+            concurrent::child(&child)
+        }
         Some("durable") | None => {
             let jobs = args.get(1).map(|n| n.parse()).transpose()?.unwrap_or(500);
             durable::print(
@@ -136,7 +152,7 @@ fn main() -> Result<(), Error> {
             Ok(())
         }
         Some(other) => Err(format!(
-            "unknown command {other:?}: expected report, durable [JOBS], cold-start or invocations"
+            "unknown command {other:?}: expected report, durable [JOBS], cold-start, invocations or concurrent"
         )
         .into()),
     }

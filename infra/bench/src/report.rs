@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::Options;
 use crate::checkout::{self, Checkout};
 use crate::cold::{self, ColdStart};
+use crate::concurrent::{self, Concurrent};
 use crate::cost::{self, Arch, Prices};
 use crate::deployed::{self, Deployment};
 use crate::durable::{self, Durable};
@@ -212,6 +213,17 @@ pub async fn run(options: &Options) -> Result<String, Error> {
     )
     .await?;
 
+    eprintln!("invocations under the Runtime API, several in flight (Managed Instances)");
+    let concurrent = concurrent::measure(
+        &options.bin_dir,
+        &options.peer_dir,
+        &work,
+        &options.template,
+        if options.short { 16 } else { 4000 },
+        rig,
+    )
+    .await?;
+
     eprintln!("durable path");
     let durable = durable::run(if options.short { 50 } else { 1000 })
         .await
@@ -239,6 +251,7 @@ pub async fn run(options: &Options) -> Result<String, Error> {
         footprints,
         colds,
         invocations,
+        concurrent,
         criterion,
         durable,
         checkout,
@@ -402,6 +415,7 @@ struct Measurements {
     footprints: Vec<Footprint>,
     colds: Vec<ColdStart>,
     invocations: Vec<Invocations>,
+    concurrent: Vec<Concurrent>,
     criterion: Vec<(String, f64)>,
     durable: Durable,
     checkout: Checkout,
@@ -429,6 +443,7 @@ fn render(
         footprints,
         colds,
         invocations,
+        concurrent,
         criterion,
         durable,
         checkout,
@@ -646,6 +661,8 @@ fn render(
         );
     }
 
+    render_concurrent(&mut md, concurrent);
+
     let _ = writeln!(md, "\n## In-process costs (criterion, median)\n");
     if criterion.is_empty() {
         let _ = writeln!(
@@ -786,20 +803,21 @@ fn render(
             what,
             (relevo.cpu_us, rmcp.cpu_us),
             " µs",
-            Goal::AtMost(0.7),
+            Goal::AtMost(0.5),
             noisy,
         );
     }
     let _ = writeln!(
         md,
-        "- of the {built} function binaries built: largest {largest} bytes, goal < 8 MB (8,000,000 bytes): {}; \
-         slowest median cold start {slowest:.1} ms, goal < 20 ms: {}",
+        "- of the {built} function binaries built for this machine: largest {largest} bytes, goal < 8 MB \
+         (8,000,000 bytes): {} (arm64: `make size ARCH=arm64`); slowest median cold start \
+         {slowest:.1} ms, goal < 10 ms: {}",
         if largest < 8_000_000 {
             "met"
         } else {
             "NOT met"
         },
-        if slowest < 20.0 { "met" } else { "NOT met" }
+        if slowest < 10.0 { "met" } else { "NOT met" }
     );
     md
 }
@@ -965,6 +983,60 @@ fn render_bill(
             dollars(x86.total()),
             dollars(arm.total()),
             versus.map_or("–".into(), |v| ratio(x86.total(), v)),
+        );
+    }
+}
+
+/// The Managed Instances table: throughput and CPU per invocation at each concurrency, against
+/// rmcp under lambda_http's concurrent runner at the same concurrency.
+fn render_concurrent(md: &mut String, concurrent: &[Concurrent]) {
+    let _ = writeln!(
+        md,
+        "\n## Several invocations in flight per environment (Managed Instances)\n"
+    );
+    let _ = writeln!(
+        md,
+        "Command: `make bench` (the Managed Instances rows).\n\n\
+         `tools/call greet` as an HTTP API (payload 2.0) event through the local Runtime API, `N` \
+         concurrent callers against one execution environment that holds `N` invocations at once \
+         (`AWS_LAMBDA_MAX_CONCURRENCY=N`). relevo: front door B's buffered `mcp` function built with \
+         the `managed-instances` feature, as deployed, with a token. rmcp: `peer-rmcp-lambda-concurrent` \
+         (`lambda_http::run_concurrent`). The function on the server core, the callers on the load \
+         core. Invocations/s = invocations ÷ the run's wall time; CPU/invocation = the process's time \
+         on a CPU (schedstat) ÷ invocations. Buffered on both sides: a streamed answer waits ~40 ms \
+         per invocation for lambda_runtime's Runtime API client (performance.md).\n"
+    );
+    let _ = writeln!(
+        md,
+        "| function | in flight | invocations | invocations/s | CPU/invocation | wall p50 | wall p99 | other CPU | invocations/s vs rmcp | CPU vs rmcp |"
+    );
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for c in concurrent {
+        let peer = concurrent
+            .iter()
+            .find(|p| p.subject.starts_with("rmcp") && p.in_flight == c.in_flight);
+        let judged = |f: fn(&Concurrent) -> f64| {
+            peer.map_or("–".into(), |p| {
+                if c.foreign_share > NOISY_SHARE || p.foreign_share > NOISY_SHARE {
+                    "noisy".into()
+                } else {
+                    ratio(f(c), f(p))
+                }
+            })
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {:.0} | {:.1} µs | {} | {} | {:.1}% | {} | {} |",
+            c.subject,
+            c.in_flight,
+            c.count,
+            c.per_sec,
+            c.cpu_us,
+            latency(c.wall_p50_us),
+            latency(c.wall_p99_us),
+            c.foreign_share * 100.0,
+            judged(|c| c.per_sec),
+            judged(|c| c.cpu_us),
         );
     }
 }
