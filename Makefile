@@ -55,6 +55,7 @@ iam-report:
 ## unit: every cargo test, with the DynamoDB/SQS emulator (moto) running for the AWS adapters
 unit:
 	$(CARGO) build --quiet --workspace --bins
+	$(CARGO) build --quiet -p relevo-conformance --features managed-instances --bin relevo-conformance-function-mi
 	infra/scripts/with-moto.sh $(CARGO) test --workspace --quiet
 	.tools/moto/bin/python infra/scripts/test_moto_serial.py
 

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::cold;
-use crate::invocations::{greeted, launcher, pid_of};
+use crate::invocations::{greeted, pid_of, pinned};
 use crate::load::Error;
 use crate::rig::{self, Rig};
 
@@ -141,13 +141,7 @@ pub fn child(options: &Child) -> Result<(), Error> {
         .iter()
         .find(|(name, ..)| *name == options.subject)
         .ok_or("unknown --subject")?;
-    let binary = std::fs::canonicalize(&options.binary).map_err(|e| {
-        format!(
-            "{}: {e} (infra/scripts/bench.sh builds it)",
-            options.binary.display()
-        )
-    })?;
-    let launcher = launcher(&binary, &options.work, options.server_core)?;
+    let (binary, launcher) = pinned(&options.binary, &options.work, options.server_core)?;
     let ticks = crate::load::ticks_per_sec()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

@@ -78,25 +78,7 @@ pub fn functions(
     let template = Template::load(template).map_err(|e| {
         format!("{e} (the bench reads the translated template.yaml: infra/scripts/translate.sh)")
     })?;
-    let mut parameters = BTreeMap::from([
-        ("AuthIssuer".to_string(), issuer.to_string()),
-        ("AuthAudience".to_string(), audience.to_string()),
-        (
-            "AuthJwksUrl".to_string(),
-            format!("{issuer}/.well-known/jwks.json"),
-        ),
-    ]);
-    if domain {
-        parameters.insert("DomainName".into(), "mcp.local.test".into());
-        parameters.insert(
-            "CertificateArn".into(),
-            format!(
-                "arn:aws:acm:{}:{}:certificate/local",
-                relevo_template::REGION,
-                relevo_template::ACCOUNT_ID
-            ),
-        );
-    }
+    let parameters = relevo_gateway::lambda_local::stack_parameters(issuer, audience, domain);
     let stack = template
         .instantiate(STACK, &parameters)
         .map_err(|e| e.to_string())?;

@@ -229,13 +229,7 @@ pub fn child(options: &Child) -> Result<(), Error> {
         .iter()
         .find(|(name, ..)| *name == options.subject)
         .ok_or("unknown --subject")?;
-    let binary = std::fs::canonicalize(&options.binary).map_err(|e| {
-        format!(
-            "{}: {e} (infra/scripts/bench.sh builds it)",
-            options.binary.display()
-        )
-    })?;
-    let launcher = launcher(&binary, &options.work, options.server_core)?;
+    let (binary, launcher) = pinned(&options.binary, &options.work, options.server_core)?;
     let ticks = crate::load::ticks_per_sec()?;
     for sample in 0..options.cold.max(1) {
         let warm = if sample + 1 == options.cold.max(1) {
@@ -273,8 +267,25 @@ pub fn child(options: &Child) -> Result<(), Error> {
     Ok(())
 }
 
+/// The function binary (its canonical path: how its process is found) and the launcher that runs
+/// it on the server core.
+pub(crate) fn pinned(
+    binary: &Path,
+    work: &Path,
+    core: Option<usize>,
+) -> Result<(PathBuf, PathBuf), Error> {
+    let binary = std::fs::canonicalize(binary).map_err(|e| {
+        format!(
+            "{}: {e} (infra/scripts/bench.sh builds it)",
+            binary.display()
+        )
+    })?;
+    let launcher = launcher(&binary, work, core)?;
+    Ok((binary, launcher))
+}
+
 /// A script that execs `binary` on `core`: the function's pid is the binary's.
-pub(crate) fn launcher(binary: &Path, work: &Path, core: Option<usize>) -> Result<PathBuf, Error> {
+fn launcher(binary: &Path, work: &Path, core: Option<usize>) -> Result<PathBuf, Error> {
     let Some(core) = core else {
         return Ok(binary.to_path_buf());
     };

@@ -106,18 +106,32 @@ pub enum LocalError {
 /// The parameters of `topology` for a local run: the issuer and audience of this run, a domain
 /// for front door A.
 fn parameters(options: &LocalOptions) -> BTreeMap<String, String> {
+    let mut parameters = stack_parameters(
+        &options.issuer,
+        &format!("{}/mcp", options.origin),
+        options.topology == Topology::A,
+    );
+    parameters.extend(options.parameters.clone());
+    parameters
+}
+
+/// The template's parameters for a local stack whose tokens come from `issuer` (its JWKS at
+/// `ISSUER/.well-known/jwks.json`) for `audience`; with `front_door_a`, a domain and its
+/// certificate, so that the template makes front door A (else front door B, the HTTP API).
+pub fn stack_parameters(
+    issuer: &str,
+    audience: &str,
+    front_door_a: bool,
+) -> BTreeMap<String, String> {
     let mut parameters = BTreeMap::from([
-        ("AuthIssuer".to_string(), options.issuer.clone()),
-        (
-            "AuthAudience".to_string(),
-            format!("{}/mcp", options.origin),
-        ),
+        ("AuthIssuer".to_string(), issuer.to_string()),
+        ("AuthAudience".to_string(), audience.to_string()),
         (
             "AuthJwksUrl".to_string(),
-            format!("{}/.well-known/jwks.json", options.issuer),
+            format!("{issuer}/.well-known/jwks.json"),
         ),
     ]);
-    if options.topology == Topology::A {
+    if front_door_a {
         parameters.insert("DomainName".into(), "mcp.local.test".into());
         parameters.insert(
             "CertificateArn".into(),
@@ -128,7 +142,6 @@ fn parameters(options: &LocalOptions) -> BTreeMap<String, String> {
             ),
         );
     }
-    parameters.extend(options.parameters.clone());
     parameters
 }
 
