@@ -9,7 +9,7 @@ SUB ?= developer
 SCOPES ?= notes:read notes:write
 CARGO ?= cargo
 
-.PHONY: new-app starter run run-lambda build sam-build deploy logs token test unit lint fmt package validate conformance clients browser bench bench-smoke bench-durable release-size size clean
+.PHONY: new-app starter run run-lambda build sam-build deploy logs token test unit lint fmt package validate conformance clients browser bench bench-smoke bench-durable release-size size size-test clean
 
 ## run: the server on http://127.0.0.1:$(PORT)/mcp (APP=shop|conformance, ROUTING=per-method|single, AUTH=dev|required|off)
 GATEWAY_PACKAGE = $(if $(filter conformance,$(APP)),-p relevo-conformance --bin relevo-conformance-gateway,-p relevo-gateway --bin relevo-gateway)
@@ -32,8 +32,8 @@ run-lambda:
 token:
 	@$(CARGO) run --quiet -p relevo-gateway --bin relevo-token -- --tenant "$(TENANT)" --sub "$(SUB)" --scopes "$(SCOPES)"
 
-## test: lint, the publishable crates' metadata and packages, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python and TypeScript SDK clients, the approval page and the approval app in Chromium, the benchmark harness in its short mode
-test: lint package validate unit conformance clients browser iam-report starter bench-smoke
+## test: lint, the publishable crates' metadata and packages, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python and TypeScript SDK clients, the approval page and the approval app in Chromium, the benchmark harness in its short mode, every function under 8,000,000 bytes as `sam build` builds it for the template's architecture
+test: lint package validate unit conformance clients browser iam-report starter bench-smoke size-test
 
 ## new-app: `cargo relevo new DIR` with this checkout's cargo-relevo (README "Your first tool"); the
 ## project depends on relevo by version, not on this checkout
@@ -141,6 +141,13 @@ bench-durable:
 ## well-known, prints each one's bytes, fails naming any at or over the limit (RELEVO_SIZE_LIMIT=bytes)
 size:
 	infra/scripts/size-check.sh $(ARCH)
+## size-test: `make size` for the template's Architecture (what `sam build` deploys), then the same check
+## with a limit of 1 byte on the binaries just built, which must fail (the check can see a function over it)
+size-test:
+	infra/scripts/size-check.sh
+	@if RELEVO_SIZE_LIMIT=1 infra/scripts/size-check.sh >/dev/null 2>&1; then \
+	  echo "size-test: the check passed binaries over a 1-byte limit" >&2; exit 1; \
+	else echo "size-test: the check refuses binaries over its limit"; fi
 
 ## release-size: release build of one function binary, and its size
 release-size:

@@ -3,11 +3,12 @@
 # `relevo-bench report`, which loads each server in turn, times cold starts, and writes one
 # Markdown table to target/bench/report.md (and prints it).
 #
-#   infra/scripts/bench.sh           full: release binaries, 10 s per load row, 7 cold starts each
+#   infra/scripts/bench.sh           full: the deployed binaries (cargo lambda, x86_64), 10 s per load row, 7 cold starts each
 #   infra/scripts/bench.sh --short   CI smoke: debug binaries, 1 s rows, 1 cold start, tiny criterion
 #
-# The function binaries are built in a cargo invocation of their own so that their sizes are
-# those of `cargo build --release -p FUNCTION` (no feature of the bench crates leaks into them).
+# In full mode the function binaries are what `sam build` deploys for x86_64 (`cargo lambda
+# build --release --x86-64` from the workspace root), and the Lambda peers what cargo-lambda builds
+# for an rmcp project; in short mode plain debug builds.
 # The peers (infra/bench-peers) are a Cargo project of their own with its own lock file and
 # target directory, built with cargo's default release profile, as an rmcp user builds them:
 # nothing of this workspace's [profile.release] reaches them.
@@ -49,17 +50,42 @@ if $short; then
   report_args=(--short)
 else
   profile=release
-  $cargo build --release --quiet -p relevo-functions --features managed-instances --bin mcp
-  cp "$target/release/mcp" "$target/release/mi-mcp"
-  $cargo build --release --quiet -p relevo-functions $(printf -- '--bin %s ' "${functions[@]}")
+  # The functions as `sam build` deploys them: `cargo lambda build --release --x86-64` (its
+  # `-C target-cpu=haswell`, the workspace's profile), from the workspace root as SAM runs it.
+  # The Lambda peers as an rmcp user on Lambda builds them: `cargo lambda build --release` in
+  # their own project, which has no profile, so cargo-lambda's defaults apply to them as to any
+  # project that sets none (thin LTO, one codegen unit, panic abort, stripped).
+  # Each binary is copied into target/bench/bin (relevo) or target/bench/peers under the name
+  # the report runs; the gateway, the harness and the HTTP peers are plain `cargo build --release`.
+  "$root/infra/scripts/sam-tools.sh" >/dev/null
+  lambda() { PATH="$root/.tools/sam/bin:$PATH" $cargo lambda build --release --x86-64 --quiet "$@"; }
+  bench_bin="$target/bench/bin"
+  peers_bin="$target/bench/peers"
+  rm -rf "$bench_bin" "$peers_bin"
+  mkdir -p "$bench_bin" "$peers_bin"
+  lambda --features relevo-functions/managed-instances --bin mcp
+  cp "$target/lambda/mcp/bootstrap" "$bench_bin/mi-mcp"
+  lambda $(printf -- '--bin %s ' "${functions[@]}")
+  for f in "${functions[@]}"; do cp "$target/lambda/$f/bootstrap" "$bench_bin/$f"; done
   $cargo build --release --quiet -p relevo-gateway -p relevo-bench
+  ln -s "$target/release/relevo-gateway" "$target/release/relevo-bench" "$bench_bin/"
   $cargo build --release --quiet --locked --manifest-path infra/bench-peers/Cargo.toml --target-dir "$target/peers"
+  ln -s "$target/peers/release/peer-rmcp" "$target/peers/release/peer-hyper" "$peers_bin/"
+  CARGO_TARGET_DIR="$target/peers" lambda --locked --manifest-path infra/bench-peers/Cargo.toml \
+    --bin peer-rmcp-lambda --bin peer-rmcp-lambda-concurrent
+  for f in peer-rmcp-lambda peer-rmcp-lambda-concurrent; do cp "$target/peers/lambda/$f/bootstrap" "$peers_bin/$f"; done
   $cargo bench --quiet -p relevo-bench --bench inprocess >/dev/null
   report_args=()
 fi
 
-bin="$target/$profile"
+if $short; then
+  bin="$target/debug"
+  peers="$target/peers/debug"
+else
+  bin="$target/bench/bin"
+  peers="$target/bench/peers"
+fi
 # The functions' output (their EMF lines) goes to files, as to CloudWatch, not to this terminal.
-RELEVO_LAMBDA_LOG_DIR="$target/bench/logs" "$bin/relevo-bench" report --profile "$profile" --bin-dir "$bin" --peer-dir "$target/peers/$profile" --functions "$(IFS=,; echo "${functions[*]}")" \
+RELEVO_LAMBDA_LOG_DIR="$target/bench/logs" "$bin/relevo-bench" report --profile "$profile" --bin-dir "$bin" --peer-dir "$peers" --functions "$(IFS=,; echo "${functions[*]}")" \
   --template "$template" --criterion-dir "$target/criterion" --zip-dir "$target/lambda" --out "$target/bench/report.md" "${report_args[@]}"
 test -s "$target/bench/report.md"

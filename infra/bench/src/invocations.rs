@@ -2,8 +2,9 @@
 //! what a user pays for is the CPU (and wall time) of one invocation at concurrency 1. Each
 //! subject — relevo's `tools-call` function without and with a bearer token, and the peer a
 //! Lambda user would pick instead, rmcp's streamable-HTTP service under `lambda_http`
-//! (`peer-rmcp-lambda`, built with cargo's default release profile) — runs under the local
-//! Runtime API exactly as local Lambda mode runs it, answering `tools/call greet`.
+//! (`peer-rmcp-lambda`, built by `cargo lambda build --release` as an rmcp user on Lambda builds
+//! it) — runs under the local Runtime API exactly as local Lambda mode runs it, answering
+//! `tools/call greet`.
 //!
 //! For each subject: `cold` fresh processes are timed from `start_function` to their first
 //! answer (cold start); in the last one, `count` invocations follow one after another, and the

@@ -461,9 +461,14 @@ fn render(
     let _ = writeln!(
         md,
         "Mode: {mode}. Relevo's binaries: this workspace's `{}` profile (per-crate opt-levels in \
-         `Cargo.toml`). Peers (`infra/bench-peers`): a Cargo project of their own, built with cargo's \
-         default release profile (opt-level 3, no LTO, 16 codegen units) as an rmcp user builds them; \
-         rmcp 3.11.0, axum 0.8.9, hyper 1.12.0, lambda_http 1.3.2. Machine: {}. Rig: {}. Load average \
+         `Cargo.toml`); in full mode the functions are what `sam build` deploys for x86_64 (`cargo \
+         lambda build --release --x86-64`: `-C target-cpu=haswell`), the gateway `cargo build \
+         --release`. Peers (`infra/bench-peers`): a Cargo project of their own without a profile, as \
+         an rmcp user has: the HTTP servers built with cargo's default release profile (opt-level 3, \
+         no LTO, 16 codegen units), the Lambda peers, in full mode, by `cargo lambda build --release \
+         --x86-64` (cargo-lambda's defaults for a profile that sets none: thin LTO, one codegen unit, \
+         panic abort, stripped; haswell); rmcp 3.11.0, axum 0.8.9, hyper 1.12.0, lambda_http 1.3.2. \
+         Machine: {}. Rig: {}. Load average \
          before {}, after {}. Other CPU = what the rest of the machine used during a run, as a share of \
          one core; a ratio involving a run above {:.0}% is withheld (\"noisy\").\n",
         options.profile,

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty, Limited};
+use http_body_util::{BodyExt, Full, Limited};
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -45,7 +45,9 @@ pub trait KeySource: Send + Sync {
 #[derive(Clone)]
 pub struct HttpKeySource {
     url: String,
-    client: Client<HttpsConnector<HttpConnector>, Empty<Bytes>>,
+    /// The same client type as the AWS SDK's in `relevo-aws` (`PooledClient`): one copy of its code
+    /// in a function.
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
 }
 
 impl std::fmt::Debug for HttpKeySource {

@@ -11,25 +11,27 @@
 //! `active` attribute indexed by the `active` GSI (sorted by `updated_at`) for the reconciler: one
 //! of 16 shard values, so the index has no single hot partition; the reconciler reads every shard.
 //!
-//! The SDK runs on rustls with ring and the hyper 1 client; the endpoint comes from the standard
-//! `AWS_ENDPOINT_URL` setting, so tests point it at a local emulator.
+//! The SDK runs on rustls with ring over HTTP/1.1 ([`http_client`]: hyper-util's pooled client,
+//! no HTTP/2 linked); the endpoint comes from the standard `AWS_ENDPOINT_URL` setting, so tests
+//! point it at a local emulator.
 
 mod dead_letters;
 mod dynamo;
 mod failure;
+mod http_client;
 mod operator;
 mod secrets;
 mod sqs;
 
 pub use dead_letters::SqsDeadLetters;
 pub use dynamo::{DynamoStore, create_table};
+pub use http_client::{MAX_RESPONSE_BYTES, NoRootCertificates, PooledClient, pooled_client};
 pub use secrets::{SecretKeysError, key_ring_from_secret, load_key_ring};
 pub use sqs::{SqsQueue, create_queue_with_dead_letters};
 
 use aws_config::environment::EnvironmentVariableCredentialsProvider;
 use aws_config::{BehaviorVersion, SdkConfig};
 use aws_sdk_dynamodb::config::{SharedCredentialsProvider, SharedHttpClient};
-use aws_smithy_http_client::{Builder, tls};
 
 /// The SDK configuration of a Lambda function: region and credentials from the variables Lambda
 /// sets (`AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), the
@@ -59,11 +61,7 @@ pub fn sdk_config() -> SdkConfig {
 }
 
 fn https_client() -> SharedHttpClient {
-    Builder::new()
-        .tls_provider(tls::Provider::Rustls(
-            tls::rustls_provider::CryptoMode::Ring,
-        ))
-        .build_https()
+    http_client::sdk_http_client()
 }
 
 /// Every AWS call ends within its operation timeout (`RELEVO_AWS_OPERATION_TIMEOUT_MS`, 5 s; each

@@ -89,6 +89,36 @@ pub fn init_logging(format: LogFormat) {
     // Already installed: the first subscriber stays (tests and embedders may set their own).
     let _ = tracing::subscriber::set_global_default(log_subscriber(format, filter, stdout));
     relevo_state::emf::enable_from_env();
+    log_panics();
+}
+
+/// The target of the line a panic writes ([`log_panics`]).
+pub const PANIC_TARGET: &str = "relevo::panic";
+
+/// Makes every panic write one ERROR line first (target [`PANIC_TARGET`]: the panic's message
+/// and where it happened, and, in a request's handler, that request's context: trace id, request
+/// ids, method, tool, tenant), then what the hook before it wrote (Rust's own text on stderr).
+/// A deployed function aborts on panic (the release profile), so this line is how an operator
+/// finds the request that ended the process. Once per process.
+pub fn log_panics() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let message = info
+                .payload()
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| info.payload().downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("a panic without a message");
+            let location = info
+                .location()
+                .map(|l| format!("{}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            tracing::error!(target: PANIC_TARGET, location, "panicked: {message}");
+            previous(info);
+        }));
+    });
 }
 
 /// The subscriber [`init_logging`] installs, writing each line to `sink` at the levels `filter`
@@ -773,6 +803,53 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_panicking_handler_writes_one_error_line_with_its_request() {
+        log_panics();
+        let logs = Captured::default();
+        let _installed =
+            tracing::subscriber::set_default(subscriber(LogFormat::Lambda, "info", &logs));
+        let boom = Tool::new(
+            "boom",
+            "",
+            json!({ "type": "object" }),
+            handler(|_call| async move {
+                if std::hint::black_box(true) {
+                    panic!("the \"tool\" broke\non a line");
+                }
+                Ok(Outcome::tool(CallToolResult::structured(json!({}))))
+            }),
+        );
+        let keys = KeyRing::new(vec![("test".into(), vec![42; 32])]).expect("a 32-byte key");
+        let server = McpServer::new(
+            App::new("logs", "0").tool(boom),
+            ServerConfig::default(),
+            keys,
+            Arc::new(NoAuth),
+        );
+        call(&server, "boom", "hi", ids(7)).await;
+        let panics: Vec<Value> = logs
+            .lines()
+            .into_iter()
+            .filter(|l| l["target"] == PANIC_TARGET || l["fields"]["location"].is_string())
+            .collect();
+        assert_eq!(panics.len(), 1, "{}", logs.text());
+        let line = &panics[0];
+        assert_eq!(line["level"], "ERROR", "{line}");
+        assert_eq!(
+            line["fields"]["message"], "panicked: the \"tool\" broke\non a line",
+            "{line}"
+        );
+        assert!(
+            line["fields"]["location"]
+                .as_str()
+                .is_some_and(|l| l.contains("logging.rs")),
+            "{line}"
+        );
+        assert_eq!(line["span"]["lambda_request_id"], "lambda-7", "{line}");
+        assert_eq!(line["span"]["name"], "request", "{line}");
     }
 
     #[tokio::test(flavor = "current_thread")]
