@@ -32,8 +32,8 @@ mod logging;
 
 #[cfg(feature = "logging")]
 pub use logging::{
-    ACCESS_TARGET, JsonLines, LineSink, LogFormat, PANIC_TARGET, REQUEST_TARGET, init_logging,
-    log_panics, log_subscriber,
+    ACCESS_TARGET, JsonLines, LineSink, LogFormat, MAX_PANIC_CHARS, PANIC_TARGET, REQUEST_TARGET,
+    init_logging, log_panics, log_subscriber,
 };
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -95,9 +95,14 @@ pub fn init_logging(format: LogFormat) {
 /// The target of the line a panic writes ([`log_panics`]).
 pub const PANIC_TARGET: &str = "relevo::panic";
 
+/// The longest panic message the line carries, in characters (a handler may put caller text in
+/// its panic; the line stays bounded whatever it holds).
+pub const MAX_PANIC_CHARS: usize = 1024;
+
 /// Makes every panic write one ERROR line first (target [`PANIC_TARGET`]: the panic's message
-/// and where it happened, and, in a request's handler, that request's context: trace id, request
-/// ids, method, tool, tenant), then what the hook before it wrote (Rust's own text on stderr).
+/// (cut to [`MAX_PANIC_CHARS`]) and where it happened, and, in a request's handler, that
+/// request's context: trace id, request ids, method, tool, tenant), then what the hook before it
+/// wrote (Rust's own text on stderr).
 /// A deployed function aborts on panic (the release profile), so this line is how an operator
 /// finds the request that ended the process. Once per process.
 pub fn log_panics() {
@@ -111,6 +116,10 @@ pub fn log_panics() {
                 .copied()
                 .or_else(|| info.payload().downcast_ref::<String>().map(String::as_str))
                 .unwrap_or("a panic without a message");
+            let message = match message.char_indices().nth(MAX_PANIC_CHARS) {
+                Some((end, _)) => &message[..end],
+                None => message,
+            };
             let location = info
                 .location()
                 .map(|l| format!("{}:{}", l.file(), l.line()))
@@ -830,12 +839,38 @@ mod tests {
             Arc::new(NoAuth),
         );
         call(&server, "boom", "hi", ids(7)).await;
+        let long = Tool::new(
+            "long",
+            "",
+            json!({ "type": "object" }),
+            handler(|call| async move {
+                let said = call.arguments["said"].as_str().unwrap_or("").repeat(2000);
+                if std::hint::black_box(true) {
+                    panic!("{said}");
+                }
+                Ok(Outcome::tool(CallToolResult::structured(json!({}))))
+            }),
+        );
+        let keys = KeyRing::new(vec![("test".into(), vec![42; 32])]).expect("a 32-byte key");
+        let long_server = McpServer::new(
+            App::new("logs", "0").tool(long),
+            ServerConfig::default(),
+            keys,
+            Arc::new(NoAuth),
+        );
+        call(&long_server, "long", "é", ids(8)).await;
         let panics: Vec<Value> = logs
             .lines()
             .into_iter()
             .filter(|l| l["target"] == PANIC_TARGET || l["fields"]["location"].is_string())
             .collect();
-        assert_eq!(panics.len(), 1, "{}", logs.text());
+        assert_eq!(panics.len(), 2, "{}", logs.text());
+        let cut = panics[1]["fields"]["message"].as_str().expect("a message");
+        assert_eq!(
+            cut.chars().count(),
+            "panicked: ".len() + MAX_PANIC_CHARS,
+            "{cut}"
+        );
         let line = &panics[0];
         assert_eq!(line["level"], "ERROR", "{line}");
         assert_eq!(
