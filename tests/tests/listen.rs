@@ -569,7 +569,11 @@ fn units(calls: &[Op]) -> Vec<u32> {
 }
 
 async fn a_listen_poll_reads_declared_records_in_one_batch(kind: Backend) {
-    let quotas = relevo_protocol::quota::Quotas::parse(Some("10000/60"), None).unwrap();
+    // Leases of one unit: the store sees each request's own admission (what is asserted).
+    let quotas = relevo_protocol::quota::Quotas {
+        max_lease: Some(1),
+        ..relevo_protocol::quota::Quotas::parse(Some("10000/60"), None).unwrap()
+    };
     let config = ServerConfig {
         listen_max_secs: 2,
         listen_poll_ms: 100,
@@ -628,7 +632,11 @@ async fn a_listen_poll_reads_declared_records_in_one_batch(kind: Backend) {
 /// app also has 30 resources without a watch declaration, two carts of hers, and the 32 URIs
 /// one stream of hers watches (30 read through their handlers, 2 declared records).
 async fn charged(kind: Backend, quota: &str, listen_max_secs: u64) -> (Counted, Vec<String>) {
-    let quotas = relevo_protocol::quota::Quotas::parse(Some(&format!("{quota}/60")), None).unwrap();
+    // Leases of one unit: the store sees each request's own charge (what is asserted).
+    let quotas = relevo_protocol::quota::Quotas {
+        max_lease: Some(1),
+        ..relevo_protocol::quota::Quotas::parse(Some(&format!("{quota}/60")), None).unwrap()
+    };
     let config = ServerConfig {
         listen_max_secs,
         listen_poll_ms: 100,

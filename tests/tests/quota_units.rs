@@ -39,7 +39,11 @@ fn door(routing: Routing) -> Door {
     let store = Arc::new(RaceStore::new(Arc::new(sqlite), Seed(1), Duration::ZERO));
     let jobs = shop_jobs(store.clone(), Arc::new(queue.clone()), None);
     let (settings, issuer, auth) = dev_auth();
-    let quotas = Quotas::parse(Some("1000/60"), Some("*:1000/60")).unwrap();
+    // Leases of one unit: the store's counts are each request's own units (what is asserted).
+    let quotas = Quotas {
+        max_lease: Some(1),
+        ..Quotas::parse(Some("1000/60"), Some("*:1000/60")).unwrap()
+    };
     let config = relevo_protocol::ServerConfig {
         quotas,
         ..test_config()

@@ -59,11 +59,15 @@ fn fixture() -> Fixture {
         Seed(0),
         Duration::ZERO,
     ));
-    let quotas = relevo_protocol::quota::Quotas::parse(Some(&format!("{QUOTA}/3600")), None);
+    // Leases of one unit: each count is one request's own units (what is asserted).
+    let quotas = relevo_protocol::quota::Quotas {
+        max_lease: Some(1),
+        ..relevo_protocol::quota::Quotas::parse(Some(&format!("{QUOTA}/3600")), None).unwrap()
+    };
     let config = ServerConfig {
         listen_max_secs: 2,
         listen_poll_ms: 100,
-        quotas: quotas.unwrap(),
+        quotas,
         ..ServerConfig::default()
     };
     let server = McpServer::new(jobs.app.clone(), config, test_keys(), Arc::new(auth))

@@ -7,6 +7,7 @@
 //!   million calls ([`cost`]), every function configured as `--template` deploys it ([`deployed`]) — written as one
 //!   Markdown report to FILE and printed. `--short` is the CI mode: same code, tiny durations.
 //! - `relevo-bench durable [JOBS]` (or `relevo-bench [JOBS]`): the durable path alone.
+//! - `relevo-bench leases [--short]`: the quota lease simulation alone ([`leases`]).
 //! - `relevo-bench cold-start --bin-dir DIR --functions A,B --samples N`: the child process of [`cold`].
 //! - `relevo-bench invocations --subject S --binary FILE --count N --cold K --work DIR [--server-core C]`:
 //!   the child process of [`invocations`].
@@ -20,6 +21,7 @@ mod cost;
 mod deployed;
 mod durable;
 mod invocations;
+mod leases;
 mod load;
 mod report;
 mod rig;
@@ -134,6 +136,16 @@ fn main() -> Result<(), Error> {
             };
             concurrent::child(&child)
         }
+        Some("leases") => {
+            let simulated: Vec<_> = leases::scenarios(args.iter().any(|a| a == "--short"))
+                .into_iter()
+                .map(leases::simulate)
+                .collect();
+            let mut markdown = String::new();
+            report::render_leases(&mut markdown, &simulated);
+            println!("{markdown}");
+            Ok(())
+        }
         Some("durable") | None => {
             let jobs = args.get(1).map(|n| n.parse()).transpose()?.unwrap_or(500);
             durable::print(
@@ -152,7 +164,7 @@ fn main() -> Result<(), Error> {
             Ok(())
         }
         Some(other) => Err(format!(
-            "unknown command {other:?}: expected report, durable [JOBS], cold-start, invocations or concurrent"
+            "unknown command {other:?}: expected report, durable [JOBS], leases, cold-start, invocations or concurrent"
         )
         .into()),
     }

@@ -10,16 +10,11 @@
 //!   (front door A). A streamed answer to a buffered invoke would not be a proxy response, so the
 //!   template sets the variable only where the integration streams.
 //!
-//! What streaming costs: lambda_runtime 1.5 writes a streamed answer to the Runtime API as four
-//! writes (the request head, the prelude, the eight NUL bytes, then the body with its end; our
-//! whole JSON answer already leaves as one frame with the end) on a connection its own client
-//! opens without `TCP_NODELAY`. Nagle's algorithm holds the second write until the first is
-//! acknowledged, and the Runtime API's kernel delays that ACK (~40 ms on Linux) once the
-//! connection is in request/response rhythm, so a streamed invocation lasts ~40 ms longer than
-//! a buffered one (debug build, back to back: 43 ms against 0.9 ms with `TCP_NODELAY`). Fewer
-//! frames on our side cannot help (the split is inside lambda_runtime) and lambda_runtime takes
-//! no connector; the cure is upstream (`PooledClientBuilder::new` in lambda_runtime_api_client
-//! setting `set_nodelay(true)`). `tests/streamed_wall_time.rs` measures it (ignored until then).
+//! What streaming costs: the prelude and a JSON answer leave as one chunk, on a Runtime API
+//! connection with `TCP_NODELAY` ([`crate::runtime`]). lambda_runtime 1.5 wrote them as four
+//! writes on a connection of its own without it, and Nagle's algorithm held each until the
+//! Runtime API's delayed ACK (~40 ms on Linux): a streamed invocation lasted ~40 ms longer than
+//! a buffered one. `tests/streamed_wall_time.rs` keeps it from coming back.
 //!
 //! Cancellation by a closed stream (Streamable HTTP, "Cancellation") follows the body: the core
 //! cancels a call and drops its handler when the reply's SSE body is dropped. Streaming, the
@@ -39,12 +34,12 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use lambda_http::{Body, Error, Request, Response, service_fn};
+use lambda_http::{Body, Error, Request, Response};
 use relevo_auth::AuthSettings;
 use relevo_protocol::{AppBuilder, McpServer, Reply, ReplyBody, Route};
 
 use crate::env::{server_from_env, streaming_from_env};
-use crate::events::{buffered, http_request, invocation_deadline, invocation_ids, streamed};
+use crate::events::{buffered, http_request, invocation_deadline, invocation_ids};
 use crate::well_known::public_document;
 use crate::{keys, otlp};
 
@@ -113,7 +108,10 @@ pub async fn run(route: Route, app: impl AppBuilder) -> Result<(), Error> {
 async fn serve_mcp(route: Route, app: impl AppBuilder) -> Result<(), Error> {
     crate::logging::init_telemetry();
     let streaming = streaming_from_env();
-    let server = Arc::new(server_from_env(streaming, &app).await?);
+    let server = match server_from_env(streaming, &app).await {
+        Ok(server) => Arc::new(server),
+        Err(error) => return Err(crate::runtime::init_failed(error).await),
+    };
     // Behind a custom domain the catch-all also receives the public documents' paths (no
     // routing rule claims them), so the all-methods function answers them as `well-known` does.
     let public = Arc::new((route == Route::All).then(|| AuthSettings::from_env("").ok()));
@@ -129,15 +127,12 @@ async fn serve_mcp(route: Route, app: impl AppBuilder) -> Result<(), Error> {
         }
     };
     if streaming {
-        let reply = reply.clone();
-        crate::serve::serve_http_streaming!(service_fn(move |event| {
-            let reply = reply.clone();
-            async move { Ok::<_, Error>(streamed(reply(event).await)) }
-        }))
+        crate::serve::serve_http_streaming(reply).await
     } else {
-        crate::serve::serve_http!(service_fn(move |event| {
-            let reply = reply.clone();
-            async move { Ok::<_, Error>(buffered(reply(event).await).await) }
-        }))
+        crate::serve::serve_http(move |event| {
+            let reply = reply(event);
+            async move { buffered(reply.await).await }
+        })
+        .await
     }
 }

@@ -22,8 +22,10 @@
 //! - `logging`: JSON logs for CloudWatch and EMF metrics (the setup the local server shares),
 //!   then [`otlp`] trace export.
 //! - [`keys`]: the state keys' refresh from Secrets Manager; [`otlp`]: OpenTelemetry export.
-//! - [`serve`]: one invocation at a time, or several with the `managed-instances` feature
-//!   (Lambda Managed Instances): what they share and why it is safe.
+//! - [`runtime`]: the Runtime API poll loop (`TCP_NODELAY` on its connections, response
+//!   streaming, init and invocation errors); [`serve`]: one invocation at a time, or several
+//!   with the `managed-instances` feature (Lambda Managed Instances): what they share and why it
+//!   is safe.
 //!
 //! [`McpServer::handle`]: relevo_protocol::McpServer::handle
 //! [`McpServer::from_ports`]: relevo_protocol::McpServer::from_ports
@@ -37,6 +39,7 @@ mod logging;
 pub mod otlp;
 pub mod pages;
 pub mod reconciler;
+pub mod runtime;
 pub mod serve;
 pub mod well_known;
 pub mod worker;

@@ -6,7 +6,7 @@
 //! server's authenticator and seal their own tokens with its keys, both from the same ports as
 //! the MCP functions. An app without pages answers 404.
 
-use lambda_http::{Body, Error, Request, Response, service_fn};
+use lambda_http::{Body, Error, Request, Response};
 use relevo_protocol::AppBuilder;
 
 use crate::env::{ports_from_env, settings_from_env};
@@ -22,26 +22,29 @@ pub async fn run_pages(app: impl AppBuilder) -> Result<(), Error> {
 /// [`run_pages`] on the runtime it was moved to.
 async fn serve_pages(app: impl AppBuilder) -> Result<(), Error> {
     crate::logging::init_telemetry();
-    let settings = settings_from_env().await?;
-    let ports = ports_from_env(&settings).await?;
+    let (settings, ports) = match configured().await {
+        Ok(configured) => configured,
+        Err(error) => return Err(crate::runtime::init_failed(error).await),
+    };
     let origins = ports.origins.clone();
     let pages = app(&ports).find_pages().cloned();
     let gate = relevo_protocol::PageGate {
         quotas: settings.config.quotas.clone(),
         store: ports.records.clone(),
         clock: ports.clock.clone(),
+        leases: std::sync::Arc::new(settings.config.quotas.leases()),
     };
-    crate::serve::serve_http!(service_fn(move |event: Request| {
+    crate::serve::serve_http(move |event: Request| {
         let (pages, origins, gate) = (pages.clone(), origins.clone(), gate.clone());
         async move {
             keys::refresh_if_due().await;
             if let Err(refused) = origins.check(event.headers()) {
-                return Ok::<_, Error>(forbidden(&refused));
+                return forbidden(&refused);
             }
             let Some(pages) = pages else {
                 let mut response = Response::new(Body::Empty);
                 *response.status_mut() = lambda_http::http::StatusCode::NOT_FOUND;
-                return Ok(response);
+                return response;
             };
             let (parts, body) = event.into_parts();
             let bytes = http_request(parts.clone(), body).into_body();
@@ -57,7 +60,15 @@ async fn serve_pages(app: impl AppBuilder) -> Result<(), Error> {
                 &bytes,
             );
             let (out, html) = served.await.into_parts();
-            Ok::<_, Error>(Response::from_parts(out, Body::Text(html)))
+            Response::from_parts(out, Body::Text(html))
         }
-    }))
+    })
+    .await
+}
+
+/// The settings and ports the pages are served from.
+async fn configured() -> Result<(relevo_protocol::Settings, relevo_protocol::Ports), Error> {
+    let settings = settings_from_env().await?;
+    let ports = ports_from_env(&settings).await?;
+    Ok((settings, ports))
 }

@@ -6,7 +6,7 @@
 //! Invariant: it runs no job itself. It is built like the worker so that both fail to start on
 //! the same missing configuration.
 
-use lambda_http::{Error, LambdaEvent, service_fn};
+use lambda_http::{Error, LambdaEvent};
 use relevo_protocol::AppBuilder;
 use relevo_state::emf::{Metrics, Unit};
 
@@ -17,8 +17,11 @@ use crate::env::worker_from_env;
 /// so that both fail to start on the same missing configuration.
 pub async fn run_reconciler(app: impl AppBuilder) -> Result<(), Error> {
     crate::logging::init_telemetry();
-    let worker = worker_from_env(&app).await?;
-    crate::serve::serve_events!(service_fn(move |_: LambdaEvent<serde_json::Value>| {
+    let worker = match worker_from_env(&app).await {
+        Ok(worker) => worker,
+        Err(error) => return Err(crate::runtime::init_failed(error).await),
+    };
+    crate::serve::serve_events(move |_: LambdaEvent<serde_json::Value>| {
         let worker = worker.clone();
         async move {
             let report = worker.reconcile(500).await?;
@@ -33,5 +36,6 @@ pub async fn run_reconciler(app: impl AppBuilder) -> Result<(), Error> {
                 "requeued": report.requeued, "failed": report.failed, "cancelled": report.cancelled, "skipped": report.skipped
             }))
         }
-    }))
+    })
+    .await
 }

@@ -1,18 +1,18 @@
-//! How the runners poll the Runtime API: one invocation at a time (classic Lambda), or, with the
-//! `managed-instances` feature, several at once per execution environment (Lambda Managed
-//! Instances: `AWS_LAMBDA_MAX_CONCURRENCY` long-polls of `/next`, one Tokio task each, through
-//! `lambda_runtime`'s `concurrency-tokio` entry points).
+//! How the runners poll the Runtime API ([`crate::runtime`]): one invocation at a time (classic
+//! Lambda), or, with the `managed-instances` feature, several at once per execution environment
+//! (Lambda Managed Instances: `AWS_LAMBDA_MAX_CONCURRENCY` long-polls of `/next`, one Tokio task
+//! each), and the three kinds of event they serve: HTTP buffered, HTTP streamed, and any other
+//! JSON event.
 //!
-//! Without the feature these are the sequential entry points and nothing new is linked. With it,
-//! the concurrent entry points fall back to sequential polling when `AWS_LAMBDA_MAX_CONCURRENCY`
-//! is unset or `<= 1` (lambda_runtime 1.5 `Runtime::run_concurrent`), so one build serves both.
+//! With the feature, polling is sequential when `AWS_LAMBDA_MAX_CONCURRENCY` is unset or `<= 1`,
+//! so one build serves both.
 //!
 //! Invariants (what several invocations in flight share, and why it is safe):
 //! - the handler: one `Arc<McpServer>` (or worker, pages, documents) cloned into every task; its
 //!   caches are behind locks or `OnceLock`s, and nothing in it is per invocation;
 //! - per invocation, never in the process: the deadline, the API Gateway and Lambda request ids
-//!   and the X-Ray trace come from each event's own context (`events`); the concurrent runtime
-//!   does not set `_X_AMZN_TRACE_ID`, and nothing here reads it;
+//!   and the X-Ray trace come from each event's own context (`events`); no runner sets
+//!   `_X_AMZN_TRACE_ID`, and nothing here reads it;
 //! - the state keys' refresh is single-flight ([`crate::keys`]); an OTLP flush takes the spans
 //!   pending at that moment under a lock ([`crate::otlp`]), whichever invocation ends first.
 //!
@@ -23,7 +23,14 @@
 
 use std::future::Future;
 
-use lambda_http::Error;
+use bytes::Bytes;
+use lambda_http::{Body, Error, LambdaEvent, Request, Response};
+use relevo_protocol::Reply;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::events::{http_event, proxy_response, streamed};
+use crate::runtime::{self, Answer, diagnostic};
 
 /// The invocations an execution environment serves at once: `AWS_LAMBDA_MAX_CONCURRENCY`
 /// (Managed Instances sets it), read as `lambda_runtime` reads it; 1 when unset or not a
@@ -69,39 +76,68 @@ where
         .unwrap_or_else(|_| Err("the runner's runtime stopped without an answer".into()))
 }
 
-/// Serves buffered HTTP events: `lambda_http::run`, or `run_concurrent` with the feature.
-macro_rules! serve_http {
-    ($handler:expr) => {{
-        #[cfg(feature = "managed-instances")]
-        let served = lambda_http::run_concurrent($handler).await;
-        #[cfg(not(feature = "managed-instances"))]
-        let served = lambda_http::run($handler).await;
-        served
-    }};
+/// Serves buffered HTTP events: each proxy event to `handler`, its response back as the proxy
+/// response its front door reads.
+pub(crate) async fn serve_http<H, F>(handler: H) -> Result<(), Error>
+where
+    H: Fn(Request) -> F + Send + Sync + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+{
+    runtime::serve(move |invocation| {
+        let called = http_event(invocation).map(|(request, origin)| (handler(request), origin));
+        async move {
+            match called {
+                Ok((response, origin)) => proxy_response(origin, response.await),
+                Err(diagnostic) => Answer::Failed(diagnostic),
+            }
+        }
+    })
+    .await
 }
 
-/// Serves HTTP events with streamed responses: `run_with_streaming_response`, or its
-/// `_concurrent` variant with the feature.
-macro_rules! serve_http_streaming {
-    ($handler:expr) => {{
-        #[cfg(feature = "managed-instances")]
-        let served = lambda_http::run_with_streaming_response_concurrent($handler).await;
-        #[cfg(not(feature = "managed-instances"))]
-        let served = lambda_http::run_with_streaming_response($handler).await;
-        served
-    }};
+/// Serves HTTP events with streamed answers (Lambda response streaming): each proxy event to
+/// `handler`, its reply back frame by frame.
+pub(crate) async fn serve_http_streaming<H, F>(handler: H) -> Result<(), Error>
+where
+    H: Fn(Request) -> F + Send + Sync + 'static,
+    F: Future<Output = Reply> + Send + 'static,
+{
+    runtime::serve(move |invocation| {
+        let called = http_event(invocation).map(|(request, _)| handler(request));
+        async move {
+            match called {
+                Ok(reply) => streamed(reply.await),
+                Err(diagnostic) => Answer::Failed(diagnostic),
+            }
+        }
+    })
+    .await
 }
 
 /// Serves any other event with a JSON answer (the worker's SQS batches, the reconciler's
-/// schedule): `lambda_runtime::run`, or `run_concurrent` with the feature.
-macro_rules! serve_events {
-    ($handler:expr) => {{
-        #[cfg(feature = "managed-instances")]
-        let served = lambda_http::lambda_runtime::run_concurrent($handler).await;
-        #[cfg(not(feature = "managed-instances"))]
-        let served = lambda_http::lambda_runtime::run($handler).await;
-        served
-    }};
+/// schedule): the event as `T` to `handler`, its `Ok` back as JSON, its `Err` as the
+/// invocation's failure.
+pub(crate) async fn serve_events<T, R, H, F>(handler: H) -> Result<(), Error>
+where
+    T: DeserializeOwned,
+    R: Serialize,
+    H: Fn(LambdaEvent<T>) -> F + Send + Sync + 'static,
+    F: Future<Output = Result<R, Error>> + Send + 'static,
+{
+    runtime::serve(move |invocation| {
+        let called = serde_json::from_slice::<T>(&invocation.body)
+            .map(|payload| handler(LambdaEvent::new(payload, invocation.context)));
+        async move {
+            let answer = match called {
+                Ok(answer) => answer.await,
+                Err(error) => return Answer::Failed(diagnostic("InvalidEvent", error)),
+            };
+            match answer.map(|json| serde_json::to_vec(&json)) {
+                Ok(Ok(json)) => Answer::Buffered(Bytes::from(json)),
+                Ok(Err(error)) => Answer::Failed(diagnostic("InvalidResponse", error)),
+                Err(error) => Answer::Failed(diagnostic("HandlerError", error)),
+            }
+        }
+    })
+    .await
 }
-
-pub(crate) use {serve_events, serve_http, serve_http_streaming};

@@ -16,7 +16,7 @@
 //! store, so a flood costs compute only, bounded by the front door's throttling and the
 //! documents' `Cache-Control`.
 
-use lambda_http::{Body, Error, Request, Response, service_fn};
+use lambda_http::{Body, Error, Request, Response};
 use relevo_auth::AuthSettings;
 use relevo_protocol::{AppBuilder, McpServer, NoAuth, Settings};
 
@@ -31,16 +31,20 @@ pub async fn run_well_known(app: impl AppBuilder) -> Result<(), Error> {
 /// [`run_well_known`] on the runtime it was moved to.
 async fn serve_documents(app: impl AppBuilder) -> Result<(), Error> {
     crate::logging::init_telemetry();
-    let settings = AuthSettings::from_env("")?;
-    let server = std::sync::Arc::new(document_server(&app).await?);
-    crate::serve::serve_http!(service_fn(move |event: Request| {
-        let (settings, server) = (settings.clone(), server.clone());
-        async move {
-            let response = public_document(&server, Some(&settings), &event)
-                .unwrap_or_else(|| not_found(&server, &event));
-            Ok::<_, Error>(response)
-        }
-    }))
+    let configured = match AuthSettings::from_env("") {
+        Ok(settings) => document_server(&app).await.map(|server| (settings, server)),
+        Err(error) => Err(error.into()),
+    };
+    let (settings, server) = match configured {
+        Ok((settings, server)) => (std::sync::Arc::new(settings), std::sync::Arc::new(server)),
+        Err(error) => return Err(crate::runtime::init_failed(error).await),
+    };
+    crate::serve::serve_http(move |event: Request| {
+        let response = public_document(&server, Some(&settings), &event)
+            .unwrap_or_else(|| not_found(&server, &event));
+        std::future::ready(response)
+    })
+    .await
 }
 
 /// The server whose card is published: the MCP functions' app, store and settings, with a

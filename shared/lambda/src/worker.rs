@@ -7,7 +7,7 @@
 //! source mapping, or failed messages are deleted with the batch.
 
 use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
-use lambda_http::{Error, LambdaEvent, service_fn};
+use lambda_http::{Error, LambdaEvent};
 use relevo_protocol::AppBuilder;
 use relevo_state::{TraceContext, Worker};
 use tracing::Instrument;
@@ -20,8 +20,11 @@ use crate::{keys, otlp};
 /// event source mapping, or failed messages are deleted with the batch.
 pub async fn run_worker(app: impl AppBuilder) -> Result<(), Error> {
     crate::logging::init_telemetry();
-    let worker = worker_from_env(&app).await?;
-    crate::serve::serve_events!(service_fn(move |event: LambdaEvent<SqsEvent>| {
+    let worker = match worker_from_env(&app).await {
+        Ok(worker) => worker,
+        Err(error) => return Err(crate::runtime::init_failed(error).await),
+    };
+    crate::serve::serve_events(move |event: LambdaEvent<SqsEvent>| {
         let worker = worker.clone();
         let span = tracing::info_span!("invocation", lambda_request_id = %event.context.request_id);
         async move {
@@ -32,7 +35,8 @@ pub async fn run_worker(app: impl AppBuilder) -> Result<(), Error> {
             otlp::flush().await;
             Ok::<_, Error>(response)
         }
-    }))
+    })
+    .await
 }
 
 /// One SQS event: every record processed, the failed ones reported by message id.

@@ -4,15 +4,14 @@
 //! Lambda's (RAPID, a Go server) is: no `TCP_QUICKACK`, so the kernel delays its ACKs (~40 ms
 //! on Linux) as it would in an execution environment.
 //!
-//! The runtime client (lambda_runtime 1.5 / lambda_runtime_api_client 1.1) writes a streamed
-//! answer as four writes — the request head, the prelude, the eight NUL bytes, the body and
-//! its end — on a connection without `TCP_NODELAY`, so Nagle's algorithm holds the second until
-//! the first is acknowledged: every streamed invocation lasts ~40 ms longer than the function
-//! works (measured 43 ms p50 against 0.9 ms with `TCP_NODELAY`, debug build). lambda_runtime
-//! builds that client itself and offers no way to pass a connector, so the cure is upstream
-//! (`PooledClientBuilder::new` setting `connector.set_nodelay(true)`); the test is ignored until
-//! the dependency carries it. Run it with `cargo test -p relevo-lambda --test streamed_wall_time
-//! -- --ignored`.
+//! A streamed answer leaves as several writes (the request head, the prelude with the first
+//! frame, the end). lambda_runtime 1.5's client wrote them on a connection without
+//! `TCP_NODELAY`, so Nagle's algorithm held each until the previous one was acknowledged: every
+//! streamed invocation lasted ~40 ms longer than the function worked (measured 43 ms p50 against
+//! 0.9 ms with `TCP_NODELAY`, debug build). The runners' own poll loop (`relevo_lambda::runtime`)
+//! sets it, and writes a JSON answer with its prelude as one chunk; this test keeps the whole
+//! function's streamed answer under the bound. The socket option itself is seen by the runtime's
+//! own test of an answer streamed over time (`runtime::tests`), which fails without it.
 //!
 //! A timing bound, for want of anything better to observe: the Runtime API cannot see the
 //! client's socket options, and the function's socket is not ours to inspect. The margin is
@@ -62,7 +61,6 @@ impl Drop for Function {
 }
 
 #[test]
-#[ignore = "fails until lambda_runtime's Runtime API client sets TCP_NODELAY (upstream)"]
 fn a_streamed_answer_costs_no_delayed_ack() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();

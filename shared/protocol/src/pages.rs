@@ -76,6 +76,9 @@ pub struct PageGate {
     pub store: Option<Arc<dyn RecordStore>>,
     /// The time source for quota windows.
     pub clock: Arc<dyn Clock>,
+    /// The leases quota units are spent from ([`relevo_state::rate::Leases`]): the server's,
+    /// when the pages are served beside it ([`crate::McpServer::page_gate`]).
+    pub leases: Arc<relevo_state::rate::Leases>,
 }
 
 /// One page request, admitted: the caller's tenant's quota first, then the page.
@@ -92,8 +95,9 @@ pub async fn serve(
         && let Err(refused) = crate::server::admit_tenant(
             &gate.quotas,
             gate.store.as_deref(),
+            &gate.leases,
             &principal.tenant,
-            gate.clock.now_unix(),
+            gate.clock.now_millis(),
         )
         .await
     {

@@ -46,6 +46,10 @@ pub struct Quotas {
     pub per_tool: BTreeMap<String, Rate>,
     /// `tools/call` of any tool not in `per_tool`, by one tenant (`*`).
     pub per_other_tool: Option<Rate>,
+    /// The most units one environment takes from a window per store write
+    /// (`RELEVO_QUOTA_LEASE_MAX`; `None`: [`relevo_state::rate::MAX_LEASE`]); 1 writes once per
+    /// request and counts the window exactly.
+    pub max_lease: Option<u32>,
 }
 
 /// Which quota refused a request.
@@ -86,6 +90,11 @@ impl Quotas {
     /// No quota at all: the request path does not touch the store.
     pub fn is_off(&self) -> bool {
         self.per_tenant.is_none() && self.per_tool.is_empty() && self.per_other_tool.is_none()
+    }
+
+    /// The leases an environment spends these quotas from ([`relevo_state::rate::Leases`]).
+    pub fn leases(&self) -> relevo_state::rate::Leases {
+        relevo_state::rate::Leases::new(self.max_lease.unwrap_or(relevo_state::rate::MAX_LEASE))
     }
 
     /// The quota of tool `name`, if any.

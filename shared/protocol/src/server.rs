@@ -202,6 +202,9 @@ pub struct McpServer {
     pub(crate) events: broadcast::Sender<ResourceEvent>,
     pub(crate) legacy: Option<Legacy>,
     store: Option<Arc<dyn RecordStore>>,
+    /// This environment's quota leases ([`relevo_state::rate::Leases`]): one per server, as one
+    /// server serves one execution environment.
+    pub(crate) leases: Arc<relevo_state::rate::Leases>,
 }
 
 impl McpServer {
@@ -245,6 +248,7 @@ impl McpServer {
             );
         }
         let (events, _) = broadcast::channel(256);
+        let leases = Arc::new(config.quotas.leases());
         McpServer {
             app,
             config: Arc::new(config),
@@ -255,6 +259,7 @@ impl McpServer {
             events,
             legacy: None,
             store: None,
+            leases,
         }
     }
 

@@ -14,6 +14,7 @@
 //! | `RELEVO_RATE_PER_TENANT` | `LIMIT/SECS`: requests one tenant may make per window of SECS seconds, any method, across every instance ([`crate::quota`]) | off |
 //! | `RELEVO_PUBLIC_URL`, `RELEVO_SERVER_NAMESPACE` | where the server card and `server.json` say the server is, and its published name's namespace ([`crate::card::Listing`]) | `RELEVO_AUTH_AUDIENCE`; the URL's host reversed |
 //! | `RELEVO_RATE_PER_TOOL` | `NAME:LIMIT/SECS[,…]`: `tools/call` of one tool by one tenant per window; `*` for every tool not named (e.g. `my_tool:30/60,*:120/60`) | off |
+//! | `RELEVO_QUOTA_LEASE_MAX` | the most units of a window one environment takes per store write ([`relevo_state::rate::Leases`]); `1` writes once per request and counts exactly | 64 |
 //!
 //! Quotas need the store (`RELEVO_TABLE`, or the embedded store locally); a refused request is
 //! HTTP 429 with `Retry-After` and JSON-RPC `-31002` ([`crate::error::McpError::RateLimited`]).
@@ -117,10 +118,16 @@ impl Settings {
                 })?,
                 None => defaults.listen_max_secs,
             },
-            quotas: crate::quota::Quotas::parse(
-                lookup("RELEVO_RATE_PER_TENANT").as_deref(),
-                lookup("RELEVO_RATE_PER_TOOL").as_deref(),
-            )?,
+            quotas: crate::quota::Quotas {
+                max_lease: match lookup("RELEVO_QUOTA_LEASE_MAX") {
+                    None => None,
+                    Some(_) => Some(number("RELEVO_QUOTA_LEASE_MAX", 1)? as u32),
+                },
+                ..crate::quota::Quotas::parse(
+                    lookup("RELEVO_RATE_PER_TENANT").as_deref(),
+                    lookup("RELEVO_RATE_PER_TOOL").as_deref(),
+                )?
+            },
             listing: crate::card::Listing::from_env(&lookup),
             ..defaults
         };

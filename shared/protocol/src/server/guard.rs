@@ -48,7 +48,7 @@ use crate::tasks::TOOL_TASK_KIND;
 use crate::wire::JsonObject;
 use relevo_state::Job;
 use relevo_state::RecordStore;
-use relevo_state::rate::{self, Admission, RateError};
+use relevo_state::rate::{Admission, Leases, RateError};
 
 /// Quotas configured on a server without a store are off; said once per process.
 static QUOTAS_WITHOUT_STORE: Once = Once::new();
@@ -209,7 +209,7 @@ impl McpServer {
         let Some(store) = quota_store(self.store.as_deref()) else {
             return Ok(());
         };
-        let now = self.clock.now_unix();
+        let now = self.clock.now_millis();
         let tenant = principal.tenant.as_str();
         if request.method == Method::ToolsCall
             && let Some(tool) = request
@@ -219,6 +219,7 @@ impl McpServer {
         {
             spend(
                 store,
+                &self.leases,
                 tenant,
                 QuotaScope::Tool,
                 Some(&tool.name),
@@ -228,7 +229,13 @@ impl McpServer {
             )
             .await?;
         }
-        admit_tenant(quotas, Some(store), tenant, now).await
+        admit_tenant(quotas, Some(store), &self.leases, tenant, now).await
+    }
+
+    /// This server's quota leases (what its environment holds and has spent, for its operator
+    /// and its tests).
+    pub fn leases(&self) -> std::sync::Arc<Leases> {
+        self.leases.clone()
     }
 
     /// What the app's pages are admitted against ([`crate::pages::serve`]): this server's
@@ -238,6 +245,7 @@ impl McpServer {
             quotas: self.config.quotas.clone(),
             store: self.store.clone(),
             clock: self.clock.clone(),
+            leases: self.leases.clone(),
         }
     }
 
@@ -264,9 +272,9 @@ impl McpServer {
                 let (quotas, store, now) = (
                     &self.config.quotas,
                     self.store.as_deref(),
-                    self.clock.now_unix(),
+                    self.clock.now_millis(),
                 );
-                admit_tenant_units(quotas, store, &principal.tenant, units, now).await
+                admit_tenant_units(quotas, store, &self.leases, &principal.tenant, units, now).await
             }
             Decision::Exempt(_) => Ok(()),
         }
@@ -504,24 +512,27 @@ fn quota_store(store: Option<&dyn RecordStore>) -> Option<&dyn RecordStore> {
     store
 }
 
-/// One unit of `tenant`'s request-rate quota (nothing when none is configured): the admission
-/// of every surface, and of the pages served beside `/mcp` ([`crate::pages::serve`]).
+/// One unit of `tenant`'s request-rate quota (nothing when none is configured), spent from
+/// `leases` at `now_ms`: the admission of every surface, and of the pages served beside `/mcp`
+/// ([`crate::pages::serve`]).
 pub async fn admit_tenant(
     quotas: &Quotas,
     store: Option<&dyn RecordStore>,
+    leases: &Leases,
     tenant: &str,
-    now: u64,
+    now_ms: u64,
 ) -> Result<(), McpError> {
-    admit_tenant_units(quotas, store, tenant, 1, now).await
+    admit_tenant_units(quotas, store, leases, tenant, 1, now_ms).await
 }
 
 /// `units` of `tenant`'s request-rate quota at once, all or none.
 pub(crate) async fn admit_tenant_units(
     quotas: &Quotas,
     store: Option<&dyn RecordStore>,
+    leases: &Leases,
     tenant: &str,
     units: u32,
-    now: u64,
+    now_ms: u64,
 ) -> Result<(), McpError> {
     let Some(quota) = quotas.per_tenant else {
         return Ok(());
@@ -529,25 +540,40 @@ pub(crate) async fn admit_tenant_units(
     let Some(store) = quota_store(store) else {
         return Ok(());
     };
-    spend(store, tenant, QuotaScope::Tenant, None, quota, units, now).await
+    spend(
+        store,
+        leases,
+        tenant,
+        QuotaScope::Tenant,
+        None,
+        quota,
+        units,
+        now_ms,
+    )
+    .await
 }
 
-/// `units` of `quota` for `tenant` in one write, or the refusal that says when the next window
-/// starts (and then none is spent).
+/// `units` of `quota` for `tenant` from this environment's lease (taking one when it holds too
+/// few), or the refusal that says when the next window starts (and then none is spent).
+#[allow(clippy::too_many_arguments)]
 async fn spend(
     store: &dyn RecordStore,
+    leases: &Leases,
     tenant: &str,
     scope: QuotaScope,
     tool: Option<&str>,
     quota: Rate,
     units: u32,
-    now: u64,
+    now_ms: u64,
 ) -> Result<(), McpError> {
     let key = match tool {
         Some(tool) => format!("tool:{tool}"),
         None => scope.as_str().to_string(),
     };
-    match rate::admit_units(store, tenant, &key, quota, units, now).await {
+    match leases
+        .admit(store, tenant, &key, quota, units, now_ms)
+        .await
+    {
         Ok(Admission::Allowed { .. }) => Ok(()),
         Ok(Admission::Limited { retry_after_secs }) => Err(McpError::RateLimited {
             scope,
