@@ -161,6 +161,23 @@ impl Call {
     }
 }
 
+impl Call {
+    /// [`Call::lua`], and every answer checked: HTTP 200 with `marker` in its body, else counted
+    /// bad; the count is printed after wrk's report as `BAD n`.
+    pub fn lua_checked(&self, marker: &str) -> String {
+        let mut script = self.lua();
+        script.push_str(&format!(
+            "threads = {{}}\nfunction setup(thread) table.insert(threads, thread) end\n\
+             function init(args) bad = 0 end\n\
+             function response(status, headers, body)\n  \
+             if status ~= 200 or not string.find(body, [==[{marker}]==], 1, true) then bad = bad + 1 end\nend\n\
+             function done(summary, latency, requests)\n  local n = 0\n  \
+             for _, t in ipairs(threads) do n = n + t:get(\"bad\") end\n  io.write(\"BAD \" .. n .. \"\\n\")\nend\n"
+        ));
+        script
+    }
+}
+
 /// Sends `call` once over a fresh connection; the answer must be HTTP 200 carrying a JSON-RPC
 /// `result` and no `error`. Returns the body.
 pub async fn probe(port: u16, call: &Call) -> Result<String, Error> {
@@ -236,7 +253,7 @@ pub async fn measure(
 }
 
 /// wrk's report and the CPU seconds it used (bash's `times` for its children).
-async fn wrk(
+pub async fn wrk(
     port: u16,
     script: &Path,
     connections: u32,

@@ -8,6 +8,8 @@
 //!   Markdown report to FILE and printed. `--short` is the CI mode: same code, tiny durations.
 //! - `relevo-bench durable [JOBS]` (or `relevo-bench [JOBS]`): the durable path alone.
 //! - `relevo-bench leases [--short]`: the quota lease simulation alone ([`leases`]).
+//! - `relevo-bench side-by-side --gateway FILE --peer FILE [--work DIR] [--short]`: the HTTP
+//!   comparison the goals are judged on, alone ([`sidebyside`]).
 //! - `relevo-bench cold-start --bin-dir DIR --functions A,B --samples N`: the child process of [`cold`].
 //! - `relevo-bench invocations --subject S --binary FILE --count N --cold K --work DIR [--server-core C]`:
 //!   the child process of [`invocations`].
@@ -25,6 +27,7 @@ mod leases;
 mod load;
 mod report;
 mod rig;
+mod sidebyside;
 
 use std::path::PathBuf;
 
@@ -136,6 +139,23 @@ fn main() -> Result<(), Error> {
             };
             concurrent::child(&child)
         }
+        Some("side-by-side") => {
+            let required = |flag: &str| value(flag).ok_or_else(|| format!("{flag} is required"));
+            let work = PathBuf::from(value("--work").unwrap_or_else(|| "target/bench/work".into()));
+            std::fs::create_dir_all(&work)?;
+            let measured = runtime()?.block_on(sidebyside::run(
+                &PathBuf::from(required("--gateway")?),
+                &PathBuf::from(required("--peer")?),
+                &work,
+                args.iter().any(|a| a == "--short"),
+                load::ticks_per_sec()?,
+                rig::Rig::detect(),
+            ))?;
+            let mut markdown = String::new();
+            report::render_side_by_side(&mut markdown, &measured);
+            println!("{markdown}");
+            Ok(())
+        }
         Some("leases") => {
             let simulated: Vec<_> = leases::scenarios(args.iter().any(|a| a == "--short"))
                 .into_iter()
@@ -164,7 +184,7 @@ fn main() -> Result<(), Error> {
             Ok(())
         }
         Some(other) => Err(format!(
-            "unknown command {other:?}: expected report, durable [JOBS], leases, cold-start, invocations or concurrent"
+            "unknown command {other:?}: expected report, durable [JOBS], leases, side-by-side, cold-start, invocations or concurrent"
         )
         .into()),
     }

@@ -16,6 +16,7 @@ use crate::deployed::{self, Deployment};
 use crate::durable::{self, Durable};
 use crate::invocations::{self, Invocations};
 use crate::leases::{self, Simulated};
+use crate::sidebyside::{self, SideBySide};
 use crate::load::{self, Call, Error, Measured, Server};
 use crate::rig::{NOISY_SHARE, Rig};
 
@@ -191,6 +192,17 @@ pub async fn run(options: &Options) -> Result<String, Error> {
         footprints.push(footprint(name, &binary, &server)?);
     }
 
+    eprintln!("load: side by side, relevo-gateway as `make run` starts it against rmcp's echo server");
+    let side = sidebyside::run(
+        &gateway,
+        &options.peer_dir.join("peer-rmcp-echo"),
+        &work,
+        options.short,
+        ticks,
+        rig,
+    )
+    .await?;
+
     eprintln!("cold starts");
     let samples = if options.short { 1 } else { 7 };
     let colds = cold::measure(
@@ -265,6 +277,7 @@ pub async fn run(options: &Options) -> Result<String, Error> {
         deployments,
         prices,
         leases,
+        side,
     };
     Ok(render(
         options,
@@ -430,6 +443,7 @@ struct Measurements {
     deployments: Deployments,
     prices: Prices,
     leases: Vec<Simulated>,
+    side: SideBySide,
 }
 
 /// The functions the bill prices, as the template deploys them.
@@ -459,6 +473,7 @@ fn render(
         deployments,
         prices,
         leases,
+        side,
     } = measured;
     let mut md = String::new();
     let mode = if options.short {
@@ -543,6 +558,7 @@ fn render(
             hyper.map_or("–".into(), |h| quiet_ratio(m.rps, h.rps, &[m, h])),
         );
     }
+    render_side_by_side(&mut md, side);
     let _ = writeln!(
         md,
         "\n| server | binary | size | peak RSS (VmHWM) |\n|---|---|---:|---:|"
@@ -1093,5 +1109,46 @@ pub fn render_leases(md: &mut String, simulated: &[Simulated]) {
                 w.calls as f64 / w.writes.max(1) as f64
             );
         }
+    }
+}
+
+/// The HTTP comparison the goals are judged on ([`sidebyside`]).
+pub fn render_side_by_side(md: &mut String, side: &SideBySide) {
+    let _ = writeln!(md, "\n### Side by side: as a user runs each server (the goal rows)\n");
+    let _ = writeln!(
+        md,
+        "Command: `make bench` (or `relevo-bench side-by-side`). relevo: `relevo-gateway` started \
+         as `make run` starts it (fresh folder, environment cleared but `PATH`: default log level, \
+         store and dev issuer), one dev token (tenant `acme`, scope `shop`), `greet`. rmcp: \
+         `peer-rmcp-echo` (rmcp 3.11's macros, hyper directly with `TCP_NODELAY`, thin LTO, 4 \
+         codegen units), `echo`. wrk -t1 -c16 on the load core checking every answer's body, each \
+         server alone on the server core while the other is stopped, {} s measured after {} s of \
+         warm-up, {} alternating rounds averaged: the reference harness's method.\n",
+        side.secs, side.warmup, side.rounds
+    );
+    let _ = writeln!(
+        md,
+        "| server | req/s | p50 | p99 | CPU/req | other CPU (max) | req/s vs rmcp | CPU/req vs rmcp |"
+    );
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    for (name, m) in [
+        ("relevo (dev token, greet)", &side.relevo),
+        ("rmcp echo (tuned)", &side.rmcp),
+    ] {
+        let _ = writeln!(
+            md,
+            "| {name} | {:.0} | {} | {} | {:.1} µs | {:.1}% | {} | {} |",
+            m.rps,
+            latency(m.p50_us),
+            latency(m.p99_us),
+            m.cpu_us_per_request,
+            m.foreign_share * 100.0,
+            quiet_ratio(m.rps, side.rmcp.rps, &[m, &side.rmcp]),
+            quiet_ratio(
+                m.cpu_us_per_request,
+                side.rmcp.cpu_us_per_request,
+                &[m, &side.rmcp]
+            ),
+        );
     }
 }

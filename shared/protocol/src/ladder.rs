@@ -440,7 +440,7 @@ impl Ladder<'_> {
             McpError::Internal
         })?;
         let arguments = params.get("arguments");
-        for param in header_params {
+        for param in header_params.iter() {
             let header_name = &param.header;
             let argument = param.dotted();
             let name = format!(

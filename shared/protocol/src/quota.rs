@@ -1,6 +1,9 @@
 //! Request-rate quotas of a deployment: how many requests a tenant may make, and how many calls
 //! of one tool, per window — counted in the store ([`relevo_state::rate`]), so that every
-//! instance (the 50 Lambda environments of a function, or of all functions) spends one budget.
+//! instance (the 50 Lambda environments of a function, or of all functions) spends one budget,
+//! and spent from each environment's leases ([`relevo_state::rate::Leases`]: one conditional
+//! write takes a batch of units sized from the environment's own rate; a spent window is
+//! refused from memory until it turns).
 //!
 //! Configured by the environment ([`crate::settings`]):
 //! - `RELEVO_RATE_PER_TENANT=LIMIT/SECS`, e.g. `600/60`: every request of a tenant's principals
@@ -13,6 +16,9 @@
 //! - `RELEVO_RATE_PER_TOOL=NAME:LIMIT/SECS[,NAME:LIMIT/SECS…]`, e.g.
 //!   `my_tool:30/60,*:120/60`: `tools/call` of one tool by one tenant; `*` is every tool
 //!   not named. Tool names cannot hold `:` or `,`, so the syntax is unambiguous.
+//!
+//! - `RELEVO_QUOTA_LEASE_MAX=N` (default 64): the most units one environment takes from a window
+//!   per write; 1 writes once per request and counts every window exactly.
 //!
 //! Unset or empty, a quota is off and costs nothing (no store call on the request path).
 //!

@@ -17,6 +17,9 @@ type Derive = Arc<dyn Fn() -> Option<JsonObject> + Send + Sync>;
 pub struct Schema {
     cell: Arc<OnceLock<Option<JsonObject>>>,
     derive: Option<Derive>,
+    /// The `x-mcp-header` parameters of the schema, found once ([`Tool::header_params`]): every
+    /// `tools/call` checks them, and walking the schema each time cost more than the check.
+    headers: Arc<OnceLock<Result<Arc<[HeaderParam]>, Refused>>>,
 }
 
 impl Schema {
@@ -25,6 +28,7 @@ impl Schema {
         Schema {
             cell: Arc::new(OnceLock::from(schema)),
             derive: None,
+            headers: Arc::default(),
         }
     }
 
@@ -33,6 +37,7 @@ impl Schema {
         Schema {
             cell: Arc::new(OnceLock::new()),
             derive: Some(Arc::new(derive)),
+            headers: Arc::default(),
         }
     }
 
@@ -296,8 +301,14 @@ impl Tool {
     /// The arguments a call mirrors into `Mcp-Param-*` headers: every property of the
     /// `inputSchema` annotated with `x-mcp-header`, nested ones included, or the constraint an
     /// annotation breaks ([`rules::header_params`]).
-    pub fn header_params(&self) -> Result<Vec<HeaderParam>, Refused> {
-        rules::header_params(&self.name, self.input_schema())
+    /// Found once per schema and kept.
+    pub fn header_params(&self) -> Result<Arc<[HeaderParam]>, Refused> {
+        self.input
+            .headers
+            .get_or_init(|| {
+                rules::header_params(&self.name, self.input_schema()).map(Arc::from)
+            })
+            .clone()
     }
 
     /// The tool as `tools/list` shows it (the cache policy stated in the description).

@@ -27,7 +27,8 @@
 //!   DELETE, each poll of a listen stream, the app's pages and their sign-in — is counted
 //!   against its tenant's request-rate quota ([`crate::quota`]) before it reads or writes
 //!   anything else, tenant from the verified principal; a spent quota is a 429 with
-//!   `Retry-After` (a listen stream ends instead). [`Surface::admission`] is the decision, an
+//!   `Retry-After` (a listen stream ends instead). Units are spent from the server's leases
+//!   ([`relevo_state::rate::Leases`]), so most admissions make no store call. [`Surface::admission`] is the decision, an
 //!   exhaustive match, and `tests/tests/surfaces.rs` probes every entry of [`Surface::ALL`]:
 //!   a surface added without a decision fails to compile or fails that test. With no quota
 //!   configured, admission touches nothing.
