@@ -305,9 +305,7 @@ impl Tool {
     pub fn header_params(&self) -> Result<Arc<[HeaderParam]>, Refused> {
         self.input
             .headers
-            .get_or_init(|| {
-                rules::header_params(&self.name, self.input_schema()).map(Arc::from)
-            })
+            .get_or_init(|| rules::header_params(&self.name, self.input_schema()).map(Arc::from))
             .clone()
     }
 
