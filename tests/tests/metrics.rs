@@ -5,7 +5,9 @@
 //! stays a log property). Every value meets CloudWatch's rules for a dimension value.
 //!
 //! EMF lines go to stdout (as on Lambda), so the test runs its server in a child process of this
-//! test binary (`RELEVO_METRICS=emf`) and reads the child's stdout.
+//! test binary (`RELEVO_METRICS=emf`) and reads the child's stdout. The same way, a served request
+//! writes one stdout line, metrics on (its EMF line, carrying the access fields) or off (its
+//! access line).
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -20,6 +22,12 @@ use serde_json::{Value, json};
 
 /// Set in the child process: it serves the random requests with EMF on.
 const CHILD: &str = "RELEVO_METRICS_TEST_CHILD";
+/// Set in the child process of the one-line test: it serves a few calls with the runners' log
+/// setup (`init_logging`), between two marker lines.
+const ONE_LINE_CHILD: &str = "RELEVO_ONE_LINE_TEST_CHILD";
+const BEGIN: &str = "-- requests begin --";
+const END: &str = "-- requests end --";
+const CALLS: usize = 3;
 /// The one value a dimension takes for anything outside its closed set.
 const OTHER: &str = "(other)";
 /// What a 2025-11-25 session may ask beyond the shared methods, and the non-POST verbs.
@@ -118,9 +126,9 @@ fn names(seed: u64, count: usize) -> Vec<String> {
     names
 }
 
-/// The child's work: random tool names on `tools/call` (2026-07-28), random method names in a
-/// 2025-11-25 session, from a caller without the `admin` scope.
-async fn serve_random_names() {
+/// The local server's router over the app (dev tokens, a SQLite store in memory), and a token
+/// of tenant `tenant-a` without the `admin` scope.
+fn served_app() -> (axum::Router, String) {
     let (settings, issuer, auth) = dev_auth();
     let store = Arc::new(SqliteStore::in_memory().unwrap());
     let server =
@@ -130,7 +138,13 @@ async fn serve_random_names() {
         ..gateway_options()
     };
     let router = relevo_local::router(server, options);
-    let token = dev_token(&issuer, "tenant-a", "alice", &[]);
+    (router, dev_token(&issuer, "tenant-a", "alice", &[]))
+}
+
+/// The child's work: random tool names on `tools/call` (2026-07-28), random method names in a
+/// 2025-11-25 session, from a caller without the `admin` scope.
+async fn serve_random_names() {
+    let (router, token) = served_app();
     for (at, name) in names(7, 60).iter().enumerate() {
         let body = json!({ "jsonrpc": "2.0", "id": at, "method": "tools/call",
             "params": { "name": name, "arguments": {}, "_meta": envelope(json!({})) } });
@@ -255,4 +269,75 @@ async fn random_names_add_no_dimension_value_and_every_value_is_one_cloudwatch_a
         unknown.is_empty(),
         "method dimension values beyond the known methods: {unknown:?}"
     );
+}
+
+/// The child's work for the one-line test: `CALLS` calls of a tool that logs nothing, under the
+/// log setup every runner installs, between the markers.
+async fn serve_calls() {
+    relevo_local::init_logging(relevo_local::LogFormat::Lambda);
+    let (router, token) = served_app();
+    println!("{BEGIN}");
+    for id in 0..CALLS as u64 {
+        let params = json!({ "name": "open_tool", "arguments": {} });
+        let reply = send(&router, rpc_as(Some(&token), id, "tools/call", params)).await;
+        assert_eq!(reply.status, 200);
+    }
+    println!("{END}");
+}
+
+#[tokio::test]
+async fn a_served_request_writes_one_stdout_line_with_metrics_on_or_off() {
+    if std::env::var_os(ONE_LINE_CHILD).is_some() {
+        serve_calls().await;
+        return;
+    }
+    for metrics in [true, false] {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+        child
+            .args([
+                "--exact",
+                "a_served_request_writes_one_stdout_line_with_metrics_on_or_off",
+            ])
+            .args(["--nocapture", "--test-threads=1"])
+            .env(ONE_LINE_CHILD, "1")
+            .env("RUST_LOG", "info")
+            .env_remove("AWS_LAMBDA_LOG_LEVEL");
+        if metrics {
+            child.env("RELEVO_METRICS", "emf");
+        } else {
+            child.env_remove("RELEVO_METRICS");
+        }
+        let output = child.output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "the child failed: {stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let between = stdout
+            .split_once(BEGIN)
+            .and_then(|(_, rest)| rest.split_once(END))
+            .map(|(lines, _)| lines.trim())
+            .unwrap_or_else(|| panic!("no markers: {stdout}"));
+        let lines: Vec<Value> = between
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+            .collect();
+        assert_eq!(lines.len(), CALLS, "metrics {metrics}: {between}");
+        for line in &lines {
+            assert_eq!(line["level"], "INFO", "{line}");
+            assert_eq!(line["fields"]["message"], "mcp request", "{line}");
+            assert_eq!(line["fields"]["name"], "open_tool", "{line}");
+            assert_eq!(line["fields"]["tenant"], "tenant-a", "{line}");
+            assert_eq!(line.get("_aws").is_some(), metrics, "{line}");
+            if metrics {
+                assert_eq!(
+                    (&line["Tool"], &line["Requests"]),
+                    (&json!("open_tool"), &json!(1))
+                );
+            } else {
+                assert!(line["fields"]["latency_ms"].is_f64(), "{line}");
+            }
+        }
+    }
 }

@@ -303,6 +303,7 @@ fn sample(function: &str, binary: &Path, template: &Path) -> Result<(u64, String
             memory_mb: deployed.memory_mb,
             timeout: Duration::from_secs(30),
             environments: 1,
+            logging: deployed.logging.clone(),
         };
         let running = start_function(spec).await.map_err(|e| e.to_string())?;
         let answer = answer(&running, event, Duration::from_secs(30)).await?;

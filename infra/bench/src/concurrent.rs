@@ -185,6 +185,7 @@ async fn one_process(
         memory_mb: deployed.memory_mb,
         timeout: Duration::from_secs(30),
         environments: 1,
+        logging: deployed.logging.clone(),
     };
     let in_flight = options.in_flight.max(1);
     let function =

@@ -26,6 +26,9 @@ pub const STACK: &str = "relevo-bench";
 pub struct Deployment {
     pub binary: String,
     pub memory_mb: u64,
+    /// Its `LoggingConfig`: the variables Lambda sets from it and which platform lines its log
+    /// gets (local Lambda mode applies it as Lambda does).
+    pub logging: relevo_template::Logging,
     /// The template's variables, resolved.
     pub template_env: BTreeMap<String, String>,
     /// What the bench sets differently, with why (empty: exactly as deployed).
@@ -90,6 +93,7 @@ pub fn functions(
         .map(|f| Deployment {
             binary: f.binary,
             memory_mb: f.memory_mb,
+            logging: f.logging,
             template_env: f.environment,
             overrides: Vec::new(),
         })
@@ -159,6 +163,9 @@ mod tests {
                     "Metadata": { "BuildProperties": { "Binary": "tools-call" } },
                     "Properties": {
                         "MemorySize": 256,
+                        "LoggingConfig": {
+                            "LogFormat": "JSON", "ApplicationLogLevel": "INFO", "SystemLogLevel": "WARN"
+                        },
                         "Environment": { "Variables": {
                             "RELEVO_AUTH": "required",
                             "RELEVO_AUTH_ISSUER": { "Ref": "AuthIssuer" },
@@ -184,6 +191,10 @@ mod tests {
         let mut f = function(&path, "tools-call", "http://127.0.0.1:9", "aud").unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(f.memory_mb, 256);
+        // Its LoggingConfig: local Lambda mode writes no START/END/REPORT line at WARN, so the
+        // bench's log bytes are the function's own lines.
+        assert!(!f.logging.platform_lines());
+        assert_eq!(f.logging.environment()[1].1, "INFO");
         let env: BTreeMap<String, String> = f.env("http://stub").into_iter().collect();
         assert_eq!(env["RELEVO_AUTH"], "required");
         assert_eq!(env["RELEVO_AUTH_ISSUER"], "http://127.0.0.1:9");

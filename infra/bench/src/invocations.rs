@@ -19,9 +19,13 @@
 //! (`RELEVO_LAMBDA_LOG_DIR`, as CloudWatch keeps a log group per function): the bytes the warm
 //! invocations add to it, ÷ invocations, are what CloudWatch Logs would ingest per invocation
 //! (the `logStream` field the local runtime adds to JSON lines taken off; newlines not counted).
+//! That is the request's one line (with `RELEVO_METRICS=emf`, its EMF line carrying the access
+//! fields), plus whatever the function's handler logs, plus the platform's START/END/REPORT
+//! lines where the function's `LoggingConfig` lets Lambda write them (the local Runtime API
+//! writes them as Lambda would: none at the template's system log level WARN).
 //!
 //! Configuration: `tools-call` runs as `template.yaml` deploys it ([`crate::deployed`]): the
-//! default log level (the access line on), `RELEVO_METRICS=emf`, the tenant quota (one
+//! default log level, its `LoggingConfig`, `RELEVO_METRICS=emf`, the tenant quota (one
 //! conditional UpdateItem per request, answered by the stub and counted), response streaming.
 //! The token is relevo's production path: `RELEVO_AUTH=required`, an ES256 token whose JWKS the
 //! stub endpoint serves (fetched once per process, at the first invocation: part of cold start).
@@ -345,6 +349,7 @@ async fn one_process(
         memory_mb: deployed.memory_mb,
         timeout: Duration::from_secs(30),
         environments: 1,
+        logging: deployed.logging.clone(),
     };
     let function = relevo_gateway::lambda_local::start_function(spec).await?;
     let wait = Duration::from_secs(30);

@@ -634,10 +634,12 @@ fn render(
          lambda_http: `peer-rmcp-lambda`, the same rmcp service as `peer-rmcp` under `lambda_http::run`. \
          relevo mcp, HTTP API: front door B's function (`mcp`, buffered) with a token, HTTP API \
          events. \
-         relevo runs as deployed (see Configuration: access line and EMF line on, tenant quota, \
-         response streaming). Log = bytes each invocation writes to its log (what CloudWatch Logs \
-         ingests; Lambda's own START/END/REPORT lines not counted); AWS calls = calls per \
-         invocation at the stub.\n"
+         relevo runs as deployed (see Configuration: EMF on, so one line per request, its EMF \
+         line carrying the access fields; tenant quota, response streaming). Log = bytes each \
+         invocation writes to its log (what CloudWatch Logs ingests), the platform's \
+         START/END/REPORT lines included where the function's LoggingConfig lets Lambda write them \
+         (not at the template's system log level WARN); AWS calls = calls per invocation at the \
+         stub.\n"
     );
     let _ = writeln!(
         md,

@@ -117,6 +117,13 @@ fn its_template_is_what_its_table_gives_and_names_nothing_of_the_shop() {
         template.contains("Description: >-\n  table-desk: ") || template.contains("table-desk:"),
         "the app's name"
     );
+    // One log line per request there too: Lambda's START/END/REPORT lines are not ingested.
+    assert!(
+        template.contains(
+            "    LoggingConfig:\n      LogFormat: JSON\n      ApplicationLogLevel: INFO\n      SystemLogLevel: WARN\n"
+        ),
+        "every function's LoggingConfig"
+    );
     for shop in ["cart_checkout", "inventory", "Approvals"] {
         assert!(
             !template.contains(shop),

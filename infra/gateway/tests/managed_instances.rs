@@ -77,6 +77,7 @@ async fn start(max_concurrency: usize) -> Function {
         memory_mb: 512,
         timeout: Duration::from_secs(30),
         environments: 1,
+        logging: Default::default(),
     };
     let function = start_function_concurrent(spec, max_concurrency)
         .await

@@ -1,6 +1,8 @@
 //! Operating signals in local Lambda mode: one trace id follows a tool call from the HTTP request
-//! through the SQS message into the worker, and every EMF line a function writes meets the
-//! CloudWatch Embedded Metric Format specification.
+//! through the SQS message into the worker, the request writes one line (its EMF line, carrying
+//! the access fields) and Lambda none of its own (the template's system log level is WARN), every
+//! EMF line a function writes meets the CloudWatch Embedded Metric Format specification, and the
+//! template's alarms and dashboard read what the request's line publishes.
 //!
 //! The log files are what local Lambda mode collects from each function's stdout and stderr
 //! (`RELEVO_LAMBDA_LOG_DIR`, one file per function, as CloudWatch keeps one log group per
@@ -272,7 +274,8 @@ fn the_emf_checker_refuses_what_the_specification_refuses() {
     );
 }
 
-/// The trace id a log line carries: the access line's own field, or its span's.
+/// The trace id a log line carries: the request line's own field (`fields.trace_id`), or its
+/// span's.
 fn trace_of(line: &Value) -> Option<&str> {
     line["fields"]["trace_id"]
         .as_str()
@@ -340,16 +343,23 @@ async fn one_trace_id_follows_a_tool_call_through_the_queue_into_the_worker() {
     };
 
     let calls = log_lines(&lambda, "ToolsCallFunction");
-    let access = calls
+    // One line for the request (the template turns EMF on): its EMF line, carrying the access
+    // fields where the access line had them, and no access line beside it.
+    let own: Vec<&Value> = calls
         .iter()
-        .find(|l| l["fields"]["message"] == "mcp request" && trace_of(l) == Some(trace_id))
-        .unwrap_or_else(|| panic!("no access line with the trace: {calls:#?}"));
+        .filter(|l| l["fields"]["trace_id"] == trace_id)
+        .collect();
+    assert_eq!(own.len(), 1, "one line for the request: {own:#?}");
+    let access = own[0];
+    assert_eq!(access["fields"]["message"], "mcp request", "{access}");
+    assert_eq!(access["level"], "INFO", "{access}");
+    assert!(access["_aws"].is_object(), "the EMF line: {access}");
     let fields = &access["fields"];
     assert_eq!(
         (&fields["method"], &fields["name"], &fields["tenant"]),
         (&json!("tools/call"), &json!("export_start"), &json!("acme"))
     );
-    assert_eq!(fields["function"], "tools-call");
+    assert_eq!(access["Function"], "tools-call");
     for id in ["apigw_request_id", "lambda_request_id"] {
         let value = fields[id].as_str().unwrap();
         assert!(
@@ -407,12 +417,17 @@ async fn one_trace_id_follows_a_tool_call_through_the_queue_into_the_worker() {
     }
     let call = emf
         .iter()
-        .find(|m| m["Tool"] == "export_start" && m["traceId"] == trace_id)
+        .find(|m| m["Tool"] == "export_start" && m["fields"]["trace_id"] == trace_id)
         .unwrap_or_else(|| panic!("no EMF line for the call: {emf:#?}"));
     assert_eq!(
-        (&call["Method"], call["Requests"].as_f64(), &call["status"]),
+        (
+            &call["Method"],
+            call["Requests"].as_f64(),
+            &call["fields"]["status"]
+        ),
         (&json!("tools/call"), Some(1.0), &json!(200))
     );
+    the_alarms_and_the_dashboard_read_what_the_call_published(call);
     assert!(
         call["TokenVerification"].as_f64().is_some() && call["Latency"].as_f64().is_some(),
         "{call}"
@@ -429,6 +444,115 @@ async fn one_trace_id_follows_a_tool_call_through_the_queue_into_the_worker() {
         emf.iter().any(|m| m["ColdStart"] == 1.0),
         "the first request of an environment is a cold start"
     );
+    // The template's system log level is WARN: Lambda writes no START, END or REPORT line.
+    for entry in std::fs::read_dir(lambda.dir.join("logs")).unwrap() {
+        let path = entry.unwrap().path();
+        for line in std::fs::read_to_string(&path).unwrap().lines() {
+            assert!(
+                !["START ", "END ", "REPORT "]
+                    .iter()
+                    .any(|p| line.starts_with(p))
+                    && !line.contains("\"platform."),
+                "{}: {line}",
+                path.display()
+            );
+        }
+    }
+}
+
+/// What the template's alarms and dashboard read of the requests' metrics (a metric the call's
+/// EMF line publishes), as (metric, dimension names): an alarm without `Dimensions` reads the
+/// metric without dimensions, a dashboard metric its listed dimensions, a `SEARCH` expression
+/// the schema `{namespace,Dim,...}` it names.
+fn read_by_alarms_and_dashboard(published: &[&str]) -> Vec<(String, Vec<String>)> {
+    let template: Value =
+        serde_json::from_str(&std::fs::read_to_string(translated()).unwrap()).unwrap();
+    let mut read = Vec::new();
+    for resource in template["Resources"].as_object().unwrap().values() {
+        let properties = &resource["Properties"];
+        match resource["Type"].as_str() {
+            Some("AWS::CloudWatch::Alarm") => {
+                if let Some(metric) = properties["MetricName"].as_str() {
+                    let dimensions = properties["Dimensions"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|d| d["Name"].as_str().map(String::from))
+                        .collect();
+                    read.push((metric.to_string(), dimensions));
+                }
+            }
+            Some("AWS::CloudWatch::Dashboard") => {
+                let body = &properties["DashboardBody"];
+                let body = body["Fn::Sub"].as_str().or(body.as_str()).unwrap();
+                let body: Value = serde_json::from_str(body).unwrap();
+                for widget in body["widgets"].as_array().unwrap() {
+                    for metric in widget["properties"]["metrics"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                    {
+                        let items = metric.as_array().unwrap();
+                        if let Some(expression) = items[0]["expression"].as_str() {
+                            let schema = expression.split('{').nth(1).unwrap().split('}').next();
+                            let dimensions = schema.unwrap().split(',').skip(1).map(String::from);
+                            let name = expression.split("MetricName=\"").nth(1).unwrap();
+                            let name = name.split('"').next().unwrap().to_string();
+                            read.push((name, dimensions.collect()));
+                        } else if let Some(name) = items[1].as_str() {
+                            let dimensions = items[2..]
+                                .iter()
+                                .take_while(|item| item.is_string())
+                                .step_by(2)
+                                .map(|d| d.as_str().unwrap().to_string())
+                                .collect();
+                            read.push((name.to_string(), dimensions));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    read.retain(|(metric, _)| published.contains(&metric.as_str()));
+    read
+}
+
+/// The alarms and the dashboard keep working on the one line a request writes: every metric of
+/// a request they read is on it, under the dimensions they read it by.
+fn the_alarms_and_the_dashboard_read_what_the_call_published(call: &Value) {
+    let directive = &call["_aws"]["CloudWatchMetrics"][0];
+    let metrics: Vec<&str> = directive["Metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["Name"].as_str().unwrap())
+        .collect();
+    let sets: Vec<Vec<String>> = serde_json::from_value(directive["Dimensions"].clone()).unwrap();
+    let read = read_by_alarms_and_dashboard(&metrics);
+    for wanted in [
+        "ServerErrors",
+        "Latency",
+        "Throttled",
+        "Requests",
+        "ColdStart",
+    ] {
+        assert!(
+            read.iter().any(|(metric, _)| metric == wanted),
+            "{wanted} is read: {read:?}"
+        );
+    }
+    for (metric, mut dimensions) in read {
+        dimensions.sort();
+        assert!(
+            sets.iter().any(|set| {
+                let mut set = set.clone();
+                set.sort();
+                set == dimensions
+            }),
+            "{metric} is read by {dimensions:?}, published by {sets:?}"
+        );
+    }
 }
 
 /// The OTLP/HTTP JSON shape of what we send (`ExportTraceServiceRequest`, with OTLP's JSON

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::TemplateError;
+use crate::logging::Logging;
 use crate::physical::{PhysicalIds, text};
 use crate::stack::Stack;
 
@@ -28,6 +29,8 @@ pub struct Function {
     /// `AWS_LAMBDA_MAX_CONCURRENCY` (local Lambda mode can do the same). `None`: one at a time
     /// (or, on a capacity provider that leaves it out, Lambda's default of 8 per vCPU for Rust).
     pub max_concurrency: Option<u64>,
+    /// `LoggingConfig`: how Lambda formats and filters the function's logs.
+    pub logging: Logging,
 }
 
 impl Function {
@@ -109,6 +112,7 @@ impl Stack {
                         ["LambdaManagedInstancesCapacityProviderConfig"]
                         ["PerExecutionEnvironmentMaxConcurrency"],
                 ),
+                logging: Logging::from_property(&properties["LoggingConfig"]),
             });
         }
         Ok(functions)

@@ -24,10 +24,12 @@ pub mod functions;
 pub mod graph;
 pub mod iam;
 mod intrinsics;
+pub mod logging;
 mod physical;
 pub mod routing;
 mod stack;
 
 pub use error::TemplateError;
+pub use logging::Logging;
 pub use physical::{ACCOUNT_ID, PhysicalIds, REGION};
 pub use stack::{Resource, Stack, Template};

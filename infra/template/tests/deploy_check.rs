@@ -359,6 +359,29 @@ fn an_environment_over_four_kilobytes_or_a_reserved_variable_is_refused() {
 }
 
 #[test]
+fn log_levels_lambda_refuses_or_that_drop_the_emf_lines_are_refused() {
+    fn logging(t: &mut Value) -> &mut Value {
+        &mut properties(t, "WorkerFunction")["LoggingConfig"]
+    }
+    // The template's, from Globals: JSON, system logs at WARN (no START/END/REPORT lines).
+    assert_eq!(
+        logging(&mut common::translated()),
+        &json!({ "LogFormat": "JSON", "ApplicationLogLevel": "INFO", "SystemLogLevel": "WARN" }),
+    );
+    // Above INFO, Lambda drops the EMF lines the alarms read.
+    let rules = refused(|t| logging(t)["ApplicationLogLevel"] = json!("WARN"));
+    assert!(rules.contains("lambda-logging"), "{rules:?}");
+    // Levels need the JSON format (CloudFormation refuses them with Text), from Lambda's lists.
+    let rules = refused(|t| logging(t)["LogFormat"] = json!("Text"));
+    assert!(rules.contains("lambda-logging"), "{rules:?}");
+    let rules = refused(|t| logging(t)["SystemLogLevel"] = json!("ERROR"));
+    assert!(rules.contains("lambda-logging"), "{rules:?}");
+    // The system log level is the operator's: INFO brings REPORT back, and is accepted.
+    let rules = refused(|t| logging(t)["SystemLogLevel"] = json!("INFO"));
+    assert!(!rules.contains("lambda-logging"), "{rules:?}");
+}
+
+#[test]
 fn a_visibility_below_six_worker_timeouts_is_refused() {
     let rules = refused_with(&[("WorkQueueVisibility", "600")]);
     assert!(rules.contains("sqs-visibility"), "600 < 6 × 120: {rules:?}");

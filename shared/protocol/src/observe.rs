@@ -3,29 +3,43 @@
 //! Every request runs in a trace ([`relevo_state::trace`]): the context from `params._meta`
 //! (`traceparent`, `tracestate`, `baggage`), else the HTTP `traceparent` header, else the
 //! context the front door's adapter put among the request's extensions (on Lambda: the X-Ray
-//! header of the invocation), else a new root. The request's access line and every line logged
-//! while its handler runs carry the trace id, the API Gateway and Lambda request ids
+//! header of the invocation), else a new root. The request's access fields and every line
+//! logged while its handler runs carry the trace id, the API Gateway and Lambda request ids
 //! ([`RequestIds`]), the method, the tool and the tenant; jobs it starts keep the trace.
 //!
+//! One line per request (CloudWatch Logs bills every byte it ingests). With EMF metrics on
+//! (`RELEVO_METRICS=emf`, what the template sets) the request writes its EMF line
+//! ([`relevo_state::emf`]) and nothing else: `{"level":"INFO","fields":{…},<dimensions>,
+//! <metrics>,"_aws":{…}}`, where `fields` holds the access fields under the names and paths the
+//! access line gives them (`fields.message` is `mcp request`, `fields.trace_id`,
+//! `fields.status`…), so the same Logs Insights queries find it; the function and the latency
+//! are its `Function` dimension and `Latency` metric. With EMF off (the local server's default)
+//! the request writes its access line, `{"timestamp"?,"level":"INFO","fields":{…}}`, as before.
+//! Lines a handler logs, warnings and errors are written as they are logged, in both modes.
+//!
 //! Logging costs a buffer per line, not a span per request: the handler runs with the request's
-//! fields in a task-local (`RequestLog::scope`), read only when a line is written, and the access
-//! line is formatted straight into one buffer and written at once (`RequestLog::access`), both
-//! by `init_logging`'s own layer (module `logging`). Under any other subscriber (an embedder's,
-//! a test's) the same fields travel as before: a `relevo::request` span and a tracing event.
+//! fields in a task-local (`RequestLog::scope`), read only when a line is written, and the
+//! request's line is formatted straight into one buffer and written at once
+//! (`RequestLog::served`), both by `init_logging`'s own layer (module `logging`). Under any
+//! other subscriber (an embedder's, a test's) the handler's fields travel as before, in a
+//! `relevo::request` span, and the access line is a tracing event (the EMF line, when metrics
+//! are on, goes to stdout).
 //!
-//! Threat model: method, name, tenant and whatever a handler logs are caller text. They reach a
-//! log line only as JSON strings escaped by `serde_json` (no raw newline or control character, no
-//! forged field), and the caller's names are cut to [`crate::server::MAX_LOGGED_CHARS`] first.
+//! Threat model: method, name, tenant, the request ids and whatever a handler logs are caller
+//! text. They reach a line only as JSON strings escaped by `serde_json` (no raw newline or
+//! control character, no forged field), only inside `fields` on the EMF line (never a root
+//! member: the root's names are ours, so caller text can neither add a dimension or a metric
+//! nor replace one), and the caller's names are cut to [`crate::server::MAX_LOGGED_CHARS`]
+//! first.
 //!
-//! Metrics are EMF lines ([`relevo_state::emf`]), one per request, when they are on. With the
-//! `logging` feature, `init_logging` is the one log setup of every runner (Lambda's and the
-//! local server's formats).
+//! With the `logging` feature, `init_logging` is the one log setup of every runner (Lambda's
+//! and the local server's formats).
 //!
 //! Invariant: every dimension value comes from a closed set, so a caller cannot create metric
 //! series (each one billed) by sending names: `Function` is the function's own name, `Method` a
 //! method this server knows ([`method_dimension`]) and `Tool` a tool the call resolved to and the
 //! caller may see; anything else is [`emf::OTHER`]. The caller's raw method and name stay on the
-//! line as properties (bounded), where they are searchable but not metrics.
+//! line in `fields` (bounded), where they are searchable but not metrics.
 
 #[cfg(feature = "logging")]
 mod logging;
@@ -36,6 +50,7 @@ pub use logging::{
     init_logging, log_panics, log_subscriber,
 };
 
+use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use http::HeaderMap;
@@ -82,12 +97,21 @@ impl RequestLog<'_> {
         tracing::Instrument::instrument(work, span).await
     }
 
-    /// Writes the request's access line (`mcp request`, INFO, target `relevo_protocol::server`):
-    /// formatted into one buffer and written at once under `init_logging`'s subscriber, a
-    /// tracing event under any other.
-    pub(crate) fn access(&self, status: u16, result_type: &str, latency_ms: f64) {
+    /// Leaves the request's one line on stdout. With EMF on ([`relevo_state::emf::enabled`], or
+    /// the metrics `init_logging`'s subscriber was built with): its EMF line, which carries the
+    /// access fields ([`RequestLog::emf_line`]), and no access line. With EMF off: the access
+    /// line (`mcp request`, INFO, target `relevo_protocol::server`), formatted into one buffer
+    /// and written at once under `init_logging`'s subscriber, a tracing event under any other.
+    pub(crate) fn served(&self, metrics: &RequestMetrics<'_>) {
         #[cfg(feature = "logging")]
-        if logging::write_access(self, status, result_type, latency_ms) {
+        if logging::write_served(self, metrics) {
+            return;
+        }
+        if let Some(namespace) = emf::namespace() {
+            let mut line = self.emf_line(metrics, namespace, emf::now_ms(), b"");
+            line.push(b'\n');
+            // A log line that cannot be written has nowhere else to go.
+            let _ = std::io::stdout().lock().write_all(&line);
             return;
         }
         tracing::info!(
@@ -99,12 +123,108 @@ impl RequestLog<'_> {
             method = self.method,
             name = self.name,
             tenant = self.tenant,
-            status,
-            result_type,
-            latency_ms,
+            status = metrics.status,
+            result_type = metrics.result_type,
+            latency_ms = metrics.latency_ms,
             "mcp request"
         );
     }
+
+    /// The access fields, in the access line's order: `"message":"mcp request"`, `trace_id`,
+    /// `apigw_request_id` and `lambda_request_id` (when the platform gave them), `function` (on
+    /// the access line), `method`, `name`, `tenant`, `status`, `result_type`, `latency_ms` (on
+    /// the access line: `access_latency` is its value). The EMF line leaves `function` and
+    /// `latency_ms` out: its `Function` dimension and `Latency` metric are the same values.
+    pub(crate) fn push_fields(
+        &self,
+        line: &mut Vec<u8>,
+        status: u16,
+        result_type: &str,
+        access_latency: Option<f64>,
+    ) {
+        let mut first = true;
+        push_key(line, &mut first, "message");
+        push_str(line, ACCESS_MESSAGE);
+        let function = access_latency.map(|_| self.function);
+        let text = [
+            ("trace_id", Some(self.trace_id)),
+            ("apigw_request_id", self.ids.apigw.as_deref()),
+            ("lambda_request_id", self.ids.lambda.as_deref()),
+            ("function", function),
+            ("method", Some(self.method)),
+            ("name", Some(self.name)),
+            ("tenant", Some(self.tenant)),
+        ];
+        for (key, value) in text {
+            if let Some(value) = value {
+                push_key(line, &mut first, key);
+                push_str(line, value);
+            }
+        }
+        push_key(line, &mut first, "status");
+        let _ = write!(line, "{status}");
+        push_key(line, &mut first, "result_type");
+        push_str(line, result_type);
+        if let Some(latency_ms) = access_latency {
+            push_key(line, &mut first, "latency_ms");
+            push_f64(line, latency_ms);
+        }
+    }
+
+    /// The request's one line with EMF on, without its newline: `{`, then `lead` (members the
+    /// log format puts first: the local format's `"timestamp":…,`), `"level":"INFO"` (Lambda's
+    /// log-level filter reads it; it would assign INFO to a line without one, so the line says
+    /// it), `"fields":{…}` (the access fields, [`RequestLog::push_fields`], so the queries on
+    /// `fields.trace_id`, `fields.status`, `fields.message` find it as they find the access
+    /// line), then the EMF document of `metrics` ([`RequestMetrics::metrics`]: dimensions,
+    /// metrics, `_aws`) for `namespace` at `timestamp_ms`.
+    ///
+    /// Invariant: the caller's text (method, name, tenant, request ids) is only inside `fields`,
+    /// as JSON strings; the root holds our own names only, and the dimensions come from closed
+    /// sets (module docs).
+    pub(crate) fn emf_line(
+        &self,
+        metrics: &RequestMetrics<'_>,
+        namespace: &str,
+        timestamp_ms: u64,
+        lead: &[u8],
+    ) -> Vec<u8> {
+        let mut line = Vec::with_capacity(1024);
+        line.push(b'{');
+        line.extend_from_slice(lead);
+        line.extend_from_slice(b"\"level\":\"INFO\",\"fields\":{");
+        self.push_fields(&mut line, metrics.status, metrics.result_type, None);
+        line.extend_from_slice(b"},");
+        metrics
+            .metrics()
+            .write_members(&mut line, namespace, timestamp_ms);
+        line.push(b'}');
+        line
+    }
+}
+
+/// The `message` of the access fields, on the access line and on the request's EMF line: what
+/// operators filter on (`fields.message = "mcp request"`).
+pub const ACCESS_MESSAGE: &str = "mcp request";
+
+/// `,"key":` (no comma before the first key of an object).
+fn push_key(line: &mut Vec<u8>, first: &mut bool, key: &str) {
+    if !std::mem::take(first) {
+        line.push(b',');
+    }
+    push_str(line, key);
+    line.push(b':');
+}
+
+/// `text` as a JSON string, escaped by `serde_json` (quotes, backslashes and every control
+/// character: the value can neither end its line nor close its object).
+fn push_str(line: &mut Vec<u8>, text: &str) {
+    let _ = serde_json::to_writer(&mut *line, text);
+}
+
+/// A number as `serde_json` writes it (`null` when it is not finite, as before).
+fn push_f64(line: &mut Vec<u8>, value: f64) {
+    let _ = serde_json::to_writer(&mut *line, &value);
 }
 
 /// The ids the platform gave one request, set by the front door's adapter.
@@ -177,38 +297,42 @@ pub fn method_dimension(method: &str) -> &'static str {
         .unwrap_or(emf::OTHER)
 }
 
-/// What one request did, for its EMF line.
+/// What one request did, for its EMF line: its dimensions and metrics. The access fields the
+/// line carries beside them (trace id, request ids, the caller's method and name, tenant) are
+/// the request's log fields (`RequestLog`, crate-private).
 pub struct RequestMetrics<'a> {
     /// The function that served the request (`tools-call`, `mcp`, …): a dimension.
     pub function: &'a str,
-    /// The method the request named (caller text: a property; the dimension is
-    /// [`method_dimension`] of it).
+    /// The method the request named (caller text: the dimension is [`method_dimension`] of it).
     pub method: &'a str,
     /// For `tools/call`: the tool the call resolved to, if the caller may see it (a dimension).
     pub tool: Option<&'a str>,
-    /// The name or URI the request named (caller text: a property only).
-    pub target: Option<&'a str>,
     /// The HTTP status answered.
     pub status: u16,
     /// The result's `resultType` (`complete`, `input_required`, …), or `-` when there is none.
     pub result_type: &'a str,
-    /// Time from receipt to answer, in milliseconds.
+    /// Time from receipt to answer, in milliseconds: the request's duration (the `Latency`
+    /// metric; what Lambda's REPORT line gave as `Duration`, less the Runtime API's round trip).
     pub latency_ms: f64,
     /// Time spent verifying the credential, in milliseconds, if one was verified.
     pub token_ms: Option<f64>,
-    /// Whether this was the first request of the process (a Lambda cold start).
+    /// Whether this was the first request of the process (a Lambda cold start: what REPORT's
+    /// `Init Duration` told).
     pub cold_start: bool,
-    /// The request's trace id, to find its log lines.
-    pub trace_id: &'a str,
-    /// The caller's tenant, once authenticated (a property only).
-    pub tenant: Option<&'a str>,
+}
+
+/// `ms` to the microsecond: what a latency is worth on the line (fewer digits, same figure).
+fn to_micros(ms: f64) -> f64 {
+    (ms * 1000.0).round() / 1000.0
 }
 
 impl RequestMetrics<'_> {
     /// The EMF document: for the whole deployment (no dimensions: what alarms read), by
     /// function and method, and by function, method and tool for tool calls (a call that did
     /// not resolve to a tool the caller may see counts as tool [`emf::OTHER`]). `InputRequired`
-    /// counts MRTR rounds (answers of `resultType: input_required`).
+    /// counts MRTR rounds (answers of `resultType: input_required`). Latencies to the
+    /// microsecond. No properties: the request's line writes its access fields before these
+    /// (module docs).
     pub fn metrics(&self) -> Metrics {
         let method = method_dimension(self.method);
         let mut metrics = Metrics::new()
@@ -225,7 +349,7 @@ impl RequestMetrics<'_> {
         let flag = |on: bool| if on { 1.0 } else { 0.0 };
         metrics = metrics
             .metric("Requests", 1.0, Unit::Count)
-            .metric("Latency", self.latency_ms, Unit::Milliseconds)
+            .metric("Latency", to_micros(self.latency_ms), Unit::Milliseconds)
             .metric(
                 "ClientErrors",
                 flag((400..500).contains(&self.status)),
@@ -240,22 +364,9 @@ impl RequestMetrics<'_> {
             )
             .metric("ColdStart", flag(self.cold_start), Unit::Count);
         if let Some(token_ms) = self.token_ms {
-            metrics = metrics.metric("TokenVerification", token_ms, Unit::Milliseconds);
+            metrics = metrics.metric("TokenVerification", to_micros(token_ms), Unit::Milliseconds);
         }
         metrics
-            .property("status", self.status)
-            .property("resultType", self.result_type)
-            .property("traceId", self.trace_id)
-            .property("tenant", self.tenant.unwrap_or("-"))
-            .property("requestedMethod", self.method)
-            .property("requestedName", self.target.unwrap_or("-"))
-    }
-
-    /// Writes the EMF line to stdout, when EMF is enabled.
-    pub fn emit(&self) {
-        if emf::enabled() {
-            self.metrics().emit();
-        }
     }
 }
 
@@ -263,21 +374,29 @@ impl RequestMetrics<'_> {
 mod tests {
     use super::*;
 
+    /// The EMF line of a request for `method` whose call resolved to `tool`, named
+    /// `\u{1b}]0;pwned\u{7}` by its caller.
     fn call(method: &str, tool: Option<&str>) -> Value {
+        let ids = RequestIds::default();
+        let log = RequestLog {
+            trace_id: "t",
+            ids: &ids,
+            function: "tools-call",
+            method,
+            name: "\u{1b}]0;pwned\u{7}",
+            tenant: "-",
+        };
         let request = RequestMetrics {
             function: "tools-call",
             method,
             tool,
-            target: Some("\u{1b}]0;pwned\u{7}"),
             status: 200,
             result_type: "complete",
             latency_ms: 1.0,
             token_ms: None,
             cold_start: false,
-            trace_id: "t",
-            tenant: None,
         };
-        serde_json::from_str(&request.metrics().line("Relevo", 0)).expect("JSON")
+        serde_json::from_slice(&log.emf_line(&request, "Relevo", 0, b"")).expect("JSON")
     }
 
     #[test]
@@ -290,12 +409,12 @@ mod tests {
         let unresolved = call("tools/call", None);
         assert_eq!(unresolved["Tool"], emf::OTHER);
         assert_eq!(
-            unresolved["requestedName"], "\u{1b}]0;pwned\u{7}",
-            "the raw name stays a property"
+            unresolved["fields"]["name"], "\u{1b}]0;pwned\u{7}",
+            "the raw name stays in the access fields"
         );
         let unknown = call("tools/cal\u{7}", None);
         assert_eq!(unknown["Method"], emf::OTHER);
-        assert_eq!(unknown["requestedMethod"], "tools/cal\u{7}");
+        assert_eq!(unknown["fields"]["method"], "tools/cal\u{7}");
         assert!(unknown.get("Tool").is_none());
         for method in Method::ALL {
             assert_eq!(method_dimension(method.as_str()), method.as_str());

@@ -381,30 +381,25 @@ impl McpServer {
             .unwrap_or("-");
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         let method = bounded(seen.method.as_deref().unwrap_or("-"));
-        let target = seen.target.as_deref().map(bounded);
+        // One line per request: the EMF line carrying the access fields, or the access line.
         observe::RequestLog {
             trace_id: &seen.trace.trace_id,
             ids: &ids,
             function,
             method,
-            name: target.unwrap_or("-"),
+            name: seen.target.as_deref().map(bounded).unwrap_or("-"),
             tenant: seen.tenant.as_deref().map(bounded).unwrap_or("-"),
         }
-        .access(reply.status().as_u16(), result_type, latency_ms);
-        observe::RequestMetrics {
+        .served(&observe::RequestMetrics {
             function,
             method,
             tool: seen.tool.as_deref(),
-            target,
             status: reply.status().as_u16(),
             result_type,
             latency_ms,
             token_ms: seen.token_ms,
             cold_start,
-            trace_id: &seen.trace.trace_id,
-            tenant: seen.tenant.as_deref().map(bounded),
-        }
-        .emit();
+        });
         if trace::exporting() {
             trace::record(seen.finished(started_unix, reply.status().as_u16(), &ids));
         }
@@ -512,7 +507,7 @@ impl McpServer {
     }
 }
 
-/// What one request turned out to be, as its access line reports it.
+/// What one request turned out to be, as its one line (EMF or access) reports it.
 struct Seen {
     trace: TraceContext,
     /// The caller's span, the parent of this request's.

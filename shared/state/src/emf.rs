@@ -9,7 +9,8 @@
 //! metric. Other root members are properties: searchable in Logs Insights, not metrics.
 //!
 //! Off unless `RELEVO_METRICS=emf` ([`enable_from_env`]); the template turns it on in every
-//! function. Invariants: [`Metrics::line`] only writes lines that meet the specification (the
+//! function. A request's EMF line is also its only log line (`relevo_protocol::observe`): it
+//! carries the access fields and `"level":"INFO"` before the members written here. Invariants: [`Metrics::line`] only writes lines that meet the specification (the
 //! builder cannot name a dimension or metric without its member, and bounds names and counts),
 //! and every dimension value is one CloudWatch accepts ([`dimension_value_ok`]); any other value
 //! is written as [`OTHER`].
@@ -18,7 +19,8 @@
 //! values come from closed sets the deployment defines (its functions, its methods, its tools,
 //! its job kinds), never from caller text: a caller's method or tool name that names nothing
 //! this deployment serves to it is counted under [`OTHER`], and the raw text, if kept at all,
-//! is a property (searchable in Logs Insights, not a metric). The callers of [`Metrics::dimension`]
+//! is a property (searchable in Logs Insights, not a metric: a request's line keeps it as a JSON
+//! string inside its `fields` object, written before [`Metrics::write_members`]). The callers of [`Metrics::dimension`]
 //! keep this (`relevo_protocol::observe`, the worker); this module bounds what slips through.
 
 use std::io::Write;
@@ -173,18 +175,29 @@ impl Metrics {
     pub fn line(&self, namespace: &str, timestamp_ms: u64) -> String {
         let mut out = Vec::with_capacity(768);
         out.push(b'{');
+        self.write_members(&mut out, namespace, timestamp_ms);
+        out.push(b'}');
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// The members of the EMF document (properties, dimensions, metrics, then `_aws`), comma
+    /// separated, without the braces around them: for a caller that writes members of its own
+    /// first on the same line (a request's `level` and access fields). Those members must not
+    /// take the name of a dimension, a metric, a property or `_aws` (the caller's names are
+    /// lower case, ours capitalised).
+    pub fn write_members(&self, out: &mut Vec<u8>, namespace: &str, timestamp_ms: u64) {
         for (name, value) in &self.properties {
-            member(&mut out, name);
-            let _ = serde_json::to_writer(&mut out, value);
+            member(out, name);
+            let _ = serde_json::to_writer(&mut *out, value);
             out.push(b',');
         }
         for (name, value) in &self.dimensions {
-            member(&mut out, name);
-            text(&mut out, value);
+            member(out, name);
+            text(out, value);
             out.push(b',');
         }
         for (name, value, _) in &self.metrics {
-            member(&mut out, name);
+            member(out, name);
             let _ = write!(out, "{value}");
             out.push(b',');
         }
@@ -192,7 +205,7 @@ impl Metrics {
             out,
             "\"_aws\":{{\"Timestamp\":{timestamp_ms},\"CloudWatchMetrics\":[{{\"Namespace\":"
         );
-        text(&mut out, namespace);
+        text(out, namespace);
         out.extend_from_slice(b",\"Dimensions\":[");
         let no_sets = [Vec::new()];
         let sets = if self.sets.is_empty() {
@@ -206,7 +219,7 @@ impl Metrics {
                 if at > 0 {
                     out.push(b',');
                 }
-                text(&mut out, name);
+                text(out, name);
             }
             out.push(b']');
         }
@@ -217,22 +230,18 @@ impl Metrics {
             } else {
                 b",{\"Name\":"
             });
-            text(&mut out, name);
+            text(out, name);
             let _ = write!(out, ",\"Unit\":\"{}\"}}", unit.as_str());
         }
-        out.extend_from_slice(b"]}]}}");
-        String::from_utf8(out).unwrap_or_default()
+        out.extend_from_slice(b"]}]}");
     }
 
     /// Writes the line to stdout if metrics are on ([`enable_from_env`]).
     pub fn emit(&self) {
-        let Some(namespace) = NAMESPACE.get().and_then(Option::as_deref) else {
+        let Some(namespace) = namespace() else {
             return;
         };
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis());
-        let mut line = self.line(namespace, now as u64);
+        let mut line = self.line(namespace, now_ms());
         line.push('\n');
         let _ = std::io::stdout().lock().write_all(line.as_bytes());
     }
@@ -268,7 +277,19 @@ pub fn enable_from_env() {
 
 /// Whether [`Metrics::emit`] writes anything (callers skip building a line when it does not).
 pub fn enabled() -> bool {
-    NAMESPACE.get().is_some_and(Option::is_some)
+    namespace().is_some()
+}
+
+/// The namespace lines go to, once metrics are on ([`enable_from_env`]); `None` while they are off.
+pub fn namespace() -> Option<&'static str> {
+    NAMESPACE.get().and_then(Option::as_deref)
+}
+
+/// Now, in milliseconds since the epoch: an EMF line's `Timestamp`.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 #[cfg(test)]
@@ -306,6 +327,33 @@ mod tests {
             json!([{"Name": "Requests", "Unit": "Count"}, {"Name": "Latency", "Unit": "Milliseconds"}])
         );
         assert_eq!(line["_aws"]["Timestamp"], 1_700_000_000_000u64);
+    }
+
+    #[test]
+    fn the_members_follow_the_callers_own_on_one_line() {
+        let metrics = Metrics::new()
+            .dimension("Function", "tools-call")
+            .by(&[])
+            .by(&["Function"])
+            .metric("Requests", 1.0, Unit::Count)
+            .property("traceId", "abc");
+        let mut line = b"{\"level\":\"INFO\",".to_vec();
+        metrics.write_members(&mut line, "Relevo", 7);
+        line.push(b'}');
+        let line = String::from_utf8(line).expect("UTF-8");
+        assert_eq!(
+            line,
+            concat!(
+                r#"{"level":"INFO","traceId":"abc","Function":"tools-call","Requests":1,"#,
+                r#""_aws":{"Timestamp":7,"CloudWatchMetrics":[{"Namespace":"Relevo","#,
+                r#""Dimensions":[[],["Function"]],"Metrics":[{"Name":"Requests","Unit":"Count"}]}]}}"#
+            )
+        );
+        assert_eq!(
+            metrics.line("Relevo", 7),
+            line.replacen(r#""level":"INFO","#, "", 1),
+            "line() is the members in braces"
+        );
     }
 
     #[test]

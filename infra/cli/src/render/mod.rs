@@ -296,6 +296,15 @@ Globals:
     # streamed functions, the worker and the reconciler set their own.
     Timeout: @timeout@
     Tracing: Active
+    # One log line per request (relevo's docs/operations.md): JSON logs with the system log level
+    # at WARN, so Lambda's START, END and REPORT lines are not ingested (billed) with each
+    # invocation; the request's EMF line carries its duration (Latency) and ColdStart. Lambda sets
+    # AWS_LAMBDA_LOG_LEVEL from ApplicationLogLevel (the most detail the functions write); keep it
+    # at INFO: Lambda drops more detailed lines, and the EMF lines the alarms read are INFO.
+    LoggingConfig:
+      LogFormat: JSON
+      ApplicationLogLevel: INFO
+      SystemLogLevel: WARN
     # Nothing here names an API (an API's events point at the functions, so a function naming
     # its API would be a dependency cycle): the pages' URL and the allowed Host are derived
     # from RELEVO_AUTH_AUDIENCE at run time. Every function knows where state lives (the table

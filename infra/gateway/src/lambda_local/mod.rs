@@ -270,6 +270,7 @@ pub async fn start(options: &LocalOptions) -> Result<FrontDoor, LocalError> {
             } else {
                 1
             },
+            logging: function.logging.clone(),
         };
         let started = start_function_concurrent(spec, options.max_concurrency).await?;
         running.insert(function.logical_id.clone(), started);

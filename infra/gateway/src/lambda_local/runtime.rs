@@ -16,7 +16,11 @@
 //!   `Runtime.ExitError`; API Gateway answers 502), instead of holding them until the caller's
 //!   integration timeout while the environment is started again and fails again;
 //! - a response with `Lambda-Runtime-Function-Response-Mode: streaming` (a JSON prelude, eight
-//!   NUL bytes, then the body, errors as trailers) is relayed chunk by chunk.
+//!   NUL bytes, then the body, errors as trailers) is relayed chunk by chunk;
+//! - the function's `LoggingConfig` ([`Logging`]) is applied: the process gets the
+//!   `AWS_LAMBDA_LOG_FORMAT` and `AWS_LAMBDA_LOG_LEVEL` Lambda sets from it, and its log file
+//!   (`RELEVO_LAMBDA_LOG_DIR`) gets the platform's START/END/REPORT lines only at a system log
+//!   level of INFO or DEBUG (none at WARN) and only the lines its application log level keeps.
 //!
 //! The environments of a function share its queue of pending invocations.
 //!
@@ -29,14 +33,16 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use relevo_template::Logging;
+use relevo_template::logging::LogFormat;
 use serde_json::Value;
 use tokio::sync::{Mutex, Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
 
@@ -91,6 +97,9 @@ pub struct FunctionSpec {
     pub timeout: Duration,
     /// How many execution environments run at once.
     pub environments: usize,
+    /// Its `LoggingConfig`: the variables Lambda sets from it, whether the platform's START,
+    /// END and REPORT lines reach its log, which of its lines Lambda's level filter keeps.
+    pub logging: Logging,
 }
 
 /// The Runtime API of one execution environment.
@@ -104,7 +113,13 @@ struct Runtime {
     in_flight: Mutex<HashMap<String, AnswerSender>>,
     /// Invocations not finished (a streamed answer is running until its body ends), each holding
     /// one of the environment's slots.
-    running: Mutex<HashMap<String, OwnedSemaphorePermit>>,
+    running: Mutex<HashMap<String, Running>>,
+    /// Where its lines go (`RELEVO_LAMBDA_LOG_DIR`), and what Lambda writes there itself.
+    log: Option<PathBuf>,
+    logging: Logging,
+    memory_mb: u64,
+    /// The process's id (0 before it starts): its peak memory for the REPORT line.
+    pid: AtomicU32,
     /// The invocations the environment may hold at once (its max concurrency; 1 is classic Lambda).
     slots: Arc<Semaphore>,
     /// Which process of the environment this is: a `/next` poll of a process that died is
@@ -114,6 +129,12 @@ struct Runtime {
     kill: Notify,
     /// Whether the current process finished its init (asked for an invocation).
     ready: AtomicBool,
+}
+
+/// An invocation handed to the function and not finished.
+struct Running {
+    _slot: OwnedSemaphorePermit,
+    started: Instant,
 }
 
 /// A function the emulator runs.
@@ -185,11 +206,16 @@ async fn next_invocation(State(runtime): State<Arc<Runtime>>) -> Response {
         return http::StatusCode::GONE.into_response();
     };
     record_invocation(&runtime.name, runtime.environment, &invocation.id);
+    runtime.platform(&invocation.id, Platform::Start);
+    let running = Running {
+        _slot: slot,
+        started: Instant::now(),
+    };
     runtime
         .running
         .lock()
         .await
-        .insert(invocation.id.clone(), slot);
+        .insert(invocation.id.clone(), running);
     runtime
         .in_flight
         .lock()
@@ -219,9 +245,10 @@ async fn next_invocation(State(runtime): State<Arc<Runtime>>) -> Response {
 /// Fails an invocation still running at the function's timeout, and has its environment killed.
 async fn watchdog(runtime: Arc<Runtime>, id: String) {
     tokio::time::sleep(runtime.timeout).await;
-    if runtime.running.lock().await.remove(&id).is_none() {
+    let Some(running) = runtime.running.lock().await.remove(&id) else {
         return;
-    }
+    };
+    runtime.platform(&id, Platform::Done(running.started, "timeout"));
     if let Some(answer) = runtime.in_flight.lock().await.remove(&id) {
         let _ = answer.send(Err(InvokeError::TimedOut(
             runtime.name.clone(),
@@ -261,7 +288,7 @@ async fn respond(
             }
         }
     }
-    runtime.running.lock().await.remove(&id);
+    runtime.finish(&id, "success").await;
     http::StatusCode::ACCEPTED.into_response()
 }
 
@@ -332,7 +359,7 @@ async fn fail(
         let why = format!("function error: {}", String::from_utf8_lossy(&body));
         let _ = answer.send(Err(InvokeError::Failed(runtime.name.clone(), why)));
     }
-    runtime.running.lock().await.remove(&id);
+    runtime.finish(&id, "error").await;
     http::StatusCode::ACCEPTED.into_response()
 }
 
@@ -394,6 +421,10 @@ pub async fn start_function_concurrent(
             pending: pending.clone(),
             in_flight: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
+            log: log_group(&spec.name),
+            logging: spec.logging.clone(),
+            memory_mb: spec.memory_mb,
+            pid: AtomicU32::new(0),
             slots: Arc::new(Semaphore::new(max_concurrency)),
             generation: watch::Sender::new(0),
             kill: Notify::new(),
@@ -458,8 +489,11 @@ async fn supervise(
                 format!("/aws/lambda/{}", spec.name),
             )
             .env("AWS_LAMBDA_LOG_STREAM_NAME", format!("local-{environment}"))
+            // What Lambda sets from LoggingConfig (AWS_LAMBDA_LOG_FORMAT, AWS_LAMBDA_LOG_LEVEL):
+            // https://docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs-log-level.html
+            .envs(spec.logging.environment())
             .kill_on_drop(true);
-        let log = log_group(&spec.name);
+        let log = runtime.log.clone();
         if log.is_some() {
             command
                 .stdout(std::process::Stdio::piped())
@@ -468,9 +502,10 @@ async fn supervise(
         match command.spawn() {
             Ok(mut child) => {
                 if let Some(log) = log {
-                    collect_logs(&mut child, log, environment);
+                    collect_logs(&mut child, log, environment, spec.logging.clone());
                 }
                 if let Some(pid) = child.id() {
+                    runtime.pid.store(pid, Ordering::SeqCst);
                     tracing::info!(function = %spec.name, environment, pid, "function started");
                     write_pid(&spec.name, environment, pid);
                 }
@@ -498,7 +533,9 @@ async fn supervise(
                 "the function's process died".into(),
             )));
         }
-        runtime.running.lock().await.clear();
+        for (id, running) in runtime.running.lock().await.drain() {
+            runtime.platform(&id, Platform::Done(running.started, "error"));
+        }
         if !runtime.ready.load(Ordering::SeqCst) {
             // It never finished its init: what waits for it would wait for the next one to fail too.
             fail_waiting(
@@ -522,39 +559,165 @@ fn log_group(name: &str) -> Option<PathBuf> {
 }
 
 /// Appends the child's output to `log`, one whole line per write (so that two environments'
-/// lines never interleave mid-line). A line that is a JSON object gets the log stream's name
-/// (`logStream`), as CloudWatch records which stream an event came from.
-fn collect_logs(child: &mut tokio::process::Child, log: PathBuf, environment: usize) {
+/// lines never interleave mid-line), the lines Lambda's application log-level filter keeps
+/// ([`Logging::keeps`]: with the JSON format, a line's `level`, INFO when it has none). A line
+/// that is a JSON object gets the log stream's name (`logStream`), as CloudWatch records which
+/// stream an event came from.
+fn collect_logs(
+    child: &mut tokio::process::Child,
+    log: PathBuf,
+    environment: usize,
+    logging: Logging,
+) {
     use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
-    fn pump(output: impl AsyncRead + Unpin + Send + 'static, log: PathBuf, environment: usize) {
+    fn pump(
+        output: impl AsyncRead + Unpin + Send + 'static,
+        log: PathBuf,
+        environment: usize,
+        logging: Logging,
+    ) {
         tokio::spawn(async move {
             let mut lines = BufReader::new(output).lines();
             while let Ok(Some(line)) = lines.next_line().await {
                 let line = match serde_json::from_str::<Value>(&line) {
                     Ok(Value::Object(mut object)) => {
+                        if !logging.keeps(object.get("level").and_then(Value::as_str)) {
+                            continue;
+                        }
                         object.insert(
                             "logStream".into(),
                             Value::String(format!("local-{environment}")),
                         );
                         Value::Object(object).to_string()
                     }
+                    _ if !logging.keeps(None) => continue,
                     _ => line,
                 };
-                let appended = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&log);
-                if let Ok(mut file) = appended {
-                    let _ = std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes());
-                }
+                append_line(&log, &line);
             }
         });
     }
     if let Some(stdout) = child.stdout.take() {
-        pump(stdout, log.clone(), environment);
+        pump(stdout, log.clone(), environment, logging.clone());
     }
     if let Some(stderr) = child.stderr.take() {
-        pump(stderr, log, environment);
+        pump(stderr, log, environment, logging);
+    }
+}
+
+/// Appends `line` and its newline to `log` in one write.
+fn append_line(log: &std::path::Path, line: &str) {
+    let appended = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log);
+    if let Ok(mut file) = appended {
+        let _ = std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes());
+    }
+}
+
+/// What the platform says of one invocation.
+enum Platform {
+    /// Handed to the function.
+    Start,
+    /// Finished, since the instant it started, with a status (`success`, `error`, `timeout`).
+    Done(Instant, &'static str),
+}
+
+impl Runtime {
+    /// Ends an invocation: it gives its slot back and the platform reports it.
+    async fn finish(&self, id: &str, status: &'static str) {
+        if let Some(running) = self.running.lock().await.remove(id) {
+            self.platform(id, Platform::Done(running.started, status));
+        }
+    }
+
+    /// Writes the platform's lines for `event` to the function's log, where Lambda would.
+    fn platform(&self, id: &str, event: Platform) {
+        let (Some(log), true) = (&self.log, self.logging.platform_lines()) else {
+            return;
+        };
+        let max_used_mb = peak_memory_mb(self.pid.load(Ordering::SeqCst));
+        let now = std::time::SystemTime::now();
+        for line in platform_lines(&self.logging, id, &event, self.memory_mb, max_used_mb, now) {
+            append_line(log, &line);
+        }
+    }
+}
+
+/// The process's peak resident memory (`VmHWM`), in MB rounded up, as REPORT's "Max Memory Used".
+fn peak_memory_mb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0);
+    kib.div_ceil(1024)
+}
+
+/// The lines Lambda writes to a function's log group for one invocation: with its system log
+/// level at INFO (Lambda's default, and the only level the text format has) or DEBUG, `START`
+/// when the invocation is handed out and `END` and `REPORT` when it finishes (the JSON format:
+/// `platform.start` and `platform.report`); at WARN, none. AWS: "By default, Lambda sets the
+/// system log level to INFO. With this setting, Lambda automatically sends "start" and
+/// "report" log messages to CloudWatch" —
+/// <https://docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs-log-level.html>,
+/// formats at <https://docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs-logformat.html>.
+/// The model's lines are shaped as Lambda's (its init and X-Ray fields left out): what matters
+/// here is how many there are and how long, since local Lambda mode's log files are what the
+/// bench counts as ingested.
+fn platform_lines(
+    logging: &Logging,
+    id: &str,
+    event: &Platform,
+    memory_mb: u64,
+    max_used_mb: u64,
+    now: std::time::SystemTime,
+) -> Vec<String> {
+    if !logging.platform_lines() {
+        return Vec::new();
+    }
+    let json = logging.format == LogFormat::Json;
+    let time = || {
+        let since = now
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let seconds = relevo_protocol::tasks::iso8601(since.as_secs());
+        format!(
+            "{}.{:03}Z",
+            seconds.trim_end_matches('Z'),
+            since.subsec_millis()
+        )
+    };
+    match event {
+        Platform::Start if json => vec![
+            serde_json::json!({ "time": time(), "type": "platform.start",
+                "record": { "requestId": id, "version": "$LATEST" } })
+            .to_string(),
+        ],
+        Platform::Start => vec![format!("START RequestId: {id} Version: $LATEST")],
+        Platform::Done(started, status) => {
+            let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+            let billed_ms = duration_ms.ceil().max(1.0) as u64;
+            if json {
+                return vec![
+                    serde_json::json!({ "time": time(), "type": "platform.report", "record": {
+                        "requestId": id,
+                        "metrics": { "durationMs": (duration_ms * 100.0).round() / 100.0,
+                            "billedDurationMs": billed_ms, "memorySizeMB": memory_mb,
+                            "maxMemoryUsedMB": max_used_mb },
+                        "status": status } })
+                    .to_string(),
+                ];
+            }
+            vec![
+                format!("END RequestId: {id}"),
+                format!(
+                    "REPORT RequestId: {id}\tDuration: {duration_ms:.2} ms\tBilled Duration: {billed_ms} ms\tMemory Size: {memory_mb} MB\tMax Memory Used: {max_used_mb} MB\t"
+                ),
+            ]
+        }
     }
 }
 
@@ -585,5 +748,54 @@ fn write_pid(name: &str, environment: usize, pid: u32) {
         };
         let _ = std::fs::create_dir_all(&dir);
         let _ = std::fs::write(PathBuf::from(dir).join(file), pid.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn lines(logging: &Logging) -> Vec<String> {
+        let now = std::time::UNIX_EPOCH + Duration::from_millis(1_796_544_016_758);
+        let started = Instant::now();
+        [Platform::Start, Platform::Done(started, "success")]
+            .iter()
+            .flat_map(|event| platform_lines(logging, "req-1", event, 256, 31, now))
+            .collect()
+    }
+
+    #[test]
+    fn at_system_log_level_warn_an_invocation_writes_no_platform_line() {
+        let template = Logging::from_property(&json!({
+            "LogFormat": "JSON", "ApplicationLogLevel": "INFO", "SystemLogLevel": "WARN"
+        }));
+        assert_eq!(lines(&template), Vec::<String>::new());
+    }
+
+    #[test]
+    fn at_lambdas_default_system_log_level_an_invocation_writes_start_end_and_report() {
+        let text = lines(&Logging::default());
+        assert_eq!(text.len(), 3, "{text:?}");
+        assert_eq!(text[0], "START RequestId: req-1 Version: $LATEST");
+        assert_eq!(text[1], "END RequestId: req-1");
+        assert!(
+            text[2].starts_with("REPORT RequestId: req-1\tDuration: ")
+                && text[2].contains("\tMemory Size: 256 MB\tMax Memory Used: 31 MB"),
+            "{}",
+            text[2]
+        );
+        let json = lines(&Logging::from_property(&json!({ "LogFormat": "JSON" })));
+        let parsed: Vec<Value> = json
+            .iter()
+            .map(|line| serde_json::from_str(line).expect("JSON"))
+            .collect();
+        assert_eq!(parsed.len(), 2, "{json:?}");
+        assert_eq!(parsed[0]["type"], "platform.start");
+        assert_eq!(parsed[0]["time"], "2026-12-06T08:00:16.758Z");
+        assert_eq!(parsed[1]["type"], "platform.report");
+        assert_eq!(parsed[1]["record"]["requestId"], "req-1");
+        assert_eq!(parsed[1]["record"]["metrics"]["memorySizeMB"], 256);
+        assert!(parsed[1]["record"]["metrics"]["billedDurationMs"].as_u64() >= Some(1));
     }
 }

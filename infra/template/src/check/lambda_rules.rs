@@ -49,6 +49,7 @@ pub(super) fn run(context: &mut Context) {
     for function in &functions {
         limits(context, function);
         environment(context, function);
+        logging(context, function);
     }
     let apis = match context.stack.apis(context.ids) {
         Ok(apis) => apis,
@@ -181,6 +182,27 @@ fn environment(context: &mut Context, function: &Function) {
                 format!("{name:?} is not a valid variable name"),
             );
         }
+    }
+}
+
+/// What CloudFormation refuses in a `LoggingConfig` (log levels need the JSON format, each from
+/// its own list), and an application log level above INFO: Lambda would drop the requests' EMF
+/// lines (INFO), so their metrics and the alarms on them. The system log level is the
+/// operator's to choose (the template's WARN keeps START/END/REPORT out of the bill; INFO brings
+/// back REPORT's billed duration and memory).
+/// <https://docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs-log-level.html>
+fn logging(context: &mut Context, function: &Function) {
+    let id = &function.logical_id;
+    let logging = &function.logging;
+    if let Some(why) = logging.refused() {
+        return context.refuse("lambda-logging", id, why);
+    }
+    if !logging.keeps(Some("INFO")) {
+        context.refuse(
+            "lambda-logging",
+            id,
+            "ApplicationLogLevel above INFO: Lambda drops the requests' EMF lines (INFO), their metrics and the alarms on them",
+        );
     }
 }
 

@@ -244,6 +244,11 @@ pub const RULES: &[Rule] = &[
         source: "https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html",
     },
     Rule {
+        id: "lambda-logging",
+        refuses: "a LogFormat other than Text or JSON, log levels without LogFormat JSON or outside Lambda's lists, an ApplicationLogLevel above INFO (Lambda would drop the INFO EMF lines the alarms read)",
+        source: "https://docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs-log-level.html",
+    },
+    Rule {
         id: "managed-instances",
         refuses: "a function on Managed Instances whose CapacityProviderConfig names no capacity provider of this stack, with memory below 2,048 MB, concurrency outside 1–1,600 or memory per vCPU outside 2–8 GiB, a minimum of execution environments above its maximum, an architecture its provider's instances lack, its own VpcConfig, or AWS_LAMBDA_MAX_CONCURRENCY set by the template",
         source: "https://docs.aws.amazon.com/lambda/latest/dg/lambda-managed-instances-best-practices.html",

@@ -2,26 +2,34 @@
 //! code, one buffer and one write per line, and EMF metrics when `RELEVO_METRICS=emf`
 //! ([`relevo_state::emf`]).
 //!
-//! Two writers share one line shape (`{"timestamp"?,"level","fields":{…},"span"?:{…}}`, what
-//! tracing-subscriber's JSON formatter wrote before, so operators' queries keep their paths):
-//! - the access line of every request (`RequestLog::access` in [`crate::observe`], target
-//!   `relevo_protocol::server`, INFO) is formatted straight from the request's fields: no tracing
-//!   event, no formatter, no span on the request path;
+//! Three writers, one line per request ([`crate::observe`]):
+//! - a request's line (`RequestLog::served` in [`crate::observe`]) is formatted straight from
+//!   the request's fields: no tracing event, no formatter, no span on the request path. With
+//!   metrics on it is the request's EMF line, `{"timestamp"?,"level":"INFO","fields":{…},
+//!   <dimensions>,<metrics>,"_aws":{…}}`, the access fields under `fields` as the access line
+//!   has them (less `function` and `latency_ms`: its `Function` dimension and `Latency` metric);
+//!   with metrics off it is the access line (target `relevo_protocol::server`, INFO),
+//!   `{"timestamp"?,"level","fields":{…},"span"?:{…}}`, what tracing-subscriber's JSON
+//!   formatter wrote before, so operators' queries keep their paths;
 //! - every `tracing` event (a handler's, a job's, a library's) goes through [`JsonLines`], a
-//!   small `Layer` over the `Registry`: its fields, then under `span` the request's context
-//!   (trace id, request ids, function, method, name, tenant, `"name":"request"`) when it is
-//!   logged inside a request's handler — a task-local ([`RequestContext`]) the server scopes
-//!   around the handler's future, never a global, so concurrent requests keep their own — else
-//!   the fields of the innermost entered span (the worker's `invocation`, a job's, the Lambda
-//!   runtime's), sorted by name and followed by the span's `name`.
+//!   small `Layer` over the `Registry`, in that same shape: its fields, then under `span` the
+//!   request's context (trace id, request ids, function, method, name, tenant,
+//!   `"name":"request"`) when it is logged inside a request's handler — a task-local
+//!   ([`RequestContext`]) the server scopes around the handler's future, never a global, so
+//!   concurrent requests keep their own — else the fields of the innermost entered span (the
+//!   worker's `invocation`, a job's, the Lambda runtime's), sorted by name and followed by the
+//!   span's `name`;
+//! - the other EMF lines (a job's, the reconciler's, the ledger's) as [`relevo_state::emf`]
+//!   writes them.
 //!
 //! The level: `RUST_LOG`, a level with optional per-target levels; `info` otherwise. On Lambda
-//! the level Lambda's log configuration sets (`AWS_LAMBDA_LOG_LEVEL`) comes first. The targets
-//! that matter: `relevo_protocol::server` (the access line: `info,relevo_protocol::server=warn`
-//! turns it off) and `relevo::request` (the request context on handler lines:
-//! `info,relevo::request=off` leaves it out). Both are decided once, when the subscriber is
-//! built. Per-target levels, not a filter expression: the `EnvFilter` of `tracing-subscriber`
-//! would link its regex engine into every binary for this.
+//! the application log level of Lambda's log configuration (`AWS_LAMBDA_LOG_LEVEL`) bounds it
+//! (see `levels`). The targets that matter: `relevo_protocol::server` (the access line:
+//! `info,relevo_protocol::server=warn` turns it off; with metrics on the request's EMF line is
+//! written whatever the level, as EMF lines always were) and `relevo::request` (the request
+//! context on handler lines: `info,relevo::request=off` leaves it out). Both are decided once,
+//! when the subscriber is built. Per-target levels, not a filter expression: the `EnvFilter` of
+//! `tracing-subscriber` would link its regex engine into every binary for this.
 //!
 //! Threat model: the method, tool name, tenant and request ids on a line are caller text, and a
 //! handler may log anything. Every string goes through `serde_json`'s escaping (quotes,
@@ -44,7 +52,7 @@ use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 
-use super::RequestLog;
+use super::{RequestLog, RequestMetrics, push_f64, push_key, push_str};
 
 /// The target of the access line (the module that logged it before; operators' filters name it).
 pub const ACCESS_TARGET: &str = "relevo_protocol::server";
@@ -69,27 +77,51 @@ pub type LineSink = Arc<dyn Fn(&[u8]) + Send + Sync>;
 /// Once per process: a later call (or a subscriber installed before) changes nothing.
 pub fn init_logging(format: LogFormat) {
     let lambda_level = match format {
-        LogFormat::Lambda => std::env::var("AWS_LAMBDA_LOG_LEVEL")
-            .ok()
-            .and_then(|level| level.parse::<LevelFilter>().ok()),
+        LogFormat::Lambda => std::env::var("AWS_LAMBDA_LOG_LEVEL").ok(),
         LogFormat::Local => None,
     };
-    let rust_log = std::env::var("RUST_LOG")
-        .ok()
-        .and_then(|value| value.parse::<Targets>().ok());
-    let filter = match (lambda_level, rust_log) {
-        (Some(level), _) => Targets::new().with_default(level),
-        (None, Some(targets)) => targets,
-        (None, None) => Targets::new().with_default(LevelFilter::INFO),
-    };
+    let rust_log = std::env::var("RUST_LOG").ok();
+    let filter = levels(lambda_level.as_deref(), rust_log.as_deref());
     let stdout: LineSink = Arc::new(|line: &[u8]| {
         // A log line that cannot be written has nowhere else to go.
         let _ = std::io::stdout().lock().write_all(line);
     });
-    // Already installed: the first subscriber stays (tests and embedders may set their own).
-    let _ = tracing::subscriber::set_global_default(log_subscriber(format, filter, stdout));
     relevo_state::emf::enable_from_env();
+    let subscriber = log_subscriber(format, filter, relevo_state::emf::namespace(), stdout);
+    // Already installed: the first subscriber stays (tests and embedders may set their own).
+    let _ = tracing::subscriber::set_global_default(subscriber);
     log_panics();
+}
+
+/// The levels lines are written at. Lambda's application log level (`lambda`, from
+/// `AWS_LAMBDA_LOG_LEVEL`, which Lambda sets from `LoggingConfig.ApplicationLogLevel`) is the
+/// most detail written: Lambda drops the lines above it anyway. Within it, `RUST_LOG` (a level
+/// with optional per-target levels) decides, so `info,relevo::request=off` still works where
+/// the template sets INFO; without `RUST_LOG`, Lambda's level; without either, `info`. Lambda's
+/// levels are TRACE, DEBUG, INFO, WARN, ERROR and FATAL (FATAL is ERROR here); a value that
+/// does not parse is ignored.
+fn levels(lambda: Option<&str>, rust_log: Option<&str>) -> Targets {
+    let cap = lambda.and_then(|level| match level.trim().to_ascii_uppercase().as_str() {
+        "FATAL" => Some(LevelFilter::ERROR),
+        other => other.parse::<LevelFilter>().ok(),
+    });
+    let targets = rust_log.and_then(|value| value.parse::<Targets>().ok());
+    match (targets, cap) {
+        (Some(targets), None) => targets,
+        (None, None) => Targets::new().with_default(LevelFilter::INFO),
+        (None, Some(cap)) => Targets::new().with_default(cap),
+        (Some(targets), Some(cap)) => {
+            let capped = Targets::new().with_targets(
+                targets
+                    .iter()
+                    .map(|(target, level)| (target.to_string(), level.min(cap))),
+            );
+            match targets.default_level() {
+                Some(default) => capped.with_default(default.min(cap)),
+                None => capped,
+            }
+        }
+    }
 }
 
 /// The target of the line a panic writes ([`log_panics`]).
@@ -131,16 +163,19 @@ pub fn log_panics() {
 }
 
 /// The subscriber [`init_logging`] installs, writing each line to `sink` at the levels `filter`
-/// enables (tests install it with `tracing::subscriber::set_default`).
+/// enables, a request's line as its EMF line in namespace `metrics` when that is set (tests
+/// install it with `tracing::subscriber::set_default`).
 pub fn log_subscriber(
     format: LogFormat,
     filter: Targets,
+    metrics: Option<&str>,
     sink: LineSink,
 ) -> impl Subscriber + Send + Sync {
     let lines = JsonLines {
         timestamp: format == LogFormat::Local,
         access: filter.would_enable(ACCESS_TARGET, &Level::INFO),
         context: filter.would_enable(REQUEST_TARGET, &Level::INFO),
+        metrics: metrics.map(String::from),
         sink,
     };
     Registry::default().with(lines).with(filter)
@@ -151,6 +186,8 @@ pub struct JsonLines {
     timestamp: bool,
     access: bool,
     context: bool,
+    /// The EMF namespace when metrics are on: a request's line is then its EMF line.
+    metrics: Option<String>,
     sink: LineSink,
 }
 
@@ -209,47 +246,43 @@ pub(crate) async fn scope<T>(context: RequestContext, work: impl Future<Output =
     REQUEST.scope(context, work).await
 }
 
-/// Writes the access line when [`JsonLines`] is the current subscriber (true then, whether
-/// the level lets the line out or not); false otherwise (the caller logs it through tracing).
-pub(crate) fn write_access(
-    fields: &RequestLog<'_>,
-    status: u16,
-    result_type: &str,
-    latency_ms: f64,
-) -> bool {
+/// Writes the request's one line when [`JsonLines`] is the current subscriber (true then): with
+/// metrics on, its EMF line, whatever the level (the alarms read it; it was never filtered);
+/// else its access line, when the level lets it out. False under any other subscriber (the
+/// caller writes it).
+pub(crate) fn write_served(fields: &RequestLog<'_>, metrics: &RequestMetrics<'_>) -> bool {
     tracing::dispatcher::get_default(|dispatch| {
         let Some(lines) = dispatch.downcast_ref::<JsonLines>() else {
             return false;
         };
+        if let Some(namespace) = &lines.metrics {
+            let now = SystemTime::now();
+            let mut lead = Vec::new();
+            if lines.timestamp {
+                lead.extend_from_slice(b"\"timestamp\":\"");
+                push_timestamp(&mut lead, now);
+                lead.extend_from_slice(b"\",");
+            }
+            let millis = now
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_millis();
+            let mut line = fields.emf_line(metrics, namespace, millis as u64, &lead);
+            line.push(b'\n');
+            (lines.sink)(&line);
+            return true;
+        }
         if !lines.access {
             return true;
         }
         let mut line = Vec::with_capacity(512);
         lines.begin(&mut line, &Level::INFO);
-        let mut first = true;
-        push_key(&mut line, &mut first, "message");
-        line.extend_from_slice(b"\"mcp request\"");
-        let text = [
-            ("trace_id", Some(fields.trace_id)),
-            ("apigw_request_id", fields.ids.apigw.as_deref()),
-            ("lambda_request_id", fields.ids.lambda.as_deref()),
-            ("function", Some(fields.function)),
-            ("method", Some(fields.method)),
-            ("name", Some(fields.name)),
-            ("tenant", Some(fields.tenant)),
-        ];
-        for (key, value) in text {
-            if let Some(value) = value {
-                push_key(&mut line, &mut first, key);
-                push_str(&mut line, value);
-            }
-        }
-        push_key(&mut line, &mut first, "status");
-        let _ = write!(line, "{status}");
-        push_key(&mut line, &mut first, "result_type");
-        push_str(&mut line, result_type);
-        push_key(&mut line, &mut first, "latency_ms");
-        push_f64(&mut line, latency_ms);
+        fields.push_fields(
+            &mut line,
+            metrics.status,
+            metrics.result_type,
+            Some(metrics.latency_ms),
+        );
         line.push(b'}');
         if let (Some(registry), Some(id)) = (
             dispatch.downcast_ref::<Registry>(),
@@ -427,25 +460,6 @@ fn push_span(line: &mut Vec<u8>, name: &str, fields: Option<&SpanFields>) {
     line.push(b'}');
 }
 
-/// `,"key":` (no comma before the first key of an object).
-fn push_key(line: &mut Vec<u8>, first: &mut bool, key: &str) {
-    if !std::mem::take(first) {
-        line.push(b',');
-    }
-    push_str(line, key);
-    line.push(b':');
-}
-
-/// `text` as a JSON string, escaped by `serde_json`.
-fn push_str(line: &mut Vec<u8>, text: &str) {
-    let _ = serde_json::to_writer(&mut *line, text);
-}
-
-/// A number as `serde_json` writes it (`null` when it is not finite, as before).
-fn push_f64(line: &mut Vec<u8>, value: f64) {
-    let _ = serde_json::to_writer(&mut *line, &value);
-}
-
 /// `2026-12-05T12:54:24.042046Z`: RFC 3339 in UTC with microseconds (the format before).
 fn push_timestamp(line: &mut Vec<u8>, now: SystemTime) {
     let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
@@ -516,10 +530,23 @@ mod tests {
     }
 
     fn subscriber(format: LogFormat, filter: &str, logs: &Captured) -> impl Subscriber {
-        log_subscriber(format, filter.parse().expect("targets"), logs.sink())
+        log_subscriber(format, filter.parse().expect("targets"), None, logs.sink())
     }
 
-    /// An app whose `greet` tool logs `said` (with `answer = 42`), after yielding once.
+    /// The subscriber `init_logging` installs where `RELEVO_METRICS=emf` (namespace `Relevo/t`).
+    fn with_metrics(format: LogFormat, filter: &str, logs: &Captured) -> impl Subscriber {
+        log_subscriber(
+            format,
+            filter.parse().expect("targets"),
+            Some(NAMESPACE),
+            logs.sink(),
+        )
+    }
+
+    const NAMESPACE: &str = "Relevo/t";
+
+    /// An app whose `greet` tool logs `said` (with `answer = 42`), after yielding once, and whose
+    /// `quiet` tool logs nothing.
     fn server() -> McpServer {
         let greet = Tool::new(
             "greet",
@@ -535,9 +562,19 @@ mod tests {
                 )))
             }),
         );
+        let quiet = Tool::new(
+            "quiet",
+            "",
+            json!({ "type": "object" }),
+            handler(|_call| async move {
+                Ok(Outcome::tool(CallToolResult::structured(
+                    json!({ "ok": true }),
+                )))
+            }),
+        );
         let keys = KeyRing::new(vec![("test".into(), vec![42; 32])]).expect("a 32-byte key");
         McpServer::new(
-            App::new("logs", "0").tool(greet),
+            App::new("logs", "0").tool(greet).tool(quiet),
             ServerConfig::default(),
             keys,
             Arc::new(NoAuth),
@@ -899,6 +936,20 @@ mod tests {
         assert_eq!(name.chars().count(), MAX_LOGGED_CHARS, "{access}");
     }
 
+    /// The fields of a request (trace `t`) whose caller sent this method, name and tenant, cut
+    /// as the server cuts them.
+    fn sent<'a>(ids: &'a RequestIds, function: &'a str, text: [&'a str; 3]) -> RequestLog<'a> {
+        let [method, name, tenant] = text;
+        RequestLog {
+            trace_id: "t",
+            ids,
+            function,
+            method: bounded(method),
+            name: bounded(name),
+            tenant: bounded(tenant),
+        }
+    }
+
     fn hostile() -> impl Strategy<Value = String> {
         prop_oneof![
             any::<String>(),
@@ -933,16 +984,9 @@ mod tests {
             let _installed =
                 tracing::subscriber::set_default(subscriber(LogFormat::Local, "info", &logs));
             let ids = RequestIds { apigw: Some(apigw.clone()), lambda: Some(apigw.clone()) };
-            let fields = RequestLog {
-                trace_id: "t",
-                ids: &ids,
-                function: "mcp",
-                method: bounded(&method),
-                name: bounded(&name),
-                tenant: bounded(&tenant),
-            };
+            let fields = sent(&ids, "mcp", [&method, &name, &tenant]);
             runtime.block_on(fields.scope(async { tracing::info!(said = said.as_str(), "{said}") }));
-            fields.access(200, "complete", 1.5);
+            fields.served(&served(&fields, None));
             let text = logs.text();
             prop_assert_eq!(text.matches('\n').count(), 2, "two lines: {}", text);
             let lines = logs.lines();
@@ -954,6 +998,301 @@ mod tests {
                 prop_assert_eq!(logged, bounded(sent));
                 prop_assert!(logged.chars().count() <= MAX_LOGGED_CHARS);
             }
+        }
+    }
+
+    /// What a served `tools/call` of `fields` measured: a 200 in 1.5 ms, `tool` if it resolved.
+    fn served<'a>(fields: &RequestLog<'a>, tool: Option<&'a str>) -> RequestMetrics<'a> {
+        RequestMetrics {
+            function: fields.function,
+            method: fields.method,
+            tool,
+            status: 200,
+            result_type: "complete",
+            latency_ms: 1.5,
+            token_ms: None,
+            cold_start: false,
+        }
+    }
+
+    /// The members of the JSON object `line`, in order, duplicates kept (a `Value` keeps only
+    /// the last of two members with one name: a forged duplicate would hide in it).
+    fn members(line: &str) -> Vec<(String, Value)> {
+        struct Members(Vec<(String, Value)>);
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Members;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Members, A::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = map.next_entry::<String, Value>()? {
+                    members.push(member);
+                }
+                Ok(Members(members))
+            }
+        }
+        impl<'de> serde::Deserialize<'de> for Members {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                d.deserialize_map(Visit)
+            }
+        }
+        serde_json::from_str::<Members>(line)
+            .unwrap_or_else(|e| panic!("{e}: {line}"))
+            .0
+    }
+
+    fn names(members: &[(String, Value)]) -> Vec<&str> {
+        members.iter().map(|(name, _)| name.as_str()).collect()
+    }
+
+    /// The root members of a `tools/call`'s EMF line, in order, after the log format's own:
+    /// ours, the dimensions, the request's metrics (`emf::PUBLISHED` lists them first, in the
+    /// order the line writes them; `TokenVerification` when a credential was checked), `_aws`.
+    fn emf_root(token: bool) -> Vec<&'static str> {
+        let metrics = relevo_state::emf::PUBLISHED
+            .iter()
+            .copied()
+            .take_while(|metric| *metric != "JobsProcessed")
+            .filter(|metric| token || *metric != "TokenVerification");
+        ["level", "fields", "Function", "Method", "Tool"]
+            .into_iter()
+            .chain(metrics)
+            .chain(["_aws"])
+            .collect()
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_served_request_writes_exactly_one_line_in_each_mode() {
+        for format in [LogFormat::Lambda, LogFormat::Local] {
+            // Metrics off (the local server's default): the access line, and nothing else.
+            let logs = Captured::default();
+            let installed = tracing::subscriber::set_default(subscriber(format, "info", &logs));
+            assert_eq!(call(&server(), "quiet", "", ids(3)).await, 200);
+            drop(installed);
+            let lines = logs.lines();
+            assert_eq!(lines.len(), 1, "{format:?}: {}", logs.text());
+            assert_eq!(lines[0]["fields"]["message"], "mcp request");
+            assert_eq!(lines[0]["fields"]["function"], "mcp");
+            assert!(lines[0]["fields"]["latency_ms"].is_f64());
+            assert!(lines[0].get("_aws").is_none(), "{}", logs.text());
+
+            // Metrics on (the template): the EMF line carries the access fields; no access line.
+            let logs = Captured::default();
+            let installed = tracing::subscriber::set_default(with_metrics(format, "info", &logs));
+            assert_eq!(call(&server(), "quiet", "", ids(3)).await, 200);
+            drop(installed);
+            let text = logs.text();
+            assert_eq!(text.matches('\n').count(), 1, "{format:?}: {text}");
+            let root = members(text.trim_end());
+            // A credential was checked (NoAuth's): its time is a metric too.
+            let mut expected = emf_root(true);
+            if format == LogFormat::Local {
+                expected.insert(0, "timestamp");
+            }
+            assert_eq!(names(&root), expected, "{text}");
+            let line = &logs.lines()[0];
+            assert_eq!(line["level"], "INFO", "Lambda's level filter reads it");
+            let fields = &line["fields"];
+            assert_eq!(
+                keys_of(&text, "\"fields\":"),
+                [
+                    "message",
+                    "trace_id",
+                    "apigw_request_id",
+                    "lambda_request_id",
+                    "method",
+                    "name",
+                    "tenant",
+                    "status",
+                    "result_type"
+                ],
+                "{text}"
+            );
+            assert_eq!(fields["message"], "mcp request");
+            assert_eq!(fields["trace_id"].as_str().map(str::len), Some(32));
+            assert_eq!(
+                (&fields["apigw_request_id"], &fields["lambda_request_id"]),
+                (&json!("apigw-3"), &json!("lambda-3"))
+            );
+            assert_eq!(
+                (&fields["method"], &fields["name"], &fields["tenant"]),
+                (&json!("tools/call"), &json!("quiet"), &json!("local"))
+            );
+            assert_eq!(
+                (&fields["status"], &fields["result_type"]),
+                (&json!(200), &json!("complete"))
+            );
+            assert_eq!(
+                (&line["Function"], &line["Method"], &line["Tool"]),
+                (&json!("mcp"), &json!("tools/call"), &json!("quiet"))
+            );
+            assert_eq!(line["Requests"], 1.0);
+            assert!(line["Latency"].is_f64(), "the request's duration: {text}");
+            let directive = &line["_aws"]["CloudWatchMetrics"][0];
+            assert_eq!(directive["Namespace"], NAMESPACE);
+            assert!(line["_aws"]["Timestamp"].is_u64());
+        }
+    }
+
+    #[test]
+    fn the_emf_line_of_a_tools_call_is_this_line() {
+        let ids = RequestIds {
+            apigw: Some("apigw-1".into()),
+            lambda: Some("8476a536-e9f4-11e8-9739-2dfe598c3fcd".into()),
+        };
+        let fields = RequestLog {
+            trace_id: "4bf92f3577b34da6a3ce929d0e0e4736",
+            ids: &ids,
+            function: "tools-call",
+            method: "tools/call",
+            name: "greet",
+            tenant: "acme",
+        };
+        let metrics = RequestMetrics {
+            token_ms: Some(0.036_21),
+            latency_ms: 0.348_847,
+            ..served(&fields, Some("greet"))
+        };
+        let line = fields.emf_line(&metrics, "Relevo/prod", 1_796_544_016_758, b"");
+        let golden = concat!(
+            r#"{"level":"INFO","fields":{"message":"mcp request","trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","#,
+            r#""apigw_request_id":"apigw-1","lambda_request_id":"8476a536-e9f4-11e8-9739-2dfe598c3fcd","#,
+            r#""method":"tools/call","name":"greet","tenant":"acme","status":200,"result_type":"complete"},"#,
+            r#""Function":"tools-call","Method":"tools/call","Tool":"greet","Requests":1,"Latency":0.349,"#,
+            r#""ClientErrors":0,"ServerErrors":0,"Throttled":0,"InputRequired":0,"ColdStart":0,"#,
+            r#""TokenVerification":0.036,"_aws":{"Timestamp":1796544016758,"CloudWatchMetrics":[{"#,
+            r#""Namespace":"Relevo/prod","Dimensions":[[],["Function","Method"],["Function","Method","Tool"]],"#,
+            r#""Metrics":[{"Name":"Requests","Unit":"Count"},{"Name":"Latency","Unit":"Milliseconds"},"#,
+            r#"{"Name":"ClientErrors","Unit":"Count"},{"Name":"ServerErrors","Unit":"Count"},"#,
+            r#"{"Name":"Throttled","Unit":"Count"},{"Name":"InputRequired","Unit":"Count"},"#,
+            r#"{"Name":"ColdStart","Unit":"Count"},{"Name":"TokenVerification","Unit":"Milliseconds"}]}]}}"#
+        );
+        assert_eq!(String::from_utf8(line).expect("UTF-8"), golden);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn with_metrics_on_the_emf_line_is_written_at_any_level() {
+        // EMF lines were never filtered by level (the alarms read them); the access fields ride
+        // along.
+        for filter in ["warn", "info,relevo_protocol::server=warn"] {
+            let logs = Captured::default();
+            let _installed =
+                tracing::subscriber::set_default(with_metrics(LogFormat::Lambda, filter, &logs));
+            assert_eq!(call(&server(), "quiet", "", ids(1)).await, 200);
+            let lines = logs.lines();
+            assert_eq!(lines.len(), 1, "{filter}: {}", logs.text());
+            assert_eq!(lines[0]["fields"]["message"], "mcp request");
+            assert!(lines[0]["_aws"].is_object());
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn with_metrics_on_a_handlers_own_lines_are_unchanged() {
+        let logs = Captured::default();
+        let _installed =
+            tracing::subscriber::set_default(with_metrics(LogFormat::Lambda, "info", &logs));
+        assert_eq!(call(&server(), "greet", "hi", ids(2)).await, 200);
+        let lines = logs.lines();
+        assert_eq!(
+            lines.len(),
+            2,
+            "the handler's line, the request's: {}",
+            logs.text()
+        );
+        assert_eq!(lines[0]["fields"], json!({ "message": "hi", "answer": 42 }));
+        assert_eq!(lines[0]["span"]["lambda_request_id"], "lambda-2");
+        assert!(lines[0].get("_aws").is_none());
+        assert!(lines[1]["_aws"].is_object());
+    }
+
+    #[test]
+    fn lambdas_application_log_level_bounds_rust_log() {
+        let enabled = |lambda: Option<&str>, rust_log: Option<&str>, target: &str, level: Level| {
+            levels(lambda, rust_log).would_enable(target, &level)
+        };
+        // Neither: info.
+        assert!(enabled(None, None, "app", Level::INFO));
+        assert!(!enabled(None, None, "app", Level::DEBUG));
+        // Lambda's level alone decides, as before.
+        assert!(enabled(Some("DEBUG"), None, "app", Level::DEBUG));
+        assert!(!enabled(Some("WARN"), None, "app", Level::INFO));
+        assert!(enabled(Some("FATAL"), None, "app", Level::ERROR));
+        assert!(!enabled(Some("FATAL"), None, "app", Level::WARN));
+        // Within Lambda's INFO (what the template sets), RUST_LOG's targets still decide...
+        let quiet = Some("info,relevo_protocol::server=warn,relevo::request=off");
+        assert!(enabled(Some("INFO"), quiet, "app", Level::INFO));
+        assert!(!enabled(Some("INFO"), quiet, ACCESS_TARGET, Level::INFO));
+        assert!(!enabled(Some("INFO"), quiet, REQUEST_TARGET, Level::INFO));
+        assert!(!enabled(Some("INFO"), Some("warn"), "app", Level::INFO));
+        // ...but never for more detail than Lambda would keep.
+        assert!(!enabled(Some("INFO"), Some("debug"), "app", Level::DEBUG));
+        assert!(!enabled(
+            Some("WARN"),
+            Some("app=trace"),
+            "app",
+            Level::INFO
+        ));
+        // A value that does not parse is ignored.
+        assert!(enabled(Some("LOUD"), Some("debug"), "app", Level::DEBUG));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn caller_text_cannot_forge_fields_or_dimensions_in_the_emf_line(
+            method in hostile(), name in hostile(), tenant in hostile(),
+            apigw in hostile(), lambda in hostile(), resolved in any::<bool>(),
+        ) {
+            let logs = Captured::default();
+            let _installed =
+                tracing::subscriber::set_default(with_metrics(LogFormat::Lambda, "info", &logs));
+            let ids = RequestIds { apigw: Some(apigw.clone()), lambda: Some(lambda.clone()) };
+            let fields = sent(&ids, "tools-call", [&method, &name, &tenant]);
+            fields.served(&served(&fields, resolved.then_some("greet")));
+            let text = logs.text();
+            prop_assert_eq!(text.matches('\n').count(), 1, "one line: {}", text);
+            let root = members(text.trim_end());
+            // The root holds our names only, each once.
+            let known = super::super::method_dimension(fields.method) == "tools/call";
+            let expected: Vec<&str> = emf_root(false)
+                .into_iter()
+                .filter(|name| known || *name != "Tool")
+                .collect();
+            prop_assert_eq!(names(&root), expected, "{}", text);
+            let line = &logs.lines()[0];
+            // Dimensions from closed sets.
+            prop_assert_eq!(&line["Function"], &json!("tools-call"));
+            let method_dimension = line["Method"].as_str().expect("a string");
+            prop_assert!(
+                method_dimension == relevo_state::emf::OTHER
+                    || crate::Method::from_wire(method_dimension).is_some()
+                    || method_dimension == "-",
+                "{}", method_dimension
+            );
+            if known {
+                let tool = if resolved { "greet" } else { relevo_state::emf::OTHER };
+                prop_assert_eq!(&line["Tool"], &json!(tool));
+            }
+            prop_assert_eq!(
+                &line["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+                &if known {
+                    json!([[], ["Function", "Method"], ["Function", "Method", "Tool"]])
+                } else {
+                    json!([[], ["Function", "Method"]])
+                }
+            );
+            // The caller's text is in `fields`, exactly as sent (names cut), and nowhere else.
+            prop_assert_eq!(&line["fields"], &json!({
+                "message": "mcp request", "trace_id": "t",
+                "apigw_request_id": apigw, "lambda_request_id": lambda,
+                "method": bounded(&method), "name": bounded(&name), "tenant": bounded(&tenant),
+                "status": 200, "result_type": "complete"
+            }));
         }
     }
 
