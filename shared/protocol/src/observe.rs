@@ -346,23 +346,23 @@ impl RequestMetrics<'_> {
                 .dimension("Tool", tool)
                 .by(&["Function", "Method", "Tool"]);
         }
-        let flag = |on: bool| if on { 1.0 } else { 0.0 };
         metrics = metrics
-            .metric("Requests", 1.0, Unit::Count)
-            .metric("Latency", to_micros(self.latency_ms), Unit::Milliseconds)
-            .metric(
-                "ClientErrors",
-                flag((400..500).contains(&self.status)),
-                Unit::Count,
-            )
-            .metric("ServerErrors", flag(self.status >= 500), Unit::Count)
-            .metric("Throttled", flag(self.status == 429), Unit::Count)
-            .metric(
-                "InputRequired",
-                flag(self.result_type == "input_required"),
-                Unit::Count,
-            )
-            .metric("ColdStart", flag(self.cold_start), Unit::Count);
+            .metric("Requests", 1.0, Unit::None)
+            .metric("Latency", to_micros(self.latency_ms), Unit::Milliseconds);
+        // A counter that is 0 is left off the line: a Sum (what every alarm and dashboard of
+        // the template reads, missing data not breaching) is the same, and a request's line is
+        // ~270 bytes shorter. An Average of a counter means nothing then: divide Sums instead.
+        for (counter, counts) in [
+            ("ClientErrors", (400..500).contains(&self.status)),
+            ("ServerErrors", self.status >= 500),
+            ("Throttled", self.status == 429),
+            ("InputRequired", self.result_type == "input_required"),
+            ("ColdStart", self.cold_start),
+        ] {
+            if counts {
+                metrics = metrics.metric(counter, 1.0, Unit::None);
+            }
+        }
         if let Some(token_ms) = self.token_ms {
             metrics = metrics.metric("TokenVerification", to_micros(token_ms), Unit::Milliseconds);
         }

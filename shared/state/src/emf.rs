@@ -65,6 +65,8 @@ pub const PUBLISHED: &[&str] = &[
 /// The units EMF accepts (CloudWatch `StandardUnit`); the ones we use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
+    /// No unit on the line (CloudWatch records `None`): what the per-request counters use.
+    None,
     Count,
     Milliseconds,
     Microseconds,
@@ -75,6 +77,7 @@ pub enum Unit {
 impl Unit {
     pub fn as_str(self) -> &'static str {
         match self {
+            Unit::None => "None",
             Unit::Count => "Count",
             Unit::Milliseconds => "Milliseconds",
             Unit::Microseconds => "Microseconds",
@@ -231,7 +234,11 @@ impl Metrics {
                 b",{\"Name\":"
             });
             text(out, name);
-            let _ = write!(out, ",\"Unit\":\"{}\"}}", unit.as_str());
+            if *unit == Unit::None {
+                out.push(b'}');
+            } else {
+                let _ = write!(out, ",\"Unit\":\"{}\"}}", unit.as_str());
+            }
         }
         out.extend_from_slice(b"]}]}");
     }
