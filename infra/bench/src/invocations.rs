@@ -252,6 +252,7 @@ pub fn child(options: &Child) -> Result<(), Error> {
             &options.template,
             *token,
             *http_api,
+            options.subject.starts_with("rmcp"),
             warm,
             ticks,
         ));
@@ -311,13 +312,17 @@ fn launcher(binary: &Path, work: &Path, core: Option<usize>) -> Result<PathBuf, 
     Ok(script)
 }
 
-/// One fresh process: its cold start in µs, then `warm` invocations measured.
+/// One fresh process: its cold start in µs, then `warm` invocations measured. A `peer` runs as
+/// its users deploy it: a function without `LoggingConfig` (Lambda's defaults: the text format,
+/// START/END/REPORT written for every invocation), where relevo's runs with the template's.
+#[allow(clippy::too_many_arguments)]
 async fn one_process(
     binary: &Path,
     launcher: &Path,
     template: &Path,
     token: Token,
     http_api: bool,
+    peer: bool,
     warm: u64,
     ticks: f64,
 ) -> Result<(u64, Option<Invocations>), Error> {
@@ -340,6 +345,9 @@ async fn one_process(
             cold::authorize(&mut event, &issuer.mint("bench", "bench", &[], now, 3600)?);
         }
         Token::None => deployed.set("RELEVO_AUTH", "off", NO_TOKEN),
+    }
+    if peer {
+        deployed.logging = relevo_template::Logging::default();
     }
     let started = Instant::now();
     let spec = relevo_gateway::lambda_local::FunctionSpec {

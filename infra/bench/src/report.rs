@@ -1002,7 +1002,11 @@ fn render_bill(
          is local to the environment too, but the machine differs), rounded up to the ms; arm64's \
          column prices the same duration at arm64's rate (no arm64 measurement). \
          **tools/call**: one invocation of `tools-call` with a token, as deployed, its log bytes \
-         measured, its DynamoDB calls counted at the stub (the tenant quota's UpdateItem, 1 WRU); \
+         measured (with the template's `LoggingConfig`: its one line, no START/END/REPORT), its \
+         DynamoDB calls counted at the stub (the quota lease's UpdateItem, 1 WRU each, shared by the \
+         calls the lease admits); rmcp's function runs as its users deploy it, without \
+         `LoggingConfig`, so its log bytes are Lambda's START/END/REPORT lines (the local Runtime \
+         API writes them as Lambda documents them); \
          the HTTP API row prices front door B's own measurement (the one buffered `mcp` function the \
          template deploys behind the HTTP API, payload 2.0 events). **Checkout**: five invocations, each the tools/call's wall \
          p50 plus a fifth of the checkout's in-process CPU ({:.2} ms), DynamoDB round trips not \
@@ -1016,7 +1020,7 @@ fn render_bill(
          UpdateItem (1 WRU, the quota) and one strongly consistent batch read of the watched record \
          (1 RRU), the tools/call's log bytes per stream. Left out: free tiers, data transfer, log \
          storage, X-Ray traces (the template turns tracing on; sampled), API Gateway's access log \
-         lines, Lambda's platform log lines, and EMF's custom metrics (per metric-month, not per \
+         lines, and EMF's custom metrics (per metric-month, not per \
          call: {} per metric).\n",
         inputs.tools_call_mb,
         inputs.worker_mb,
