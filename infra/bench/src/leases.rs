@@ -8,12 +8,8 @@
 //! admitted) and store writes (takes and refused takes), against the bound the lease docs state
 //! (fewer than `lease_cap` stranded per environment).
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use futures_util::FutureExt;
-use relevo_state::rate::{Counter, Leases, MAX_LEASE, Rate, lease_cap, window_key};
-use relevo_state::{RecordKey, StoreFuture};
+use relevo_state::rate::{Leases, MAX_LEASE, MemoryCounter, Rate, lease_cap, window_key};
 
 /// One simulated load.
 pub struct Scenario {
@@ -38,35 +34,6 @@ pub struct Simulated {
     pub windows: Vec<Window>,
     /// Fewer than this many units may be stranded per window (`environments × lease_cap`).
     pub bound: u64,
-}
-
-/// The store: window counts in memory, the conditional count's contract, writes counted.
-#[derive(Default)]
-struct Memory {
-    counts: Mutex<HashMap<String, (u32, u64)>>,
-}
-
-impl Counter for Memory {
-    fn count_up_by<'a>(
-        &'a self,
-        key: &'a RecordKey,
-        n: u32,
-        limit: u32,
-        _expires_at: Option<u64>,
-        _now: u64,
-    ) -> StoreFuture<'a, Option<u32>> {
-        let mut counts = self
-            .counts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (count, writes) = counts.entry(key.storage_key()).or_default();
-        *writes += 1;
-        let counted = (*count + n <= limit).then(|| {
-            *count += n;
-            *count
-        });
-        Box::pin(std::future::ready(Ok(counted)))
-    }
 }
 
 /// The loads of `make bench`: one tenant at the template's default quota (1,200 a minute) at 10
@@ -104,7 +71,7 @@ pub fn scenarios(short: bool) -> Vec<Scenario> {
 
 /// Runs `scenario` in virtual time (calls evenly spaced, each to a random environment).
 pub fn simulate(scenario: Scenario) -> Simulated {
-    let store = Memory::default();
+    let store = MemoryCounter::default();
     let environments: Vec<Leases> = (0..scenario.environments)
         .map(|_| Leases::default())
         .collect();
@@ -137,12 +104,7 @@ pub fn simulate(scenario: Scenario) -> Simulated {
         }
         let after: u64 = environments.iter().map(|e| e.stats().admitted_units).sum();
         let key = window_key("acme", "tenant", scenario.rate, first / 1000);
-        let counted = store
-            .counts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(&key.storage_key())
-            .map_or(0, |(count, _)| u64::from(*count));
+        let counted = u64::from(store.count(&key));
         let admitted = after - before;
         windows.push(Window {
             calls,

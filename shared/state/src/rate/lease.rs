@@ -340,29 +340,71 @@ impl Leases {
     }
 }
 
+/// Window counters in memory with the store's contract (one atomic conditional count: all `n`
+/// units under `limit`, or none) and a count of its writes: leases simulated at a scale no
+/// machine holds (`make bench`), and tested without a store. Never expires a window.
+#[derive(Debug, Default)]
+pub struct MemoryCounter {
+    counts: Mutex<HashMap<String, u32>>,
+    writes: AtomicU64,
+}
+
+impl MemoryCounter {
+    /// The count of the window `key`.
+    pub fn count(&self, key: &RecordKey) -> u32 {
+        self.counts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&key.storage_key())
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Writes so far (counted or refused).
+    pub fn writes(&self) -> u64 {
+        self.writes.load(Ordering::Relaxed)
+    }
+}
+
+impl Counter for MemoryCounter {
+    fn count_up_by<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        n: u32,
+        limit: u32,
+        _expires_at: Option<u64>,
+        _now: u64,
+    ) -> StoreFuture<'a, Option<u32>> {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        let mut counts = self
+            .counts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = counts.entry(key.storage_key()).or_default();
+        let counted = (u64::from(*count) + u64::from(n) <= u64::from(limit)).then(|| {
+            *count += n;
+            *count
+        });
+        Box::pin(std::future::ready(Ok(counted)))
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 mod tests {
     use super::*;
     use crate::StoreError;
-    use std::collections::BTreeMap;
 
-    /// Window counters in memory, with the conditional write's contract and a count of writes.
+    /// A [`MemoryCounter`] that can be switched off.
     #[derive(Default)]
     struct Memory {
-        counts: Mutex<BTreeMap<String, u32>>,
-        writes: AtomicU64,
+        counter: MemoryCounter,
         down: std::sync::atomic::AtomicBool,
     }
 
     impl Memory {
         fn count(&self, key: &RecordKey) -> u32 {
-            self.counts
-                .lock()
-                .unwrap()
-                .get(&key.storage_key())
-                .copied()
-                .unwrap_or(0)
+            self.counter.count(key)
         }
     }
 
@@ -372,22 +414,15 @@ mod tests {
             key: &'a RecordKey,
             n: u32,
             limit: u32,
-            _expires_at: Option<u64>,
-            _now: u64,
+            expires_at: Option<u64>,
+            now: u64,
         ) -> StoreFuture<'a, Option<u32>> {
-            Box::pin(async move {
-                if self.down.load(Ordering::SeqCst) {
-                    return Err(StoreError::Unavailable("the store is down".into()));
-                }
-                self.writes.fetch_add(1, Ordering::SeqCst);
-                let mut counts = self.counts.lock().unwrap();
-                let count = counts.entry(key.storage_key()).or_default();
-                if *count + n > limit {
-                    return Ok(None);
-                }
-                *count += n;
-                Ok(Some(*count))
-            })
+            if self.down.load(Ordering::SeqCst) {
+                return Box::pin(std::future::ready(Err(StoreError::Unavailable(
+                    "the store is down".into(),
+                ))));
+            }
+            self.counter.count_up_by(key, n, limit, expires_at, now)
         }
     }
 
@@ -407,11 +442,7 @@ mod tests {
                 .unwrap();
             assert!(matches!(admitted, Admission::Allowed { .. }));
         }
-        assert_eq!(
-            store.writes.load(Ordering::SeqCst),
-            5,
-            "one write per request"
-        );
+        assert_eq!(store.counter.writes(), 5, "one write per request");
         let key = window_key("acme", "tenant", PER_MINUTE, T0 / 1000);
         assert_eq!(
             store.count(&key),
@@ -430,7 +461,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        let writes = store.writes.load(Ordering::SeqCst);
+        let writes = store.counter.writes();
         assert!(
             writes <= 1_000 / 32 + 8,
             "{writes} writes for 1,000 requests"
@@ -460,23 +491,20 @@ mod tests {
             {
                 Admission::Allowed { .. } => admitted += 1,
                 Admission::Limited { .. } => {
-                    let writes = store.writes.load(Ordering::SeqCst);
+                    let writes = store.counter.writes();
                     writes_at_refusal.get_or_insert(writes);
                 }
             }
         }
         assert_eq!(admitted, 64, "one environment admits the whole window");
         assert_eq!(
-            Some(store.writes.load(Ordering::SeqCst)),
+            Some(store.counter.writes()),
             writes_at_refusal,
             "after the first refusal, no write"
         );
         let stats = leases.stats();
         assert_eq!(stats.refused_from_memory, 200 - 64 - 1);
-        assert_eq!(
-            store.writes.load(Ordering::SeqCst),
-            stats.takes + stats.refused_takes
-        );
+        assert_eq!(store.counter.writes(), stats.takes + stats.refused_takes);
         // The next window admits again.
         let next = leases
             .admit(&store, "acme", "tenant", rate, 1, T0 + 60_000)
@@ -580,7 +608,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        assert_eq!(store.writes.load(Ordering::SeqCst), 500);
+        assert_eq!(store.counter.writes(), 500);
         let key = window_key("acme", "tenant", PER_MINUTE, T0 / 1000);
         assert_eq!(store.count(&key), 500);
     }

@@ -36,7 +36,8 @@ use crate::{Owner, RecordKey, RecordStore, StoreError};
 mod lease;
 
 pub use lease::{
-    Counter, LEASE_HORIZON_MS, LEASE_SHARE, LeaseStats, Leases, MAX_LEASE, MAX_LEASES, lease_cap,
+    Counter, LEASE_HORIZON_MS, LEASE_SHARE, LeaseStats, Leases, MAX_LEASE, MAX_LEASES,
+    MemoryCounter, lease_cap,
 };
 
 /// The record kind of rate windows.
