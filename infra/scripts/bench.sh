@@ -45,7 +45,7 @@ if $short; then
   # One workspace build, as `make unit` does, so CI reuses it.
   $cargo build --quiet --workspace --bins
   $cargo build --quiet --locked --manifest-path infra/bench-peers/Cargo.toml --target-dir "$target/peers"
-  $cargo bench --quiet --profile dev -p relevo-bench --bench inprocess -- \
+  $cargo bench --quiet --profile dev -p relevo-bench --bench inprocess --bench aws_sdk -- \
     --warm-up-time 0.05 --measurement-time 0.1 --sample-size 10 >/dev/null
   report_args=(--short)
 else
@@ -77,7 +77,7 @@ else
   CARGO_TARGET_DIR="$target/peers" lambda --locked --manifest-path infra/bench-peers/Cargo.toml \
     --bin peer-rmcp-lambda --bin peer-rmcp-lambda-concurrent
   for f in peer-rmcp-lambda peer-rmcp-lambda-concurrent; do cp "$target/peers/lambda/$f/bootstrap" "$peers_bin/$f"; done
-  $cargo bench --quiet -p relevo-bench --bench inprocess >/dev/null
+  $cargo bench --quiet -p relevo-bench --bench inprocess --bench aws_sdk >/dev/null
   report_args=()
 fi
 

@@ -312,22 +312,23 @@ fn footprint(server: &'static str, binary: &Path, running: &Server) -> Result<Fo
     })
 }
 
-/// `(id, median ns)` of every benchmark of the `inprocess` group criterion has results for.
+/// `(id, median ns)` of every benchmark of the `inprocess` and `aws_sdk` groups criterion has
+/// results for (`aws_sdk`'s are the calling thread's CPU time, not wall time).
 fn criterion_medians(dir: &Path) -> Vec<(String, f64)> {
     let ids = [
-        "handle_tools_call_greet",
-        "handle_tools_list",
-        "seal_request_state",
-        "open_request_state",
-        "cursor_encode",
-        "cursor_decode",
-        "state_binding_greet",
+        ("inprocess", "handle_tools_call_greet"),
+        ("inprocess", "handle_tools_list"),
+        ("inprocess", "seal_request_state"),
+        ("inprocess", "open_request_state"),
+        ("inprocess", "cursor_encode"),
+        ("inprocess", "cursor_decode"),
+        ("inprocess", "state_binding_greet"),
+        ("aws_sdk", "dynamodb_count_up_by"),
     ];
     ids.iter()
-        .filter_map(|id| {
-            let text =
-                std::fs::read_to_string(dir.join("inprocess").join(id).join("new/estimates.json"))
-                    .ok()?;
+        .filter_map(|(group, id)| {
+            let text = std::fs::read_to_string(dir.join(group).join(id).join("new/estimates.json"))
+                .ok()?;
             let estimates: Value = serde_json::from_str(&text).ok()?;
             Some((
                 id.to_string(),

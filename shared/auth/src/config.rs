@@ -160,8 +160,6 @@ pub enum ConfigError {
     BadAlgorithm(String),
     #[error("{name} must be a number, got {value:?}")]
     BadNumber { name: &'static str, value: String },
-    #[error("no root certificates to verify the JWKS endpoint with: {0}")]
-    NoRootCertificates(String),
 }
 
 #[derive(Debug, Clone)]

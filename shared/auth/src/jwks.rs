@@ -1,6 +1,17 @@
 //! Where verification keys come from: the issuer's JWKS over HTTPS, or a fixed set (dev, tests),
 //! and the process's cache in front of it ([`KeyCache`]).
 //!
+//! The fetch goes through `relevo-https`, the client stack the AWS SDK's calls use too: one TLS
+//! configuration per process, the system's roots read at the first `https://` connection (a
+//! loopback `http://` issuer, as in tests and the bench, never reads them).
+//!
+//! Key revocation: a fetch whose key set lacks a key the cache held, or holds it changed, starts
+//! a new key generation ([`KeyCache::generation`]): every token remembered as verified under an
+//! earlier generation is forgotten (`crate::verifier`), so a key the issuer removed admits no
+//! remembered token after that fetch. Keys are fetched again only as the invariants below allow
+//! (a token naming a `kid` not held), so the worst case of a key's removal reaching a warm
+//! environment is documented in `crate::verifier` and in the auth guide.
+//!
 //! Threat model: anyone can send a token naming a `kid` the issuer never had. Such a token must
 //! neither make this process a request amplifier against the issuer (one fetch per token, from
 //! every warm environment) nor delay other users: while a fetch for it is slow or hangs, tokens
@@ -10,20 +21,15 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use http_body_util::{BodyExt, Limited};
 use jsonwebtoken::jwk::JwkSet;
 
 use relevo_protocol::Clock;
 use tokio::sync::Mutex;
-
-use crate::ConfigError;
 
 /// How long a JWKS fetch may take before the request fails with 503.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -45,9 +51,9 @@ pub trait KeySource: Send + Sync {
 #[derive(Clone)]
 pub struct HttpKeySource {
     url: String,
-    /// The same client type as the AWS SDK's in `relevo-aws` (`PooledClient`): one copy of its code
-    /// in a function.
-    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    /// The same client as the AWS SDK's in `relevo-aws`: one copy of its code in a function, one
+    /// TLS configuration in the process.
+    client: relevo_https::PooledClient,
 }
 
 impl std::fmt::Debug for HttpKeySource {
@@ -62,22 +68,15 @@ impl std::fmt::Debug for HttpKeySource {
 const MAX_JWKS_BYTES: usize = 256 * 1024;
 
 impl HttpKeySource {
-    /// Trusts the system's root certificates; plain `http://` is accepted too (the dev issuer and
-    /// local Lambda mode serve their JWKS on loopback). Fails when the system has no root
-    /// certificates at all.
-    pub fn new(url: &str) -> Result<Self, ConfigError> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let connector = HttpsConnectorBuilder::new()
-            .with_provider_and_native_roots(provider)
-            .map_err(|e| ConfigError::NoRootCertificates(e.to_string()))?
-            .https_or_http()
-            .enable_http1()
-            .build();
-        let client = Client::builder(TokioExecutor::new()).build(connector);
-        Ok(HttpKeySource {
+    /// Trusts the system's root certificates, read at the first `https://` fetch of the process
+    /// (a system without any fails that fetch, and every token is refused with 503 until it has
+    /// some); plain `http://` is accepted too (the dev issuer and local Lambda mode serve their
+    /// JWKS on loopback).
+    pub fn new(url: &str) -> Self {
+        HttpKeySource {
             url: url.into(),
-            client,
-        })
+            client: relevo_https::pooled_client(None),
+        }
     }
 
     async fn get(&self) -> Result<Bytes, String> {
@@ -89,7 +88,7 @@ impl HttpKeySource {
             .client
             .get(uri)
             .await
-            .map_err(|e| format!("JWKS fetch failed: {e}"))?;
+            .map_err(|e| format!("JWKS fetch failed: {}", with_causes(&e)))?;
         if !response.status().is_success() {
             return Err(format!("JWKS fetch returned HTTP {}", response.status()));
         }
@@ -100,6 +99,18 @@ impl HttpKeySource {
             .map_err(|e| format!("JWKS body could not be read: {e}"))?
             .to_bytes())
     }
+}
+
+/// `error` and each of its causes, `: `-separated (hyper-util's own text names no cause).
+fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(error) = cause {
+        text.push_str(": ");
+        text.push_str(&error.to_string());
+        cause = error.source();
+    }
+    text
 }
 
 impl KeySource for HttpKeySource {
@@ -137,10 +148,15 @@ impl KeySource for StaticKeySource {
 ///   it succeeded or failed: a flood of tokens with invented `kid`s, or an issuer that is down,
 ///   costs the issuer one request per interval from this process, not one per token.
 /// - A failed fetch keeps the keys held.
+/// - The generation grows by one when a fetch returns a set that lacks a held key or holds it
+///   changed (a key added alone changes nothing), never otherwise, and never goes back: whatever
+///   was decided with the keys of an earlier generation may rest on a key the issuer revoked.
 pub(crate) struct KeyCache {
     source: Arc<dyn KeySource>,
     clock: Arc<dyn Clock>,
     held: std::sync::RwLock<Held>,
+    /// [`Held::generation`], readable without the lock (every remembered-token lookup reads it).
+    generation: AtomicU64,
     /// Held across a fetch; only callers that need a fetch take it.
     flight: Mutex<()>,
 }
@@ -150,6 +166,20 @@ struct Held {
     keys: Option<JwkSet>,
     /// When the last fetch started (unix seconds of the cache's clock).
     last_attempt: Option<u64>,
+    /// How many fetches so far revoked a held key (module docs).
+    generation: u64,
+}
+
+/// The keys to verify a token with, and the generation they belong to.
+pub(crate) struct Keys {
+    pub(crate) set: JwkSet,
+    pub(crate) generation: u64,
+}
+
+/// Whether moving from `held` to `fetched` revokes anything: a held key is absent from
+/// `fetched`, or present under its `kid` with other parameters.
+fn revokes(held: &JwkSet, fetched: &JwkSet) -> bool {
+    held.keys.iter().any(|key| !fetched.keys.contains(key))
 }
 
 impl KeyCache {
@@ -158,6 +188,7 @@ impl KeyCache {
             source,
             clock,
             held: std::sync::RwLock::new(Held::default()),
+            generation: AtomicU64::new(0),
             flight: Mutex::new(()),
         }
     }
@@ -168,20 +199,29 @@ impl KeyCache {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The current key generation (module invariants): a token remembered under another one
+    /// must be verified again.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
     /// The held keys if they include `kid`.
-    fn holding(&self, kid: &str) -> Option<JwkSet> {
-        self.held()
-            .keys
+    fn holding(&self, kid: &str) -> Option<Keys> {
+        let held = self.held();
+        held.keys
             .as_ref()
             .filter(|keys| keys.find(kid).is_some())
-            .cloned()
+            .map(|set| Keys {
+                set: set.clone(),
+                generation: held.generation,
+            })
     }
 
     /// The key set to look `kid` up in: the held one if it has `kid`; else the result of a fetch
     /// if one may start now (module invariants), else the held one as it is (the caller finds
     /// no `kid` in it). An error only when no keys are held at all, or the fetch this call
     /// started failed.
-    pub(crate) async fn keys_for(&self, kid: &str) -> Result<JwkSet, String> {
+    pub(crate) async fn keys_for(&self, kid: &str) -> Result<Keys, String> {
         if let Some(keys) = self.holding(kid) {
             return Ok(keys);
         }
@@ -192,8 +232,12 @@ impl KeyCache {
                 .held
                 .write()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Some(keys) = held.keys.as_ref().filter(|keys| keys.find(kid).is_some()) {
-                return Ok(keys.clone()); // fetched by the flight this call waited for
+            if let Some(set) = held.keys.as_ref().filter(|keys| keys.find(kid).is_some()) {
+                // Fetched by the flight this call waited for.
+                return Ok(Keys {
+                    set: set.clone(),
+                    generation: held.generation,
+                });
             }
             let interval = if held.keys.is_some() {
                 MIN_REFRESH_INTERVAL
@@ -205,9 +249,14 @@ impl KeyCache {
                 .last_attempt
                 .is_none_or(|last| now < last || now - last >= interval);
             if !due {
-                return held.keys.clone().ok_or_else(|| {
-                    format!("the issuer's JWKS could not be fetched; the next attempt is within {interval} s")
-                });
+                let generation = held.generation;
+                return held
+                    .keys
+                    .clone()
+                    .map(|set| Keys { set, generation })
+                    .ok_or_else(|| {
+                        format!("the issuer's JWKS could not be fetched; the next attempt is within {interval} s")
+                    });
             }
             held.last_attempt = Some(now);
         }
@@ -216,7 +265,22 @@ impl KeyCache {
             .held
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if held
+            .keys
+            .as_ref()
+            .is_some_and(|keys| revokes(keys, &fetched))
+        {
+            held.generation += 1;
+            self.generation.store(held.generation, Ordering::Release);
+            tracing::warn!(
+                generation = held.generation,
+                "the issuer's JWKS no longer holds a key it held (or holds it changed): every remembered token is verified again"
+            );
+        }
         held.keys = Some(fetched.clone());
-        Ok(fetched)
+        Ok(Keys {
+            set: fetched,
+            generation: held.generation,
+        })
     }
 }

@@ -5,8 +5,28 @@
 //! with the same token skip the signature check (one ES256 verification is the dominant CPU cost
 //! of a warm request). Only the exact same bytes hit: a token differing anywhere, its signature
 //! included, is verified in full. Expiry is still enforced on every hit, against the injected
-//! clock. A key removed from the issuer's JWKS stops admitting remembered tokens within
-//! [`REMEMBER_VERIFIED_SECS`]; keys themselves are cached for the process (see [`crate::jwks`]).
+//! clock. At most [`REMEMBER_VERIFIED_MAX`] tokens are remembered per process (when full, the
+//! expired go first, then all of them).
+//!
+//! Invariants of a remembered token: it verified in full under the current key generation
+//! ([`crate::jwks`]: a JWKS fetch that drops or changes a held key starts a new one, and every
+//! principal remembered before it is forgotten), it is recalled at most until
+//! min(`exp` + leeway, verification + [`REMEMBER_VERIFIED_SECS`]), and a token verified with
+//! keys of an earlier generation is never remembered (a fetch may land while it is checked).
+//!
+//! Threat model and revocation: tokens are bearer credentials; this process never learns that
+//! the issuer revoked one token (no introspection), so a revoked token is admitted until its
+//! `exp`, as by any JWT resource server. A signing key the issuer removes from its JWKS:
+//! - takes effect in an environment at its next JWKS fetch, for the token it is verifying and
+//!   for every remembered one (they are forgotten at that fetch, not up to
+//!   [`REMEMBER_VERIFIED_SECS`] later);
+//! - that fetch happens when a token names a `kid` the environment does not hold, at most once
+//!   per [`crate::jwks::MIN_REFRESH_INTERVAL`] (an issuer that rotates adds the new key and
+//!   signs with it, so fresh tokens bring the fetch); until one does, a warm environment keeps
+//!   the keys it fetched, the removed one included, so the worst case is the environment's
+//!   lifetime. A compromised key must therefore be handled by the issuer (stop signing with
+//!   it, revoke its tokens' sessions) and, where it cannot wait, by a new deployment (every
+//!   environment starts cold, fetching the JWKS anew).
 //!
 //! What a token must carry besides a good signature, `iss` and `exp` depends on the configured
 //! [`IdentityProvider`] (its table says which claim means what). Invariant: with
@@ -71,7 +91,7 @@ pub enum AuthError {
 pub const REMEMBER_VERIFIED_SECS: u64 = 300;
 
 /// How many verified tokens one process remembers at most.
-const REMEMBER_VERIFIED_MAX: usize = 4096;
+pub const REMEMBER_VERIFIED_MAX: usize = 4096;
 
 #[derive(Clone)]
 pub struct BearerAuthenticator {
@@ -111,7 +131,10 @@ impl BearerAuthenticator {
         let token = bearer_token(headers)?;
         let now = self.clock.now_unix();
         let fingerprint: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        if let Some(principal) = self.verified.recall(&fingerprint, now) {
+        if let Some(principal) = self
+            .verified
+            .recall(&fingerprint, now, self.keys.generation())
+        {
             return Ok(principal);
         }
         let header = decode_header(token).map_err(|_| AuthError::MalformedToken)?;
@@ -123,7 +146,7 @@ impl BearerAuthenticator {
             tracing::error!(%error, "cannot fetch the issuer's JWKS");
             AuthError::KeysUnavailable
         })?;
-        let jwk = keys.find(&kid).ok_or(AuthError::UnknownKey)?;
+        let jwk = keys.set.find(&kid).ok_or(AuthError::UnknownKey)?;
         if jwk
             .common
             .key_algorithm
@@ -168,6 +191,7 @@ impl BearerAuthenticator {
             principal.clone(),
             valid_until.min(now + REMEMBER_VERIFIED_SECS),
             now,
+            keys.generation,
         );
         Ok(principal)
     }
@@ -321,34 +345,78 @@ impl Authenticator for BearerAuthenticator {
 }
 
 /// Principals of tokens that verified, by the token's SHA-256, each with the last second it may
-/// be recalled. Bounded: when full, forgotten entries go first, then all of them.
+/// be recalled, all of one key generation. Bounded: when full, expired entries go first, then all
+/// of them.
 #[derive(Default)]
-struct VerifiedTokens(Mutex<HashMap<[u8; 32], (Principal, u64)>>);
+struct VerifiedTokens(Mutex<Remembered>);
+
+#[derive(Default)]
+struct Remembered {
+    /// The key generation every entry was verified under.
+    generation: u64,
+    entries: HashMap<[u8; 32], (Principal, u64)>,
+}
+
+impl Remembered {
+    /// Forgets every entry if `generation` is newer than theirs; false if it is older (nothing
+    /// verified under it may be remembered any more).
+    fn at(&mut self, generation: u64) -> bool {
+        if generation > self.generation {
+            self.entries.clear();
+            self.generation = generation;
+        }
+        generation == self.generation
+    }
+}
 
 impl VerifiedTokens {
-    fn recall(&self, fingerprint: &[u8; 32], now: u64) -> Option<Principal> {
-        let remembered = self
-            .0
+    fn lock(&self) -> std::sync::MutexGuard<'_, Remembered> {
+        self.0
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The principal of the token with `fingerprint`, if it verified under key generation
+    /// `generation` (the current one) and may still be recalled at `now`.
+    fn recall(&self, fingerprint: &[u8; 32], now: u64, generation: u64) -> Option<Principal> {
+        let mut remembered = self.lock();
+        if !remembered.at(generation) {
+            return None;
+        }
         remembered
+            .entries
             .get(fingerprint)
             .filter(|(_, until)| now <= *until)
             .map(|(principal, _)| principal.clone())
     }
 
-    fn remember(&self, fingerprint: [u8; 32], principal: Principal, until: u64, now: u64) {
-        let mut remembered = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if remembered.len() >= REMEMBER_VERIFIED_MAX {
-            remembered.retain(|_, (_, until)| now <= *until);
-            if remembered.len() >= REMEMBER_VERIFIED_MAX {
-                remembered.clear();
+    /// Remembers a token verified with the keys of `generation` until `until`; nothing if a
+    /// newer generation has been seen since.
+    fn remember(
+        &self,
+        fingerprint: [u8; 32],
+        principal: Principal,
+        until: u64,
+        now: u64,
+        generation: u64,
+    ) {
+        let mut remembered = self.lock();
+        if !remembered.at(generation) {
+            return;
+        }
+        let entries = &mut remembered.entries;
+        if entries.len() >= REMEMBER_VERIFIED_MAX {
+            entries.retain(|_, (_, until)| now <= *until);
+            if entries.len() >= REMEMBER_VERIFIED_MAX {
+                entries.clear();
             }
         }
-        remembered.insert(fingerprint, (principal, until));
+        entries.insert(fingerprint, (principal, until));
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.lock().entries.len()
     }
 }
 
@@ -406,3 +474,76 @@ fn scopes(claims: &Value, names: &[&str]) -> BTreeSet<String> {
 
 /// The algorithms a dev issuer and the tests use.
 pub const DEV_ALGORITHM: Algorithm = Algorithm::ES256;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn principal(n: usize) -> Principal {
+        Principal::new("acme", &format!("user-{n}"), Vec::<String>::new())
+    }
+
+    fn fingerprint(n: usize) -> [u8; 32] {
+        Sha256::digest(n.to_be_bytes()).into()
+    }
+
+    #[test]
+    fn the_remembered_tokens_stay_bounded_however_many_verify() {
+        let verified = VerifiedTokens::default();
+        for n in 0..REMEMBER_VERIFIED_MAX * 2 + 7 {
+            verified.remember(fingerprint(n), principal(n), 1_000, 0, 0);
+            assert!(verified.len() <= REMEMBER_VERIFIED_MAX, "at {n}");
+        }
+        let last = REMEMBER_VERIFIED_MAX * 2 + 6;
+        assert!(verified.recall(&fingerprint(last), 0, 0).is_some());
+    }
+
+    #[test]
+    fn a_full_cache_drops_the_expired_before_the_live() {
+        let verified = VerifiedTokens::default();
+        for n in 0..REMEMBER_VERIFIED_MAX {
+            // Every other entry expires at second 10.
+            let until = if n % 2 == 0 { 10 } else { 1_000 };
+            verified.remember(fingerprint(n), principal(n), until, 0, 0);
+        }
+        verified.remember(fingerprint(usize::MAX), principal(0), 1_000, 20, 0);
+        assert_eq!(verified.len(), REMEMBER_VERIFIED_MAX / 2 + 1);
+        assert!(verified.recall(&fingerprint(1), 20, 0).is_some());
+    }
+
+    #[test]
+    fn a_fingerprint_one_byte_away_is_not_recalled() {
+        let verified = VerifiedTokens::default();
+        let token = b"header.claims.signature".to_vec();
+        let print: [u8; 32] = Sha256::digest(&token).into();
+        verified.remember(print, principal(1), 1_000, 0, 0);
+        let mut other = token.clone();
+        let last = other.len() - 1;
+        other[last] ^= 1;
+        let other: [u8; 32] = Sha256::digest(&other).into();
+        assert!(verified.recall(&print, 0, 0).is_some());
+        assert!(verified.recall(&other, 0, 0).is_none());
+    }
+
+    #[test]
+    fn a_new_key_generation_forgets_every_remembered_token() {
+        let verified = VerifiedTokens::default();
+        verified.remember(fingerprint(1), principal(1), 1_000, 0, 0);
+        assert!(verified.recall(&fingerprint(1), 0, 1).is_none());
+        assert_eq!(verified.len(), 0, "forgotten, not only hidden");
+        assert!(
+            verified.recall(&fingerprint(1), 0, 0).is_none(),
+            "generations never go back"
+        );
+    }
+
+    #[test]
+    fn a_token_verified_with_keys_since_revoked_is_not_remembered() {
+        let verified = VerifiedTokens::default();
+        assert!(verified.recall(&fingerprint(2), 0, 3).is_none());
+        // Verified with the keys of generation 2 while generation 3 was fetched.
+        verified.remember(fingerprint(1), principal(1), 1_000, 0, 2);
+        assert!(verified.recall(&fingerprint(1), 0, 3).is_none());
+        assert_eq!(verified.len(), 0);
+    }
+}

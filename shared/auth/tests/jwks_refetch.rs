@@ -3,16 +3,24 @@
 //! with invented `kid`s cost the issuer at most one fetch per interval, failures included; a token
 //! with a known `kid` is answered at once while a fetch hangs; known keys keep verifying while the
 //! issuer is down. Time between refetches is the injected clock's.
+//!
+//! And the remembered tokens against the key set (a source the test swaps): a refetch that drops
+//! (or changes) a key the process held forgets every token remembered as verified, so a token of
+//! the removed key is refused at that refetch, not up to `REMEMBER_VERIFIED_SECS` later; a
+//! refetch that only adds a key forgets nothing.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use http::{HeaderMap, HeaderValue};
-use relevo_auth::jwks::{COLD_RETRY_INTERVAL, MIN_REFRESH_INTERVAL};
-use relevo_auth::{AuthError, AuthSettings, BearerAuthenticator, DevIssuer, HttpKeySource};
+use jsonwebtoken::jwk::JwkSet;
+use relevo_auth::jwks::{COLD_RETRY_INTERVAL, KeysFuture, MIN_REFRESH_INTERVAL};
+use relevo_auth::{
+    AuthError, AuthSettings, BearerAuthenticator, DevIssuer, HttpKeySource, KeySource,
+};
 use relevo_protocol::ManualClock;
 use serde_json::json;
 
@@ -80,10 +88,23 @@ async fn issuer(mode: u8) -> Issuer {
 }
 
 fn verifier(issuer: &Issuer, clock: &ManualClock) -> BearerAuthenticator {
+    verifier_of(
+        Arc::new(HttpKeySource::new(&issuer.url)),
+        &issuer.url,
+        clock,
+    )
+}
+
+/// A verifier of [`ISSUER`]'s tokens for [`AUDIENCE`] whose keys come from `source`.
+fn verifier_of(
+    source: Arc<dyn KeySource>,
+    jwks_url: &str,
+    clock: &ManualClock,
+) -> BearerAuthenticator {
     let vars = [
         ("RELEVO_AUTH_ISSUER", ISSUER.to_string()),
         ("RELEVO_AUTH_AUDIENCE", AUDIENCE.to_string()),
-        ("RELEVO_AUTH_JWKS_URL", issuer.url.clone()),
+        ("RELEVO_AUTH_JWKS_URL", jwks_url.to_string()),
         ("RELEVO_AUTH_ALGORITHMS", "ES256".to_string()),
     ];
     let settings = AuthSettings::load(
@@ -95,8 +116,7 @@ fn verifier(issuer: &Issuer, clock: &ManualClock) -> BearerAuthenticator {
         "",
     )
     .unwrap();
-    BearerAuthenticator::new(settings, Arc::new(HttpKeySource::new(&issuer.url).unwrap()))
-        .with_clock(Arc::new(clock.clone()))
+    BearerAuthenticator::new(settings, source).with_clock(Arc::new(clock.clone()))
 }
 
 /// A token signed by `key` for subject `sub` (each subject a distinct token, never remembered).
@@ -299,4 +319,106 @@ async fn futures_join_all<F: std::future::Future>(
     })
     .await;
     outcomes.into_iter().map(|o| o.unwrap()).collect()
+}
+
+/// The issuer's JWKS as the test sets it (the keys of the given issuers), counting fetches.
+#[derive(Default)]
+struct Swappable {
+    keys: Mutex<Vec<JwkSet>>,
+    fetches: AtomicUsize,
+}
+
+impl Swappable {
+    fn serve(&self, issuers: &[&DevIssuer]) {
+        *self.keys.lock().unwrap() = issuers.iter().map(|issuer| issuer.jwks()).collect();
+    }
+}
+
+impl KeySource for Swappable {
+    fn fetch(&self) -> KeysFuture<'_> {
+        self.fetches.fetch_add(1, Ordering::SeqCst);
+        let keys = self.keys.lock().unwrap();
+        let keys = JwkSet {
+            keys: keys.iter().flat_map(|set| set.keys.clone()).collect(),
+        };
+        Box::pin(async move { Ok(keys) })
+    }
+}
+
+/// Two issuers' keys, a source serving the first's, and a verifier that has verified (and
+/// remembers) `alice`, a token of the first.
+struct Remembering {
+    old: DevIssuer,
+    new: DevIssuer,
+    source: Arc<Swappable>,
+    clock: ManualClock,
+    verifier: BearerAuthenticator,
+    alice: HeaderMap,
+}
+
+async fn remembering() -> Remembering {
+    let (old, new) = (
+        DevIssuer::generate(ISSUER, AUDIENCE),
+        DevIssuer::generate(ISSUER, AUDIENCE),
+    );
+    let source = Arc::new(Swappable::default());
+    source.serve(&[&old]);
+    let clock = ManualClock::at(NOW);
+    let verifier = verifier_of(source.clone(), "https://issuer.test/jwks.json", &clock);
+    let alice = token(&old, "alice");
+    assert!(verifier.verify(&alice).await.is_ok());
+    assert!(verifier.verify(&alice).await.is_ok(), "recalled");
+    Remembering {
+        old,
+        new,
+        source,
+        clock,
+        verifier,
+        alice,
+    }
+}
+
+#[tokio::test]
+async fn a_remembered_token_is_refused_after_a_refetch_that_drops_its_key() {
+    let r = remembering().await;
+    // The issuer drops the old key; a token of the new one brings the refetch.
+    r.source.serve(&[&r.new]);
+    r.clock.advance(MIN_REFRESH_INTERVAL.as_secs());
+    assert!(r.verifier.verify(&token(&r.new, "bob")).await.is_ok());
+    assert_eq!(r.source.fetches.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        r.verifier.verify(&r.alice).await.unwrap_err(),
+        AuthError::UnknownKey,
+        "remembered under the dropped key: verified again, and refused"
+    );
+}
+
+#[tokio::test]
+async fn a_remembered_token_is_refused_after_a_refetch_that_changes_its_key() {
+    let r = remembering().await;
+    // The old kid now names the new issuer's key material; a third key brings the refetch.
+    let mut changed = r.new.jwks();
+    changed.keys[0].common.key_id = r.old.jwks().keys[0].common.key_id.clone();
+    let third = DevIssuer::generate(ISSUER, AUDIENCE);
+    *r.source.keys.lock().unwrap() = vec![changed, third.jwks()];
+    r.clock.advance(MIN_REFRESH_INTERVAL.as_secs());
+    assert!(r.verifier.verify(&token(&third, "bob")).await.is_ok());
+    assert_eq!(
+        r.verifier.verify(&r.alice).await.unwrap_err(),
+        AuthError::BadSignature,
+        "verified again against the key now under its kid"
+    );
+}
+
+#[tokio::test]
+async fn a_refetch_that_only_adds_a_key_keeps_the_remembered_tokens() {
+    let r = remembering().await;
+    r.source.serve(&[&r.old, &r.new]);
+    r.clock.advance(MIN_REFRESH_INTERVAL.as_secs());
+    assert!(r.verifier.verify(&token(&r.new, "bob")).await.is_ok());
+    // Still admitted, and from memory: the old key's removal now is not seen until a refetch,
+    // which is not due.
+    r.source.serve(&[&r.new]);
+    assert!(r.verifier.verify(&r.alice).await.is_ok());
+    assert_eq!(r.source.fetches.load(Ordering::SeqCst), 2);
 }

@@ -82,7 +82,7 @@ fn settings(jwks_url: &str, required_scopes: &[&str]) -> AuthSettings {
 fn verifier(issuer: &Issuer, required_scopes: &[&str]) -> BearerAuthenticator {
     BearerAuthenticator::new(
         settings(&issuer.url, required_scopes),
-        Arc::new(HttpKeySource::new(&issuer.url).unwrap()),
+        Arc::new(HttpKeySource::new(&issuer.url)),
     )
 }
 
@@ -436,10 +436,8 @@ async fn unreachable_jwks_is_503_not_a_pass() {
     let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
     drop(listener);
     let key = DevIssuer::generate(ISSUER, AUDIENCE);
-    let verifier = BearerAuthenticator::new(
-        settings(&url, &[]),
-        Arc::new(HttpKeySource::new(&url).unwrap()),
-    );
+    let verifier =
+        BearerAuthenticator::new(settings(&url, &[]), Arc::new(HttpKeySource::new(&url)));
     let error = verifier
         .verify(&bearer(&key.sign(&claims(json!({}))).unwrap()))
         .await

@@ -4,19 +4,21 @@
 //! Why not the SDK's own (`aws-smithy-http-client`): it always links HTTP/2 (h2, hyper's h2
 //! client), about 0.5 MB of every function, for services that answer over HTTP/1.1 (DynamoDB,
 //! SQS and Secrets Manager do). This one is an adapter of the SDK's `HttpClient` port over the
-//! same hyper-util client the JWKS fetch uses (`relevo-auth`), with the same body type, so the
-//! two share one copy of that code.
+//! client of `relevo-https`, which the JWKS fetch (`relevo-auth`) uses too: one copy of that code
+//! in a function, and one TLS configuration in the process, whose roots are read at the first
+//! `https://` connection only (never with a loopback `AWS_ENDPOINT_URL`).
 //!
 //! Invariants:
 //! - One pool per distinct connector settings, kept for the life of the client (the SDK asks for
-//!   a connector per operation; connections are reused across them).
+//!   a connector per operation; connections are reused across them). A function builds one
+//!   `SdkConfig`, so one client, for all its services (`crate::sdk_config`): one pool.
 //! - The settings' connect timeout bounds connecting; their read timeout, when set, bounds the
 //!   wait from sending the request to the whole answer. The SDK's attempt and operation timeouts
 //!   bound the rest.
 //! - Every failure is classified as the SDK's retry strategy expects: failing to connect, a
 //!   connection closed or reset, and any I/O error are `io` (retried); a timeout is `timeout`; a
-//!   request the client refused is `user`; an answer cut short is transient; anything else is
-//!   `other`, not retried.
+//!   request the client refused is `user`; an answer cut short is transient; no TLS
+//!   configuration (the system has no root) and anything else are `other`, not retried.
 //! - Bodies are in memory: requests are the SDK's serialized bytes (a streaming request body is
 //!   refused as a user error; no operation Relevo calls has one), and an answer is read whole, at
 //!   most [`MAX_RESPONSE_BYTES`] (a longer one is refused, never buffered past the bound).
@@ -28,6 +30,8 @@ use std::collections::HashMap;
 use std::error::Error as StdError;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+pub use relevo_https::{PooledClient, pooled_client};
 
 use aws_smithy_runtime_api::client::http::{
     HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
@@ -41,39 +45,10 @@ use aws_smithy_runtime_api::http::Response;
 use aws_smithy_types::body::SdkBody;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector as TcpConnector;
-use hyper_util::rt::TokioExecutor;
+use relevo_https::TlsConfigError;
 
 /// The longest answer read (DynamoDB's largest, `BatchGetItem`, is 16 MB).
 pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
-
-/// The pooled HTTP/1.1 client: rustls with ring, the system's roots, `http://` accepted too (local
-/// emulators). One type for every HTTP call of a function (the SDK's, the JWKS fetch).
-pub type PooledClient = Client<HttpsConnector<TcpConnector>, Full<Bytes>>;
-
-/// Why the client could not be built.
-#[derive(Debug, thiserror::Error)]
-#[error("no root certificate could be loaded from the system: {0}")]
-pub struct NoRootCertificates(#[source] std::io::Error);
-
-/// A pooled client whose connections time out after `connect_timeout`.
-pub fn pooled_client(
-    connect_timeout: Option<Duration>,
-) -> Result<PooledClient, NoRootCertificates> {
-    let mut tcp = TcpConnector::new();
-    tcp.enforce_http(false);
-    tcp.set_connect_timeout(connect_timeout);
-    tcp.set_nodelay(true);
-    let connector = HttpsConnectorBuilder::new()
-        .with_provider_and_native_roots(Arc::new(rustls::crypto::ring::default_provider()))
-        .map_err(NoRootCertificates)?
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(tcp);
-    Ok(Client::builder(TokioExecutor::new()).build(connector))
-}
 
 /// The SDK's HTTP client (`SdkConfig::http_client`).
 pub fn sdk_http_client() -> SharedHttpClient {
@@ -104,7 +79,7 @@ impl HttpClient for Http1Client {
             .entry(key)
             .or_insert_with(|| {
                 SharedHttpConnector::new(Http1Connector {
-                    client: pooled_client(key.0).map_err(Arc::new),
+                    client: pooled_client(key.0),
                     read_timeout: key.1,
                 })
             })
@@ -114,8 +89,7 @@ impl HttpClient for Http1Client {
 
 #[derive(Clone)]
 struct Http1Connector {
-    /// The client, or why none could be built (every call then fails with it).
-    client: Result<PooledClient, Arc<NoRootCertificates>>,
+    client: PooledClient,
     read_timeout: Option<Duration>,
 }
 
@@ -131,13 +105,9 @@ impl HttpConnector for Http1Connector {
     fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
         let this = self.clone();
         HttpConnectorFuture::new(async move {
-            let client = match &this.client {
-                Ok(client) => client,
-                Err(error) => return Err(ConnectorError::other(Box::new(Arc::clone(error)), None)),
-            };
             let request = in_memory(request)?;
             let exchange = async {
-                let response = client.request(request).await.map_err(classify)?;
+                let response = this.client.request(request).await.map_err(classify)?;
                 let (parts, body) = response.into_parts();
                 let body = Limited::new(body, MAX_RESPONSE_BYTES)
                     .collect()
@@ -188,6 +158,9 @@ fn find<'a, E: StdError + 'static>(error: &'a (dyn StdError + 'static)) -> Optio
 
 /// A failed exchange as the SDK's retry strategy reads it (module docs).
 fn classify(error: hyper_util::client::legacy::Error) -> ConnectorError {
+    if find::<Arc<TlsConfigError>>(&error).is_some() {
+        return ConnectorError::other(Box::new(error), None);
+    }
     if error.is_connect() {
         return ConnectorError::io(Box::new(error));
     }

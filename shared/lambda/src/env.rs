@@ -5,9 +5,11 @@
 //! Invariants: a function never uses ephemeral keys (the instance that verifies a
 //! `requestState` is rarely the one that sealed it), and a feature whose port is missing is left
 //! out of the app rather than failing at call time. The server is wired by
-//! [`McpServer::from_ports`], the same constructor the local server and the testkit use.
+//! [`McpServer::from_ports`], the same constructor the local server and the testkit use. One
+//! AWS SDK configuration per process ([`aws_sdk_config`]): the Secrets Manager, DynamoDB and SQS
+//! clients share its HTTP client, connection pool and TLS configuration.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use lambda_http::Error;
 use relevo_auth::AuthSettings;
@@ -33,6 +35,13 @@ pub async fn server_from_env(streaming: bool, app: &impl AppBuilder) -> Result<M
     Ok(McpServer::from_ports(app, &ports, settings.config))
 }
 
+/// The process's AWS SDK configuration ([`relevo_aws::sdk_config`]), built at its first use from
+/// the environment and shared by every client the function makes.
+pub fn aws_sdk_config() -> &'static relevo_aws::SdkConfig {
+    static CONFIG: OnceLock<relevo_aws::SdkConfig> = OnceLock::new();
+    CONFIG.get_or_init(relevo_aws::sdk_config)
+}
+
 pub(crate) fn env_number(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -47,9 +56,9 @@ pub async fn backend_from_env() -> Ports {
     let Some(table) = table else {
         return Ports::new(None);
     };
-    let config = relevo_aws::sdk_config();
+    let config = aws_sdk_config();
     let store = Arc::new(DynamoStore::new(
-        aws_sdk_dynamodb::Client::new(&config),
+        aws_sdk_dynamodb::Client::new(config),
         &table,
     ));
     let pages_base = std::env::var("RELEVO_PAGES_URL")
@@ -64,7 +73,7 @@ pub async fn backend_from_env() -> Ports {
         .filter(|u| !u.is_empty())
     {
         Some(url) => {
-            let queue = Arc::new(SqsQueue::new(aws_sdk_sqs::Client::new(&config), &url));
+            let queue = Arc::new(SqsQueue::new(aws_sdk_sqs::Client::new(config), &url));
             let config = EngineConfig {
                 lease_secs: env_number("RELEVO_LEASE_SECS", 60),
                 ..EngineConfig::default()
@@ -93,7 +102,7 @@ pub async fn settings_from_env() -> Result<Settings, Error> {
     {
         Some(secret) => {
             let mut settings = Settings::from_env(true).map_err(|e| e.to_string())?;
-            let client = aws_sdk_secretsmanager::Client::new(&relevo_aws::sdk_config());
+            let client = aws_sdk_secretsmanager::Client::new(aws_sdk_config());
             settings.keys = relevo_aws::load_key_ring(&client, &secret).await?;
             settings.ephemeral_keys = false;
             keys::install(keys::KeyRefresh::new(

@@ -36,7 +36,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use lambda_http::{Body, Error, Request, Response};
 use relevo_auth::AuthSettings;
-use relevo_protocol::{AppBuilder, McpServer, Reply, ReplyBody, Route};
+use relevo_protocol::{AppBuilder, McpServer, Method, Reply, ReplyBody, Route};
 
 use crate::env::{server_from_env, streaming_from_env};
 use crate::events::{buffered, http_request, invocation_deadline, invocation_ids};
@@ -106,6 +106,10 @@ pub async fn run(route: Route, app: impl AppBuilder) -> Result<(), Error> {
 
 /// [`run`] on the runtime it was moved to.
 async fn serve_mcp(route: Route, app: impl AppBuilder) -> Result<(), Error> {
+    if matches!(route, Route::All | Route::Only(Method::ToolsCall)) {
+        // Tool arguments are validated: the validator's one-time setup overlaps init's waits.
+        relevo_protocol::schema::prepare_validator();
+    }
     crate::logging::init_telemetry();
     let streaming = streaming_from_env();
     let server = match server_from_env(streaming, &app).await {

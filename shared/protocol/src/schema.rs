@@ -59,6 +59,24 @@ impl CompiledSchema {
     }
 }
 
+/// Readies the validator on a thread of its own: `boon` checks every schema it compiles against
+/// its draft's metaschema, and parses and compiles all five drafts' metaschemas (about 112 KB of
+/// JSON) at the first schema it compiles in a process, whichever the draft. A function that
+/// validates tool arguments calls this at init, so that work overlaps its init's waits (the keys
+/// secret, the Runtime API's first event, the issuer's JWKS) instead of lengthening its first
+/// `tools/call`; a call that comes first waits for the thread's compile, never repeats it.
+/// Without a thread (the system refuses one), the first compile does it as before.
+pub fn prepare_validator() {
+    let spawned = std::thread::Builder::new()
+        .name("relevo-schemas".into())
+        .spawn(|| {
+            let _ = compile("mem:///prepare.json", &JsonObject::new(), false);
+        });
+    if let Err(error) = spawned {
+        tracing::debug!(%error, "no thread to prepare the schema validator; the first call will");
+    }
+}
+
 /// `schema` compiled under the name `location`: JSON Schema 2020-12 unless it names another
 /// draft, no `$ref` loaded from anywhere; `formats` makes `format` an assertion (2020-12 makes it
 /// an annotation by default).
