@@ -106,6 +106,7 @@ run_suite() {
   if [[ "$routing" == lambda-mi ]]; then
     # Managed Instances: the 2026-07-28 set only (header comment).
     stop_gateway
+    no_panics "$routing" || status=1
     return $status
   fi
   run_skills "$port" "$routing" || status=1
@@ -123,7 +124,23 @@ run_suite() {
     run_requirements "$port" "$routing" 2025-11-25 || status=1
   fi
   stop_gateway
+  no_panics "$routing" || status=1
   return $status
+}
+
+# no_panics ROUTING: the topology's log (the emulator's and, in Lambda mode, every function
+# process's lines, shutdown included) holds no panic: a log where panics are routine teaches its
+# reader to ignore them.
+no_panics() {
+  local log
+  for log in "$results/$1-mode.log" "$results/gateway-$1.log"; do
+    [[ -f "$log" ]] || continue
+    if grep -n -m 5 "panicked" "$log" >&2; then
+      echo "conformance [$1]: a panic in $log (above)" >&2
+      return 1
+    fi
+  done
+  echo "conformance [$1]: no panic in its log, shutdown included"
 }
 
 # Front door B's 2025-11-25 scenarios that need a streamed answer (server-to-client requests ride

@@ -225,14 +225,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         issuer.save(std::path::Path::new(&path))?;
     }
     tracing::info!(url = %format!("{origin}/mcp"), "local Lambda mode listening");
-    // On SIGTERM or Ctrl-C, return: the runtime's drop kills every function process
-    // (`kill_on_drop`). A runtime polling several invocations at once (Managed Instances) retries
-    // a lost Runtime API forever instead of exiting, so none may outlive this process.
+    // On SIGTERM or Ctrl-C, every environment is stopped as Lambda stops one (its process
+    // killed while its Runtime API still stands, so no poll is answered empty), then return.
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         served = axum::serve(listener, front_door.router()) => served?,
         _ = terminate.recv() => {}
         _ = tokio::signal::ctrl_c() => {}
     }
+    relevo_gateway::lambda_local::runtime::stop_environments(Duration::from_secs(5)).await;
     Ok(())
 }

@@ -24,6 +24,13 @@
 //!
 //! The environments of a function share its queue of pending invocations.
 //!
+//! Stopping ([`stop_environments`]) ends every environment as Lambda ends one whose function
+//! registers no extension: its process is killed (`SIGKILL`; "Lambda Execution environment
+//! lifecycle", Shutdown phase: a runtime that is not told of the shutdown by an extension gets
+//! no signal it could act on), and it is not started again. A `/next` poll is answered only
+//! with an invocation, or `410` once its process is known dead (nobody reads that answer); never
+//! with an empty answer to a live process because the emulator is going away.
+//!
 //! Sockets as Lambda's Runtime API (RAPID, a Go server) has them: `TCP_NODELAY`, and nothing that
 //! changes the kernel's delayed ACKs. A runtime client that writes a streamed response in several
 //! small writes without `TCP_NODELAY` (lambda_runtime 1.5's) waits ~40 ms per streamed answer
@@ -32,8 +39,8 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -45,6 +52,26 @@ use relevo_template::Logging;
 use relevo_template::logging::LogFormat;
 use serde_json::Value;
 use tokio::sync::{Mutex, Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
+
+/// Set once, when the emulator stops: every supervisor kills its process and starts no other.
+static STOPPING: LazyLock<watch::Sender<bool>> = LazyLock::new(|| watch::Sender::new(false));
+
+/// The supervisors of every environment started, to wait for at [`stop_environments`].
+static SUPERVISORS: LazyLock<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>> =
+    LazyLock::new(Default::default);
+
+/// Stops every execution environment this process started: each function process is killed
+/// and reaped, none is started again. Waits at most `wait` (then the runtime's drop still
+/// kills what is left, `kill_on_drop`).
+pub async fn stop_environments(wait: Duration) {
+    STOPPING.send_replace(true);
+    let supervisors = std::mem::take(
+        &mut *SUPERVISORS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    let _ = tokio::time::timeout(wait, futures_util::future::join_all(supervisors)).await;
+}
 
 /// Lambda's synchronous response payload limit.
 pub const MAX_BUFFERED_RESPONSE: usize = 6 * 1024 * 1024;
@@ -197,10 +224,12 @@ async fn next_invocation(State(runtime): State<Arc<Runtime>>) -> Response {
         let invocation = runtime.pending.lock().await.recv().await?;
         Some((slot, invocation))
     };
-    // Both waits are cancel-safe: a poll abandoned here took no slot and no invocation.
+    // Both waits are cancel-safe: a poll abandoned here took no slot and no invocation. Only a
+    // new generation (the process died) ends a poll without an invocation; a closed channel
+    // (the emulator going away) leaves it waiting, as Lambda never answers `next` empty.
     let taken = tokio::select! {
         taken = taken => taken,
-        _ = died.changed() => None,
+        Ok(()) = died.changed() => None,
     };
     let Some((slot, invocation)) = taken else {
         return http::StatusCode::GONE.into_response();
@@ -474,7 +503,11 @@ pub async fn start_function_concurrent(
             let _ = tcp.set_nodelay(true);
         });
         tokio::spawn(async move { axum::serve(listener, api).await });
-        tokio::spawn(supervise(spec.clone(), environment, address, runtime));
+        let supervisor = tokio::spawn(supervise(spec.clone(), environment, address, runtime));
+        SUPERVISORS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(supervisor);
     }
     Ok(Function {
         name: spec.name.clone(),
@@ -490,7 +523,11 @@ async fn supervise(
     address: std::net::SocketAddr,
     runtime: Arc<Runtime>,
 ) {
+    let mut stopping = STOPPING.subscribe();
     loop {
+        if *stopping.borrow_and_update() {
+            return;
+        }
         runtime.ready.store(false, Ordering::SeqCst);
         let mut command = tokio::process::Command::new(&spec.binary);
         command
@@ -533,6 +570,11 @@ async fn supervise(
                     }
                     _ = runtime.kill.notified() => {
                         let _ = child.kill().await;
+                    }
+                    () = async { drop(stopping.wait_for(|stop| *stop).await) } => {
+                        // SIGKILL, and reaped: nothing of the environment outlives the emulator.
+                        let _ = child.kill().await;
+                        return;
                     }
                 }
             }

@@ -334,3 +334,55 @@ fn epoch_millis() -> u128 {
         .unwrap()
         .as_millis()
 }
+
+/// A Runtime API whose every `next` gets `answer` (raw HTTP), on one kept connection.
+fn malformed_runtime_api(answer: &'static str) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut writer = stream.try_clone().unwrap();
+        let mut reader = BufReader::new(stream);
+        let (path, _, _, _) = read_request(&mut reader);
+        assert!(path.ends_with("/invocation/next"), "{path}");
+        writer.write_all(answer.as_bytes()).unwrap();
+    });
+    address
+}
+
+/// Lambda never answers a poll without an invocation, but an emulator stopping its environment
+/// may (issue 37 saw `lambda_runtime` panic on it in every Managed Instances teardown): the loop
+/// ends with an error that says what was wrong, runs no handler and panics nowhere.
+#[tokio::test]
+async fn a_poll_answered_without_an_invocation_ends_the_loop_with_an_error_not_a_panic() {
+    for (answer, expected) in [
+        (
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}",
+            "without lambda-runtime-aws-request-id",
+        ),
+        (
+            "HTTP/1.1 410 Gone\r\ncontent-length: 0\r\n\r\n",
+            "answered 410 Gone",
+        ),
+        (
+            "HTTP/1.1 200 OK\r\nlambda-runtime-aws-request-id: r0\r\n\
+             lambda-runtime-deadline-ms: soon\r\ncontent-length: 2\r\n\r\n{}",
+            "invalid digit",
+        ),
+    ] {
+        let address = malformed_runtime_api(answer);
+        let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = ran.clone();
+        let ended = serve_on(api(address), 1, move |_: Invocation| {
+            seen.store(true, std::sync::atomic::Ordering::SeqCst);
+            async { Answer::Buffered(Bytes::from_static(b"{}")) }
+        })
+        .await;
+        let error = ended.expect_err(answer).to_string();
+        assert!(error.contains(expected), "{answer:?}: {error}");
+        assert!(!ran.load(std::sync::atomic::Ordering::SeqCst), "{answer:?}");
+    }
+}
