@@ -150,6 +150,10 @@ pub enum Retry {
     Contention,
     /// The request ran out of time before its function's: a write may have been applied.
     Deadline,
+    /// The same elicitation round (the same `requestState` with the same answer) is being run
+    /// by another request right now ([`crate::author::rounds`]): a retry gets its recorded
+    /// result once it is recorded; this request ran nothing.
+    RoundInProgress,
 }
 
 /// When a caller at a limit of what it holds may look again (a stream, a session or a job may
@@ -164,6 +168,7 @@ impl Retry {
             Retry::StoreTimeout => "store_timeout",
             Retry::Contention => "contention",
             Retry::Deadline => "deadline",
+            Retry::RoundInProgress => "round_in_progress",
         }
     }
 
@@ -176,7 +181,9 @@ impl Retry {
 
     /// What the client may do, in the error's message.
     pub fn advice(self) -> &'static str {
-        if self.outcome_unknown() {
+        if self == Retry::RoundInProgress {
+            "another request is running this round now; a retry of the same request gets its result"
+        } else if self.outcome_unknown() {
             "the outcome is unknown (a write may have been applied); a retry with the same idempotencyKey is safe"
         } else {
             "the request may be retried"
@@ -187,6 +194,7 @@ impl Retry {
     pub fn retry_after_ms(self) -> u64 {
         match self {
             Retry::Contention => 200,
+            Retry::RoundInProgress => 500,
             Retry::StoreUnavailable | Retry::StoreTimeout | Retry::Deadline => 1000,
         }
     }

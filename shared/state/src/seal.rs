@@ -211,6 +211,18 @@ impl KeyRing {
 
     /// Verifies and opens a token sealed for `domain`; `now` is unix seconds.
     pub fn open(&self, domain: &str, token: &str, now: u64) -> Result<Value, SealError> {
+        self.open_until(domain, token, now)
+            .map(|(payload, _)| payload)
+    }
+
+    /// [`KeyRing::open`], with the token's expiry (unix seconds): what a record that must live
+    /// exactly as long as the token (a round's outcome) expires with.
+    pub fn open_until(
+        &self,
+        domain: &str,
+        token: &str,
+        now: u64,
+    ) -> Result<(Value, u64), SealError> {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(SealError::TooLarge);
         }
@@ -238,7 +250,7 @@ impl KeyRing {
         if now >= expires_at {
             return Err(SealError::Expired);
         }
-        Ok(body.get("p").cloned().unwrap_or(Value::Null))
+        Ok((body.get("p").cloned().unwrap_or(Value::Null), expires_at))
     }
 }
 

@@ -65,7 +65,8 @@ pub struct Call {
     /// Progress and log notifications, and whether the client cancelled.
     pub notifier: Notifier,
     /// Where the answers of this retry's elicitation round are recorded (one answer per round);
-    /// `None` without a store ([`crate::author::rounds`]).
+    /// `None` without a store, and for a tool's round the server claimed (its record holds the
+    /// answer: [`crate::author::rounds`]).
     pub answers: Option<RoundLedger>,
 }
 

@@ -18,6 +18,11 @@
 //! - A task is created only by `tools/call`, only with the Tasks extension offered and declared.
 //! - A 2026-07-28 call runs its handler once per request; a 2025-11-25 call may re-run it with
 //!   its client's answers on the same stream ([`crate::legacy`]).
+//! - A `tools/call` round (a retry carrying a verified `requestState`) runs its tool once, on
+//!   every instance sharing the store: the round is claimed by one conditional create before the
+//!   handler runs, its outcome recorded by one conditional update before it is answered, and a
+//!   replay is answered from the record (or refused, or told to retry while it runs), never by
+//!   a second run ([`crate::author::rounds`]).
 //! - A cancelled request stops at once and sends nothing more (Streamable HTTP, "Cancellation":
 //!   closing the SSE response stream MUST be treated as cancellation; the server SHOULD stop
 //!   the work and MUST NOT send further messages for it). The stream's frames go through a
@@ -49,6 +54,7 @@ use super::dispatch::string_param;
 use super::reply::{cacheable, cancelled_reply, sse_frame, sse_reply};
 use super::{McpServer, RESULT_TYPE_HEADER, Reply};
 use crate::auth::Principal;
+use crate::author::rounds::{self, Claim, RoundClaim, RoundRef};
 use crate::error::McpError;
 use crate::ladder::ValidRequest;
 use crate::method::Method;
@@ -56,7 +62,7 @@ use crate::notify::Notifier;
 use crate::registry::{Call, Handler, Outcome, OutputCheck, Schema, apps};
 use crate::tasks::{self, TaskSupport};
 use crate::wire::{self, JsonObject};
-use relevo_state::canonical_object_digest;
+use relevo_state::{Ids, RandomIds, canonical_object_digest};
 
 const REQUEST_STATE_DOMAIN: &str = "request-state";
 
@@ -72,6 +78,28 @@ struct Round {
     /// For a tool that declares an `outputSchema`: its name, the schema and its compiled check,
     /// which a successful result must pass.
     output: Option<(String, Schema, OutputCheck)>,
+    /// The round this request claimed: its outcome is recorded before it is answered
+    /// ([`crate::author::rounds`]).
+    claim: Option<RoundClaim>,
+}
+
+/// A `requestState` the server verified.
+struct OpenedState {
+    /// The handler's state.
+    state: Value,
+    /// When the token expires (unix seconds).
+    expires_at: u64,
+    /// The keys the round asked, if sealed (states sealed before they were).
+    asked: Option<Vec<String>>,
+}
+
+impl Round {
+    /// Records that this request's claimed round stopped before an outcome (cancelled).
+    async fn abandon(&self) {
+        if let Some(claim) = &self.claim {
+            claim.abandon().await;
+        }
+    }
 }
 
 impl McpServer {
@@ -187,9 +215,12 @@ impl McpServer {
             }
         };
         let binding = self.state_binding(&request, &principal, &arguments);
-        let state = match params.get("requestState") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(token)) => Some(self.open_state(token, &binding, now)?),
+        let (token, opened) = match params.get("requestState") {
+            None | Some(Value::Null) => (None, None),
+            Some(Value::String(token)) => (
+                Some(token.as_str()),
+                Some(self.open_state(token, &binding, now)?),
+            ),
             Some(_) => return Err(invalid_state("requestState must be a string")),
         };
         if let Some(message) = invalid {
@@ -197,19 +228,52 @@ impl McpServer {
             let result = wire::CallToolResult::error(vec![wire::ContentBlock::text(message)]);
             return Ok(self.result_reply(&request, wire::to_object(&result), "complete"));
         }
+        // A tool's round runs once: claimed before the handler runs, answered from its record
+        // on a replay (on every instance sharing the store).
+        let mut claim = None;
+        if let (Some(token), Some(opened), Some(store), Method::ToolsCall) =
+            (token, &opened, &self.store, request.method)
+            && !request.is_legacy()
+        {
+            let lease = match request.deadline {
+                Some(at) => {
+                    let left = at.saturating_duration_since(tokio::time::Instant::now());
+                    now + left.as_secs() + 1
+                }
+                None => now + rounds::DEFAULT_ROUND_LEASE_SECS,
+            };
+            let round = RoundRef {
+                tenant: &principal.tenant,
+                subject: &principal.subject,
+                tool: request.target().unwrap_or_default(),
+                token,
+                expires_at: opened.expires_at,
+                asked: opened.asked.clone(),
+                responses: &input_responses,
+            };
+            match rounds::claim_round(store.clone(), round, lease, now).await? {
+                Claim::Run(claimed) => claim = Some(claimed),
+                Claim::Replay(result, result_type) => {
+                    return Ok(self.result_reply(&request, result, &result_type));
+                }
+            }
+        }
+        let state = opened.map(|opened| opened.state);
         let round = Round {
             binding,
             now,
             retry: state.is_some() || !input_responses.is_empty(),
             private,
             output,
+            claim,
         };
 
         let notifier = Notifier::silent()
             .with_cancel(request.cancel.clone())
             .with_events(self.events.clone(), &principal.tenant, &principal.subject);
-        // A retry's answers are recorded in the deployment's store: one answer per round.
-        let answers = (state.is_some() && !input_responses.is_empty())
+        // A retry's answers are recorded in the deployment's store: one answer per round (a
+        // claimed round's record holds its answer already).
+        let answers = (state.is_some() && !input_responses.is_empty() && round.claim.is_none())
             .then(|| self.store.clone())
             .flatten()
             .map(|store| {
@@ -239,19 +303,16 @@ impl McpServer {
                             ))
                             .await;
                         let Some(gathered) = gathered else {
+                            round.abandon().await;
                             return Ok(cancelled_reply(self.keepalive()));
                         };
-                        match gathered? {
-                            Outcome::Complete(_) => {}
-                            asking => {
-                                let (result, result_type) =
-                                    self.finish(&request, asking, &round)?;
-                                return Ok(self.result_reply(&request, result, result_type));
-                            }
+                        match gathered {
+                            Ok(Outcome::Complete(_)) => {}
+                            asking => return self.conclude(&request, asking, &round).await,
                         }
                     }
                     let input = tasks::tool_task_input(&name, &call);
-                    let job = engine
+                    let started = engine
                         .start(
                             &call.principal.tenant,
                             &call.principal.subject,
@@ -271,12 +332,15 @@ impl McpServer {
                                 tracing::error!(error = %other, "could not create the task");
                                 McpError::Internal
                             }
-                        })?;
-                    let (result, result_type) =
-                        self.finish(&request, Outcome::TaskCreated(Box::new(job)), &round)?;
-                    return Ok(self.result_reply(&request, result, result_type));
+                        });
+                    let created = started.map(|job| Outcome::TaskCreated(Box::new(job)));
+                    return self.conclude(&request, created, &round).await;
                 }
-                _ if support == TaskSupport::Required => return Err(tasks::tasks_required()),
+                _ if support == TaskSupport::Required => {
+                    return self
+                        .conclude(&request, Err(tasks::tasks_required()), &round)
+                        .await;
+                }
                 _ => {}
             }
         }
@@ -291,9 +355,13 @@ impl McpServer {
         let Some(outcome) = request.cancel.run_until_cancelled(run).await else {
             // A 2025-11-25 `notifications/cancelled`: no response for the request, and the POST
             // still gets an answer, an SSE stream that ends at once.
+            round.abandon().await;
             return Ok(cancelled_reply(self.keepalive()));
         };
-        let outcome = outcome?;
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(error) => return self.conclude(&request, Err(error), &round).await,
+        };
         if let Outcome::InputRequired { requests, .. } = &outcome
             && let Some(call) = legacy_call
         {
@@ -312,8 +380,23 @@ impl McpServer {
             ));
         }
         let outcome = with_invalidation(outcome, invalidation.as_ref());
-        let (result, result_type) = self.finish(&request, outcome, &round)?;
-        Ok(self.result_reply(&request, result, result_type))
+        self.conclude(&request, Ok(outcome), &round).await
+    }
+
+    /// The reply to a handler's outcome: [`Self::finish`], recorded first as its round's
+    /// outcome when this request claimed one.
+    async fn conclude(
+        &self,
+        request: &ValidRequest,
+        outcome: Result<Outcome, McpError>,
+        round: &Round,
+    ) -> Result<Reply, McpError> {
+        let finished = outcome.and_then(|outcome| self.finish(request, outcome, round));
+        if let Some(claim) = &round.claim {
+            claim.record(&finished).await;
+        }
+        let (result, result_type) = finished?;
+        Ok(self.result_reply(request, result, result_type))
     }
 
     /// What a requestState is bound to: the caller (tenant and subject), the method, its target
@@ -333,15 +416,22 @@ impl McpServer {
         })
     }
 
-    fn open_state(&self, token: &str, binding: &Value, now: u64) -> Result<Value, McpError> {
-        let payload = self
+    fn open_state(&self, token: &str, binding: &Value, now: u64) -> Result<OpenedState, McpError> {
+        let (payload, expires_at) = self
             .keys
-            .open(REQUEST_STATE_DOMAIN, token, now)
+            .open_until(REQUEST_STATE_DOMAIN, token, now)
             .map_err(|e| invalid_state(&e.to_string()))?;
         if payload.get("b") != Some(binding) {
             return Err(invalid_state("requestState belongs to another request"));
         }
-        Ok(payload.get("s").cloned().unwrap_or(Value::Null))
+        let asked = payload
+            .get("k")
+            .and_then(|keys| serde_json::from_value(keys.clone()).ok());
+        Ok(OpenedState {
+            state: payload.get("s").cloned().unwrap_or(Value::Null),
+            expires_at,
+            asked,
+        })
     }
 
     /// Turns an outcome into the result object and its `resultType`.
@@ -406,9 +496,12 @@ impl McpServer {
                     result.insert("inputRequests".into(), Value::Object(input_requests));
                 }
                 if let Some(state) = state {
+                    // The keys asked (a round's answer is theirs) and a nonce: no two rounds
+                    // share a token, so none shares its record ([`crate::author::rounds`]).
+                    let keys: Vec<&String> = requests.keys().collect();
                     let sealed = self.keys.seal(
                         REQUEST_STATE_DOMAIN,
-                        &json!({ "b": round.binding, "s": state }),
+                        &json!({ "b": round.binding, "s": state, "k": keys, "n": RandomIds.new_id() }),
                         round.now + self.config.request_state_ttl_secs,
                     );
                     result.insert("requestState".into(), json!(sealed));
@@ -466,16 +559,19 @@ impl McpServer {
                     () = frames_tx.closed() => {
                         cancel.cancel();
                         tracing::info!(cause = "stream closed", "the client cancelled the call");
+                        round.abandon().await;
                         return;
                     }
                     // A 2025-11-25 `notifications/cancelled`: the stream ends without a response.
                     () = cancel.cancelled() => {
                         tracing::info!(cause = "notifications/cancelled", "the client cancelled the call");
+                        round.abandon().await;
                         return;
                     }
                     Some(note) = notes_rx.recv() => {
                         if frames_tx.send(sse_frame(&note)).is_err() {
                             cancel.cancel();
+                            round.abandon().await;
                             return; // the client closed the stream: cancelled
                         }
                     }
@@ -485,7 +581,11 @@ impl McpServer {
             while let Ok(note) = notes_rx.try_recv() {
                 let _ = frames_tx.send(sse_frame(&note));
             }
-            let message = match outcome.and_then(|o| server.finish(&request, o, &round)) {
+            let finished = outcome.and_then(|o| server.finish(&request, o, &round));
+            if let Some(claim) = &round.claim {
+                claim.record(&finished).await;
+            }
+            let message = match finished {
                 Ok((result, result_type)) => server.decorate(&request, result, result_type),
                 Err(error) if request.is_legacy() => error.to_legacy_response(Some(&request.id)),
                 Err(error) => error.to_response(Some(&request.id)),
