@@ -27,7 +27,6 @@
 //! [`MAX_BODY_BYTES`]), so a looping client cannot exhaust memory; state lives in the router only.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -147,16 +146,12 @@ fn no_store(response: &mut Response) {
         .insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
 }
 
-/// Refuses any request whose `Host` is not a loopback name (DNS rebinding).
+/// Refuses any request whose authority is not a loopback name (DNS rebinding), read as every
+/// other route reads it ([`relevo_protocol::authority::of_request`]: one `Host`, agreeing with an
+/// absolute-form target, no userinfo).
 async fn loopback_only(request: Request, next: Next) -> Response {
-    let host = match request.headers().get(header::HOST) {
-        Some(value) => value.to_str().ok(),
-        None => request
-            .uri()
-            .authority()
-            .map(|authority| authority.as_str()),
-    };
-    if host.is_some_and(is_loopback_authority) {
+    let named = relevo_protocol::authority::of_request(request.uri(), request.headers());
+    if named.is_ok_and(|named| named.is_some_and(|named| named.host().is_loopback())) {
         next.run(request).await
     } else {
         error(
@@ -169,24 +164,8 @@ async fn loopback_only(request: Request, next: Next) -> Response {
 
 /// `127.0.0.1`, `localhost`, `[::1]` (any loopback address), with an optional port; no userinfo.
 fn is_loopback_authority(authority: &str) -> bool {
-    let (host, port) = match authority.strip_prefix('[') {
-        Some(rest) => match rest.split_once(']') {
-            Some((host, rest)) if rest.is_empty() || rest.starts_with(':') => {
-                (host, rest.strip_prefix(':'))
-            }
-            _ => return false,
-        },
-        None => match authority.split_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
-        },
-    };
-    let port_ok = port.is_none_or(|port| {
-        !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit())
-    });
-    port_ok
-        && (host.eq_ignore_ascii_case("localhost")
-            || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback()))
+    relevo_protocol::authority::Authority::parse(authority)
+        .is_ok_and(|authority| authority.host().is_loopback())
 }
 
 /// An absolute `http`/`https` URI on a loopback host, without userinfo or fragment.

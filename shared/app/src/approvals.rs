@@ -35,6 +35,7 @@
 use std::sync::Arc;
 
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
+use relevo_protocol::authority;
 use relevo_protocol::{
     Authenticator, Clock, KeyRing, OriginPolicy, PageSession, PageSessionError, PageSessions,
     Principal,
@@ -187,13 +188,16 @@ fn safe_next(next: &str) -> Option<&str> {
     ok.then_some(next)
 }
 
+/// The authority the request names, read as the allow-list reads it (`None` when it names
+/// none or one outside the grammar).
+fn request_authority(headers: &HeaderMap) -> Option<authority::Authority> {
+    authority::of_request(&http::Uri::from_static("/"), headers)
+        .ok()
+        .flatten()
+}
+
 fn loopback(headers: &HeaderMap) -> bool {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or_default();
-    let name = host.rsplit_once(':').map_or(host, |(name, _)| name);
-    matches!(name, "127.0.0.1" | "localhost" | "[::1]")
+    request_authority(headers).is_some_and(|named| named.host().is_loopback())
 }
 
 /// A present `Origin` must be this host's (any scheme the browser used for it).
@@ -201,12 +205,14 @@ fn same_origin(headers: &HeaderMap) -> bool {
     let Some(origin) = headers.get(header::ORIGIN) else {
         return true;
     };
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or_default();
-    let origin = origin.to_str().unwrap_or_default();
-    !host.is_empty() && (origin == format!("http://{host}") || origin == format!("https://{host}"))
+    let Some(named) = request_authority(headers) else {
+        return false;
+    };
+    origin
+        .to_str()
+        .ok()
+        .and_then(|origin| authority::of_origin(origin).ok())
+        .is_some_and(|(scheme, origin)| origin.same_as(&named, authority::default_port(scheme)))
 }
 
 impl relevo_protocol::Pages for ApprovalPages {
@@ -703,5 +709,20 @@ mod tests {
             headers.insert(header::ORIGIN, HeaderValue::from_static(foreign));
             assert!(!same_origin(&headers), "{foreign}");
         }
+    }
+
+    #[test]
+    fn a_host_with_user_info_is_neither_loopback_nor_anyones_origin() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::HOST,
+            HeaderValue::from_static("127.0.0.1:1@evil.example"),
+        );
+        assert!(!loopback(&headers), "the cookie stays Secure");
+        headers.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://127.0.0.1:1@evil.example"),
+        );
+        assert!(!same_origin(&headers));
     }
 }

@@ -101,12 +101,25 @@ pub fn greet_tool() -> Tool {
         .annotations(pure())
 }
 
-/// `add`: the smallest typed tool, a closure.
+/// The sum of `a` and `b`, or the caller's error when it is not a finite number: two finite
+/// doubles can overflow to infinity, which JSON cannot carry. That is the input's doing (the
+/// model can send smaller numbers), so it is a tool execution error, not a server fault.
+fn sum(args: AddArgs) -> Result<Sum, ToolError> {
+    let sum = args.a + args.b;
+    if !sum.is_finite() {
+        return Err(ToolError::caller(format!(
+            "the sum of a ({}) and b ({}) is not a finite number: it is beyond the largest \
+             64-bit float (about 1.8e308); send smaller numbers",
+            args.a, args.b
+        )));
+    }
+    Ok(Sum { sum })
+}
+
+/// `add`: the smallest typed tool, a closure. An overflowing sum is the caller's error.
 pub fn add_tool() -> Tool {
     Tool::typed("add", "Adds two numbers.", |args: AddArgs, _| async move {
-        Ok(Sum {
-            sum: args.a + args.b,
-        })
+        sum(args)
     })
     .title("Add")
     .annotations(pure())

@@ -38,7 +38,7 @@ async fn serve_pages(app: impl AppBuilder) -> Result<(), Error> {
         let (pages, origins, gate) = (pages.clone(), origins.clone(), gate.clone());
         async move {
             keys::refresh_if_due().await;
-            if let Err(refused) = origins.check(event.headers()) {
+            if let Err(refused) = origins.admit(event.uri(), event.headers()) {
                 return forbidden(&refused);
             }
             let Some(pages) = pages else {

@@ -74,14 +74,14 @@ pub fn public_document(
     if !served {
         return None;
     }
-    if let Err(refused) = server.origin_policy().check(event.headers()) {
+    if let Err(refused) = server.origin_policy().admit(event.uri(), event.headers()) {
         return Some(forbidden(&refused));
     }
     let response = match metadata {
         Some(settings) if is_metadata => {
             relevo_auth::metadata_response(settings, event.method(), path)
         }
-        _ => server.serve_discovery(event.method(), path, event.headers()),
+        _ => server.serve_discovery(event.method(), event.uri(), event.headers()),
     };
     let (parts, body) = response.into_parts();
     Some(Response::from_parts(parts, Body::Text(body)))
@@ -89,7 +89,7 @@ pub fn public_document(
 
 /// Any other path: the metadata's own `404` (behind the allow-list like the documents).
 fn not_found(server: &McpServer, event: &Request) -> Response<Body> {
-    if let Err(refused) = server.origin_policy().check(event.headers()) {
+    if let Err(refused) = server.origin_policy().admit(event.uri(), event.headers()) {
         return forbidden(&refused);
     }
     let mut response = Response::new(Body::Text(r#"{"error":"not_found"}"#.into()));

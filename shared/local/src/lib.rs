@@ -164,8 +164,12 @@ async fn allowed_host(
     if request.uri().path() == "/mcp" {
         return next.run(request).await;
     }
-    match gateway.server.origin_policy().check(request.headers()) {
-        Ok(()) => next.run(request).await,
+    match gateway
+        .server
+        .origin_policy()
+        .admit(request.uri(), request.headers())
+    {
+        Ok(_) => next.run(request).await,
         Err(refused) => {
             let body = serde_json::json!({ "error": "forbidden", "error_description": refused.to_string() });
             (http::StatusCode::FORBIDDEN, axum::Json(body)).into_response()
@@ -189,7 +193,7 @@ async fn serve_metadata(State(gateway): State<Gateway>, request: Request) -> Res
 async fn serve_discovery(State(gateway): State<Gateway>, request: Request) -> Response {
     let (parts, body) = gateway
         .server
-        .serve_discovery(request.method(), request.uri().path(), request.headers())
+        .serve_discovery(request.method(), request.uri(), request.headers())
         .into_parts();
     Response::from_parts(parts, Body::from(body))
 }

@@ -21,7 +21,10 @@
 //!   from discover and the lists with the caller's token. So nothing a token would hide can
 //!   leak to an unauthenticated reader, and one response suits every caller (`public` cache).
 //! - No credential, internal endpoint or per-caller data: the only URL published is the public
-//!   MCP endpoint ([`Listing::url`]).
+//!   MCP endpoint: [`Listing::url`], or where none is configured one built from the request's
+//!   authority after it parsed clean ([`crate::authority`]: no user info, one `Host`, agreeing
+//!   with an absolute-form target), so a published URL never names another host than the
+//!   allow-list admitted. A configured URL with user info makes no card.
 //!
 //! Threat model: the documents are public by design (open CORS, like the protected-resource
 //! metadata), but they are answered only to Hosts and Origins on the server's allow-list, as
@@ -30,6 +33,7 @@
 
 use serde_json::{Value, json};
 
+use crate::authority;
 use crate::registry::App;
 use crate::server::McpServer;
 
@@ -173,22 +177,15 @@ fn published(app: &App, listing: &Listing, url: &str) -> Result<Published, CardE
     })
 }
 
-/// The host of an absolute `http(s)` URL, without port or user info.
-fn host_of(url: &str) -> Option<&str> {
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"))?;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let authority = authority.rsplit('@').next()?;
-    let host = if authority.starts_with('[') {
-        authority
-            .split(']')
-            .next()
-            .map(|h| h.trim_start_matches('['))?
-    } else {
-        authority.split(':').next()?
-    };
-    (!host.is_empty() && !rest.contains(char::is_whitespace)).then_some(host)
+/// The host of an absolute `http(s)` URL, without port, read by [`crate::authority`]: a URL
+/// with user info, or any authority that does not parse clean, has none (and makes no card).
+fn host_of(url: &str) -> Option<String> {
+    authority::of_url(url)
+        .ok()
+        .map(|authority| match authority.host() {
+            authority::Host::V6(address) => address.to_string(),
+            host => host.to_string(),
+        })
 }
 
 /// The card's and the registry's name rule: `^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$`, 3–200 chars.
@@ -312,33 +309,41 @@ pub fn document_at(path: &str) -> Option<Document> {
 }
 
 /// The MCP endpoint's public URL for one request: the configured one, else the request's own
-/// (plain `http` on a loopback host, `https` elsewhere) with the default MCP path. The Host
-/// has passed the allow-list before this is called.
-pub fn public_url(listing: &Listing, headers: &http::HeaderMap) -> Option<String> {
+/// (plain `http` on a loopback host, `https` elsewhere) with the default MCP path. The
+/// request's own is built only from an authority that parsed clean
+/// ([`authority::of_request`]: one `Host`, agreeing with an absolute-form target), so it never
+/// carries user info nor names another host than the allow-list admitted; `None` otherwise.
+pub fn public_url(
+    listing: &Listing,
+    target: &http::Uri,
+    headers: &http::HeaderMap,
+) -> Option<String> {
     if let Some(url) = &listing.url {
         return Some(url.trim_end_matches('/').to_string());
     }
-    let host = headers.get(http::header::HOST)?.to_str().ok()?;
-    let name = host.rsplit_once(':').map_or(host, |(name, _)| name);
-    let scheme = if matches!(name, "localhost" | "127.0.0.1" | "[::1]") {
+    let named = authority::of_request(target, headers).ok()??;
+    let scheme = if named.host().is_loopback() {
         "http"
     } else {
         "https"
     };
-    Some(format!("{scheme}://{host}{DEFAULT_MCP_PATH}"))
+    Some(format!("{scheme}://{named}{DEFAULT_MCP_PATH}"))
 }
 
 /// Answers one request for the card or the catalog: the document on `GET`/`HEAD` with open
 /// CORS, `Cache-Control: public, max-age=3600` and an `ETag` (`304` when `If-None-Match`
 /// names it); `405` for another method, `404` for another path or when the app makes no card
-/// (the reason is logged). The caller has checked the Host/Origin allow-list.
+/// (the reason is logged). The caller has checked the Host/Origin allow-list
+/// ([`crate::ladder::OriginPolicy::admit`]); a request whose authority does not parse clean
+/// gets `404` here too, never a document naming it.
 pub fn respond(
     server: &McpServer,
     listing: &Listing,
     method: &http::Method,
-    path: &str,
+    target: &http::Uri,
     headers: &http::HeaderMap,
 ) -> http::Response<String> {
+    let path = target.path();
     let document = document_at(path);
     let built = match document {
         None => Err(http::StatusCode::NOT_FOUND),
@@ -346,7 +351,7 @@ pub fn respond(
             Err(http::StatusCode::METHOD_NOT_ALLOWED)
         }
         Some(document) => {
-            let url = public_url(listing, headers).unwrap_or_default();
+            let url = public_url(listing, target, headers).unwrap_or_default();
             let made = match document {
                 Document::Card => server_card(server, listing, &url),
                 Document::Catalog => catalog(server, listing, &url),
@@ -434,10 +439,10 @@ impl McpServer {
     pub fn serve_discovery(
         &self,
         method: &http::Method,
-        path: &str,
+        target: &http::Uri,
         headers: &http::HeaderMap,
     ) -> http::Response<String> {
-        respond(self, &self.config.listing, method, path, headers)
+        respond(self, &self.config.listing, method, target, headers)
     }
 }
 
@@ -453,13 +458,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hosts_are_read_without_port_or_user() {
+    fn hosts_are_read_without_port_and_a_url_with_user_info_has_none() {
         assert_eq!(
-            host_of("https://mcp.example.com/mcp"),
+            host_of("https://mcp.example.com/mcp").as_deref(),
             Some("mcp.example.com")
         );
-        assert_eq!(host_of("http://127.0.0.1:8080/mcp"), Some("127.0.0.1"));
-        assert_eq!(host_of("https://u@h.example:1/x"), Some("h.example"));
+        assert_eq!(
+            host_of("http://127.0.0.1:8080/mcp").as_deref(),
+            Some("127.0.0.1")
+        );
+        assert_eq!(host_of("http://[::1]:8080/mcp").as_deref(), Some("::1"));
+        assert_eq!(
+            host_of("https://u@h.example:1/x"),
+            None,
+            "user info makes no card"
+        );
         assert_eq!(host_of("ftp://h/x"), None);
         assert_eq!(host_of("https:///mcp"), None);
     }

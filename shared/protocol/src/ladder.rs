@@ -1,7 +1,8 @@
 //! The validation ladder: every check a request passes before any handler runs, in the order
 //! the spec and the conformance suite fix.
 //!
-//! 1. Host / Origin allow-list (403) — DNS rebinding.
+//! 1. Host / Origin allow-list (403) — DNS rebinding. The authority is read by
+//!    [`crate::authority`] (one `Host`, no userinfo, agreeing with an absolute-form target).
 //! 2. HTTP method POST (405 with `Allow: POST`), `Accept` (406), `Content-Type` (415), body size (413).
 //! 3. JSON-RPC parse (-32700) and shape (-32600); notifications stop here with 202.
 //! 4. Era, body first: a `_meta` envelope naming a protocol version, or a modern
@@ -25,6 +26,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Request};
 use serde_json::Value;
 
+use crate::authority::{self, Authority, Host};
 use crate::error::McpError;
 use crate::headers;
 use crate::method::{Method, Route};
@@ -56,45 +58,58 @@ impl OriginPolicy {
         }
     }
 
-    fn host_allowed(&self, host: &str) -> bool {
-        self.hosts.is_empty() || self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
+    /// True when `host` is on the list (or the list is empty). A configured entry is read by
+    /// the same grammar as the request ([`crate::authority`]), so `LOCALHOST` and `[0::1]`
+    /// match; an entry that does not parse matches nothing.
+    fn host_allowed(&self, host: &Host) -> bool {
+        self.hosts.is_empty()
+            || self
+                .hosts
+                .iter()
+                .any(|entry| Authority::parse(entry.trim()).is_ok_and(|entry| entry.host() == host))
     }
 
-    /// Rung 1: refuses a `Host` not in [`OriginPolicy::hosts`] (unless that is empty) and an
-    /// `Origin` that is neither listed nor the request's own.
+    /// Rung 1 for a request whose target is in origin form (`/mcp`): [`OriginPolicy::admit`]
+    /// without a target authority.
     pub fn check(&self, headers: &HeaderMap) -> Result<(), McpError> {
-        let forbidden = |what: &str| McpError::ForbiddenOrigin(what.to_string());
-        let host = headers::single(headers, "host").map_err(|_| forbidden("Host"))?;
-        match &host {
-            Some(host) if self.host_allowed(strip_port(host)) => {}
+        self.admit(&http::Uri::from_static("/"), headers)
+            .map(|_| ())
+    }
+
+    /// Rung 1: reads the authority the request is addressed to ([`authority::of_request`]:
+    /// one `Host`, agreeing with an absolute-form target's), refuses one outside the grammar or
+    /// not in [`OriginPolicy::hosts`] (unless that is empty), and an `Origin` that is neither
+    /// listed nor the request's own. Answers the authority that passed, if the request named
+    /// one: the only one a URL may be built from.
+    pub fn admit(
+        &self,
+        target: &http::Uri,
+        headers: &HeaderMap,
+    ) -> Result<Option<Authority>, McpError> {
+        let forbidden = |what: String| McpError::ForbiddenOrigin(what);
+        let named =
+            authority::of_request(target, headers).map_err(|e| forbidden(format!("Host ({e})")))?;
+        match &named {
+            Some(named) if self.host_allowed(named.host()) => {}
             None if self.hosts.is_empty() => {}
-            _ => return Err(forbidden("Host")),
+            _ => return Err(forbidden("Host".into())),
         }
-        if let Some(origin) = headers::single(headers, "origin").map_err(|_| forbidden("Origin"))? {
+        let origin = headers::single(headers, "origin").map_err(|_| forbidden("Origin".into()))?;
+        if let Some(origin) = origin {
             let listed = self.origins.iter().any(|o| o.eq_ignore_ascii_case(&origin));
-            // The page's own origin: same host and port as the request (a browser's same-origin call).
-            let own = host.as_deref().is_some_and(|h| {
-                origin_authority(&origin).is_some_and(|a| a.eq_ignore_ascii_case(h))
+            // The page's own origin: same host and port as the request (a browser's same-origin
+            // call), the port left out being the origin's scheme's default.
+            let own = named.as_ref().is_some_and(|named| {
+                authority::of_origin(&origin).is_ok_and(|(scheme, authority)| {
+                    authority.same_as(named, authority::default_port(scheme))
+                })
             });
             if !(listed || own) {
-                return Err(forbidden("Origin"));
+                return Err(forbidden("Origin".into()));
             }
         }
-        Ok(())
+        Ok(named)
     }
-}
-
-fn strip_port(host: &str) -> &str {
-    if host.starts_with('[') {
-        return host.split_inclusive(']').next().unwrap_or(host);
-    }
-    host.split(':').next().unwrap_or(host)
-}
-
-/// `host[:port]` of an origin such as `http://localhost:8080`.
-fn origin_authority(origin: &str) -> Option<&str> {
-    let (_, rest) = origin.split_once("://")?;
-    rest.split('/').next()
 }
 
 /// A request that passed the ladder.
@@ -215,7 +230,7 @@ impl Ladder<'_> {
     /// Rungs that need no body: Host/Origin, then the HTTP method. Authentication runs after
     /// these and before [`Ladder::validate`].
     pub fn check_front(&self, request: &Request<Bytes>) -> Result<(), Rejection> {
-        self.policy.check(request.headers())?;
+        self.policy.admit(request.uri(), request.headers())?;
         let method = request.method();
         // GET (the legacy notification stream) and DELETE (end a session) exist only for a
         // session; without one they are what a stateless server answers: 405.
@@ -693,6 +708,71 @@ mod tests {
         for host in ["evil.com", "127.0.0.1.evil.com", "localhost.evil.com:80"] {
             assert!(policy.check(&headers(&[("host", host)])).is_err(), "{host}");
         }
+    }
+
+    #[test]
+    fn a_loopback_prefix_does_not_admit_what_follows_it() {
+        // On the old code each of these passed: only the text before the first ':' was read.
+        let policy = OriginPolicy::localhost();
+        for host in [
+            "127.0.0.1:1@evil.example",
+            "localhost:8080@evil.example",
+            "127.0.0.1:8080:evil.example",
+            "[::1]:1@evil.example",
+            "[::1]evil.example",
+            "localhost.",
+            "localhost:99999",
+            "localhost:",
+        ] {
+            assert!(
+                matches!(
+                    policy.check(&headers(&[("host", host)])),
+                    Err(McpError::ForbiddenOrigin(_))
+                ),
+                "{host}"
+            );
+        }
+        for hosts in [
+            [("host", "localhost"), ("host", "localhost")],
+            [("host", "localhost"), ("host", "evil.example")],
+        ] {
+            assert!(policy.check(&headers(&hosts)).is_err(), "{hosts:?}");
+        }
+    }
+
+    #[test]
+    fn an_absolute_form_target_is_the_authority_checked() {
+        let policy = OriginPolicy::localhost();
+        let host = headers(&[("host", "127.0.0.1:8080")]);
+        let evil: http::Uri = "http://evil.example/mcp".parse().unwrap();
+        assert!(policy.admit(&evil, &host).is_err());
+        assert!(
+            policy.admit(&evil, &headers(&[])).is_err(),
+            "HTTP/2 :authority"
+        );
+        let own: http::Uri = "http://127.0.0.1:8080/mcp".parse().unwrap();
+        assert_eq!(
+            policy.admit(&own, &host).unwrap().map(|a| a.to_string()),
+            Some("127.0.0.1:8080".into())
+        );
+    }
+
+    #[test]
+    fn the_own_origin_is_compared_by_parsed_authority() {
+        let policy = OriginPolicy::localhost();
+        let with = |host: &str, origin: &str| {
+            policy
+                .check(&headers(&[("host", host), ("origin", origin)]))
+                .is_ok()
+        };
+        assert!(with("localhost:8080", "http://LOCALHOST:8080"));
+        assert!(with("localhost", "http://localhost:80"));
+        assert!(!with(
+            "localhost:8080",
+            "http://localhost:8080@evil.example"
+        ));
+        assert!(!with("localhost:8080", "http://localhost:8080/path"));
+        assert!(!with("localhost:8080", "http://localhost:8081"));
     }
 
     #[test]

@@ -14,6 +14,7 @@
 
 pub mod auth;
 pub mod author;
+pub mod authority;
 pub mod card;
 pub mod clock;
 pub mod cursor;

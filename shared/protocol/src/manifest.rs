@@ -3,25 +3,34 @@
 //! invalidation domains, destructive and read-only flags — for agents and operators.
 //!
 //! It is derived from the same declarations the server serves, never written by hand, and it is
-//! filtered on every read by the caller's scopes: an entry is listed only to a principal that may
-//! reach it, so two principals read the manifest that is theirs (and a surface's existence does
-//! not leak to a caller who may not use it). The manifest itself needs no scope.
+//! filtered on every read by the caller's scopes and by the client's capabilities, as the lists
+//! are: an entry is listed only to a principal that may reach it and to a client that may use
+//! it, so two principals (or two clients) read the manifest that is theirs, and a surface's
+//! existence does not leak to a caller who may not use it. The manifest itself needs no scope.
+//!
+//! Invariant: the manifest never says more than the lists would to the same caller. A client
+//! without the MCP Apps extension ([`crate::registry::apps`]) is shown no app-only tool (which
+//! `tools/list` hides and `tools/call` refuses with `-32021`), no view, and no `_meta.ui`; a
+//! token without a surface's scopes is shown nothing of that surface. `tests/tests/listings.rs`
+//! checks it against every listing method.
 
 use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
 
 use crate::auth::Principal;
-use crate::registry::{App, CachePolicy, Outcome, Resource, handler};
+use crate::registry::{App, CachePolicy, Outcome, Resource, apps, handler};
 use crate::wire::ResourceContents;
 
 /// The URI the manifest resource is read at.
 pub const MANIFEST_URI: &str = "relevo://manifest";
 
-/// One described surface and the scopes that reach it.
+/// One described surface, the scopes that reach it, and whether only an MCP Apps host may use
+/// it (an app-only tool, a view).
 struct Entry {
     section: &'static str,
     scopes: Vec<String>,
+    app_only: bool,
     description: Value,
 }
 
@@ -36,7 +45,8 @@ pub fn with_manifest(app: App) -> App {
         "application/json",
         handler(move |call| {
             let entries = entries.get_or_init(|| describe(&described));
-            let manifest = manifest_for(&call.principal, &described.name, &described.version, entries);
+            let apps = apps::client_supports(&call.client);
+            let manifest = manifest_for(&call.principal, apps, &described.name, &described.version, entries);
             async move { Ok(Outcome::contents(vec![ResourceContents::text(manifest.to_string(), MANIFEST_URI)])) }
         }),
     )
@@ -45,7 +55,14 @@ pub fn with_manifest(app: App) -> App {
     app.resource(resource)
 }
 
-fn manifest_for(principal: &Principal, name: &str, version: &str, entries: &[Entry]) -> Value {
+/// The manifest `principal` reads from a client with (`apps`) or without the MCP Apps extension.
+fn manifest_for(
+    principal: &Principal,
+    apps: bool,
+    name: &str,
+    version: &str,
+    entries: &[Entry],
+) -> Value {
     let mut manifest = json!({
         "server": { "name": name, "version": version },
         "tools": [], "resources": [], "resourceTemplates": [], "prompts": [], "taskKinds": []
@@ -53,9 +70,15 @@ fn manifest_for(principal: &Principal, name: &str, version: &str, entries: &[Ent
     for entry in entries
         .iter()
         .filter(|entry| principal.holds(&entry.scopes))
+        .filter(|entry| apps || !entry.app_only)
     {
         if let Some(section) = manifest[entry.section].as_array_mut() {
-            section.push(entry.description.clone());
+            let description = entry.description.clone();
+            section.push(if apps {
+                description
+            } else {
+                apps::text_only(description)
+            });
         }
     }
     manifest
@@ -81,6 +104,7 @@ fn describe(app: &App) -> Vec<Entry> {
         entries.push(Entry {
             section: "tools",
             scopes: tool.scopes.clone(),
+            app_only: apps::app_only(&tool.meta),
             description,
         });
     }
@@ -91,6 +115,7 @@ fn describe(app: &App) -> Vec<Entry> {
         entries.push(Entry {
             section: "resources",
             scopes: resource.scopes.clone(),
+            app_only: apps::app_only_resource(&resource.uri, resource.mime_type.as_deref()),
             description,
         });
     }
@@ -101,6 +126,10 @@ fn describe(app: &App) -> Vec<Entry> {
         entries.push(Entry {
             section: "resourceTemplates",
             scopes: template.scopes.clone(),
+            app_only: apps::app_only_resource(
+                &template.uri_template,
+                template.mime_type.as_deref(),
+            ),
             description,
         });
     }
@@ -110,6 +139,7 @@ fn describe(app: &App) -> Vec<Entry> {
         entries.push(Entry {
             section: "prompts",
             scopes: prompt.scopes.clone(),
+            app_only: false,
             description,
         });
     }
@@ -119,6 +149,7 @@ fn describe(app: &App) -> Vec<Entry> {
         entries.push(Entry {
             section: "taskKinds",
             scopes: access.read.clone(),
+            app_only: false,
             description,
         });
     }

@@ -175,16 +175,14 @@ pub fn origin_policy(lookup: &impl Fn(&str) -> Option<String>) -> OriginPolicy {
     policy
 }
 
-/// The host (no scheme, port or path) of a URL such as `https://mcp.example.com/mcp`.
+/// The host (no scheme, port or path) of a URL such as `https://mcp.example.com/mcp`, read by
+/// [`crate::authority`]: a URL whose authority does not parse clean (userinfo, say) adds none.
 fn host_of(url: &str) -> Option<String> {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host = if authority.starts_with('[') {
-        authority.split_inclusive(']').next()?
-    } else {
-        authority.split(':').next()?
-    };
-    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    crate::authority::Authority::parse(&rest[..end])
+        .ok()
+        .map(|authority| authority.host().to_string())
 }
 
 #[cfg(test)]

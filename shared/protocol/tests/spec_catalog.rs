@@ -75,7 +75,13 @@ fn the_catalog_is_served_at_both_well_known_paths_with_cors_and_cache_headers() 
         ),
         ("/.well-known/mcp/catalog.json", "application/json"),
     ] {
-        let response = card::respond(&server, &listing, &Method::GET, path, &headers);
+        let response = card::respond(
+            &server,
+            &listing,
+            &Method::GET,
+            &http::Uri::from_static(path),
+            &headers,
+        );
         assert_eq!(response.status(), 200, "{path}");
         assert_eq!(response.headers()["content-type"], media_type, "{path}");
         assert_eq!(response.headers()["access-control-allow-origin"], "*");
@@ -88,7 +94,7 @@ fn the_catalog_is_served_at_both_well_known_paths_with_cors_and_cache_headers() 
         &server,
         &listing,
         &Method::GET,
-        "/.well-known/mcp.json",
+        &http::Uri::from_static("/.well-known/mcp.json"),
         &headers,
     );
     assert_eq!(elsewhere.status(), 404);

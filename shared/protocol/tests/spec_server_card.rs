@@ -105,7 +105,7 @@ fn get(server: &McpServer, path: &str, headers: &[(&'static str, &str)]) -> http
         server,
         &Listing::default().at(URL),
         &Method::GET,
-        path,
+        &path.parse().expect("a path"),
         &map,
     )
 }
@@ -248,7 +248,7 @@ fn the_card_is_served_beside_the_mcp_endpoint_with_its_media_type_cors_and_cache
         &server,
         &listing,
         &Method::POST,
-        "/mcp/server-card",
+        &http::Uri::from_static("/mcp/server-card"),
         &headers,
     );
     assert_eq!(post.status(), 405);
@@ -265,7 +265,7 @@ fn without_a_configured_url_the_card_names_the_requested_host() {
         &server,
         &Listing::default(),
         &Method::GET,
-        "/mcp/server-card",
+        &http::Uri::from_static("/mcp/server-card"),
         &headers,
     );
     assert_eq!(response.status(), 200);

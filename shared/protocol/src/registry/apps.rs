@@ -25,6 +25,12 @@
 //!   `ui/resourceUri`) and every app-only tool, and `tools/call` of an app-only tool is answered
 //!   as a missing capability. Since the list then depends on the client, a `tools/list` of an
 //!   app with such tools is `cacheScope: private` even on an open deployment.
+//! - The same holds for every other listing, by the same two predicates ([`app_only`] for a
+//!   tool, [`app_only_resource`] for a view): `resources/list` and `resources/templates/list`
+//!   leave views out and strip `_meta.ui`, the manifest (`relevo://manifest`) lists neither
+//!   app-only tools nor views, and `completion/complete` does not know a view's template. A
+//!   view stays readable by URI (static HTML, no data: reading it is not listing it).
+//!   `tests/tests/listings.rs` enumerates every method that lists or describes surfaces.
 //!
 //! Threat model: an app-only tool is meant for a person acting in the view (a button), never for
 //! the model. The host enforces that for a client with the extension (it "MUST NOT include" such
@@ -257,6 +263,15 @@ pub fn app_only(meta: &JsonObject) -> bool {
     !visibility(meta).iter().any(|v| v == "model")
 }
 
+/// True for a resource or template only an MCP Apps host can use: a view, known by its `ui://`
+/// scheme or its MIME type. A client without the extension is not shown it in any listing
+/// (`resources/list`, `resources/templates/list`, the manifest, completion refs).
+pub fn app_only_resource(uri: &str, mime_type: Option<&str>) -> bool {
+    uri.get(..SCHEME.len())
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case(SCHEME))
+        || mime_type.is_some_and(|mime| mime.eq_ignore_ascii_case(MIME_TYPE))
+}
+
 /// True when the tool is listed differently to clients with and without the extension (it
 /// declares MCP Apps `_meta`), so a list holding it is never shared across clients
 /// (`cacheScope: private`, even on an open deployment).
@@ -272,8 +287,8 @@ pub fn resource_uri(meta: &JsonObject) -> Option<&str> {
         .and_then(Value::as_str)
 }
 
-/// A listed tool as a client without the extension sees it: no `_meta.ui` nor flat key (and
-/// no `_meta` when nothing else is left).
+/// A listed tool (or resource, or template) as a client without the extension sees it: no
+/// `_meta.ui` nor flat key (and no `_meta` when nothing else is left).
 pub fn text_only(mut tool: Value) -> Value {
     if let Some(object) = tool.as_object_mut() {
         let empty = match object.get_mut("_meta").and_then(Value::as_object_mut) {

@@ -12,6 +12,9 @@
 //! - Every surface is reached through `guard`: lists leave out what the caller may not
 //!   reach, and a list that depends on the caller's scopes is never shared across tokens
 //!   (`cacheScope: private` unless the deployment is open).
+//! - Every list leaves out what the client cannot use: without the MCP Apps extension, no
+//!   app-only tool, no view, no `_meta.ui` ([`apps`]); a list that depends on the client is
+//!   `cacheScope: private` even on an open deployment.
 //! - List positions leave sealed in cursors ([`crate::cursor`]); nothing is kept between pages.
 //! - `tasks/*` reach the caller's own tasks only: another principal's task id, or a job kind not
 //!   reachable as a task, answers "Unknown task". Without the Tasks extension they are not found.
@@ -94,13 +97,7 @@ impl McpServer {
                     .tools()
                     .filter(|t| guard::visible(&principal, &t.scopes))
                     .filter(|t| apps || !apps::app_only(&t.meta))
-                    .map(|t| {
-                        if apps {
-                            t.to_wire()
-                        } else {
-                            apps::text_only(t.to_wire())
-                        }
-                    });
+                    .map(|t| for_client(apps, t.to_wire()));
                 let mut result = self.per_caller(list("tools", items.collect())?);
                 if app.tools().any(|t| apps::depends_on_client(&t.meta)) {
                     // The list differs with the client's capabilities: never shared.
@@ -109,18 +106,39 @@ impl McpServer {
                 result
             }
             Method::ResourcesList => {
+                // MCP Apps: a client without the extension is shown no view.
+                let apps = apps::client_supports(&request.client);
                 let items = app
                     .resources()
                     .filter(|r| guard::visible(&principal, &r.scopes))
-                    .map(|r| r.to_wire());
-                self.per_caller(list("resources", items.collect())?)
+                    .filter(|r| apps || !apps::app_only_resource(&r.uri, r.mime_type.as_deref()))
+                    .map(|r| for_client(apps, r.to_wire()));
+                let mut result = self.per_caller(list("resources", items.collect())?);
+                if app.resources().any(|r| {
+                    apps::app_only_resource(&r.uri, r.mime_type.as_deref())
+                        || apps::depends_on_client(&r.meta)
+                }) {
+                    result.insert("cacheScope".into(), json!("private"));
+                }
+                result
             }
             Method::ResourcesTemplatesList => {
+                let apps = apps::client_supports(&request.client);
                 let items = app
                     .templates()
                     .filter(|t| guard::visible(&principal, &t.scopes))
-                    .map(|t| t.to_wire());
-                self.per_caller(list("resourceTemplates", items.collect())?)
+                    .filter(|t| {
+                        apps || !apps::app_only_resource(&t.uri_template, t.mime_type.as_deref())
+                    })
+                    .map(|t| for_client(apps, t.to_wire()));
+                let mut result = self.per_caller(list("resourceTemplates", items.collect())?);
+                if app.templates().any(|t| {
+                    apps::app_only_resource(&t.uri_template, t.mime_type.as_deref())
+                        || apps::depends_on_client(&t.meta)
+                }) {
+                    result.insert("cacheScope".into(), json!("private"));
+                }
+                result
             }
             Method::PromptsList => {
                 let items = app
@@ -154,7 +172,10 @@ impl McpServer {
                     children,
                 )?
             }
-            Method::Complete => self.complete(&request.params, &principal).await?,
+            Method::Complete => {
+                let apps = apps::client_supports(&request.client);
+                self.complete(&request.params, &principal, apps).await?
+            }
             Method::SubscriptionsListen => return self.listen(&request, &principal).await,
             Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead => {
                 return self.call(request, principal, now).await;
@@ -258,6 +279,7 @@ impl McpServer {
         &self,
         params: &JsonObject,
         principal: &Principal,
+        apps: bool,
     ) -> Result<JsonObject, McpError> {
         let reference = params
             .get("ref")
@@ -276,7 +298,7 @@ impl McpServer {
             ));
         };
         let context = resolved_arguments(params)?;
-        let completion = match self.completable(principal, reference, arg_name)? {
+        let completion = match self.completable(principal, reference, arg_name, apps)? {
             Candidates::List(candidates) => Completion::prefixed(&candidates, prefix),
             Candidates::Function(complete) => {
                 complete(CompletionRequest {
@@ -311,6 +333,16 @@ fn resolved_arguments(params: &JsonObject) -> Result<BTreeMap<String, String>, M
             .map(|(name, value)| Ok((name.clone(), value.as_str().ok_or_else(invalid)?.into())))
             .collect(),
         Some(_) => Err(invalid()),
+    }
+}
+
+/// A listed surface as this client sees it: as declared with the MCP Apps extension, its
+/// text-only variant without ([`apps::text_only`]).
+fn for_client(apps: bool, listed: Value) -> Value {
+    if apps {
+        listed
+    } else {
+        apps::text_only(listed)
     }
 }
 

@@ -44,7 +44,7 @@ use crate::ladder::ValidRequest;
 use crate::method::Method;
 use crate::quota::{QuotaScope, Quotas, Rate};
 use crate::registry::skill::{DIRECTORY_MIME, SCHEME};
-use crate::registry::{Candidates, Handler, Prompt, RegisteredSkill, Tool, WatchRecord};
+use crate::registry::{Candidates, Handler, Prompt, RegisteredSkill, Tool, WatchRecord, apps};
 use crate::tasks::TOOL_TASK_KIND;
 use crate::wire::JsonObject;
 use relevo_state::Job;
@@ -432,6 +432,7 @@ impl McpServer {
         principal: &Principal,
         reference: &JsonObject,
         argument: &str,
+        apps: bool,
     ) -> Result<Candidates, McpError> {
         match reference.get("type").and_then(Value::as_str) {
             Some("ref/prompt") => {
@@ -454,6 +455,10 @@ impl McpServer {
                     .app
                     .templates()
                     .find(|t| t.uri_template == uri)
+                    // A view's template is unknown to a client without MCP Apps.
+                    .filter(|t| {
+                        apps || !apps::app_only_resource(&t.uri_template, t.mime_type.as_deref())
+                    })
                     .ok_or_else(|| {
                         McpError::invalid_params(format!("Unknown resource template: {uri}"))
                     })?;
