@@ -24,8 +24,9 @@
 //! How the URI is split: by its structure alone, then checked. Structurally an expression spans
 //! the characters its operator's expansion may hold (its "window": up to the first it cannot,
 //! or the separator past its last value), starts with its operator character when it spans
-//! anything, and spans something when it is `{var}` or `{+var}`; literals occur where the
-//! template puts them. Where the URI allows several splits the earliest expression takes the
+//! anything, and spans something when it is `{var}` or `{+var}`, and each item of a named
+//! expression (`;`, `?`, `&`) names one of its variables; literals occur where the template puts
+//! them. Where the URI allows several splits the earliest expression takes the
 //! longest one. Then each value is bound: checked, percent-decoded, a named variable declared
 //! and named once (see below); a refused value makes the URI match no template, and no other
 //! split is tried. (Before issue 37 every split was tried, so `x://a/..b` matched
@@ -319,6 +320,7 @@ pub(crate) fn match_counted(template: &str, uri: &str) -> (Option<JsonObject>, u
 fn matched(parts: &[Part], uri: &str, steps: &mut usize) -> Option<JsonObject> {
     let n = uri.len();
     let mut feasible: Vec<Vec<bool>> = vec![Vec::new(); parts.len() + 1];
+    let mut names: Vec<Option<Named>> = (0..parts.len()).map(|_| None).collect();
     let mut last = vec![false; n + 1];
     last[n] = true;
     feasible[parts.len()] = last;
@@ -326,7 +328,12 @@ fn matched(parts: &[Part], uri: &str, steps: &mut usize) -> Option<JsonObject> {
         let next = &feasible[k + 1];
         let here = match part {
             Part::Literal(literal) => literal_feasible(uri, literal, next, steps),
-            Part::Expression { op, vars } => expression_feasible(uri, *op, vars, next, steps),
+            Part::Expression { op, vars } => {
+                let named = op.named().then(|| Named::new(uri, *op, vars, steps));
+                let here = expression_feasible(uri, *op, vars, next, named.as_ref(), steps);
+                names[k] = named;
+                here
+            }
         };
         *steps += n + 1;
         if !here.contains(&true) {
@@ -343,7 +350,8 @@ fn matched(parts: &[Part], uri: &str, steps: &mut usize) -> Option<JsonObject> {
         match part {
             Part::Literal(literal) => at += literal.len(),
             Part::Expression { op, vars } => {
-                let end = longest_end(uri, at, *op, vars, &feasible[k + 1], steps)?;
+                let named = names[k].as_ref();
+                let end = longest_end(uri, at, *op, vars, &feasible[k + 1], named, steps)?;
                 bound.extend(bind(*op, vars, &uri[at..end], steps)?);
                 at = end;
             }
@@ -436,6 +444,7 @@ fn expression_feasible(
     op: Op,
     vars: &[Var],
     next: &[bool],
+    named: Option<&Named>,
     steps: &mut usize,
 ) -> Vec<bool> {
     let (n, bytes) = (uri.len(), uri.as_bytes());
@@ -463,7 +472,8 @@ fn expression_feasible(
     // next_feasible[p]: the first feasible end at or after `p` (n + 1 when none).
     let mut next_feasible = vec![n + 1; n + 2];
     for p in (0..=n).rev() {
-        next_feasible[p] = if next[p] { p } else { next_feasible[p + 1] };
+        let good = next[p] && named.is_none_or(|named| named.valid_end[p]);
+        next_feasible[p] = if good { p } else { next_feasible[p + 1] };
         *steps += 1;
     }
     let limit = max_seps(op, vars);
@@ -480,10 +490,80 @@ fn expression_feasible(
         if !starts_here(op, bytes, p) {
             continue;
         }
-        let end = window_end(op, limit, bytes, &seps, &before, misfit[p], p);
+        let mut end = window_end(op, limit, bytes, &seps, &before, misfit[p], p);
+        if let Some(named) = named {
+            end = end.min(named.blocked[p + 1]);
+        }
         here[p] = next_feasible[p + 1] <= end;
     }
     here
+}
+
+/// Where the names of a named expression (`;`, `?`, `&`) allow its expansion to end: part of
+/// its structure, so that `{?q,page}{&lang}` splits `?q=x&lang=en` before `&lang`.
+///
+/// An item starts after the operator character or a separator; its name runs to the first `=`,
+/// separator or character the expansion cannot hold. An expansion may not hold the whole name of
+/// an item that names no variable of the expression (`blocked`), and ends only where its last
+/// item has a declared name: a `=` after it, or the item is the name (`valid_end`).
+struct Named {
+    /// `valid_end[e]`: an expansion may end at `e`.
+    valid_end: Vec<bool>,
+    /// `blocked[p]`: the end of the name of the first item at or after `p` that names no
+    /// variable (`n` when none): no expansion holding an item starting at `p` or later goes past it.
+    blocked: Vec<usize>,
+}
+
+impl Named {
+    fn new(uri: &str, op: Op, vars: &[Var], steps: &mut usize) -> Named {
+        let (n, bytes) = (uri.len(), uri.as_bytes());
+        let marker = |b: u8| b == op.sep() as u8 || Some(b as char) == op.first();
+        let starts = |s: usize| s > 0 && marker(bytes[s - 1]);
+        let longest = vars.iter().map(|v| v.name.len()).max().unwrap_or(0);
+        let declared =
+            |name: &[u8]| name.len() <= longest && vars.iter().any(|v| v.name.as_bytes() == name);
+        // blocked, backwards: each item's name is scanned once (names of items are disjoint).
+        let mut blocked = vec![n; n + 2];
+        let mut name_end = n;
+        for p in (0..=n).rev() {
+            *steps += 1;
+            if p < n && (bytes[p] == b'=' || marker(bytes[p]) || !fits_byte(op, uri, p)) {
+                name_end = p;
+            }
+            blocked[p] = if starts(p) && !declared(&bytes[p..name_end]) {
+                name_end
+            } else {
+                blocked[p + 1]
+            };
+        }
+        // valid_end, forwards: the last item's start and whether a `=` followed it.
+        let mut valid_end = vec![false; n + 1];
+        let (mut start, mut eq) = (None, false);
+        for (e, valid) in valid_end.iter_mut().enumerate() {
+            *steps += 1 + longest.min(e);
+            if starts(e) {
+                (start, eq) = (Some(e), false);
+            }
+            *valid = start.is_some_and(|t| eq || declared(&bytes[t..e]));
+            if bytes.get(e) == Some(&b'=') {
+                eq = true;
+            }
+        }
+        Named { valid_end, blocked }
+    }
+}
+
+/// Whether the character at byte `p` (a boundary, or within a character beyond ASCII, which
+/// every expansion holds) fits an expansion of `op`.
+fn fits_byte(op: Op, uri: &str, p: usize) -> bool {
+    let byte = uri.as_bytes()[p];
+    if byte.is_ascii() {
+        return fits(op, byte as char);
+    }
+    // A character beyond ASCII: a control (U+0080..U+009F) does not fit.
+    uri.get(p..)
+        .and_then(|rest| rest.chars().next())
+        .is_none_or(|c| fits(op, c))
 }
 
 /// The furthest end of an expansion starting at the boundary `p`: the first character it cannot
@@ -518,14 +598,18 @@ fn longest_end(
     op: Op,
     vars: &[Var],
     next: &[bool],
+    named: Option<&Named>,
     steps: &mut usize,
 ) -> Option<usize> {
     let bytes = uri.as_bytes();
     if starts_here(op, bytes, at) {
-        let window = at + window(op, vars, &uri[at..], steps);
+        let mut window = at + window(op, vars, &uri[at..], steps);
+        if let Some(named) = named {
+            window = window.min(named.blocked[at + 1]);
+        }
         for end in (at + 1..=window).rev() {
             *steps += 1;
-            if next[end] {
+            if next[end] && named.is_none_or(|named| named.valid_end[end]) {
                 return Some(end);
             }
         }
@@ -766,6 +850,13 @@ mod reference {
                                 empty_allowed(*op)
                             } else {
                                 op.first().is_none_or(|first| text.starts_with(first))
+                                    && (!op.named()
+                                        || text[1..]
+                                            .split([op.sep(), text.as_bytes()[0] as char])
+                                            .all(|item| {
+                                                let name = item.split('=').next().unwrap_or(item);
+                                                vars.iter().any(|v| v.name == name)
+                                            }))
                             };
                             if shaped && self.walk(part + 1, at + end) {
                                 self.spans.push((part, at, at + end));
@@ -835,6 +926,15 @@ mod tests {
         assert_eq!(
             matched(t, "files://a/c"),
             Some(json!({"root": "a", "dir": "c"}))
+        );
+        assert_eq!(
+            matched("x://{?q,page}{&lang}", "x://?q=x&lang=en"),
+            Some(json!({"q": "x", "lang": "en"})),
+            "an item naming no variable of the query ends it"
+        );
+        assert_eq!(
+            matched("x://{?a,b,c*}{&d*}", "x://?a=&b=&c=&d="),
+            Some(json!({"a": "", "b": "", "c": [""], "d": [""]}))
         );
     }
 
