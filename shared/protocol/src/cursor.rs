@@ -1,6 +1,11 @@
 //! Pagination cursors: opaque to clients, tamper-evident, and self-describing so that any
 //! instance can serve the next page. A cursor is a sealed `{list, offset}`; a cursor for one
 //! list cannot be used on another, and a forged or expired one is `-32602`.
+//!
+//! Threat model: a cursor is the caller's text. Work linear in the input: a cursor over
+//! [`MAX_TOKEN_BYTES`](relevo_state::seal::MAX_TOKEN_BYTES) is refused unread; otherwise it is
+//! split at its dots, its MAC computed once over the signed part (and compared in constant
+//! time), and only then is its payload Base64-decoded and parsed as JSON, each one pass.
 
 use serde_json::{Value, json};
 

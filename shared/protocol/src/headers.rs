@@ -4,6 +4,10 @@
 //! and compared after trimming surrounding whitespace. A header that appears twice is a
 //! mismatch, never "pick one". `Mcp-Name` and `Mcp-Param-*` values may carry the Base64 sentinel
 //! `=?base64?<b64 of UTF-8>?=` (lowercase markers only); anything else is compared literally.
+//!
+//! Threat model: every header value is the caller's. Work linear in the input: each value is
+//! read in one pass (visible ASCII, trim), decoded in one pass (the sentinel's Base64) and
+//! compared once with the body's value; no value is searched or split in a loop.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;

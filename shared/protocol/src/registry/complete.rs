@@ -5,6 +5,9 @@
 //! its partial `value`, and `context.arguments` (the values the client already resolved for
 //! the others); the answer holds at most 100 `values`, an optional `total` and `hasMore`.
 //!
+//! Work linear in the input: the typed value is compared by prefix with each candidate of a
+//! static list (the operator's), once; a completion function gets it as is.
+//!
 //! Invariants:
 //! - A static list ([`PromptArgument::completions`](super::PromptArgument::completions),
 //!   [`ResourceTemplate::complete`](super::ResourceTemplate::complete)) answers the candidates

@@ -30,7 +30,7 @@ pub mod rules;
 pub mod skill;
 mod template;
 mod tool;
-mod uri_template;
+pub(crate) mod uri_template;
 mod watch;
 
 pub use app::{App, TaskAccess};

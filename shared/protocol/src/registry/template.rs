@@ -275,7 +275,10 @@ impl ResourceTemplate {
     /// with prefix modifiers (`{var:3}`), an exploded variable before another, a variable named
     /// twice or adjacent expressions of ambiguous boundary (`{a}{b}`) is refused at
     /// registration ([`rules::uri_template`](super::rules::uri_template)). A URI longer than
-    /// 8 KiB matches nothing.
+    /// 8 KiB matches nothing. The split is decided by the URI's structure (the earliest
+    /// expression takes the longest span the rest of the template can follow), then its values
+    /// are checked: a refused value matches nothing, and no other split is tried. Matching takes
+    /// steps linear in the URI's length, whatever it holds.
     pub fn match_uri(&self, uri: &str) -> Option<JsonObject> {
         uri_template::match_uri(&self.uri_template, uri)
     }

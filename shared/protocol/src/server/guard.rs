@@ -10,6 +10,14 @@
 //! `tools/call`, `tools/list` and the tasks it started; a prompt's for `prompts/get`, its
 //! listing and its completions.
 //!
+//! Work linear in the input: a resource URI costs a lookup among static resources, then
+//! matching linear in its length against each template the caller may read (and, only once one
+//! matched, against the templates before it the caller may not read, whose URI it would be);
+//! a template the caller may not read otherwise costs a comparison with its leading literal, so
+//! a caller that may read no template pays for no matching ([`McpServer::readable`]). A
+//! completion reference is compared once with each prompt name or URI template; a directory URI
+//! once with each skill file's URI.
+//!
 //! Invariants:
 //! - A surface without scopes is public. Which ones are is kept explicit by the enumeration test
 //!   (`tests/tests/surfaces.rs`), which fails for any surface added later without a decision.
@@ -44,6 +52,7 @@ use crate::ladder::ValidRequest;
 use crate::method::Method;
 use crate::quota::{QuotaScope, Quotas, Rate};
 use crate::registry::skill::{DIRECTORY_MIME, SCHEME};
+use crate::registry::uri_template::leading_literal;
 use crate::registry::{Candidates, Handler, Prompt, RegisteredSkill, Tool, WatchRecord, apps};
 use crate::tasks::TOOL_TASK_KIND;
 use crate::wire::JsonObject;
@@ -308,6 +317,21 @@ impl McpServer {
     }
 
     /// The resource `uri` names (a resource's URI, or a template's match), if the caller may read it.
+    ///
+    /// A URI is the first template's (in the app's order) that matches it, the same for every
+    /// caller. The caller pays for matching only templates it may read (linear in the URI's
+    /// length each, [`crate::registry::uri_template`]); a template it may not read costs it a
+    /// comparison with the template's leading literal (`notes://` of `notes://{noteId}`):
+    /// - a template it may read matches: served, unless a template before it that the caller
+    ///   may not read matches too (matched only then, for a caller that already matched one):
+    ///   refused with that template's scopes, as the URI is that template's;
+    /// - none it may read matches, and the URI starts with the leading literal of one it may
+    ///   not read: refused (`insufficient_scope`, 403) with the first such template's scopes,
+    ///   whether or not the URI matches it. So a caller holding no template's scopes is
+    ///   refused before any matching, and learns only that a template it may not read lives
+    ///   under that prefix (not which URIs it matches, nor whether a resource exists there);
+    /// - otherwise "Resource not found" (-32602): the same answer for a URI of no template as
+    ///   for a template's URI whose handler finds nothing.
     pub(crate) fn readable(&self, principal: &Principal, uri: &str) -> Result<Readable, McpError> {
         if let Some(resource) = self.app.find_resource(uri) {
             require(principal, &resource.scopes)?;
@@ -319,19 +343,33 @@ impl McpServer {
                 watch,
             });
         }
-        let (template, arguments) = self
-            .app
-            .templates()
-            .find_map(|t| t.match_uri(uri).map(|vars| (t, vars)))
-            .ok_or_else(|| McpError::resource_not_found(uri))?;
-        require(principal, &template.scopes)?;
-        let (handler, watch) = (template.handler.clone(), template.watch.clone());
-        Ok(Readable {
-            handler,
-            arguments,
-            private: template.per_caller(),
-            watch,
-        })
+        // The templates the caller may not read whose leading literal the URI starts with.
+        let mut unreadable = Vec::new();
+        for template in self.app.templates() {
+            if !principal.holds(&template.scopes) {
+                if uri.starts_with(leading_literal(&template.uri_template)) {
+                    unreadable.push(template);
+                }
+                continue;
+            }
+            let Some(arguments) = template.match_uri(uri) else {
+                continue;
+            };
+            if let Some(before) = unreadable.iter().find(|t| t.match_uri(uri).is_some()) {
+                return Err(McpError::InsufficientScope(before.scopes.clone()));
+            }
+            let (handler, watch) = (template.handler.clone(), template.watch.clone());
+            return Ok(Readable {
+                handler,
+                arguments,
+                private: template.per_caller(),
+                watch,
+            });
+        }
+        match unreadable.first() {
+            Some(template) => Err(McpError::InsufficientScope(template.scopes.clone())),
+            None => Err(McpError::resource_not_found(uri)),
+        }
     }
 
     /// The skills the caller may see, when the app serves any (the extension is declared only

@@ -57,6 +57,12 @@
 //! the stream opens is sent once after the ack. After a terminal state (or once the task is gone)
 //! the id is no longer read.
 //!
+//! Work linear in the input: at most [`MAX_WATCHED`] URIs, each looked up once when the stream
+//! opens through the guard's `readable` (a static resource's lookup, then matching linear in the
+//! URI's length against each template the listener may read, [`crate::registry::uri_template`];
+//! a URI over 8 KiB matches none), never again per poll; at most [`MAX_WATCHED_TASKS`] task ids,
+//! deduplicated among themselves.
+//!
 //! Threat model: an authenticated listener of one tenant (or a leaked token) choosing what to
 //! subscribe to, how many streams to open, and how often to reopen them, to make the operator
 //! pay (store reads, handler runs) or to learn of changes to others' records. Both are bounded
