@@ -57,9 +57,12 @@ async fn a_view_is_listed_and_read_as_mcp_app_html_with_its_csp_in_wire_form() {
         HTML,
         declared(),
     )));
-    let listed = modern(&server, "resources/list").await;
-    let view = &listed["resources"][0];
-    assert_eq!(view["uri"], "ui://views/board");
+    // Listed to a client with MCP Apps (a text-only client is shown no view).
+    let apps = json!({ "extensions": { "io.modelcontextprotocol/ui": {
+        "mimeTypes": ["text/html;profile=mcp-app"] } } });
+    let listed = modern_as(&server, apps, "resources/list", json!({})).await;
+    let view = &listed["result"]["resources"][0];
+    assert_eq!(view["uri"], "ui://views/board", "{listed}");
     assert_eq!(view["mimeType"], "text/html;profile=mcp-app");
     assert_eq!(view["_meta"]["ui"], wire());
 
