@@ -16,7 +16,7 @@ use relevo_protocol::registry::apps::{self, Csp, Permissions, UiMeta};
 use relevo_protocol::registry::rules::{Refused, apps_resource};
 use relevo_protocol::{App, Resource, handler};
 use serde_json::json;
-use support::{modern, modern_as, refusal, serve};
+use support::{modern_as, refusal, serve};
 
 const HTML: &str = "<!doctype html><html><body><p>hello</p></body></html>";
 
