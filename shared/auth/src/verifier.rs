@@ -40,7 +40,7 @@ use std::sync::{Arc, Mutex};
 
 use http::{HeaderMap, StatusCode};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header, errors::ErrorKind};
-use relevo_protocol::auth::AuthFuture;
+use relevo_protocol::auth::{AuthFuture, CheckedFuture};
 use relevo_protocol::{AuthChallenge, Authenticator, Clock, Principal, SystemClock};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -128,15 +128,35 @@ impl BearerAuthenticator {
 
     /// Verifies the `Authorization` header and returns the principal it names.
     pub async fn verify(&self, headers: &HeaderMap) -> Result<Principal, AuthError> {
-        let token = bearer_token(headers)?;
+        self.verify_checked(headers).await.0
+    }
+
+    /// [`BearerAuthenticator::verify`], and whether the token was verified (its signature
+    /// checked: true) rather than recalled as one verified before, or absent (false).
+    async fn verify_checked(&self, headers: &HeaderMap) -> (Result<Principal, AuthError>, bool) {
+        let token = match bearer_token(headers) {
+            Ok(token) => token,
+            Err(error) => return (Err(error), false),
+        };
         let now = self.clock.now_unix();
         let fingerprint: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         if let Some(principal) = self
             .verified
             .recall(&fingerprint, now, self.keys.generation())
         {
-            return Ok(principal);
+            return (Ok(principal), false);
         }
+        (self.verify_signature(token, now, fingerprint).await, true)
+    }
+
+    /// Checks `token`'s signature, claims and scopes at `now`, and remembers its principal
+    /// under `fingerprint` (its SHA-256) when it verifies.
+    async fn verify_signature(
+        &self,
+        token: &str,
+        now: u64,
+        fingerprint: [u8; 32],
+    ) -> Result<Principal, AuthError> {
         let header = decode_header(token).map_err(|_| AuthError::MalformedToken)?;
         if !self.settings.algorithms.contains(&header.alg) {
             return Err(AuthError::AlgorithmNotAllowed);
@@ -329,6 +349,13 @@ impl BearerAuthenticator {
 impl Authenticator for BearerAuthenticator {
     fn authenticate<'a>(&'a self, headers: &'a HeaderMap) -> AuthFuture<'a> {
         Box::pin(async move { self.verify(headers).await.map_err(|e| self.challenge(&e)) })
+    }
+
+    fn authenticate_checked<'a>(&'a self, headers: &'a HeaderMap) -> CheckedFuture<'a> {
+        Box::pin(async move {
+            let (outcome, verified) = self.verify_checked(headers).await;
+            (outcome.map_err(|e| self.challenge(&e)), verified)
+        })
     }
 
     fn insufficient_scope(&self, needed: &[String]) -> AuthChallenge {

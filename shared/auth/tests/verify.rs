@@ -448,3 +448,28 @@ async fn unreachable_jwks_is_503_not_a_pass() {
         StatusCode::SERVICE_UNAVAILABLE
     );
 }
+
+#[tokio::test]
+async fn a_request_says_whether_its_token_was_verified_or_recalled() {
+    use relevo_protocol::Authenticator;
+    let issuer = issuer().await;
+    let verifier = verifier(&issuer, &[]);
+    let token = issuer.key.sign(&claims(json!({}))).unwrap();
+    let (first, verified) = verifier.authenticate_checked(&bearer(&token)).await;
+    assert!(
+        first.is_ok() && verified,
+        "the first sight is a verification"
+    );
+    let (again, verified) = verifier.authenticate_checked(&bearer(&token)).await;
+    assert!(
+        again.is_ok() && !verified,
+        "then it is recalled, not verified"
+    );
+    assert_eq!(first.unwrap(), again.unwrap());
+    let (none, verified) = verifier.authenticate_checked(&HeaderMap::new()).await;
+    assert_eq!(
+        (none.unwrap_err().status, verified),
+        (StatusCode::UNAUTHORIZED, false),
+        "no credential: nothing verified"
+    );
+}

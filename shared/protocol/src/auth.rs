@@ -72,11 +72,24 @@ pub struct AuthChallenge {
 pub type AuthFuture<'a> =
     Pin<Box<dyn Future<Output = Result<Principal, AuthChallenge>> + Send + 'a>>;
 
+/// What [`Authenticator::authenticate_checked`] returns: [`AuthFuture`]'s outcome, and whether
+/// a credential was verified for it.
+pub type CheckedFuture<'a> =
+    Pin<Box<dyn Future<Output = (Result<Principal, AuthChallenge>, bool)> + Send + 'a>>;
+
 /// Verifies the credential on a request.
 pub trait Authenticator: Send + Sync {
     /// Verifies the request's credential (usually `Authorization`) and names the caller, or
     /// refuses.
     fn authenticate<'a>(&'a self, headers: &'a HeaderMap) -> AuthFuture<'a>;
+
+    /// [`Authenticator::authenticate`], and whether it verified a credential (checked a
+    /// signature: true) rather than recalling one verified before or needing none (false). The
+    /// server times the former as the request's `TokenVerification` metric. By default every
+    /// call verifies.
+    fn authenticate_checked<'a>(&'a self, headers: &'a HeaderMap) -> CheckedFuture<'a> {
+        Box::pin(async move { (self.authenticate(headers).await, true) })
+    }
 
     /// The 403 challenge naming every scope an operation needs.
     fn insufficient_scope(&self, needed: &[String]) -> AuthChallenge;
@@ -95,6 +108,10 @@ pub struct NoAuth;
 impl Authenticator for NoAuth {
     fn authenticate<'a>(&'a self, _headers: &'a HeaderMap) -> AuthFuture<'a> {
         Box::pin(async { Ok(Principal::local_unauthenticated()) })
+    }
+
+    fn authenticate_checked<'a>(&'a self, _headers: &'a HeaderMap) -> CheckedFuture<'a> {
+        Box::pin(async { (Ok(Principal::local_unauthenticated()), false) })
     }
 
     fn insufficient_scope(&self, needed: &[String]) -> AuthChallenge {

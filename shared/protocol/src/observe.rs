@@ -9,12 +9,18 @@
 //!
 //! One line per request (CloudWatch Logs bills every byte it ingests). With EMF metrics on
 //! (`RELEVO_METRICS=emf`, what the template sets) the request writes its EMF line
-//! ([`relevo_state::emf`]) and nothing else: `{"level":"INFO","fields":{…},<dimensions>,
-//! <metrics>,"_aws":{…}}`, where `fields` holds the access fields under the names and paths the
-//! access line gives them (`fields.message` is `mcp request`, `fields.trace_id`,
-//! `fields.status`…), so the same Logs Insights queries find it; the function and the latency
-//! are its `Function` dimension and `Latency` metric. With EMF off (the local server's default)
-//! the request writes its access line, `{"timestamp"?,"level":"INFO","fields":{…}}`, as before.
+//! ([`relevo_state::emf`]) and nothing else: `{"fields":{…},<dimensions>,<metrics>,"_aws":{…}}`.
+//! Each fact is on it once: `fields` holds the access fields under the names and paths the
+//! access line gives them (`fields.trace_id`, `fields.status`…) except those a root member
+//! already says: the function and the latency are its `Function` dimension and `Latency`
+//! metric, the method is its `Method` dimension (`fields.method` only when that dimension is
+//! [`emf::OTHER`]: the caller's raw text), a tool call's name is its `Tool` dimension
+//! (`fields.name` only when the two differ), and the line has no `level` (Lambda's log-level
+//! filter takes a line without one as INFO, which it is) and no `message` (its `_aws` member
+//! says what it is). The request count is the `Latency` metric's `SampleCount`, not a metric of
+//! its own. A warm `tools/call` line through the HTTP API is ~470 bytes. With EMF off (the
+//! local server's default) the request writes its access line,
+//! `{"timestamp"?,"level":"INFO","fields":{"message":"mcp request",…}}`, as before.
 //! Lines a handler logs, warnings and errors are written as they are logged, in both modes.
 //!
 //! Logging costs a buffer per line, not a span per request: the handler runs with the request's
@@ -131,51 +137,92 @@ impl RequestLog<'_> {
     }
 
     /// The access fields, in the access line's order: `"message":"mcp request"`, `trace_id`,
-    /// `apigw_request_id` and `lambda_request_id` (when the platform gave them), `function` (on
-    /// the access line), `method`, `name`, `tenant`, `status`, `result_type`, `latency_ms` (on
-    /// the access line: `access_latency` is its value). The EMF line leaves `function` and
-    /// `latency_ms` out: its `Function` dimension and `Latency` metric are the same values.
-    pub(crate) fn push_fields(
+    /// `apigw_request_id` and `lambda_request_id` (when the platform gave them), `function`,
+    /// `method`, `name`, `tenant`, `status`, `result_type`, `latency_ms`.
+    #[cfg(feature = "logging")]
+    pub(crate) fn push_access_fields(
         &self,
         line: &mut Vec<u8>,
         status: u16,
         result_type: &str,
-        access_latency: Option<f64>,
+        latency_ms: f64,
     ) {
         let mut first = true;
         push_key(line, &mut first, "message");
         push_str(line, ACCESS_MESSAGE);
-        let function = access_latency.map(|_| self.function);
-        let text = [
-            ("trace_id", Some(self.trace_id)),
-            ("apigw_request_id", self.ids.apigw.as_deref()),
-            ("lambda_request_id", self.ids.lambda.as_deref()),
-            ("function", function),
-            ("method", Some(self.method)),
-            ("name", Some(self.name)),
-            ("tenant", Some(self.tenant)),
-        ];
-        for (key, value) in text {
-            if let Some(value) = value {
-                push_key(line, &mut first, key);
-                push_str(line, value);
-            }
-        }
+        self.push_named(
+            line,
+            &mut first,
+            [
+                ("trace_id", Some(self.trace_id)),
+                ("apigw_request_id", self.ids.apigw.as_deref()),
+                ("lambda_request_id", self.ids.lambda.as_deref()),
+                ("function", Some(self.function)),
+                ("method", Some(self.method)),
+                ("name", Some(self.name)),
+                ("tenant", Some(self.tenant)),
+            ],
+        );
         push_key(line, &mut first, "status");
         let _ = write!(line, "{status}");
         push_key(line, &mut first, "result_type");
         push_str(line, result_type);
-        if let Some(latency_ms) = access_latency {
-            push_key(line, &mut first, "latency_ms");
-            push_f64(line, latency_ms);
+        push_key(line, &mut first, "latency_ms");
+        push_f64(line, latency_ms);
+    }
+
+    /// The access fields of the EMF line, in the same order, less what the line's root says
+    /// (module docs): no `message`, `function` or `latency_ms`; `method` only when its
+    /// `Method` dimension is not the method itself, `name` only when `tool` (the `Tool`
+    /// dimension, tool calls only) is not the name itself.
+    fn push_emf_fields(
+        &self,
+        line: &mut Vec<u8>,
+        status: u16,
+        result_type: &str,
+        method_dimension: &str,
+        tool: Option<&str>,
+    ) {
+        let mut first = true;
+        let method = (method_dimension != self.method).then_some(self.method);
+        let name = (tool != Some(self.name)).then_some(self.name);
+        self.push_named(
+            line,
+            &mut first,
+            [
+                ("trace_id", Some(self.trace_id)),
+                ("apigw_request_id", self.ids.apigw.as_deref()),
+                ("lambda_request_id", self.ids.lambda.as_deref()),
+                ("method", method),
+                ("name", name),
+                ("tenant", Some(self.tenant)),
+            ],
+        );
+        push_key(line, &mut first, "status");
+        let _ = write!(line, "{status}");
+        push_key(line, &mut first, "result_type");
+        push_str(line, result_type);
+    }
+
+    /// `"key":"value"` for each present value, as JSON strings.
+    fn push_named<const N: usize>(
+        &self,
+        line: &mut Vec<u8>,
+        first: &mut bool,
+        named: [(&str, Option<&str>); N],
+    ) {
+        for (key, value) in named {
+            if let Some(value) = value {
+                push_key(line, first, key);
+                push_str(line, value);
+            }
         }
     }
 
     /// The request's one line with EMF on, without its newline: `{`, then `lead` (members the
-    /// log format puts first: the local format's `"timestamp":…,`), `"level":"INFO"` (Lambda's
-    /// log-level filter reads it; it would assign INFO to a line without one, so the line says
-    /// it), `"fields":{…}` (the access fields, [`RequestLog::push_fields`], so the queries on
-    /// `fields.trace_id`, `fields.status`, `fields.message` find it as they find the access
+    /// log format puts first: the local format's `"timestamp":…,`), `"fields":{…}` (the access
+    /// fields the root does not say, [`RequestLog::push_emf_fields`], so the queries on
+    /// `fields.trace_id`, `fields.status`, `fields.tenant` find it as they find the access
     /// line), then the EMF document of `metrics` ([`RequestMetrics::metrics`]: dimensions,
     /// metrics, `_aws`) for `namespace` at `timestamp_ms`.
     ///
@@ -189,15 +236,20 @@ impl RequestLog<'_> {
         timestamp_ms: u64,
         lead: &[u8],
     ) -> Vec<u8> {
-        let mut line = Vec::with_capacity(1024);
+        let document = metrics.metrics();
+        let mut line = Vec::with_capacity(512);
         line.push(b'{');
         line.extend_from_slice(lead);
-        line.extend_from_slice(b"\"level\":\"INFO\",\"fields\":{");
-        self.push_fields(&mut line, metrics.status, metrics.result_type, None);
+        line.extend_from_slice(b"\"fields\":{");
+        self.push_emf_fields(
+            &mut line,
+            metrics.status,
+            metrics.result_type,
+            method_dimension(metrics.method),
+            metrics.tool_dimension(),
+        );
         line.extend_from_slice(b"},");
-        metrics
-            .metrics()
-            .write_members(&mut line, namespace, timestamp_ms);
+        document.write_members(&mut line, namespace, timestamp_ms);
         line.push(b'}');
         line
     }
@@ -222,6 +274,7 @@ fn push_str(line: &mut Vec<u8>, text: &str) {
     let _ = serde_json::to_writer(&mut *line, text);
 }
 
+#[cfg(feature = "logging")]
 /// A number as `serde_json` writes it (`null` when it is not finite, as before).
 fn push_f64(line: &mut Vec<u8>, value: f64) {
     let _ = serde_json::to_writer(&mut *line, &value);
@@ -314,7 +367,8 @@ pub struct RequestMetrics<'a> {
     /// Time from receipt to answer, in milliseconds: the request's duration (the `Latency`
     /// metric; what Lambda's REPORT line gave as `Duration`, less the Runtime API's round trip).
     pub latency_ms: f64,
-    /// Time spent verifying the credential, in milliseconds, if one was verified.
+    /// Time spent verifying the credential, in milliseconds, if one was verified (a signature
+    /// checked; `None` when it was recalled from the environment's memory or none was needed).
     pub token_ms: Option<f64>,
     /// Whether this was the first request of the process (a Lambda cold start: what REPORT's
     /// `Init Duration` told).
@@ -327,12 +381,25 @@ fn to_micros(ms: f64) -> f64 {
 }
 
 impl RequestMetrics<'_> {
+    /// The `Tool` dimension: for `tools/call`, the tool the call resolved to if the caller may
+    /// see it, else [`emf::OTHER`]; no dimension for other methods.
+    pub fn tool_dimension(&self) -> Option<&str> {
+        (method_dimension(self.method) == Method::ToolsCall.as_str())
+            .then(|| self.tool.unwrap_or(emf::OTHER))
+    }
+
     /// The EMF document: for the whole deployment (no dimensions: what alarms read), by
     /// function and method, and by function, method and tool for tool calls (a call that did
-    /// not resolve to a tool the caller may see counts as tool [`emf::OTHER`]). `InputRequired`
-    /// counts MRTR rounds (answers of `resultType: input_required`). Latencies to the
-    /// microsecond. No properties: the request's line writes its access fields before these
-    /// (module docs).
+    /// not resolve to a tool the caller may see counts as tool [`emf::OTHER`]).
+    ///
+    /// `Latency` is on every line, so its `SampleCount` is the request count (no `Requests`
+    /// metric: 32 bytes a line for a figure the statistic already gives); it carries no unit
+    /// (milliseconds, to the microsecond; a unit is 22 bytes a line and changes no statistic or
+    /// alarm). `InputRequired` counts MRTR rounds (answers of `resultType: input_required`).
+    /// `TokenVerification` is the time a credential's verification took, on the lines of the
+    /// requests whose credential was verified (a signature checked), not of those recalled
+    /// from the environment's memory of verified tokens. No properties: the request's line
+    /// writes its access fields before these (module docs).
     pub fn metrics(&self) -> Metrics {
         let method = method_dimension(self.method);
         let mut metrics = Metrics::new()
@@ -340,20 +407,16 @@ impl RequestMetrics<'_> {
             .dimension("Method", method)
             .by(&[])
             .by(&["Function", "Method"]);
-        if method == Method::ToolsCall.as_str() {
-            let tool = self.tool.unwrap_or(emf::OTHER);
+        if let Some(tool) = self.tool_dimension() {
             metrics = metrics
                 .dimension("Tool", tool)
                 .by(&["Function", "Method", "Tool"]);
         }
-        metrics = metrics.metric("Requests", 1.0, Unit::None).metric(
-            "Latency",
-            to_micros(self.latency_ms),
-            Unit::Milliseconds,
-        );
+        metrics = metrics.metric("Latency", to_micros(self.latency_ms), Unit::None);
         // A counter that is 0 is left off the line: a Sum (what every alarm and dashboard of
         // the template reads, missing data not breaching) is the same, and a request's line is
-        // ~270 bytes shorter. An Average of a counter means nothing then: divide Sums instead.
+        // ~270 bytes shorter. An Average of a counter means nothing then: divide Sums by the
+        // SampleCount of Latency instead.
         for (counter, counts) in [
             ("ClientErrors", (400..500).contains(&self.status)),
             ("ServerErrors", self.status >= 500),

@@ -427,13 +427,11 @@ impl McpServer {
             Err(Rejection { id, error }) => Err(error_reply(id.as_ref(), &error)),
             Ok(()) => {
                 let verifying = Instant::now();
-                let principal = self
-                    .auth
-                    .authenticate(request.headers())
-                    .await
-                    .map_err(|c| challenge_reply(&c));
-                seen.token_ms = Some(verifying.elapsed().as_secs_f64() * 1000.0);
-                principal
+                let (principal, verified) = self.auth.authenticate_checked(request.headers()).await;
+                if verified {
+                    seen.token_ms = Some(verifying.elapsed().as_secs_f64() * 1000.0);
+                }
+                principal.map_err(|c| challenge_reply(&c))
             }
         };
         let principal = match principal {

@@ -41,7 +41,6 @@ pub const OTHER: &str = "(other)";
 /// Every metric name the code writes (requests, jobs, the reconciler, the ledger): what an
 /// alarm or a dashboard may read (the deploy check refuses any other name).
 pub const PUBLISHED: &[&str] = &[
-    "Requests",
     "Latency",
     "ClientErrors",
     "ServerErrors",
@@ -311,7 +310,7 @@ mod tests {
             .dimension("Tool", "")
             .by(&["Method"])
             .by(&["Method", "Tool", "Absent"])
-            .metric("Requests", 1.0, Unit::Count)
+            .metric("ClientErrors", 1.0, Unit::Count)
             .metric("Latency", 2.5, Unit::Milliseconds)
             .metric("Latency", 9.0, Unit::Milliseconds)
             .metric("JobRetries", f64::NAN, Unit::Count)
@@ -331,7 +330,7 @@ mod tests {
         );
         assert_eq!(
             directive["Metrics"],
-            json!([{"Name": "Requests", "Unit": "Count"}, {"Name": "Latency", "Unit": "Milliseconds"}])
+            json!([{"Name": "ClientErrors", "Unit": "Count"}, {"Name": "Latency", "Unit": "Milliseconds"}])
         );
         assert_eq!(line["_aws"]["Timestamp"], 1_700_000_000_000u64);
     }
@@ -342,7 +341,7 @@ mod tests {
             .dimension("Function", "tools-call")
             .by(&[])
             .by(&["Function"])
-            .metric("Requests", 1.0, Unit::Count)
+            .metric("ClientErrors", 1.0, Unit::Count)
             .property("traceId", "abc");
         let mut line = b"{\"level\":\"INFO\",".to_vec();
         metrics.write_members(&mut line, "Relevo", 7);
@@ -351,9 +350,9 @@ mod tests {
         assert_eq!(
             line,
             concat!(
-                r#"{"level":"INFO","traceId":"abc","Function":"tools-call","Requests":1,"#,
+                r#"{"level":"INFO","traceId":"abc","Function":"tools-call","ClientErrors":1,"#,
                 r#""_aws":{"Timestamp":7,"CloudWatchMetrics":[{"Namespace":"Relevo","#,
-                r#""Dimensions":[[],["Function"]],"Metrics":[{"Name":"Requests","Unit":"Count"}]}]}}"#
+                r#""Dimensions":[[],["Function"]],"Metrics":[{"Name":"ClientErrors","Unit":"Count"}]}]}}"#
             )
         );
         assert_eq!(

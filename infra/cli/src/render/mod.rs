@@ -616,8 +616,8 @@ fn reports(config: &Config) -> String {
 const DASHBOARD_WIDGETS: &[(bool, &str)] = &[
     (
         false,
-        r#"          {"type": "metric", "x": 0, "y": 0, "width": 12, "height": 6, "properties": {"title": "Requests by method", "region": "${AWS::Region}", "stat": "Sum", "period": 300,
-            "metrics": [[{"expression": "SEARCH('{Relevo/${AWS::StackName},Function,Method} MetricName=\"Requests\"', 'Sum', 300)", "id": "requests"}]]}}"#,
+        r#"          {"type": "metric", "x": 0, "y": 0, "width": 12, "height": 6, "properties": {"title": "Requests by method", "region": "${AWS::Region}", "stat": "SampleCount", "period": 300,
+            "metrics": [[{"expression": "SEARCH('{Relevo/${AWS::StackName},Function,Method} MetricName=\"Latency\"', 'SampleCount', 300)", "id": "requests"}]]}}"#,
     ),
     (
         false,

@@ -5,9 +5,9 @@
 //! Three writers, one line per request ([`crate::observe`]):
 //! - a request's line (`RequestLog::served` in [`crate::observe`]) is formatted straight from
 //!   the request's fields: no tracing event, no formatter, no span on the request path. With
-//!   metrics on it is the request's EMF line, `{"timestamp"?,"level":"INFO","fields":{…},
-//!   <dimensions>,<metrics>,"_aws":{…}}`, the access fields under `fields` as the access line
-//!   has them (less `function` and `latency_ms`: its `Function` dimension and `Latency` metric);
+//!   metrics on it is the request's EMF line, `{"timestamp"?,"fields":{…},<dimensions>,
+//!   <metrics>,"_aws":{…}}`, the access fields under `fields` as the access line has them, less
+//!   what its root says (the function, method, tool name and latency; [`crate::observe`]);
 //!   with metrics off it is the access line (target `relevo_protocol::server`, INFO),
 //!   `{"timestamp"?,"level","fields":{…},"span"?:{…}}`, what tracing-subscriber's JSON
 //!   formatter wrote before, so operators' queries keep their paths;
@@ -277,11 +277,11 @@ pub(crate) fn write_served(fields: &RequestLog<'_>, metrics: &RequestMetrics<'_>
         }
         let mut line = Vec::with_capacity(512);
         lines.begin(&mut line, &Level::INFO);
-        fields.push_fields(
+        fields.push_access_fields(
             &mut line,
             metrics.status,
             metrics.result_type,
-            Some(metrics.latency_ms),
+            metrics.latency_ms,
         );
         line.push(b'}');
         if let (Some(registry), Some(id)) = (
@@ -1054,15 +1054,14 @@ mod tests {
     /// ours, the dimensions, the request's metrics (`emf::PUBLISHED` lists them first, in the
     /// order the line writes them; `TokenVerification` when a credential was checked), `_aws`.
     fn emf_root(token: bool) -> Vec<&'static str> {
-        // A counter that is 0 (every one but `Requests`, for a successful warm request) is left
-        // off the line.
+        // A counter that is 0 (every one, for a successful warm request) is left off the line.
         let metrics = relevo_state::emf::PUBLISHED
             .iter()
             .copied()
             .take_while(|metric| *metric != "JobsProcessed")
-            .filter(|metric| matches!(*metric, "Requests" | "Latency" | "TokenVerification"))
+            .filter(|metric| matches!(*metric, "Latency" | "TokenVerification"))
             .filter(|metric| token || *metric != "TokenVerification");
-        ["level", "fields", "Function", "Method", "Tool"]
+        ["fields", "Function", "Method", "Tool"]
             .into_iter()
             .chain(metrics)
             .chain(["_aws"])
@@ -1092,40 +1091,35 @@ mod tests {
             let text = logs.text();
             assert_eq!(text.matches('\n').count(), 1, "{format:?}: {text}");
             let root = members(text.trim_end());
-            // A credential was checked (NoAuth's): its time is a metric too.
-            let mut expected = emf_root(true);
+            // No credential was verified (NoAuth needs none): no TokenVerification.
+            let mut expected = emf_root(false);
             if format == LogFormat::Local {
                 expected.insert(0, "timestamp");
             }
             assert_eq!(names(&root), expected, "{text}");
             let line = &logs.lines()[0];
-            assert_eq!(line["level"], "INFO", "Lambda's level filter reads it");
+            // No level: Lambda's filter reads a line without one as INFO, which it is.
+            assert!(line.get("level").is_none(), "{text}");
             let fields = &line["fields"];
+            // The method and the tool's name are the Method and Tool dimensions: not twice.
             assert_eq!(
                 keys_of(&text, "\"fields\":"),
                 [
-                    "message",
                     "trace_id",
                     "apigw_request_id",
                     "lambda_request_id",
-                    "method",
-                    "name",
                     "tenant",
                     "status",
                     "result_type"
                 ],
                 "{text}"
             );
-            assert_eq!(fields["message"], "mcp request");
             assert_eq!(fields["trace_id"].as_str().map(str::len), Some(32));
             assert_eq!(
                 (&fields["apigw_request_id"], &fields["lambda_request_id"]),
                 (&json!("apigw-3"), &json!("lambda-3"))
             );
-            assert_eq!(
-                (&fields["method"], &fields["name"], &fields["tenant"]),
-                (&json!("tools/call"), &json!("quiet"), &json!("local"))
-            );
+            assert_eq!(fields["tenant"], json!("local"));
             assert_eq!(
                 (&fields["status"], &fields["result_type"]),
                 (&json!(200), &json!("complete"))
@@ -1134,7 +1128,6 @@ mod tests {
                 (&line["Function"], &line["Method"], &line["Tool"]),
                 (&json!("mcp"), &json!("tools/call"), &json!("quiet"))
             );
-            assert_eq!(line["Requests"], 1.0);
             assert!(line["Latency"].is_f64(), "the request's duration: {text}");
             let directive = &line["_aws"]["CloudWatchMetrics"][0];
             assert_eq!(directive["Namespace"], NAMESPACE);
@@ -1163,16 +1156,27 @@ mod tests {
         };
         let line = fields.emf_line(&metrics, "Relevo/prod", 1_796_544_016_758, b"");
         let golden = concat!(
-            r#"{"level":"INFO","fields":{"message":"mcp request","trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","#,
+            r#"{"fields":{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","#,
             r#""apigw_request_id":"apigw-1","lambda_request_id":"8476a536-e9f4-11e8-9739-2dfe598c3fcd","#,
-            r#""method":"tools/call","name":"greet","tenant":"acme","status":200,"result_type":"complete"},"#,
-            r#""Function":"tools-call","Method":"tools/call","Tool":"greet","Requests":1,"Latency":0.349,"#,
+            r#""tenant":"acme","status":200,"result_type":"complete"},"#,
+            r#""Function":"tools-call","Method":"tools/call","Tool":"greet","Latency":0.349,"#,
             r#""TokenVerification":0.036,"_aws":{"Timestamp":1796544016758,"CloudWatchMetrics":[{"#,
             r#""Namespace":"Relevo/prod","Dimensions":[[],["Function","Method"],["Function","Method","Tool"]],"#,
-            r#""Metrics":[{"Name":"Requests"},{"Name":"Latency","Unit":"Milliseconds"},"#,
-            r#"{"Name":"TokenVerification","Unit":"Milliseconds"}]}]}}"#
+            r#""Metrics":[{"Name":"Latency"},{"Name":"TokenVerification","Unit":"Milliseconds"}]}]}}"#
         );
         assert_eq!(String::from_utf8(line).expect("UTF-8"), golden);
+        // Recalled: no TokenVerification; a call that did not resolve keeps the caller's name.
+        let recalled = RequestMetrics {
+            token_ms: None,
+            ..served(&fields, None)
+        };
+        let line = fields.emf_line(&recalled, "Relevo/prod", 1_796_544_016_758, b"");
+        let line: Value = serde_json::from_slice(&line).expect("JSON");
+        assert!(line.get("TokenVerification").is_none(), "{line}");
+        assert_eq!(
+            (&line["Tool"], &line["fields"]["name"]),
+            (&json!(relevo_state::emf::OTHER), &json!("greet"))
+        );
     }
 
     #[tokio::test(flavor = "current_thread")]
@@ -1186,7 +1190,7 @@ mod tests {
             assert_eq!(call(&server(), "quiet", "", ids(1)).await, 200);
             let lines = logs.lines();
             assert_eq!(lines.len(), 1, "{filter}: {}", logs.text());
-            assert_eq!(lines[0]["fields"]["message"], "mcp request");
+            assert_eq!(lines[0]["fields"]["status"], 200);
             assert!(lines[0]["_aws"].is_object());
         }
     }
@@ -1286,13 +1290,19 @@ mod tests {
                     json!([[], ["Function", "Method"]])
                 }
             );
-            // The caller's text is in `fields`, exactly as sent (names cut), and nowhere else.
-            prop_assert_eq!(&line["fields"], &json!({
-                "message": "mcp request", "trace_id": "t",
-                "apigw_request_id": apigw, "lambda_request_id": lambda,
-                "method": bounded(&method), "name": bounded(&name), "tenant": bounded(&tenant),
-                "status": 200, "result_type": "complete"
-            }));
+            // The caller's text is in `fields`, exactly as sent (names cut), and nowhere else;
+            // the method and name only where a dimension does not already say them.
+            let mut expected = json!({
+                "trace_id": "t", "apigw_request_id": apigw, "lambda_request_id": lambda,
+                "tenant": bounded(&tenant), "status": 200, "result_type": "complete"
+            });
+            if method_dimension != fields.method {
+                expected["method"] = json!(bounded(&method));
+            }
+            if !(known && resolved && fields.name == "greet") {
+                expected["name"] = json!(bounded(&name));
+            }
+            prop_assert_eq!(&line["fields"], &expected);
         }
     }
 
