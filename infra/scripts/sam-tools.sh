@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
 # sam-tools.sh: the SAM CLI (and the SAM translator it ships), cfn-lint and cargo-lambda, all from
-# PyPI, pinned, in .tools/sam; installed once per set of versions. A checker that changes under
-# us is not a check: cfn-lint 1.51 reported the template's old cycle (E3004), 1.58 does not.
+# PyPI, pinned, at .tools/sam: a link into the per-user tools cache
+# (${RELEVO_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/relevo/tools}/sam-HASH, see lib.sh),
+# installed once per set of versions and Python. A checker that changes under us is not a check:
+# cfn-lint 1.51 reported the template's old cycle (E3004), 1.58 does not.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 venv="$root/.tools/sam"
 pins=(aws-sam-cli==1.170.0 cfn-lint==1.58.0 cargo-lambda==1.9.2)
 check="import importlib.metadata as m, sys; want = dict(p.split('==') for p in sys.argv[1:]); sys.exit(any(m.version(n) != v for n, v in want.items()))"
-if ! "$venv/bin/python" -c "$check" "${pins[@]}" 2>/dev/null; then
-  echo "sam-tools: installing ${pins[*]} into $venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "${pins[@]}"
-fi
+ensure_venv "$venv" "$check" "${pins[@]}"

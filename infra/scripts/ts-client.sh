@@ -2,7 +2,8 @@
 # Runs the official TypeScript SDK v1 client (@modelcontextprotocol/sdk 1.32: the initialize
 # handshake, 2025-11-25) through the shop on two gateway processes behind a round-robin proxy, so
 # a checkout's elicitation answer reaches the other process than the call that asked.
-# Installs Node 22 and the SDK from the npm registry into .tools/ts-client (git-ignored) once.
+# Installs Node 22 and the SDK from the npm registry once per user at .tools/ts-client
+# (git-ignored; a link into the tools cache, see lib.sh).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 sdk_version="1.32.2"

@@ -3,7 +3,8 @@
 # revision 2026-07-28: server/discover, no initialize, no session) through the shop on two gateway
 # processes behind a round-robin proxy: discover, tools/list, a tool call, a checkout whose MRTR
 # retry reaches the other process, and a subscriptions/listen stream that hears of a change made
-# on the other process. Installs Node 22 and the SDK into .tools/ts2-client (git-ignored) once.
+# on the other process. Installs Node 22 and the SDK once per user at .tools/ts2-client
+# (git-ignored; a link into the tools cache, see lib.sh).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 sdk_version="2.4.0"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # with-moto.sh COMMAND...: runs COMMAND with a local DynamoDB + SQS emulator (moto server, from
-# PyPI, installed into .tools/moto on first use) on a free loopback port, exported to the command
-# as RELEVO_TEST_AWS_ENDPOINT; stops the emulator afterwards, whatever the command's outcome.
+# PyPI, installed on first use at .tools/moto, a link into the per-user tools cache, see lib.sh)
+# on a free loopback port, exported to the command as RELEVO_TEST_AWS_ENDPOINT; stops the emulator
+# afterwards, whatever the command's outcome.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 moto_version="5.2.5"
