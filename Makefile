@@ -1,4 +1,4 @@
-# Relevo — the two commands: `make run` and `make test`.
+# Relevo — the two commands: `make run` and `make test` (and `make check`, the inner loop).
 SHELL := /bin/bash
 APP ?= shop
 PORT ?= 8080
@@ -9,7 +9,7 @@ SUB ?= developer
 SCOPES ?= notes:read notes:write
 CARGO ?= cargo
 
-.PHONY: new-app starter run run-lambda build sam-build deploy logs token test unit lint fmt package validate conformance clients browser bench bench-smoke bench-durable release-size size size-test clean
+.PHONY: new-app starter run run-lambda build sam-build deploy logs token test check unit lint fmt package validate conformance clients browser bench bench-smoke bench-durable release-size size size-test clean
 
 ## run: the server on http://127.0.0.1:$(PORT)/mcp (APP=shop|conformance, ROUTING=per-method|single, AUTH=dev|required|off)
 GATEWAY_PACKAGE = $(if $(filter conformance,$(APP)),-p relevo-conformance --bin relevo-conformance-gateway,-p relevo-gateway --bin relevo-gateway)
@@ -33,7 +33,16 @@ token:
 	@$(CARGO) run --quiet -p relevo-gateway --bin relevo-token -- --tenant "$(TENANT)" --sub "$(SUB)" --scopes "$(SCOPES)"
 
 ## test: lint, the publishable crates' metadata and packages, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python and TypeScript SDK clients, the approval page and the approval app in Chromium, the benchmark harness in its short mode, every function under 8,000,000 bytes as `sam build` builds it for the template's architecture
-test: lint package validate unit conformance clients browser iam-report starter bench-smoke size-test
+## Its stages run in this order, each through infra/scripts/stages.sh, which prints each one's duration as
+## it ends ("make test: stage unit took 612 s") and a table of them all and the total; the first to fail stops it.
+TEST_STAGES = lint package validate unit conformance clients browser iam-report starter bench-smoke size-test
+test:
+	@infra/scripts/stages.sh "make test" $(MAKE) $(TEST_STAGES)
+
+## check: the inner loop: cargo fmt --check, clippy -D warnings over the workspace, and the cargo tests of
+## the workspace crates changed relative to origin/main (or main; CHECK_BASE=ref), with the moto emulator
+check:
+	CARGO="$(CARGO)" infra/scripts/check.sh
 
 ## new-app: `cargo relevo new DIR` with this checkout's cargo-relevo (README "Your first tool"); the
 ## project depends on relevo by version, not on this checkout
@@ -76,7 +85,7 @@ package:
 FUNCTIONS = $(shell infra/scripts/functions.sh)
 ARCH ?= arm64
 
-## build: every function as a Lambda zip (release, cargo-lambda from PyPI into .tools/sam), with its size
+## build: every function as a Lambda zip (release, cargo-lambda from PyPI at .tools/sam, a link into the tools cache), with its size
 build:
 	infra/scripts/sam-tools.sh
 	PATH="$(CURDIR)/.tools/sam/bin:$$PATH" cargo lambda build --release --$(ARCH) --output-format zip $(addprefix --bin ,$(FUNCTIONS))
@@ -154,6 +163,8 @@ release-size:
 	$(CARGO) build --release --quiet -p relevo-functions --bin tools-call
 	@stat -c '%s bytes  target/release/tools-call' target/release/tools-call
 
+## clean: cargo clean, and the checkout's links to the tools cache (.tools, .venv); the shared per-user
+## cache itself (${RELEVO_TOOLS_CACHE:-${XDG_CACHE_HOME:-~/.cache}/relevo/tools}) stays: remove it by hand
 clean:
 	$(CARGO) clean
 	rm -rf .tools .venv
