@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers shared by the scripts that start local servers for a test run.
 # Source it; it defines: root, xtask, translated, free_port, start_gateway, start_lambda_mode,
 # stop_gateway.
