@@ -89,6 +89,8 @@ pub struct Invocations {
     pub log_lines: f64,
     /// AWS calls per warm invocation, by `X-Amz-Target`.
     pub aws_calls: Vec<(String, f64)>,
+    /// The CPU per invocation of each round, in the order taken ([`measure`]).
+    pub round_cpu_us: Vec<f64>,
 }
 
 impl Invocations {
@@ -106,6 +108,7 @@ impl Invocations {
             log_bytes: 0.0,
             log_lines: 0.0,
             aws_calls: Vec::new(),
+            round_cpu_us: Vec::new(),
         }
     }
 
@@ -119,89 +122,149 @@ impl Invocations {
     }
 }
 
-/// Runs the child for every subject and gathers its lines.
+/// Runs the child for every subject, `rounds` times in turn (subject after subject, then again),
+/// and gathers its lines: each subject's figure is the round with the median CPU per invocation,
+/// its wall p50 and p99 the medians of the rounds', its cold starts those of every round.
+///
+/// Why rounds: on this machine the CPU an invocation takes drifts by ±30 % over minutes (the
+/// hypervisor, frequency, caches), more than the differences measured. One child per subject,
+/// run one after the other, compares subjects at different moments; rounds taken in turn put
+/// each subject in every moment, and the median round leaves out a round that met a burst.
 pub async fn measure(
     bin_dir: &Path,
     peer_dir: &Path,
     work: &Path,
     template: &Path,
+    plan: Plan,
+    rig: Rig,
+) -> Result<Vec<Invocations>, Error> {
+    let Plan {
+        count,
+        cold,
+        rounds,
+    } = plan;
+    let mut by_subject: Vec<Vec<Invocations>> = vec![Vec::new(); SUBJECTS.len()];
+    for round in 0..rounds.max(1) {
+        for (at, (subject, file, ..)) in SUBJECTS.iter().enumerate() {
+            let dir = if file.starts_with("peer-") {
+                peer_dir
+            } else {
+                bin_dir
+            };
+            // The cold starts asked for in the first round; one (the warm process) after it.
+            let cold = if round == 0 { cold } else { 1 };
+            let measured =
+                run_child(subject, &dir.join(file), work, template, count, cold, rig).await?;
+            by_subject[at].push(measured);
+        }
+    }
+    Ok(by_subject.into_iter().map(median_round).collect())
+}
+
+/// How much [`measure`] runs: `count` warm invocations a round, `cold` fresh processes in the
+/// first round, `rounds` rounds.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    pub count: u64,
+    pub cold: usize,
+    pub rounds: usize,
+}
+
+/// One subject's figure from its rounds (see [`measure`]).
+fn median_round(mut rounds: Vec<Invocations>) -> Invocations {
+    let median = |mut values: Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    let cpus: Vec<f64> = rounds.iter().map(|r| r.cpu_us).collect();
+    let p50 = median(rounds.iter().map(|r| r.wall_p50_us).collect());
+    let p99 = median(rounds.iter().map(|r| r.wall_p99_us).collect());
+    let colds: Vec<u64> = rounds.iter().flat_map(|r| r.cold_micros.clone()).collect();
+    let mut sorted = cpus.clone();
+    sorted.sort_by(f64::total_cmp);
+    let middle = sorted[sorted.len() / 2];
+    let at = cpus.iter().position(|c| *c == middle).unwrap_or(0);
+    let mut figure = rounds.swap_remove(at);
+    figure.wall_p50_us = p50;
+    figure.wall_p99_us = p99;
+    figure.cold_micros = colds;
+    figure.round_cpu_us = cpus;
+    figure
+}
+
+/// Runs the `invocations` child once for `subject` and parses its lines.
+async fn run_child(
+    subject: &str,
+    binary: &Path,
+    work: &Path,
+    template: &Path,
     count: u64,
     cold: usize,
     rig: Rig,
-) -> Result<Vec<Invocations>, Error> {
-    let mut results = Vec::new();
-    for (subject, file, ..) in SUBJECTS {
-        let dir = if file.starts_with("peer-") {
-            peer_dir
-        } else {
-            bin_dir
-        };
-        let binary = dir.join(file);
-        let mut command = Rig::command(rig.load_core, &std::env::current_exe()?);
-        command
-            .arg("invocations")
-            .arg("--subject")
-            .arg(subject)
-            .arg("--binary")
-            .arg(&binary);
-        command
-            .args([
-                "--count",
-                &count.to_string(),
-                "--cold",
-                &cold.to_string(),
-                "--work",
-            ])
-            .arg(work)
-            .arg("--template")
-            .arg(template);
-        let logs = work.join("logs").join(slug(subject));
-        let _ = std::fs::remove_dir_all(&logs);
-        command.env("RELEVO_LAMBDA_LOG_DIR", &logs);
-        if let Some(core) = rig.server_core {
-            command.args(["--server-core", &core.to_string()]);
-        }
-        let output = command
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output()
-            .await?;
-        if !output.status.success() {
-            return Err(format!("{subject}: {}", String::from_utf8_lossy(&output.stderr)).into());
-        }
-        let mut measured = Invocations {
-            subject: subject.into(),
-            binary_bytes: std::fs::metadata(&binary)?.len(),
-            ..Invocations::empty()
-        };
-        for line in String::from_utf8_lossy(&output.stdout).lines() {
-            let fields: Vec<&str> = line.split('\t').collect();
-            match fields.as_slice() {
-                ["invocation", "cold", micros] => measured.cold_micros.push(micros.parse()?),
-                ["invocation", "warm", count, cpu, p50, p99, rss, foreign] => {
-                    measured.count = count.parse()?;
-                    measured.cpu_us = cpu.parse()?;
-                    measured.wall_p50_us = p50.parse()?;
-                    measured.wall_p99_us = p99.parse()?;
-                    measured.peak_rss_kib = rss.parse()?;
-                    measured.foreign_share = foreign.parse()?;
-                }
-                ["invocation", "log", bytes, lines] => {
-                    measured.log_bytes = bytes.parse()?;
-                    measured.log_lines = lines.parse()?;
-                }
-                ["invocation", "calls", target, per] => {
-                    measured.aws_calls.push((target.to_string(), per.parse()?));
-                }
-                _ => {}
-            }
-        }
-        if measured.count == 0 {
-            return Err(format!("{subject}: the child reported no warm invocations").into());
-        }
-        results.push(measured);
+) -> Result<Invocations, Error> {
+    let mut command = Rig::command(rig.load_core, &std::env::current_exe()?);
+    command
+        .arg("invocations")
+        .arg("--subject")
+        .arg(subject)
+        .arg("--binary")
+        .arg(binary);
+    command
+        .args([
+            "--count",
+            &count.to_string(),
+            "--cold",
+            &cold.to_string(),
+            "--work",
+        ])
+        .arg(work)
+        .arg("--template")
+        .arg(template);
+    let logs = work.join("logs").join(slug(subject));
+    let _ = std::fs::remove_dir_all(&logs);
+    command.env("RELEVO_LAMBDA_LOG_DIR", &logs);
+    if let Some(core) = rig.server_core {
+        command.args(["--server-core", &core.to_string()]);
     }
-    Ok(results)
+    let output = command
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await?;
+    if !output.status.success() {
+        return Err(format!("{subject}: {}", String::from_utf8_lossy(&output.stderr)).into());
+    }
+    let mut measured = Invocations {
+        subject: subject.into(),
+        binary_bytes: std::fs::metadata(binary)?.len(),
+        ..Invocations::empty()
+    };
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let fields: Vec<&str> = line.split('\t').collect();
+        match fields.as_slice() {
+            ["invocation", "cold", micros] => measured.cold_micros.push(micros.parse()?),
+            ["invocation", "warm", count, cpu, p50, p99, rss, foreign] => {
+                measured.count = count.parse()?;
+                measured.cpu_us = cpu.parse()?;
+                measured.wall_p50_us = p50.parse()?;
+                measured.wall_p99_us = p99.parse()?;
+                measured.peak_rss_kib = rss.parse()?;
+                measured.foreign_share = foreign.parse()?;
+            }
+            ["invocation", "log", bytes, lines] => {
+                measured.log_bytes = bytes.parse()?;
+                measured.log_lines = lines.parse()?;
+            }
+            ["invocation", "calls", target, per] => {
+                measured.aws_calls.push((target.to_string(), per.parse()?));
+            }
+            _ => {}
+        }
+    }
+    if measured.count == 0 {
+        return Err(format!("{subject}: the child reported no warm invocations").into());
+    }
+    Ok(measured)
 }
 
 /// The options of the child.
@@ -488,6 +551,29 @@ pub(crate) fn pid_of(binary: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_subject_is_its_median_round_by_cpu_with_median_walls_and_every_cold_start() {
+        let round = |cpu: f64, p50: f64, cold: &[u64], rss: u64| Invocations {
+            cpu_us: cpu,
+            wall_p50_us: p50,
+            wall_p99_us: p50 * 3.0,
+            cold_micros: cold.to_vec(),
+            peak_rss_kib: rss,
+            count: 10,
+            ..Invocations::empty()
+        };
+        let figure = median_round(vec![
+            round(150.0, 300.0, &[9, 8], 1),
+            round(100.0, 200.0, &[7], 2),
+            round(120.0, 100.0, &[6], 3),
+        ]);
+        assert_eq!(figure.cpu_us, 120.0);
+        assert_eq!(figure.peak_rss_kib, 3, "the median round's own record");
+        assert_eq!((figure.wall_p50_us, figure.wall_p99_us), (200.0, 600.0));
+        assert_eq!(figure.cold_micros, [9, 8, 7, 6]);
+        assert_eq!(figure.round_cpu_us, [150.0, 100.0, 120.0]);
+    }
 
     #[test]
     fn log_bytes_leave_out_the_local_log_stream_field_and_newlines() {

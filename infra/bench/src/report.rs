@@ -18,6 +18,9 @@ use crate::invocations::{self, Invocations};
 use crate::leases::{self, Simulated};
 use crate::load::{self, Call, Error, Measured, Server};
 use crate::rig::{NOISY_SHARE, Rig};
+
+/// Rounds of the Runtime API rows in the full run ([`invocations::measure`]).
+const INVOCATION_ROUNDS: usize = 5;
 use crate::sidebyside::{self, SideBySide};
 
 /// One row of the HTTP table.
@@ -216,14 +219,25 @@ pub async fn run(options: &Options) -> Result<String, Error> {
     .await?;
 
     eprintln!("invocations under the Runtime API, concurrency 1");
-    let (count, cold) = if options.short { (20, 1) } else { (5000, 7) };
+    let plan = if options.short {
+        invocations::Plan {
+            count: 20,
+            cold: 1,
+            rounds: 1,
+        }
+    } else {
+        invocations::Plan {
+            count: 2000,
+            cold: 7,
+            rounds: INVOCATION_ROUNDS,
+        }
+    };
     let invocations = invocations::measure(
         &options.bin_dir,
         &options.peer_dir,
         &work,
         &options.template,
-        count,
-        cold,
+        plan,
         rig,
     )
     .await?;
@@ -628,7 +642,10 @@ fn render(
         md,
         "`tools/call greet` as a REST API proxy event through the local Lambda Runtime API, one \
          invocation after another in one warm process (the function on the server core, the Runtime \
-         API on the load core). CPU/invocation = the function process's time on a CPU (schedstat) ÷ invocations; \
+         API on the load core), in rounds taken in turn (every subject, then again; {INVOCATION_ROUNDS} rounds \
+         in the full run): a subject's row is its median round (by CPU), with the medians of the \
+         rounds' wall p50 and p99, and its rounds' CPU is listed below the table. \
+         CPU/invocation = the function process's time on a CPU (schedstat) ÷ invocations; \
          wall = invoke to answer, Runtime API round trips included; cold start = process spawned to \
          first answer, median of the fresh processes (min–max). relevo (token): `RELEVO_AUTH=required`, \
          one ES256 token (the JWKS fetched at the first invocation, inside the cold start). rmcp on \
@@ -694,6 +711,19 @@ fn render(
                 ratio(i.cpu_us, r.cpu_us)
             }),
         );
+    }
+
+    let _ = writeln!(
+        md,
+        "\nCPU per invocation of each round, in the order taken:\n"
+    );
+    for i in invocations {
+        let rounds: Vec<String> = i
+            .round_cpu_us
+            .iter()
+            .map(|cpu| format!("{cpu:.1}"))
+            .collect();
+        let _ = writeln!(md, "- {}: {} µs", i.subject, rounds.join(", "));
     }
 
     render_concurrent(&mut md, concurrent);
