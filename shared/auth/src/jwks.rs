@@ -205,6 +205,37 @@ impl KeyCache {
         self.generation.load(Ordering::Acquire)
     }
 
+    /// The first fetch of the process, before any token asks for it (a function's init, beside
+    /// its other waits): nothing if keys are held or a fetch has already started. It is an
+    /// attempt like any other (single-flight, counted from its start whatever its outcome), so
+    /// the module invariants hold with it: a token that comes while it is in flight waits for it
+    /// and shares its outcome, and after a failure the next fetch waits out
+    /// [`COLD_RETRY_INTERVAL`] as after a token's failed fetch.
+    pub(crate) async fn prefetch(&self) {
+        let _flight = self.flight.lock().await;
+        {
+            let mut held = self
+                .held
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if held.keys.is_some() || held.last_attempt.is_some() {
+                return;
+            }
+            held.last_attempt = Some(self.clock.now_unix());
+        }
+        match self.source.fetch().await {
+            Ok(fetched) => {
+                let mut held = self
+                    .held
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                // No key was held before this, the first attempt: nothing to revoke.
+                held.keys.get_or_insert(fetched);
+            }
+            Err(error) => tracing::warn!(%error, "cannot fetch the issuer's JWKS at init"),
+        }
+    }
+
     /// The held keys if they include `kid`.
     fn holding(&self, kid: &str) -> Option<Keys> {
         let held = self.held();

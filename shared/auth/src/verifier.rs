@@ -331,6 +331,10 @@ impl Authenticator for BearerAuthenticator {
         Box::pin(async move { self.verify(headers).await.map_err(|e| self.challenge(&e)) })
     }
 
+    fn prefetch(&self) -> relevo_protocol::auth::PrefetchFuture<'_> {
+        Box::pin(self.keys.prefetch())
+    }
+
     fn insufficient_scope(&self, needed: &[String]) -> AuthChallenge {
         let mut all: Vec<String> = self.settings.required_scopes.clone();
         all.extend(
