@@ -142,7 +142,8 @@ impl KeySource for StaticKeySource {
 /// - A token whose `kid` is held is answered from memory: its path takes a read lock held for a
 ///   clone, never across a fetch, so the issuer being down or slow costs it nothing.
 /// - At most one fetch is in flight per process (single-flight): only callers that need one (the
-///   first token, or a `kid` not held) wait on it, and they share its outcome.
+///   first token, or a `kid` not held) wait on it, and they share its outcome; a token that comes
+///   while the init's prefetch ([`KeyCache::prefetch`]) is in flight waits for that one.
 /// - At most one fetch starts per [`MIN_REFRESH_INTERVAL`] while keys are held, and per
 ///   [`COLD_RETRY_INTERVAL`] while none are, counted from the start of the last attempt whether
 ///   it succeeded or failed: a flood of tokens with invented `kid`s, or an issuer that is down,
