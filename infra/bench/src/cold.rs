@@ -6,8 +6,9 @@
 //!
 //! The functions run as `template.yaml` deploys them ([`crate::deployed`]: its environment and
 //! memory, authorization `required`, response streaming where the template streams), and HTTP
-//! events carry a token of the stub's issuer, so the first invocation fetches the JWKS over
-//! loopback (part of the cold start, as on Lambda). The AWS endpoint is a loopback stub
+//! events carry a token of the stub's issuer, so the JWKS is fetched over loopback (at init, beside
+//! the keys secret's read, or by the first invocation: part of the cold start either way, as on
+//! Lambda). The AWS endpoint is a loopback stub
 //! ([`aws_stub`]): the signing-keys secret, the quota counter, and an empty page for the rest
 //! (`{"Items":[],"Count":0}`), so the worker (an empty SQS batch) and the reconciler (an empty
 //! scan of active jobs) answer without DynamoDB; HTTP functions answer one request of their own

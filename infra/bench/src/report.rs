@@ -648,7 +648,7 @@ fn render(
          CPU/invocation = the function process's time on a CPU (schedstat) ÷ invocations; \
          wall = invoke to answer, Runtime API round trips included; cold start = process spawned to \
          first answer, median of the fresh processes (min–max). relevo (token): `RELEVO_AUTH=required`, \
-         one ES256 token (the JWKS fetched at the first invocation, inside the cold start). rmcp on \
+         one ES256 token (the JWKS fetched at init, inside the cold start). rmcp on \
          lambda_http: `peer-rmcp-lambda`, the same rmcp service as `peer-rmcp` under `lambda_http::run`. \
          relevo mcp, HTTP API: front door B's function (`mcp`, buffered) with a token, HTTP API \
          events. \

@@ -142,7 +142,8 @@ impl KeySource for StaticKeySource {
 /// - A token whose `kid` is held is answered from memory: its path takes a read lock held for a
 ///   clone, never across a fetch, so the issuer being down or slow costs it nothing.
 /// - At most one fetch is in flight per process (single-flight): only callers that need one (the
-///   first token, or a `kid` not held) wait on it, and they share its outcome.
+///   first token, or a `kid` not held) wait on it, and they share its outcome; a token that comes
+///   while the init's prefetch ([`KeyCache::prefetch`]) is in flight waits for that one.
 /// - At most one fetch starts per [`MIN_REFRESH_INTERVAL`] while keys are held, and per
 ///   [`COLD_RETRY_INTERVAL`] while none are, counted from the start of the last attempt whether
 ///   it succeeded or failed: a flood of tokens with invented `kid`s, or an issuer that is down,
@@ -203,6 +204,46 @@ impl KeyCache {
     /// must be verified again.
     pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
+    }
+
+    /// The first fetch of the process, before any token asks for it (a function's init, beside
+    /// its other waits): nothing if keys are held or a fetch has already started. It is
+    /// single-flight like any fetch: a token that comes while it is in flight waits for it and
+    /// shares its outcome. A failed prefetch is forgotten (no caller asked for it, so it spends
+    /// no caller's attempt): the first token fetches again at once, and the module's bounds
+    /// count from that token's attempt.
+    pub(crate) async fn prefetch(&self) {
+        let _flight = self.flight.lock().await;
+        {
+            let mut held = self
+                .held
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if held.keys.is_some() || held.last_attempt.is_some() {
+                return;
+            }
+            held.last_attempt = Some(self.clock.now_unix());
+        }
+        match self.source.fetch().await {
+            Ok(fetched) => {
+                let mut held = self
+                    .held
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                // No key was held before this, the first attempt: nothing to revoke.
+                held.keys.get_or_insert(fetched);
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot fetch the issuer's JWKS at init");
+                let mut held = self
+                    .held
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if held.keys.is_none() {
+                    held.last_attempt = None;
+                }
+            }
+        }
     }
 
     /// The held keys if they include `kid`.

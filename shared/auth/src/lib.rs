@@ -13,11 +13,12 @@
 //! - `exp` is present and in the future and `nbf` (if present) is past, within a small skew;
 //! - it names a subject and a tenant (the tenant claim's name is configuration).
 //!
-//! The JWKS is fetched once per process with a bounded timeout, cached, and refetched when a token
-//! names an unknown `kid`: at most one fetch in flight, at most one started per
-//! [`jwks::MIN_REFRESH_INTERVAL`] whether it succeeds or fails, so a flood of random kids cannot
-//! turn the server into an amplifier against the issuer; and tokens with a known `kid` never wait
-//! for a fetch, so a slow or failing issuer delays nobody already known.
+//! The JWKS is fetched once per process with a bounded timeout (by a function's init, beside its
+//! other waits, through [`Authenticator::prefetch`]; else by the first token), cached, and
+//! refetched when a token names an unknown `kid`: at most one fetch in flight, at most one
+//! started per [`jwks::MIN_REFRESH_INTERVAL`] whether it succeeds or fails, so a flood of random
+//! kids cannot turn the server into an amplifier against the issuer; and tokens with a known
+//! `kid` never wait for a fetch, so a slow or failing issuer delays nobody already known.
 
 pub mod config;
 pub mod dev;

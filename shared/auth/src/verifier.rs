@@ -358,6 +358,10 @@ impl Authenticator for BearerAuthenticator {
         })
     }
 
+    fn prefetch(&self) -> relevo_protocol::auth::PrefetchFuture<'_> {
+        Box::pin(self.keys.prefetch())
+    }
+
     fn insufficient_scope(&self, needed: &[String]) -> AuthChallenge {
         let mut all: Vec<String> = self.settings.required_scopes.clone();
         all.extend(

@@ -422,3 +422,49 @@ async fn a_refetch_that_only_adds_a_key_keeps_the_remembered_tokens() {
     assert!(r.verifier.verify(&r.alice).await.is_ok());
     assert_eq!(r.source.fetches.load(Ordering::SeqCst), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prefetch_at_init_is_the_first_tokens_fetch() {
+    use relevo_protocol::Authenticator;
+    let issuer = issuer(SERVE).await;
+    let clock = ManualClock::at(NOW);
+    let verifier = verifier(&issuer, &clock);
+    // A token arriving while the prefetch is in flight waits for it and shares it.
+    let alice = token(&issuer.key, "alice");
+    let ((), verified) = tokio::join!(verifier.prefetch(), verifier.verify(&alice));
+    assert!(verified.is_ok());
+    verifier.prefetch().await;
+    assert!(verifier.verify(&token(&issuer.key, "bob")).await.is_ok());
+    assert_eq!(
+        issuer.fetches(),
+        1,
+        "one fetch for the prefetches and tokens"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_prefetch_spends_no_callers_attempt() {
+    use relevo_protocol::Authenticator;
+    let issuer = issuer(FAIL).await;
+    let clock = ManualClock::at(NOW);
+    let verifier = verifier(&issuer, &clock);
+    verifier.prefetch().await;
+    assert_eq!(issuer.fetches(), 1);
+    // The first token fetches at once: the failed prefetch held nothing back.
+    assert_eq!(
+        verifier.verify(&token(&issuer.key, "alice")).await,
+        Err(AuthError::KeysUnavailable)
+    );
+    assert_eq!(issuer.fetches(), 2);
+    // That failure was a caller's: the cold retry interval bounds the next one.
+    issuer.set(SERVE);
+    assert_eq!(
+        verifier.verify(&token(&issuer.key, "alice")).await,
+        Err(AuthError::KeysUnavailable),
+        "no fetch before the cold retry interval"
+    );
+    assert_eq!(issuer.fetches(), 2);
+    clock.advance(COLD_RETRY_INTERVAL.as_secs());
+    assert!(verifier.verify(&token(&issuer.key, "alice")).await.is_ok());
+    assert_eq!(issuer.fetches(), 3);
+}

@@ -9,7 +9,8 @@
 //! decide correctness are strongly consistent. `expires_at` is the table's TTL attribute (items
 //! past it read as absent here; DynamoDB deletes them eventually). Non-terminal jobs carry a sparse
 //! `active` attribute indexed by the `active` GSI (sorted by `updated_at`) for the reconciler: one
-//! of 16 shard values, so the index has no single hot partition; the reconciler reads every shard.
+//! of 16 shard values, so the index has no single hot partition; the reconciler reads every shard,
+//! a few queries in flight at once.
 //!
 //! The SDK runs on rustls with ring over HTTP/1.1 ([`http_client`]: hyper-util's pooled client,
 //! no HTTP/2 linked); the endpoint comes from the standard `AWS_ENDPOINT_URL` setting, so tests

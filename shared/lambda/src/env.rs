@@ -5,16 +5,19 @@
 //! Invariants: a function never uses ephemeral keys (the instance that verifies a
 //! `requestState` is rarely the one that sealed it), and a feature whose port is missing is left
 //! out of the app rather than failing at call time. The server is wired by
-//! [`McpServer::from_ports`], the same constructor the local server and the testkit use. One
-//! AWS SDK configuration per process ([`aws_sdk_config`]): the Secrets Manager, DynamoDB and SQS
-//! clients share its HTTP client, connection pool and TLS configuration.
+//! [`McpServer::from_ports`], the same constructor the local server and the testkit use. An MCP
+//! function builds its authenticator before it reads the keys secret and starts its first JWKS
+//! fetch then ([`relevo_protocol::Authenticator::prefetch`]), so that fetch overlaps init's
+//! other waits rather than lengthening the first request. One AWS SDK configuration per process
+//! ([`aws_sdk_config`]): the Secrets Manager, DynamoDB and SQS clients share its HTTP client,
+//! connection pool and TLS configuration.
 
 use std::sync::{Arc, OnceLock};
 
 use lambda_http::Error;
 use relevo_auth::AuthSettings;
 use relevo_aws::{DynamoStore, SqsQueue};
-use relevo_protocol::{AppBuilder, McpServer, Ports, Settings};
+use relevo_protocol::{AppBuilder, Authenticator, McpServer, Ports, Settings};
 use relevo_state::{Engine, EngineConfig, InFlightLimits, RandomIds, SystemClock, Worker};
 
 use crate::keys;
@@ -22,6 +25,11 @@ use crate::keys;
 /// Builds the server of `app` from the environment. Lambdas never use ephemeral keys: the
 /// instance that verifies a `requestState` is rarely the one that sealed it.
 pub async fn server_from_env(streaming: bool, app: &impl AppBuilder) -> Result<McpServer, Error> {
+    // The authenticator first: its first JWKS fetch runs beside the keys secret's read and the
+    // Runtime API's first poll, instead of inside the first request.
+    let auth = authenticator_from_env()?;
+    let prefetching = auth.clone();
+    tokio::spawn(async move { prefetching.prefetch().await });
     let mut settings = settings_from_env().await?;
     if !streaming && std::env::var("RELEVO_LISTEN_MAX_SECS").is_err() {
         // Buffered responses: a listen stream is acknowledged and ended at once.
@@ -31,7 +39,7 @@ pub async fn server_from_env(streaming: bool, app: &impl AppBuilder) -> Result<M
     // in other environments, so no GET stream or subscription for 2025-11-25 clients.
     settings.config.streams_responses = streaming;
     settings.config.pushes_updates = false;
-    let ports = ports_from_env(&settings).await?;
+    let ports = ports_with(&settings, auth).await;
     Ok(McpServer::from_ports(app, &ports, settings.config))
 }
 
@@ -122,11 +130,24 @@ pub async fn settings_from_env() -> Result<Settings, Error> {
 /// verification (`RELEVO_AUTH`, chosen by [`relevo_auth::authenticator`]; no dev issuer here),
 /// signing keys and Host/Origin allow-list from `settings`.
 pub(crate) async fn ports_from_env(settings: &Settings) -> Result<Ports, Error> {
-    let auth = relevo_auth::authenticator(&AuthSettings::from_env("")?, None)?;
+    Ok(ports_with(settings, authenticator_from_env()?).await)
+}
+
+/// The server's bearer-token verification (`RELEVO_AUTH`, chosen by
+/// [`relevo_auth::authenticator`]; no dev issuer here).
+fn authenticator_from_env() -> Result<Arc<dyn Authenticator>, Error> {
+    Ok(relevo_auth::authenticator(
+        &AuthSettings::from_env("")?,
+        None,
+    )?)
+}
+
+/// [`ports_from_env`] with the authenticator `auth`.
+async fn ports_with(settings: &Settings, auth: Arc<dyn Authenticator>) -> Ports {
     let origins = settings.config.origin_policy.clone();
-    Ok(backend_from_env()
+    backend_from_env()
         .await
-        .with_security(auth, settings.keys.clone(), origins))
+        .with_security(auth, settings.keys.clone(), origins)
 }
 
 /// The worker of `app`: its job runners and its tools' tasks, over the configured table and queue.

@@ -98,7 +98,17 @@ pub trait Authenticator: Send + Sync {
     fn is_open(&self) -> bool {
         false
     }
+
+    /// Readies what the first request would otherwise wait for (a bearer authenticator: the
+    /// issuer's keys), so that a function's init can do it beside its own waits. Nothing by
+    /// default. Never required: a request that comes first does the same work itself.
+    fn prefetch(&self) -> PrefetchFuture<'_> {
+        Box::pin(std::future::ready(()))
+    }
 }
+
+/// What [`Authenticator::prefetch`] returns.
+pub type PrefetchFuture<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
 /// `RELEVO_AUTH=off`: every request is [`Principal::local_unauthenticated`]. An explicit opt-in
 /// for local experiments only; the server logs a warning at start when it is used.
