@@ -26,11 +26,15 @@ use crate::keys;
 /// instance that verifies a `requestState` is rarely the one that sealed it.
 pub async fn server_from_env(streaming: bool, app: &impl AppBuilder) -> Result<McpServer, Error> {
     // The authenticator first: its first JWKS fetch runs beside the keys secret's read and the
-    // Runtime API's first poll, instead of inside the first request.
-    let auth = authenticator_from_env()?;
-    let prefetching = auth.clone();
-    tokio::spawn(async move { prefetching.prefetch().await });
+    // Runtime API's first poll, instead of inside the first request. Its configuration error,
+    // if any, is reported after the settings' own (they are read first, as before).
+    let auth = authenticator_from_env();
+    if let Ok(auth) = &auth {
+        let prefetching = auth.clone();
+        tokio::spawn(async move { prefetching.prefetch().await });
+    }
     let mut settings = settings_from_env().await?;
+    let auth = auth?;
     if !streaming && std::env::var("RELEVO_LISTEN_MAX_SECS").is_err() {
         // Buffered responses: a listen stream is acknowledged and ended at once.
         settings.config.listen_max_secs = 0;
