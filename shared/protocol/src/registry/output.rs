@@ -71,10 +71,11 @@ impl OutputCheck {
 fn locations(error: &boon::ValidationError<'_, '_>, out: &mut Vec<String>) {
     if error.causes.is_empty() {
         let at = error.instance_location.to_string();
+        // The keyword's place in the schema: the fragment of the name it was compiled under.
         let schema = error
             .schema_url
-            .strip_prefix(LOCATION)
-            .unwrap_or(error.schema_url);
+            .find('#')
+            .map_or(error.schema_url, |at| &error.schema_url[at..]);
         out.push(format!(
             "{} (schema {schema})",
             if at.is_empty() { "/" } else { &at }
