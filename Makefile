@@ -35,9 +35,11 @@ token:
 ## test: lint, the publishable crates' metadata and packages, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python and TypeScript SDK clients, the approval page and the approval app in Chromium, the benchmark harness in its short mode, every function under 8,000,000 bytes as `sam build` builds it for the template's architecture
 ## Its stages run in this order, each through infra/scripts/stages.sh, which prints each one's duration as
 ## it ends ("make test: stage unit took 612 s") and a table of them all and the total; the first to fail stops it.
+## Every rustc runs through the per-user compile cache (infra/scripts/compile-cache.sh: sccache; RELEVO_COMPILE_CACHE=off
+## compiles without it), so a second clone compiles only this workspace's own crates.
 TEST_STAGES = lint package validate unit conformance clients browser iam-report starter bench-smoke size-test
 test:
-	@infra/scripts/stages.sh "make test" $(MAKE) $(TEST_STAGES)
+	@infra/scripts/compile-cache.sh infra/scripts/stages.sh "make test" $(MAKE) $(TEST_STAGES)
 
 ## check: the inner loop: cargo fmt --check, clippy -D warnings over the workspace, and the cargo tests of
 ## the workspace crates changed relative to origin/main (or main; CHECK_BASE=ref), with the moto emulator
@@ -164,7 +166,8 @@ release-size:
 	@stat -c '%s bytes  target/release/tools-call' target/release/tools-call
 
 ## clean: cargo clean, and the checkout's links to the tools cache (.tools, .venv); the shared per-user
-## cache itself (${RELEVO_TOOLS_CACHE:-${XDG_CACHE_HOME:-~/.cache}/relevo/tools}) stays: remove it by hand
+## caches themselves (${RELEVO_TOOLS_CACHE:-${XDG_CACHE_HOME:-~/.cache}/relevo/tools}, and the compile cache
+## ${XDG_CACHE_HOME:-~/.cache}/relevo/sccache) stay: remove them by hand
 clean:
 	$(CARGO) clean
 	rm -rf .tools .venv

@@ -50,12 +50,17 @@ grep -q "^relevo = { version = \"$version\"" "$project/Cargo.toml" \
 step "no path of this repository in the project; relevo = \"$version\" by version"
 
 # 3. relevo from the packaged crates; everything else pinned as here.
+# The target folder is set here too, not by CARGO_TARGET_DIR: the compile cache keys a compile by
+# the CARGO_* environment, and this checkout's path in it would miss every crate a clone at
+# another path compiled.
 {
+  echo '[build]'
+  echo "target-dir = \"$root/target/starter\""
   echo '[patch.crates-io]'
   for crate in "${crates[@]}"; do echo "$crate = { path = \"$root/target/package/$crate-$version\" }"; done
 } >"$work/.cargo/config.toml"
 cp Cargo.lock "$project/Cargo.lock"
-export CARGO_TARGET_DIR="$root/target/starter" RELEVO_TOOLS_DIR="$root/.tools/sam"
+export RELEVO_TOOLS_DIR="$root/.tools/sam"
 
 # 4. The project's own `make test`.
 make -C "$project" --no-print-directory test
