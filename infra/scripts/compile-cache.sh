@@ -36,8 +36,13 @@ export SCCACHE_CACHE_SIZE="${SCCACHE_CACHE_SIZE:-16G}"
 export SCCACHE_IDLE_TIMEOUT="${SCCACHE_IDLE_TIMEOUT:-1200}"
 mkdir -p "$SCCACHE_DIR"
 # A server already running (another run of this user's) is shared; its counters restart here.
-"$sccache" --start-server >/dev/null 2>&1 || true
-"$sccache" --zero-stats >/dev/null 2>&1 || true
+# Without a server (it could not start, or what holds its port does not answer as one), every
+# wrapped rustc would fail or wait: then CMD compiles unwrapped.
+timeout 30 "$sccache" --start-server >/dev/null 2>&1
+if ! timeout 30 "$sccache" --zero-stats >/dev/null 2>&1; then
+  echo "compile cache: sccache's server did not start; compiling without it" >&2
+  exec "$@"
+fi
 export RUSTC_WRAPPER="$sccache"
 
 "$@"
