@@ -63,11 +63,12 @@ iam-report:
 	$(CARGO) build --quiet -p relevo-gateway --bin relevo-iam-report
 	target/debug/relevo-iam-report target/iam/*.log
 
-## unit: every cargo test, with the DynamoDB/SQS emulator (moto) running for the AWS adapters
+## unit: every cargo test (`cargo test --workspace`, its test binaries run RELEVO_TEST_JOBS at a time, 3 unless
+## set: infra/scripts/run_tests.py), with the DynamoDB/SQS emulator (moto) running for the AWS adapters
 unit:
 	$(CARGO) build --quiet --workspace --bins
 	$(CARGO) build --quiet -p relevo-conformance --features managed-instances --bin relevo-conformance-function-mi
-	infra/scripts/with-moto.sh $(CARGO) test --workspace --quiet
+	CARGO="$(CARGO)" infra/scripts/with-moto.sh python3 infra/scripts/run_tests.py
 	.tools/moto/bin/python infra/scripts/test_moto_serial.py
 
 lint:
