@@ -14,6 +14,14 @@
 //! scan of active jobs) answer without DynamoDB; HTTP functions answer one request of their own
 //! method (`tools/call greet` for `tools-call` and the catch-all `mcp`).
 //!
+//! Samples are taken in turn: one of every function, then again, `samples` times. How fast this
+//! machine runs a fresh process drifts by tens of percent over minutes (the same function,
+//! measured alone, gave a median of 7.6 ms at one hour and 5.5 ms at the next), so seven samples
+//! of one function in a row measure the minute they fell in; in turn, every function sees the
+//! same minutes. The rmcp peer (`--peer`, [`PEER`]) is one more subject of the turn, run as its
+//! users deploy it (the `tools-call` event and environment, no `LoggingConfig`): the reference
+//! the same minutes give.
+//!
 //! Runs in a child process (`relevo-bench cold-start`) so that the functions' log lines, which go
 //! to the inherited stdout, stay out of the report; results are the lines starting `cold-start\t`.
 
@@ -272,9 +280,15 @@ pub(crate) fn authorize(event: &mut Value, token: &str) {
 /// The audience of the bench's tokens (`AuthAudience`).
 pub(crate) const AUDIENCE: &str = "https://bench.relevo.test/mcp";
 
+/// The name the rmcp peer's samples carry (`peer-rmcp-lambda`, as `make bench` builds it).
+pub const PEER: &str = "rmcp on lambda_http";
+
 /// One sample: a fresh runtime, stub, function process and invocation; all gone on return.
-/// The function runs as `template` deploys it, with a token of the stub's issuer on HTTP events.
+/// The function runs as `template` deploys it, with a token of the stub's issuer on HTTP events;
+/// the [`PEER`] as its users deploy it, answering the `tools-call` event.
 fn sample(function: &str, binary: &Path, template: &Path) -> Result<(u64, String), String> {
+    let peer = function == PEER;
+    let function = if peer { "tools-call" } else { function };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -291,8 +305,11 @@ fn sample(function: &str, binary: &Path, template: &Path) -> Result<(u64, String
         let issuer = relevo_auth::DevIssuer::generate(&issuer_url, AUDIENCE);
         let jwks = serde_json::to_value(issuer.jwks()).map_err(|e| e.to_string())?;
         let (endpoint, _) = aws_stub(listener, jwks).await.map_err(|e| e.to_string())?;
-        let deployed = crate::deployed::function(template, function, &issuer_url, AUDIENCE)
+        let mut deployed = crate::deployed::function(template, function, &issuer_url, AUDIENCE)
             .map_err(|e| e.to_string())?;
+        if peer {
+            deployed.logging = relevo_template::Logging::default();
+        }
         let mut event = event(function);
         if event.get("httpMethod").is_some() {
             let now = std::time::SystemTime::now()
@@ -327,22 +344,26 @@ fn sample(function: &str, binary: &Path, template: &Path) -> Result<(u64, String
     result
 }
 
-/// The `cold-start` child: `samples` samples of each of `functions` built in `bin_dir`, one line each.
+/// The `cold-start` child: `samples` samples of each of `functions` built in `bin_dir` and of
+/// the `peer` when given, taken in turn (module docs), one line each.
 pub fn child(
     bin_dir: &Path,
     functions: &[String],
     samples: usize,
     template: &Path,
+    peer: Option<&Path>,
 ) -> Result<(), String> {
-    for function in functions {
-        let binary = bin_dir.join(function);
-        if !binary.exists() {
-            // Reported as "not built"; `infra/scripts/bench.sh` builds every function first.
-            continue;
-        }
-        for _ in 0..samples {
+    // Reported as "not built" when missing; `infra/scripts/bench.sh` builds every function first.
+    let subjects: Vec<(&str, std::path::PathBuf)> = functions
+        .iter()
+        .map(|f| (f.as_str(), bin_dir.join(f)))
+        .chain(peer.map(|p| (PEER, p.to_path_buf())))
+        .filter(|(_, binary)| binary.exists())
+        .collect();
+    for _ in 0..samples {
+        for (function, binary) in &subjects {
             let (micros, status) =
-                sample(function, &binary, template).map_err(|e| format!("{function}: {e}"))?;
+                sample(function, binary, template).map_err(|e| format!("{function}: {e}"))?;
             println!("cold-start\t{function}\t{micros}\t{status}");
         }
     }
@@ -355,9 +376,12 @@ pub async fn measure(
     functions: &[String],
     samples: usize,
     template: &Path,
+    peer: &Path,
 ) -> Result<Vec<ColdStart>, Box<dyn std::error::Error + Send + Sync>> {
     let output = tokio::process::Command::new(std::env::current_exe()?)
         .arg("cold-start")
+        .arg("--peer")
+        .arg(peer)
         .arg("--bin-dir")
         .arg(bin_dir)
         .arg("--functions")

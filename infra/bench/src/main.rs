@@ -10,7 +10,7 @@
 //! - `relevo-bench leases [--short]`: the quota lease simulation alone ([`leases`]).
 //! - `relevo-bench side-by-side --gateway FILE --peer FILE [--work DIR] [--short]`: the HTTP
 //!   comparison the goals are judged on, alone ([`sidebyside`]).
-//! - `relevo-bench cold-start --bin-dir DIR --functions A,B --samples N`: the child process of [`cold`].
+//! - `relevo-bench cold-start --bin-dir DIR --functions A,B --samples N [--peer FILE]`: the child process of [`cold`].
 //! - `relevo-bench invocations --subject S --binary FILE --count N --cold K --work DIR [--server-core C]`:
 //!   the child process of [`invocations`].
 //! - `relevo-bench concurrent --subject S --binary FILE --in-flight N --count N --work DIR [--server-core C]`:
@@ -111,7 +111,14 @@ fn main() -> Result<(), Error> {
                 .map(|s| s.parse())
                 .transpose()?
                 .unwrap_or(5);
-            Ok(cold::child(&bin_dir, &functions, samples, &template)?)
+            let peer = value("--peer").map(PathBuf::from);
+            Ok(cold::child(
+                &bin_dir,
+                &functions,
+                samples,
+                &template,
+                peer.as_deref(),
+            )?)
         }
         Some("invocations") => {
             let required = |flag: &str| value(flag).ok_or_else(|| format!("{flag} is required"));
