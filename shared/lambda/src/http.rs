@@ -134,8 +134,9 @@ async fn serve_mcp(route: Route, app: impl AppBuilder) -> Result<(), Error> {
         crate::serve::serve_http_streaming(reply).await
     } else {
         crate::serve::serve_http(move |event| {
-            let reply = reply(event);
-            async move { buffered(reply.await).await }
+            // The reply's future is made inside the block that awaits it ([`crate::serve`]).
+            let reply = reply.clone();
+            async move { buffered(reply(event).await).await }
         })
         .await
     }

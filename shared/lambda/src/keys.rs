@@ -49,8 +49,10 @@ impl KeyRefresh {
 
     /// Reads the secret again if the interval has passed since the last read.
     pub async fn if_due(&self) {
+        // Boxed: the SDK call's future is hundreds of kilobytes, and every invocation's future
+        // would carry (and move) it, due or not.
         self.if_due_at(Instant::now(), || {
-            relevo_aws::load_key_ring(&self.client, &self.secret_id)
+            Box::pin(relevo_aws::load_key_ring(&self.client, &self.secret_id))
         })
         .await;
     }

@@ -166,6 +166,7 @@ pub fn init_from_env() {
 /// Sends the spans of the invocation that just ended (nothing when export is off).
 pub async fn flush() {
     if let Some(Some(exporter)) = INSTALLED.get() {
-        exporter.flush().await;
+        // Boxed: only an exporting function carries the HTTP client's future.
+        Box::pin(exporter.flush()).await;
     }
 }

@@ -16,12 +16,25 @@
 //! - the state keys' refresh is single-flight ([`crate::keys`]); an OTLP flush takes the spans
 //!   pending at that moment under a lock ([`crate::otlp`]), whichever invocation ends first.
 //!
+//! Futures: every runner makes the handler's future inside the async block that awaits it,
+//! never before it. A future captured by an async block and awaited there is stored twice in
+//! the block's own future (as the captured value and as the awaited one), so each such layer
+//! doubled the size of what the poll loop holds and moves: an invocation's future was over
+//! 700 KB, copied several times per invocation (measured with `-Zprint-type-sizes`; now about
+//! 13 KB). For the same reason a rare, large await (the key ring's re-read, an OTLP export) is
+//! boxed where it is made.
+//!
 //! The flavor: the one-line mains run a current-thread runtime (best for one invocation at a
-//! time). With the feature and a max concurrency above 1, [`on_all_cores`] moves the runner
-//! onto a multi-thread runtime with one worker per available core, so the mains stay the same
-//! for every user and every build.
+//! time). With the feature, a max concurrency above 1 and more than one available core,
+//! [`on_all_cores`] moves the runner onto a multi-thread runtime with one worker per available
+//! core, so the mains stay the same for every user and every build. On one core (the smallest
+//! Managed Instances environment, and the template's default: 2,048 MB at 2 GiB per vCPU) the
+//! in-flight invocations stay on the current-thread runtime: a multi-thread runtime with one
+//! worker computes nothing more, and its cross-thread wake-ups cost about a fifth of an
+//! invocation's CPU at 8 in flight (measured: `make bench`, shared/relevo/docs/performance.md).
 
 use std::future::Future;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use lambda_http::{Body, Error, LambdaEvent, Request, Response};
@@ -45,21 +58,23 @@ pub fn max_concurrency() -> u32 {
 
 /// Runs `runner` where it can use every core when several invocations are in flight: on the
 /// caller's runtime, unless this is a `managed-instances` build with a max concurrency above 1
-/// called from a current-thread runtime; then on a multi-thread runtime of its own (one worker
-/// per available core) on a thread of its own, the caller's runtime waiting for it.
+/// called from a current-thread runtime on a machine with more than one available core; then
+/// on a multi-thread runtime of its own (one worker per available core) on a thread of its own,
+/// the caller's runtime waiting for it.
 pub(crate) async fn on_all_cores<F, Fut>(runner: F) -> Result<(), Error>
 where
     F: FnOnce() -> Fut + Send + 'static,
     Fut: Future<Output = Result<(), Error>>,
 {
-    if !cfg!(feature = "managed-instances")
-        || max_concurrency() <= 1
-        || tokio::runtime::Handle::current().runtime_flavor()
-            != tokio::runtime::RuntimeFlavor::CurrentThread
-    {
+    let workers = std::thread::available_parallelism().map_or(2, usize::from);
+    if !needs_own_runtime(
+        cfg!(feature = "managed-instances"),
+        max_concurrency(),
+        workers,
+        tokio::runtime::Handle::current().runtime_flavor(),
+    ) {
         return runner().await;
     }
-    let workers = std::thread::available_parallelism().map_or(2, usize::from);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .thread_name("relevo-mi-worker")
@@ -76,6 +91,21 @@ where
         .unwrap_or_else(|_| Err("the runner's runtime stopped without an answer".into()))
 }
 
+/// Whether [`on_all_cores`] moves the runner to a multi-thread runtime of its own: only a
+/// `managed-instances` build, asked for several invocations at once, with several cores to run
+/// them on, and called from a current-thread runtime (a multi-thread caller already uses them).
+fn needs_own_runtime(
+    managed_instances: bool,
+    max_concurrency: u32,
+    cores: usize,
+    caller: tokio::runtime::RuntimeFlavor,
+) -> bool {
+    managed_instances
+        && max_concurrency > 1
+        && cores > 1
+        && caller == tokio::runtime::RuntimeFlavor::CurrentThread
+}
+
 /// Serves buffered HTTP events: each proxy event to `handler`, its response back as the proxy
 /// response its front door reads.
 pub(crate) async fn serve_http<H, F>(handler: H) -> Result<(), Error>
@@ -83,11 +113,13 @@ where
     H: Fn(Request) -> F + Send + Sync + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
+    let handler = Arc::new(handler);
     runtime::serve(move |invocation| {
-        let called = http_event(invocation).map(|(request, origin)| (handler(request), origin));
+        let (handler, event) = (handler.clone(), http_event(invocation));
+        // The handler's future is made inside the block that awaits it (see the module docs).
         async move {
-            match called {
-                Ok((response, origin)) => proxy_response(origin, response.await),
+            match event {
+                Ok((request, origin)) => proxy_response(origin, handler(request).await),
                 Err(diagnostic) => Answer::Failed(diagnostic),
             }
         }
@@ -102,11 +134,12 @@ where
     H: Fn(Request) -> F + Send + Sync + 'static,
     F: Future<Output = Reply> + Send + 'static,
 {
+    let handler = Arc::new(handler);
     runtime::serve(move |invocation| {
-        let called = http_event(invocation).map(|(request, _)| handler(request));
+        let (handler, event) = (handler.clone(), http_event(invocation));
         async move {
-            match called {
-                Ok(reply) => streamed(reply.await),
+            match event {
+                Ok((request, _)) => streamed(handler(request).await),
                 Err(diagnostic) => Answer::Failed(diagnostic),
             }
         }
@@ -119,17 +152,19 @@ where
 /// invocation's failure.
 pub(crate) async fn serve_events<T, R, H, F>(handler: H) -> Result<(), Error>
 where
-    T: DeserializeOwned,
+    T: DeserializeOwned + Send + 'static,
     R: Serialize,
     H: Fn(LambdaEvent<T>) -> F + Send + Sync + 'static,
     F: Future<Output = Result<R, Error>> + Send + 'static,
 {
+    let handler = Arc::new(handler);
     runtime::serve(move |invocation| {
-        let called = serde_json::from_slice::<T>(&invocation.body)
-            .map(|payload| handler(LambdaEvent::new(payload, invocation.context)));
+        let handler = handler.clone();
+        let event = serde_json::from_slice::<T>(&invocation.body)
+            .map(|payload| LambdaEvent::new(payload, invocation.context));
         async move {
-            let answer = match called {
-                Ok(answer) => answer.await,
+            let answer = match event {
+                Ok(event) => handler(event).await,
                 Err(error) => return Answer::Failed(diagnostic("InvalidEvent", error)),
             };
             match answer.map(|json| serde_json::to_vec(&json)) {
@@ -140,4 +175,32 @@ where
         }
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::needs_own_runtime;
+    use tokio::runtime::RuntimeFlavor::{CurrentThread, MultiThread};
+
+    #[test]
+    fn several_invocations_on_several_cores_get_a_worker_per_core() {
+        assert!(needs_own_runtime(true, 8, 2, CurrentThread));
+    }
+
+    #[test]
+    fn one_core_keeps_the_current_thread_runtime_whatever_the_concurrency() {
+        assert!(!needs_own_runtime(true, 8, 1, CurrentThread));
+        assert!(!needs_own_runtime(true, 1_600, 1, CurrentThread));
+    }
+
+    #[test]
+    fn one_invocation_at_a_time_or_a_classic_build_never_moves() {
+        assert!(!needs_own_runtime(true, 1, 4, CurrentThread));
+        assert!(!needs_own_runtime(false, 8, 4, CurrentThread));
+    }
+
+    #[test]
+    fn a_multi_thread_caller_is_used_as_it_is() {
+        assert!(!needs_own_runtime(true, 8, 4, MultiThread));
+    }
 }

@@ -5,7 +5,8 @@
 //! for custom runtimes (<https://docs.aws.amazon.com/lambda/latest/dg/runtimes-custom.html#runtimes-custom-response-streaming>).
 //!
 //! Invariants:
-//! - Every connection has `TCP_NODELAY` and asks for quick ACKs ([`super::connect`]). A streamed
+//! - Every connection has `TCP_NODELAY`, and asks for quick ACKs once the Runtime API has been
+//!   seen waiting for them ([`super::connect`]). A streamed
 //!   answer leaves as several writes (the request head, the prelude, frames, the end); without
 //!   it Nagle's algorithm holds each small write until the previous one is acknowledged, and the
 //!   Runtime API's kernel delays that ACK (~40 ms on Linux), which Lambda bills as duration.

@@ -36,16 +36,34 @@ impl Sent {
     }
 }
 
+/// How the fake Runtime API writes its answers.
+#[derive(Clone, Copy, PartialEq)]
+enum Writes {
+    /// As Lambda's: `TCP_NODELAY`, each answer in one write.
+    Whole,
+    /// As Python's `http.server`: no `TCP_NODELAY`, the head and the body in two writes (Nagle's
+    /// algorithm holds the body until the head is acknowledged).
+    InPieces,
+}
+
 /// A Runtime API on 127.0.0.1 that delivers `events` in order on one connection, then stops
 /// (the poller's next `next` fails and the loop ends); each answer is sent on `answers`.
 fn runtime_api(events: Vec<&'static str>) -> (std::net::SocketAddr, mpsc::Receiver<Sent>) {
+    runtime_api_writing(events, Writes::Whole)
+}
+
+/// [`runtime_api`], writing its answers as `writes` says.
+fn runtime_api_writing(
+    events: Vec<&'static str>,
+    writes: Writes,
+) -> (std::net::SocketAddr, mpsc::Receiver<Sent>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
     let (answers, received) = mpsc::channel();
     std::thread::spawn(move || {
         let (stream, _) = listener.accept().unwrap();
         listener.set_nonblocking(true).unwrap();
-        stream.set_nodelay(true).unwrap();
+        stream.set_nodelay(writes == Writes::Whole).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(20)))
             .unwrap();
@@ -64,15 +82,16 @@ fn runtime_api(events: Vec<&'static str>) -> (std::net::SocketAddr, mpsc::Receiv
                 epoch_millis() + 30_000,
                 event.len()
             );
-            writer.write_all((head + event).as_bytes()).unwrap();
             let delivered = Instant::now();
+            write_answer(&mut writer, writes, &head, event);
             let (path, headers, body, trailers) = read_request(&mut reader);
             let wall = delivered.elapsed();
-            writer
-                .write_all(
-                    b"HTTP/1.1 202 Accepted\r\ncontent-length: 16\r\n\r\n{\"status\":\"OK\"}\n",
-                )
-                .unwrap();
+            write_answer(
+                &mut writer,
+                writes,
+                "HTTP/1.1 202 Accepted\r\ncontent-length: 16\r\n\r\n",
+                "{\"status\":\"OK\"}\n",
+            );
             assert!(
                 listener.accept().is_err(),
                 "the function opened a second connection"
@@ -90,6 +109,18 @@ fn runtime_api(events: Vec<&'static str>) -> (std::net::SocketAddr, mpsc::Receiv
         // The next `next` finds the Runtime API gone.
     });
     (address, received)
+}
+
+fn write_answer(writer: &mut TcpStream, writes: Writes, head: &str, body: &str) {
+    match writes {
+        Writes::Whole => writer
+            .write_all(format!("{head}{body}").as_bytes())
+            .unwrap(),
+        Writes::InPieces => {
+            writer.write_all(head.as_bytes()).unwrap();
+            writer.write_all(body.as_bytes()).unwrap();
+        }
+    }
 }
 
 fn api(address: std::net::SocketAddr) -> Arc<RuntimeApi> {
@@ -268,6 +299,30 @@ async fn an_answer_streamed_over_time_waits_for_no_delayed_ack() {
         p50 < Duration::from_millis(30),
         "an answer of 3 frames 5 ms apart took {p50:?} (p50 of {MEASURED}): a write waited for \
          a delayed ACK"
+    );
+}
+
+/// A Runtime API that writes its answers in pieces without `TCP_NODELAY` holds each answer's
+/// body until its head is acknowledged, and Linux delays that ACK (40 ms or more) on a kept
+/// connection: the function sees the wait and asks for quick ACKs from then on
+/// ([`super::connect`]), so that only the first invocations wait. Seen failing with quick ACKs
+/// never turned on (`STALLS_SEEN` out of reach): every invocation took 40 ms or more.
+#[tokio::test]
+async fn a_runtime_api_that_waits_for_acks_is_acknowledged_at_once_after_its_first_waits() {
+    const EARLY: usize = 16;
+    const MEASURED: usize = 9;
+    let (address, answers) = runtime_api_writing(vec!["{}"; EARLY + MEASURED], Writes::InPieces);
+    serve_all(address, |_| async {
+        Answer::Buffered(Bytes::from_static(b"{}"))
+    })
+    .await;
+    let mut walls: Vec<Duration> = answers.iter().skip(EARLY).map(|sent| sent.wall).collect();
+    walls.sort();
+    let p50 = walls[walls.len() / 2];
+    assert!(
+        p50 < Duration::from_millis(20),
+        "an event written in two pieces took {p50:?} to be answered (p50 of {MEASURED}): its \
+         body waited for a delayed ACK"
     );
 }
 
