@@ -15,8 +15,10 @@
 //! For each subject and each of [`IN_FLIGHT`]: one fresh process, a warm-up, then `count`
 //! invocations driven by that many concurrent callers. Throughput = invocations ÷ the wall time of
 //! the run; CPU/invocation = the process's time on a CPU (schedstat) ÷ invocations. The function
-//! runs on the rig's server core (one core: tokio sizes its pool from the affinity mask), this
-//! harness on the load core. Runs as a child process (`relevo-bench concurrent`) whose results
+//! runs on the rig's server core, this harness on the load core. One core is the template's
+//! Managed Instances environment (2,048 MB at 2 GiB per vCPU): relevo then keeps its
+//! current-thread runtime, and rmcp's multi-thread runtime has one worker (tokio sizes its pool
+//! from the affinity mask). Runs as a child process (`relevo-bench concurrent`) whose results
 //! are lines starting `concurrent\t`.
 
 use std::path::{Path, PathBuf};
