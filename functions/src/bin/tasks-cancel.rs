@@ -2,6 +2,9 @@
 
 use relevo::lambda::{Method, Route};
 
+#[global_allocator]
+static ALLOCATOR: relevo::lambda::Allocator = relevo::lambda::Allocator;
+
 #[relevo::tokio::main(crate = "relevo::tokio", flavor = "current_thread")]
 async fn main() -> Result<(), relevo::lambda::Error> {
     relevo::lambda::run(Route::Only(Method::TasksCancel), app::app).await

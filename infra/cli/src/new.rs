@@ -170,6 +170,8 @@ fn function_main(binary: &str) -> String {
             return format!(
                 "//! The `{binary}` function: serves `{name}` only; a body naming another method is refused.\n\n\
                  use relevo::lambda::{{Method, Route}};\n\n\
+                 #[global_allocator]\n\
+                 static ALLOCATOR: relevo::lambda::Allocator = relevo::lambda::Allocator;\n\n\
                  #[relevo::tokio::main(crate = \"relevo::tokio\", flavor = \"current_thread\")]\n\
                  async fn main() -> Result<(), relevo::lambda::Error> {{\n    \
                  relevo::lambda::run(Route::Only(Method::{variant}), app::app).await\n}}\n",
@@ -180,6 +182,8 @@ fn function_main(binary: &str) -> String {
     };
     format!(
         "//! The `{binary}` function: {doc}\n\n\
+         #[global_allocator]\n\
+         static ALLOCATOR: relevo::lambda::Allocator = relevo::lambda::Allocator;\n\n\
          #[relevo::tokio::main(crate = \"relevo::tokio\"{flavor})]\n\
          async fn main() -> Result<(), relevo::lambda::Error> {{\n    \
          relevo::lambda::{body}.await\n}}\n"

@@ -34,17 +34,22 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use lambda_http::{Body, Error, Request, Response};
+use http::Request;
+use lambda_http::{Body, Error, Response};
 use relevo_auth::AuthSettings;
 use relevo_protocol::{AppBuilder, McpServer, Method, Reply, ReplyBody, Route};
 
 use crate::env::{server_from_env, streaming_from_env};
-use crate::events::{buffered, http_request, invocation_deadline, invocation_ids};
+use crate::events::buffered;
 use crate::well_known::public_document;
 use crate::{keys, otlp};
 
 /// Serves one proxy event, buffered.
-pub async fn handle_event(server: &McpServer, route: Route, event: Request) -> Response<Body> {
+pub async fn handle_event(
+    server: &McpServer,
+    route: Route,
+    event: Request<Bytes>,
+) -> Response<Body> {
     buffered(serve(server, route, None, event).await).await
 }
 
@@ -53,7 +58,7 @@ pub async fn handle_event(server: &McpServer, route: Route, event: Request) -> R
 pub async fn handle_catch_all_event(
     server: &McpServer,
     metadata: Option<&AuthSettings>,
-    event: Request,
+    event: Request<Bytes>,
 ) -> Response<Body> {
     buffered(serve(server, Route::All, Some(metadata), event).await).await
 }
@@ -64,7 +69,7 @@ async fn serve(
     server: &McpServer,
     route: Route,
     public: Option<Option<&AuthSettings>>,
-    event: Request,
+    event: Request<Bytes>,
 ) -> Reply {
     if let Some(metadata) = public
         && let Some(response) = public_document(server, metadata, &event)
@@ -78,28 +83,9 @@ async fn serve(
         };
         return Response::from_parts(parts, ReplyBody::Full(body));
     }
-    let deadline = invocation_deadline(&event);
-    let (ids, xray) = invocation_ids(&event);
-    let (parts, body) = event.into_parts();
-    let mut request = http_request(parts, body);
-    if let Some(deadline) = deadline {
-        request.extensions_mut().insert(deadline);
-    }
-    request.extensions_mut().insert(ids);
-    if let Some(xray) = xray {
-        request.extensions_mut().insert(xray);
-    }
-    server.handle(route, request).await
+    server.handle(route, event).await
 }
 
-/// The whole `main` of a function: JSON logs for CloudWatch, settings, then the event loop.
-///
-/// The HTTP functions' mains run it on a current-thread runtime: an execution environment
-/// serves one invocation at a time, and a second thread only adds a wake-up and a context
-/// switch to every Runtime API round trip (measured: `make bench`, shared/relevo/docs/performance.md).
-/// The worker keeps the multi-thread runtime, so that a lease's heartbeat runs beside a
-/// handler that computes without yielding. With the `managed-instances` feature and several
-/// invocations in flight, it moves to a multi-thread runtime of its own ([`crate::serve`]).
 pub async fn run(route: Route, app: impl AppBuilder) -> Result<(), Error> {
     crate::serve::on_all_cores(move || serve_mcp(route, app)).await
 }
@@ -119,7 +105,7 @@ async fn serve_mcp(route: Route, app: impl AppBuilder) -> Result<(), Error> {
     // Behind a custom domain the catch-all also receives the public documents' paths (no
     // routing rule claims them), so the all-methods function answers them as `well-known` does.
     let public = Arc::new((route == Route::All).then(|| AuthSettings::from_env("").ok()));
-    let reply = move |event: Request| {
+    let reply = move |event: Request<Bytes>| {
         let (server, public) = (server.clone(), public.clone());
         async move {
             keys::refresh_if_due().await;

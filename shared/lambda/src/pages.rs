@@ -6,11 +6,13 @@
 //! server's authenticator and seal their own tokens with its keys, both from the same ports as
 //! the MCP functions. An app without pages answers 404.
 
-use lambda_http::{Body, Error, Request, Response};
+use bytes::Bytes;
+use http::Request;
+use lambda_http::{Body, Error, Response};
 use relevo_protocol::AppBuilder;
 
 use crate::env::{ports_from_env, settings_from_env};
-use crate::events::{forbidden, http_request};
+use crate::events::forbidden;
 use crate::keys;
 
 /// The `pages` function: the pages `app` serves beside `/mcp`,
@@ -34,7 +36,7 @@ async fn serve_pages(app: impl AppBuilder) -> Result<(), Error> {
         clock: ports.clock.clone(),
         leases: std::sync::Arc::new(settings.config.quotas.leases()),
     };
-    crate::serve::serve_http(move |event: Request| {
+    crate::serve::serve_http(move |event: Request<Bytes>| {
         let (pages, origins, gate) = (pages.clone(), origins.clone(), gate.clone());
         async move {
             keys::refresh_if_due().await;
@@ -46,8 +48,7 @@ async fn serve_pages(app: impl AppBuilder) -> Result<(), Error> {
                 *response.status_mut() = lambda_http::http::StatusCode::NOT_FOUND;
                 return response;
             };
-            let (parts, body) = event.into_parts();
-            let bytes = http_request(parts.clone(), body).into_body();
+            let (parts, bytes) = event.into_parts();
             // Behind a stage or a base path the pages are still addressed from their prefix.
             let path = parts.uri.path();
             let path = path.find(pages.prefix()).map_or(path, |at| &path[at..]);

@@ -37,7 +37,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use lambda_http::{Body, Error, LambdaEvent, Request, Response};
+use http::Request;
+use lambda_http::{Body, Error, LambdaEvent, Response};
 use relevo_protocol::Reply;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -110,7 +111,7 @@ fn needs_own_runtime(
 /// response its front door reads.
 pub(crate) async fn serve_http<H, F>(handler: H) -> Result<(), Error>
 where
-    H: Fn(Request) -> F + Send + Sync + 'static,
+    H: Fn(Request<Bytes>) -> F + Send + Sync + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
     let handler = Arc::new(handler);
@@ -131,7 +132,7 @@ where
 /// `handler`, its reply back frame by frame.
 pub(crate) async fn serve_http_streaming<H, F>(handler: H) -> Result<(), Error>
 where
-    H: Fn(Request) -> F + Send + Sync + 'static,
+    H: Fn(Request<Bytes>) -> F + Send + Sync + 'static,
     F: Future<Output = Reply> + Send + 'static,
 {
     let handler = Arc::new(handler);

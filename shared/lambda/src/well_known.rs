@@ -16,7 +16,9 @@
 //! store, so a flood costs compute only, bounded by the front door's throttling and the
 //! documents' `Cache-Control`.
 
-use lambda_http::{Body, Error, Request, Response};
+use bytes::Bytes;
+use http::Request;
+use lambda_http::{Body, Error, Response};
 use relevo_auth::AuthSettings;
 use relevo_protocol::{AppBuilder, McpServer, NoAuth, Settings};
 
@@ -39,7 +41,7 @@ async fn serve_documents(app: impl AppBuilder) -> Result<(), Error> {
         Ok((settings, server)) => (std::sync::Arc::new(settings), std::sync::Arc::new(server)),
         Err(error) => return Err(crate::runtime::init_failed(error).await),
     };
-    crate::serve::serve_http(move |event: Request| {
+    crate::serve::serve_http(move |event: Request<Bytes>| {
         let response = public_document(&server, Some(&settings), &event)
             .unwrap_or_else(|| not_found(&server, &event));
         std::future::ready(response)
@@ -65,7 +67,7 @@ async fn document_server(app: &impl AppBuilder) -> Result<McpServer, Error> {
 pub fn public_document(
     server: &McpServer,
     metadata: Option<&AuthSettings>,
-    event: &Request,
+    event: &Request<Bytes>,
 ) -> Option<Response<Body>> {
     let path = event.uri().path();
     let is_metadata = relevo_auth::METADATA_PATHS.contains(&path.trim_end_matches('/'));
@@ -88,7 +90,7 @@ pub fn public_document(
 }
 
 /// Any other path: the metadata's own `404` (behind the allow-list like the documents).
-fn not_found(server: &McpServer, event: &Request) -> Response<Body> {
+fn not_found(server: &McpServer, event: &Request<Bytes>) -> Response<Body> {
     if let Err(refused) = server.origin_policy().admit(event.uri(), event.headers()) {
         return forbidden(&refused);
     }

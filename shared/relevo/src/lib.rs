@@ -244,6 +244,9 @@ pub mod sqlite {
 /// # fn app(_: &relevo::prelude::Ports) -> relevo::prelude::App { relevo::prelude::App::new("a", "1") }
 /// use relevo::lambda::{Method, Route};
 ///
+/// #[global_allocator]
+/// static ALLOCATOR: relevo::lambda::Allocator = relevo::lambda::Allocator;
+///
 /// #[relevo::tokio::main(crate = "relevo::tokio", flavor = "current_thread")]
 /// async fn main() -> Result<(), relevo::lambda::Error> {
 ///     relevo::lambda::run(Route::Only(Method::ToolsCall), app).await
@@ -252,7 +255,8 @@ pub mod sqlite {
 #[cfg(feature = "lambda")]
 pub mod lambda {
     pub use relevo_lambda::{
-        max_concurrency, run, run_function, run_pages, run_reconciler, run_well_known, run_worker,
+        Allocator, max_concurrency, run, run_function, run_pages, run_reconciler, run_well_known,
+        run_worker,
     };
     pub use relevo_protocol::{Method, Route};
 

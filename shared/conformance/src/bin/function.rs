@@ -2,6 +2,9 @@
 //! (local Lambda mode's `--one-binary`): the suite runs against the template's topology while
 //! the real function binaries never link the fixtures.
 
+#[global_allocator]
+static ALLOCATOR: relevo_lambda::Allocator = relevo_lambda::Allocator;
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     let name = std::env::var("RELEVO_FUNCTION")

@@ -4,6 +4,9 @@
 //! `--max-concurrency`), on every core. The main is the same one line: the runner picks the
 //! runtime (`relevo_lambda::serve`).
 
+#[global_allocator]
+static ALLOCATOR: relevo_lambda::Allocator = relevo_lambda::Allocator;
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     let name = std::env::var("RELEVO_FUNCTION")

@@ -1,24 +1,26 @@
 //! Lambda's HTTP events and the core's requests and replies, both ways: an invocation's proxy
-//! event into a `lambda_http::Request` (its context as the request's extension, the X-Ray trace
-//! id as its `x-amzn-trace-id` header), its body into `http::Request<Bytes>`, the platform's ids
-//! and deadline into the request's extensions, and a [`Reply`] back into a proxy response (REST
-//! or HTTP API, as the event was) or a streamed answer (the HTTP integration's prelude, then
-//! each frame).
+//! event into the core's `http::Request<Bytes>` ([`proxy`]; the platform's ids, deadline and
+//! X-Ray trace as the request's extensions, the trace also as its `x-amzn-trace-id` header), and
+//! a [`Reply`] back into a proxy response (REST, or HTTP API and Function URL, as the event was)
+//! or a streamed answer (the HTTP integration's prelude, then each frame).
 //!
 //! Invariant: conversions only. Nothing here decides what a request means; every event still
 //! goes through the core's ladder (or, for the routes beside `/mcp`, the Host/Origin allow-list
 //! whose refusal [`forbidden`] writes).
 
+mod proxy;
+
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::StreamExt;
+use http::Request;
 use http::header::{CONTENT_TYPE, SET_COOKIE};
 use http::{HeaderMap, HeaderValue};
 use lambda_http::aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayV2httpResponse};
 use lambda_http::lambda_runtime::{Diagnostic, MetadataPrelude};
-use lambda_http::request::RequestContext;
-use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_http::{Body, Response};
 use relevo_protocol::{Deadline, Reply, RequestIds};
 use relevo_state::TraceContext;
 
@@ -31,27 +33,39 @@ pub(crate) enum Origin {
     HttpApi,
 }
 
-/// The proxy event of `invocation` as a request carrying its Lambda context; an event that is
-/// no API Gateway proxy event is the invocation's failure (the handler is not called).
-pub(crate) fn http_event(invocation: Invocation) -> Result<(Request, Origin), Diagnostic> {
-    let text = std::str::from_utf8(&invocation.body)
-        .map_err(|e| diagnostic("InvalidEvent", format!("the event is not UTF-8: {e}")))?;
-    let mut request = lambda_http::request::from_str(text).map_err(|e| {
-        diagnostic(
-            "InvalidEvent",
-            format!("the event is not an API Gateway proxy event: {e}"),
-        )
-    })?;
-    let origin = match request.request_context_ref() {
-        Some(RequestContext::ApiGatewayV2(_)) => Origin::HttpApi,
-        _ => Origin::Rest,
-    };
-    if let Some(trace) = invocation.context.xray_trace_id.as_deref()
-        && let Ok(value) = HeaderValue::from_str(trace)
-    {
+/// The proxy event of `invocation` as the core's request, carrying the invocation's ids,
+/// deadline and trace; an event that is no proxy event is the invocation's failure (the handler
+/// is not called).
+pub(crate) fn http_event(invocation: Invocation) -> Result<(Request<Bytes>, Origin), Diagnostic> {
+    let read =
+        proxy::read(&invocation.body, ignore_stage()).map_err(|e| diagnostic("InvalidEvent", e))?;
+    let mut request = read.request;
+    let context = invocation.context;
+    let xray = context.xray_trace_id.as_deref();
+    if let Some(value) = xray.and_then(|trace| HeaderValue::from_str(trace).ok()) {
         request.headers_mut().insert("x-amzn-trace-id", value);
     }
-    Ok((request.with_lambda_context(invocation.context), origin))
+    let xray = xray.and_then(TraceContext::from_xray);
+    let extensions = request.extensions_mut();
+    if let Some(deadline) = invocation_deadline(context.deadline) {
+        extensions.insert(deadline);
+    }
+    let lambda = Some(context.request_id).filter(|id| !id.is_empty());
+    extensions.insert(RequestIds {
+        apigw: read.request_id,
+        lambda,
+    });
+    if let Some(xray) = xray {
+        extensions.insert(xray);
+    }
+    Ok((request, read.origin))
+}
+
+/// `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` is set (the template sets it): the path is the
+/// client's, not `/<stage>/…`. Read once: an environment's variables do not change.
+fn ignore_stage() -> bool {
+    static IGNORE: OnceLock<bool> = OnceLock::new();
+    *IGNORE.get_or_init(|| std::env::var_os("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH").is_some())
 }
 
 /// A response as the proxy response `origin` reads: REST takes every header in
@@ -102,39 +116,23 @@ fn cookies(headers: &mut HeaderMap) -> Vec<String> {
     cookies
 }
 
-/// API Gateway's and Lambda's ids for this event, and the invocation's X-Ray trace
-/// (`Lambda-Runtime-Trace-Id`), which the server continues when the caller sent no trace.
-pub(crate) fn invocation_ids(event: &Request) -> (RequestIds, Option<TraceContext>) {
-    let apigw = match event.request_context_ref() {
-        Some(RequestContext::ApiGatewayV1(context)) => context.request_id.clone(),
-        Some(RequestContext::ApiGatewayV2(context)) => context.request_id.clone(),
-        _ => None,
-    };
-    let context = event.lambda_context_ref();
-    let lambda = context
-        .map(|c| c.request_id.clone())
-        .filter(|id| !id.is_empty());
-    let xray = context
-        .and_then(|c| c.xray_trace_id.as_deref())
-        .and_then(TraceContext::from_xray);
-    (RequestIds { apigw, lambda }, xray)
-}
-
-/// The invocation's deadline less a margin (`RELEVO_DEADLINE_MARGIN_MS`, 1.5 s): a handler still
-/// running then is stopped and the caller hears a retryable error while the function is alive,
-/// inside the front door's limit (the function's timeout is at most its integration's, which the
-/// deploy check enforces).
-pub(crate) fn invocation_deadline(event: &Request) -> Option<Deadline> {
-    let context = event.lambda_context_ref()?;
-    let margin = std::env::var("RELEVO_DEADLINE_MARGIN_MS")
-        .ok()
-        .and_then(|m| m.parse().ok())
-        .unwrap_or(1500u64);
+/// The invocation's deadline (`deadline`, Unix milliseconds) less a margin
+/// (`RELEVO_DEADLINE_MARGIN_MS`, 1.5 s): a handler still running then is stopped and the caller
+/// hears a retryable error while the function is alive, inside the front door's limit (the
+/// function's timeout is at most its integration's, which the deploy check enforces).
+fn invocation_deadline(deadline: u64) -> Option<Deadline> {
+    static MARGIN: OnceLock<u64> = OnceLock::new();
+    let margin = *MARGIN.get_or_init(|| {
+        std::env::var("RELEVO_DEADLINE_MARGIN_MS")
+            .ok()
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(1500)
+    });
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .ok()?
         .as_millis() as u64;
-    let left = context.deadline.checked_sub(now)?.saturating_sub(margin);
+    let left = deadline.checked_sub(now)?.saturating_sub(margin);
     Some(Deadline::after(Duration::from_millis(left)))
 }
 
@@ -171,20 +169,6 @@ pub(crate) fn streamed(reply: Reply) -> Answer {
     let mut head = head.into_inner();
     head.put_slice(&[0; 8]);
     Answer::streamed(head.freeze(), body.into_chunks().map(Ok))
-}
-
-/// A proxy event's parts and body as the core's request.
-pub(crate) fn http_request(
-    parts: lambda_http::http::request::Parts,
-    body: Body,
-) -> lambda_http::http::Request<Bytes> {
-    let bytes = match body {
-        Body::Empty => Bytes::new(),
-        Body::Text(text) => Bytes::from(text),
-        Body::Binary(binary) => Bytes::from(binary),
-        _ => Bytes::new(),
-    };
-    lambda_http::http::Request::from_parts(parts, bytes)
 }
 
 /// 403 for a Host or Origin outside the allow-list, as `/mcp` answers it.
