@@ -52,8 +52,9 @@ new-app:
 	@test -n "$(DIR)" || { echo "usage: make new-app DIR=../my-tools [NAME=my-tools]"; exit 2; }
 	$(CARGO) run --quiet -p cargo-relevo -- relevo new "$(DIR)" $(if $(NAME),--name $(NAME))
 
-## starter: the newcomer's path in a temporary folder: `cargo relevo new`, the project's `make test` on
-## this repository's packaged crates, `cargo relevo dev` + `cargo relevo token` + a curl'd tools/call
+## starter: the newcomer's path in a temporary folder outside the checkout: `cargo install --path infra/cli
+## --locked`, `cargo relevo new`, the project's `make test` as generated, `cargo relevo dev` + `cargo relevo
+## token` + a curl'd tools/call
 starter:
 	infra/scripts/starter.sh
 

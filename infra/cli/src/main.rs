@@ -77,7 +77,7 @@ pub enum CliError {
     New(#[from] new::NewError),
 }
 
-const USAGE: &str = "usage: cargo relevo new DIR [--name NAME]
+const USAGE: &str = "usage: cargo relevo new DIR [--name NAME] [--published]
        cargo relevo dev [--port N] [--routing per-method|single]
        cargo relevo template [--check] [--manifest-path PATH] [--output PATH]
        cargo relevo validate [TEMPLATE] [--tools DIR] [--out PATH]
@@ -96,6 +96,10 @@ fn main() -> ExitCode {
     };
     let rest = args.split_off(1);
     let result = match verb.as_str() {
+        "new" if rest.iter().any(|a| a == "--help" || a == "-h") => {
+            println!("{}", new::HELP);
+            Ok(())
+        }
         "new" => match new::Args::parse(rest) {
             Ok(args) => new::run(&args),
             Err(problem) => return usage(&problem),

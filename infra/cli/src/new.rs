@@ -8,8 +8,15 @@
 //! `template.yaml` generated from its own `[workspace.metadata.relevo]` table, exactly as
 //! `cargo relevo template` writes it.
 //!
+//! While this version of `relevo` is not on crates.io ([`PUBLISHED`]), the project also gets a
+//! `.cargo/config.toml` whose `[patch.crates-io]` builds `relevo` from the checkout this
+//! `cargo-relevo` was built from (and that checkout's `Cargo.lock`, so the project resolves the
+//! versions the checkout was tested with): the project's `make test` passes as generated, with
+//! no file outside it to edit. `--published` leaves both out; so does publication.
+//!
 //! Invariants:
-//! - Nothing in the project names the machine it was made on: every file is this command's
+//! - Nothing in the project names the machine it was made on but that `.cargo/config.toml`
+//!   (which the project's `.gitignore` keeps out of git): every other file is this command's
 //!   embedded text with the project's name and Relevo's version filled in (no path, no
 //!   environment, no clock).
 //! - All or nothing: the project is written into a fresh folder beside DIR and renamed to DIR
@@ -67,18 +74,36 @@ const RESERVED: &[&str] = &[
     "std",
 ];
 
+/// Whether this version of `relevo` (this command's own) is on crates.io. Until it is, a new
+/// project builds `relevo` from the checkout this command was built from.
+pub const PUBLISHED: bool = false;
+
+/// What `cargo relevo new --help` prints.
+pub const HELP: &str = "usage: cargo relevo new DIR [--name NAME] [--published]
+
+Makes a Relevo project in DIR (absent or empty): its app crate with two tools, a job and their
+tests, one main per Lambda function, a local server, template.yaml, a Makefile whose `make run`
+and `make test` are the two commands, and a README.
+
+  --name NAME    the package name (default: DIR's folder name): lowercase letters, digits, dashes
+  --published    depend on relevo from crates.io only. Without it, while relevo is not published,
+                 the project's .cargo/config.toml builds relevo from the checkout this
+                 cargo-relevo was installed from (cargo install --path infra/cli --locked)";
+
 pub struct Args {
     dir: PathBuf,
     name: Option<String>,
+    published: bool,
 }
 
 impl Args {
     pub fn parse(args: Vec<String>) -> Result<Self, String> {
-        let (mut dir, mut name) = (None, None);
+        let (mut dir, mut name, mut published) = (None, None, PUBLISHED);
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
             match arg.as_str() {
                 "--name" => name = Some(args.next().ok_or("--name needs a value")?),
+                "--published" => published = true,
                 flag if flag.starts_with('-') => {
                     return Err(format!("unexpected argument {flag:?}"));
                 }
@@ -87,8 +112,10 @@ impl Args {
             }
         }
         Ok(Args {
-            dir: dir.ok_or("new needs a folder: cargo relevo new DIR [--name NAME]")?,
+            dir: dir
+                .ok_or("new needs a folder: cargo relevo new DIR [--name NAME] [--published]")?,
             name,
+            published,
         })
     }
 }
@@ -102,6 +129,37 @@ pub enum NewError {
     BadName(String),
     #[error("{0} exists and is not empty; cargo relevo new writes only into a new or empty folder")]
     NotEmpty(String),
+    #[error(
+        "relevo {version} is not on crates.io yet, and the checkout this cargo-relevo was built from is not at {looked_in} any more: install cargo-relevo again from a checkout (cargo install --path infra/cli --locked), or pass --published to depend on crates.io alone"
+    )]
+    NoCheckout { version: String, looked_in: String },
+}
+
+/// The checkout this command was built from, while it is still there: the folder holding
+/// `shared/relevo/Cargo.toml` two levels above this crate's manifest (`infra/cli`).
+fn checkout() -> Result<PathBuf, NewError> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    match root.join("shared/relevo/Cargo.toml").canonicalize() {
+        Ok(_) => Ok(root.canonicalize().unwrap_or(root)),
+        Err(_) => Err(NewError::NoCheckout {
+            version: env!("CARGO_PKG_VERSION").into(),
+            looked_in: root.display().to_string(),
+        }),
+    }
+}
+
+/// `.cargo/config.toml` of a project built against `checkout`'s `relevo`.
+fn patch_config(checkout: &Path) -> String {
+    let relevo = checkout.join("shared/relevo").display().to_string();
+    let quoted = relevo.replace('\\', "\\\\").replace('"', "\\\"");
+    format!(
+        "# relevo {version} is not on crates.io yet: this project builds it from the checkout\n\
+         # cargo-relevo was installed from. Delete this file once relevo {version} is published\n\
+         # (`cargo relevo new --published` makes a project without it). It names a path of this\n\
+         # machine, so .gitignore keeps it out of git.\n\
+         [patch.crates-io]\nrelevo = {{ path = \"{quoted}\" }}\n",
+        version = env!("CARGO_PKG_VERSION"),
+    )
 }
 
 /// Checks `name`: a package name, and a Rust identifier once its dashes are underscores.
@@ -325,7 +383,17 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     std::fs::create_dir_all(parent).map_err(io("create", parent))?;
     let staging = parent.join(format!(".{name}.relevo-new-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
+    let checkout = if args.published {
+        None
+    } else {
+        Some(checkout()?)
+    };
     let written = write_project(&staging, &name).and_then(|count| {
+        if let Some(checkout) = &checkout {
+            write(&staging, ".cargo/config.toml", &patch_config(checkout))?;
+            let lock = checkout.join("Cargo.lock");
+            std::fs::copy(&lock, staging.join("Cargo.lock")).map_err(io("copy", &lock))?;
+        }
         if dir.exists() {
             std::fs::remove_dir(&dir).map_err(io("replace", &dir))?;
         }
@@ -342,6 +410,13 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     // `absolute` keeps `..` as typed; the folder exists now, so name it plainly.
     let dir = dir.canonicalize().unwrap_or(dir);
     println!("new: {name} in {} ({count} files)", dir.display());
+    if let Some(checkout) = &checkout {
+        println!(
+            "  relevo {} is not on crates.io yet: .cargo/config.toml builds it from {}",
+            env!("CARGO_PKG_VERSION"),
+            checkout.display()
+        );
+    }
     println!(
         "  cd {} && make test    # lint, the app's tests, the template and deploy checks",
         dir.display()

@@ -1,7 +1,8 @@
 //! `cargo relevo new`: the project it writes stands alone (one dependency on `relevo` by
-//! version, no path of this machine, a template that is what its own table gives and names its
-//! app, not the shop), and a refused call writes nothing. Building and running the project is
-//! `make starter` (infra/scripts/starter.sh), against the packaged crates.
+//! version, no path of this machine but the unpublished crate's patch in `.cargo/config.toml`,
+//! a template that is what its own table gives and names its app, not the shop), and a refused
+//! call writes nothing. Building and running the project from an installed `cargo-relevo` is
+//! `make starter` (infra/scripts/starter.sh).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -47,7 +48,7 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn a_new_project_depends_on_relevo_by_version_and_names_no_path_of_this_machine() {
     let work = scratch("standalone");
-    let output = relevo(&work, &["new", "my-tools"]);
+    let output = relevo(&work, &["new", "my-tools", "--published"]);
     assert!(output.status.success(), "{}", text(&output));
     let project = work.join("my-tools");
     let manifest = std::fs::read_to_string(project.join("Cargo.toml")).expect("Cargo.toml");
@@ -101,6 +102,64 @@ fn a_new_project_depends_on_relevo_by_version_and_names_no_path_of_this_machine(
     let tests = std::fs::read_to_string(project.join("app/tests/tools.rs")).expect("tests");
     assert!(tests.contains("my_tools::app"), "{tests}");
     let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn while_relevo_is_unpublished_a_new_project_builds_it_from_this_checkout_and_git_ignores_the_patch()
+ {
+    let work = scratch("unpublished");
+    let output = relevo(&work, &["new", "my-tools"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let project = work.join("my-tools");
+    let checkout = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the checkout");
+    let config = std::fs::read_to_string(project.join(".cargo/config.toml")).expect("the patch");
+    let patched = format!(
+        "[patch.crates-io]\nrelevo = {{ path = \"{}\" }}\n",
+        checkout.join("shared/relevo").display()
+    );
+    assert!(config.contains(&patched), "{config}");
+    assert!(
+        text(&output).contains("not on crates.io yet"),
+        "{}",
+        text(&output)
+    );
+    let lock = std::fs::read_to_string(project.join("Cargo.lock")).expect("the checkout's lock");
+    let ours = std::fs::read_to_string(checkout.join("Cargo.lock")).expect("Cargo.lock");
+    assert_eq!(lock, ours, "the versions this checkout was tested with");
+    let ignored = std::fs::read_to_string(project.join(".gitignore")).expect(".gitignore");
+    assert!(
+        ignored.lines().any(|l| l == "/.cargo/config.toml"),
+        "{ignored}"
+    );
+    for file in files(&project) {
+        if file.ends_with(".cargo/config.toml") {
+            continue;
+        }
+        let body = std::fs::read_to_string(&file).expect("text");
+        assert!(
+            !body.contains(checkout.to_str().expect("utf-8")),
+            "{} names the checkout",
+            file.display()
+        );
+    }
+    let published = relevo(&work, &["new", "on-crates-io", "--published"]);
+    assert!(published.status.success(), "{}", text(&published));
+    assert!(!work.join("on-crates-io/.cargo").exists());
+    assert!(!work.join("on-crates-io/Cargo.lock").exists());
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn new_help_says_what_it_makes_and_each_flag() {
+    let output = relevo(&scratch("help"), &["new", "--help"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let help = text(&output);
+    for said in ["usage: cargo relevo new DIR", "--name NAME", "--published"] {
+        assert!(help.contains(said), "{help}");
+    }
 }
 
 #[test]

@@ -31,7 +31,8 @@
 //! Managed Instances environment, and the template's default: 2,048 MB at 2 GiB per vCPU) the
 //! in-flight invocations stay on the current-thread runtime: a multi-thread runtime with one
 //! worker computes nothing more, and its cross-thread wake-ups cost about a fifth of an
-//! invocation's CPU at 8 in flight (measured: `make bench`, shared/relevo/docs/performance.md).
+//! invocation's CPU at 8 in flight (132 → 107 µs, measured with `relevo-bench concurrent` alone:
+//! shared/relevo/docs/performance.md, "Managed Instances").
 
 use std::future::Future;
 use std::sync::Arc;

@@ -150,24 +150,52 @@ impl TestServer {
         }
     }
 
-    /// One JSON-RPC request; the response object (`result` or `error`).
+    /// One JSON-RPC request, any method a client sends; the response object (`result` or
+    /// `error`).
+    ///
+    /// The `_meta` envelope (protocol version, client info, capabilities with `elicitation`, and
+    /// the Tasks extension on `tasks/*` calls) is merged under `params._meta`: a key the caller
+    /// sets wins, so a test can leave a capability out by setting its own
+    /// `io.modelcontextprotocol/clientCapabilities`. The headers follow the body as a client's
+    /// do: `Mcp-Method`, and `Mcp-Name` from `name` (`tools/call`, `prompts/get`), `uri`
+    /// (`resources/read`) or `taskId` (`tasks/get`, `tasks/update`, `tasks/cancel`).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use relevo_protocol::App;
+    /// use relevo_testkit::TestServer;
+    /// use serde_json::json;
+    ///
+    /// let server = TestServer::new(|_: &relevo_protocol::Ports| App::new("empty", "1.0.0"));
+    /// let unknown = server.rpc("tasks/get", json!({ "taskId": "no-such-task" })).await;
+    /// assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    /// // Without the extension declared, `tasks/*` is refused.
+    /// let meta = json!({ "io.modelcontextprotocol/clientCapabilities": {} });
+    /// let refused = server.rpc("tasks/get", json!({ "taskId": "x", "_meta": meta })).await;
+    /// assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    /// # }
+    /// ```
     pub async fn rpc(&self, method: &str, mut params: Value) -> Value {
-        if params.get("_meta").is_none() {
-            params["_meta"] = json!({
-                "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
-                "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} },
-                "io.modelcontextprotocol/clientInfo": { "name": "relevo-testkit", "version": "1" }
-            });
+        let mut meta = envelope(method);
+        if let Some(Value::Object(given)) = params.get("_meta") {
+            meta.extend(given.clone());
         }
+        params["_meta"] = Value::Object(meta);
         let mut request = Request::post("/mcp")
             .header("host", "127.0.0.1")
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", PROTOCOL_VERSION)
             .header("mcp-method", method);
-        if let Some(name) = params
-            .get("name")
-            .or(params.get("uri"))
+        let named_by = match method {
+            "tools/call" | "prompts/get" => Some("name"),
+            "resources/read" => Some("uri"),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+            _ => None,
+        };
+        if let Some(name) = named_by
+            .and_then(|key| params.get(key))
             .and_then(Value::as_str)
         {
             request = request.header("mcp-name", name);
@@ -236,6 +264,33 @@ impl TestServer {
         panic!("tool {name} still asked for input after {MAX_ROUNDS} rounds")
     }
 
+    /// `tools/call` from a client that declared the Tasks extension: the flat `CreateTaskResult`
+    /// (`resultType: "task"`, `taskId`, `status`, …) when the tool ran as a task, else its result
+    /// or error as [`TestServer::call_tool`] answers them.
+    pub async fn call_tool_as_task(&self, name: &str, arguments: Value) -> Value {
+        let mut meta = envelope("tools/call");
+        meta[CAPABILITIES] = with_tasks(meta[CAPABILITIES].clone());
+        let params = json!({ "name": name, "arguments": arguments, "_meta": meta });
+        result(self.rpc("tools/call", params).await)
+    }
+
+    /// `tasks/get`: the task (`status`, and `result`, `error` or `inputRequests` as it stands),
+    /// or the error object.
+    pub async fn get_task(&self, task_id: &str) -> Value {
+        result(self.rpc("tasks/get", json!({ "taskId": task_id })).await)
+    }
+
+    /// `tasks/update`: answers a task's `inputRequests` (`inputResponses` by key).
+    pub async fn update_task(&self, task_id: &str, input_responses: Value) -> Value {
+        let params = json!({ "taskId": task_id, "inputResponses": input_responses });
+        result(self.rpc("tasks/update", params).await)
+    }
+
+    /// `tasks/cancel`: the empty acknowledgement, or the error object.
+    pub async fn cancel_task(&self, task_id: &str) -> Value {
+        result(self.rpc("tasks/cancel", json!({ "taskId": task_id })).await)
+    }
+
     /// Runs every queued job to its end, as the worker function would.
     pub async fn run_jobs(&self) {
         loop {
@@ -266,6 +321,32 @@ pub fn accept(content: Value) -> Value {
 /// A declined form.
 pub fn decline() -> Value {
     json!({ "action": "decline" })
+}
+
+const CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// The `_meta` a 2026-07-28 client sends with `method`: version, client info, capabilities
+/// (elicitation; the Tasks extension on `tasks/*`, which a client must declare on each of them).
+fn envelope(method: &str) -> serde_json::Map<String, Value> {
+    let mut capabilities = json!({ "elicitation": {} });
+    if method.starts_with("tasks/") {
+        capabilities = with_tasks(capabilities);
+    }
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
+        CAPABILITIES: capabilities,
+        "io.modelcontextprotocol/clientInfo": { "name": "relevo-testkit", "version": "1" }
+    });
+    match meta {
+        Value::Object(meta) => meta,
+        _ => unreachable!("an object literal"),
+    }
+}
+
+/// `capabilities` with the Tasks extension declared.
+fn with_tasks(mut capabilities: Value) -> Value {
+    capabilities["extensions"][relevo_protocol::tasks::EXTENSION] = json!({});
+    capabilities
 }
 
 fn result(response: Value) -> Value {
