@@ -122,8 +122,9 @@ validate:
 conformance:
 	infra/scripts/with-moto.sh infra/scripts/conformance.sh
 
-## clients: the official Python SDK client (mcp 2.3, auto and legacy mode), the TypeScript SDK v1 client (1.32, 2025-11-25), the TypeScript SDK v2 client (2.4, pinned 2026-07-28: discover, MRTR checkout, listen) and the MCP Inspector CLI (2.12, modern, tools/list --strict fails on any warning) against the shop
+## clients: the official Python SDK client (mcp 2.3, auto and legacy mode), the TypeScript SDK v1 client (1.32, 2025-11-25), the TypeScript SDK v2 client (2.4, pinned 2026-07-28: discover, MRTR checkout, listen) and the MCP Inspector CLI (2.12, modern, tools/list --strict fails on any warning) against the shop, and the curl transcript of docs/protocol.md replayed step by step
 clients:
+	infra/scripts/transcript.sh
 	infra/scripts/with-moto.sh infra/scripts/python-client.sh
 	infra/scripts/ts-client.sh
 	infra/scripts/ts2-client.sh

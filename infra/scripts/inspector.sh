@@ -15,12 +15,8 @@ tools="$root/.tools/inspector"
 
 ensure_node_packages "$tools" "@modelcontextprotocol/inspector@$inspector_version"
 [[ -n "${RELEVO_BIN_DIR:-}" ]] || cargo build --quiet --workspace --bins
-work="$root/target/clients"
+start_shop inspector
 mkdir -p "$work/inspector-home"
-rm -f "$work/inspector.db"*
-port=$(free_port)
-export RELEVO_DEV_ISSUER_FILE="$work/dev-issuer-inspector.json"
-RELEVO_AUTH=dev RELEVO_STORE="sqlite:$work/inspector.db" start_gateway "$port" "$work/gateway-inspector.log"
 # Every scope the shop's tools declare, so that tools/list (and the lint) covers all of them.
 token=$("$bin/relevo-token" --tenant acme --sub alice \
   --scopes "shop notes:read notes:write exports:read exports:write inventory:read inventory:write")

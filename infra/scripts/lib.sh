@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Helpers shared by the scripts that start local servers for a test run.
-# Source it; it defines: root, xtask, translated, free_port, start_gateway, start_lambda_mode,
+# Source it; it defines: root, xtask, translated, free_port, start_gateway, start_shop, start_lambda_mode,
 # stop_gateway, and the tools cache's functions (tools-cache.sh).
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -44,6 +44,20 @@ start_gateway() {
   "$bin/${GATEWAY_BIN:-relevo-gateway}" --port "$port" "$@" >"$log" 2>&1 &
   gateway_pid=$!
   wait_listening "$port" "$log" "the gateway"
+}
+
+# start_shop NAME [gateway args...]: the shop with dev tokens over a store of its own
+# (target/clients/NAME.db, emptied first), as `make run` serves it; sets work, port, gateway_pid
+# and RELEVO_DEV_ISSUER_FILE (for relevo-token).
+start_shop() {
+  local name=$1
+  shift
+  work="$root/target/clients"
+  mkdir -p "$work"
+  rm -f "$work/$name.db"*
+  port=$(free_port)
+  export RELEVO_DEV_ISSUER_FILE="$work/dev-issuer-$name.json"
+  RELEVO_AUTH=dev RELEVO_STORE="sqlite:$work/$name.db" start_gateway "$port" "$work/gateway-$name.log" "$@"
 }
 
 # translated: the SAM translation of template.yaml (target/sam/template.json), made again when the

@@ -2,7 +2,8 @@
 //!
 //! The scripts start servers, run suites and move files; the small computations between those
 //! steps (a free port, a fresh state key, the template's function binaries, the conformance
-//! verdict, a package's version, which packaged crates are stale, an example tool's lines) live here, one module each,
+//! verdict, a package's version, which packaged crates are stale, an example tool's lines, a
+//! document's curl transcript replayed) live here, one module each,
 //! each a pure function over its input where it can be, so they are unit-tested. What must run
 //! inside SAM's or moto's Python (`infra/cli/src/sam_translate.py`, `infra/scripts/moto_serial.py`)
 //! stays Python, in files of its own.
@@ -17,6 +18,7 @@ pub mod metadata;
 pub mod port;
 pub mod state_key;
 pub mod tool_lines;
+pub mod transcript;
 pub mod verdict;
 
 use std::path::PathBuf;

@@ -10,7 +10,9 @@
 //! - `package-version NAME`: the version of workspace package NAME;
 //! - `stale-packages [--package-dir DIR] NAME...`: the named packages whose tarball in DIR
 //!   (default `target/package`) is missing or older than their files;
-//! - `tool-lines FILE`: the lines of code between FILE's `---- the tool ----` and `---- end ----`.
+//! - `tool-lines FILE`: the lines of code between FILE's `---- the tool ----` and `---- end ----`;
+//! - `transcript DOC`: replays DOC's curl transcript against the server at `$URL` with `$TOKEN`,
+//!   each answer checked against the document's (`relevo_xtask::transcript`).
 //!
 //! Exit status 2 for a wrong command line, 1 for a failure (a message on stderr).
 
@@ -73,6 +75,7 @@ fn main() -> ExitCode {
                 println!("{}", tool_lines::tool_lines(&text));
                 ExitCode::SUCCESS
             }),
+        ("transcript", [doc]) => return transcript(doc),
         _ => return usage(&format!("unknown verb or arguments: {args:?}")),
     };
     match result {
@@ -125,4 +128,35 @@ fn usage(problem: &str) -> ExitCode {
          package-version NAME | stale-packages [--package-dir DIR] NAME... | tool-lines FILE"
     );
     ExitCode::from(2)
+}
+
+/// `transcript DOC`: every step replayed, or the first that did not match, on stderr.
+fn transcript(doc: &str) -> ExitCode {
+    use relevo_xtask::transcript::{blocks, replay, steps};
+    let env: std::collections::BTreeMap<String, String> = ["URL", "TOKEN"]
+        .iter()
+        .filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?)))
+        .collect();
+    let replayed = std::fs::read_to_string(doc)
+        .map_err(|e| format!("could not read {doc}: {e}"))
+        .and_then(|text| {
+            blocks(&text)
+                .and_then(|b| steps(&b))
+                .map_err(|e| e.to_string())
+        })
+        .and_then(|steps| {
+            replay(&steps, &env)
+                .map(|()| steps.len())
+                .map_err(|e| e.to_string())
+        });
+    match replayed {
+        Ok(count) => {
+            println!("transcript: all {count} steps of {doc} answered as it shows");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("transcript: {error}");
+            ExitCode::FAILURE
+        }
+    }
 }
