@@ -280,9 +280,10 @@ fn functions_manifest(binaries: &[&str], watch_key: &str) -> String {
          [dependencies]\napp.workspace = true\nrelevo = { workspace = true, features = [\"lambda\"] }\n\n\
          # `cargo lambda watch`: the functions under cargo-lambda's local Lambda emulator. They verify\n\
          # tokens as deployed functions do (RELEVO_AUTH=required), against the dev issuer of a running\n\
-         # `make run` (its JWKS on 127.0.0.1:8080; `cargo relevo token` mints one); no table (the tools\n\
-         # that need durable jobs are left out); a requestState key for this machine only (the deployed\n\
-         # functions take theirs from Secrets Manager, template.yaml).\n\
+         # `make run` (its JWKS on 127.0.0.1:8080; `make watch PORT=N` follows another port; `cargo\n\
+         # relevo token` mints one); no table (the tools that need durable jobs are left out); a\n\
+         # requestState key for this machine only (the deployed functions take theirs from Secrets\n\
+         # Manager, template.yaml).\n\
          [package.metadata.lambda.env]\nRELEVO_AUTH = \"required\"\nRELEVO_AUTH_ISSUER = \"http://127.0.0.1:8080\"\n\
          RELEVO_AUTH_AUDIENCE = \"http://127.0.0.1:8080/mcp\"\n",
     );
@@ -498,6 +499,30 @@ mod tests {
             let main = std::fs::read_to_string(bin.join(format!("{binary}.rs"))).expect("a main");
             assert_eq!(main, function_main(binary), "functions/src/bin/{binary}.rs");
         }
+    }
+
+    #[test]
+    fn make_deploy_tools_installs_the_versions_this_repository_is_tested_with() {
+        let makefile = FILES
+            .iter()
+            .find(|(path, _)| *path == "Makefile")
+            .map(|(_, text)| *text)
+            .expect("a Makefile");
+        let script = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/sam-tools.sh"),
+        )
+        .expect("sam-tools.sh");
+        let sam = crate::validate::PINS
+            .iter()
+            .find(|pin| pin.starts_with("aws-sam-cli=="))
+            .expect("the SAM CLI pin");
+        let cargo_lambda = script
+            .split_whitespace()
+            .find(|word| word.starts_with("cargo-lambda=="))
+            .map(|word| word.trim_end_matches(')'))
+            .expect("sam-tools.sh pins cargo-lambda");
+        let install = format!("pip install --quiet {sam} {cargo_lambda}");
+        assert!(makefile.contains(&install), "{install} not in:\n{makefile}");
     }
 
     #[test]

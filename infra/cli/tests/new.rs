@@ -145,6 +145,13 @@ fn while_relevo_is_unpublished_a_new_project_builds_it_from_this_checkout_and_gi
             file.display()
         );
     }
+    // `make watch` checks tokens against the `make run` on the same PORT, not a fixed one.
+    let makefile = std::fs::read_to_string(project.join("Makefile")).expect("Makefile");
+    assert!(
+        makefile.contains("--env-var RELEVO_AUTH_ISSUER=http://127.0.0.1:$(PORT) ")
+            && makefile.contains("--env-var RELEVO_AUTH_AUDIENCE=http://127.0.0.1:$(PORT)/mcp"),
+        "{makefile}"
+    );
     let published = relevo(&work, &["new", "on-crates-io", "--published"]);
     assert!(published.status.success(), "{}", text(&published));
     assert!(!work.join("on-crates-io/.cargo").exists());
