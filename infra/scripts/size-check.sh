@@ -7,7 +7,8 @@
 #
 # What is built, and why that covers every function (the cheapest honest set):
 # - A per-method function is a main of one line, `relevo::lambda::run(Route::Only(Method::X),
-#   app::app)`; the per-method functions differ only in that constant. `mcp` runs the same
+#   app::app)`, beside the allocator every main declares (seven lines of code in all); the
+#   per-method functions differ only in that constant. `mcp` runs the same
 #   runner with `Route::All`, so it links every method's code, and one per-method main
 #   (`tools-call`) stands for the rest: a per-method binary keeps the refusal of other methods
 #   that `mcp` folds away (on 2026-12-05, arm64: tools-call 8,279,536 bytes, mcp 8,279,344), and
@@ -38,7 +39,9 @@ build=()
 covered=()
 for name in $functions; do
   main="functions/src/bin/$name.rs"
-  if [[ -f "$main" ]] && grep -Eq "$per_method" "$main" && [[ $(grep -cv '^\s*//\|^\s*$' "$main") -eq 5 ]]; then
+  if [[ -f "$main" ]] && grep -Eq "$per_method" "$main" \
+    && grep -q '^static ALLOCATOR: relevo::lambda::Allocator = relevo::lambda::Allocator;$' "$main" \
+    && [[ $(grep -cv '^\s*//\|^\s*$' "$main") -eq 7 ]]; then
     covered+=("$name")
   else
     build+=("$name")
