@@ -75,6 +75,7 @@ unit:
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --quiet -- -D warnings
+	infra/scripts/docs-check.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -1044,9 +1044,9 @@ fn render_bill(
             p.value,
             p.unit,
             p.region,
-            p.source,
-            p.via.as_deref().unwrap_or("the source"),
-            p.note.as_deref().unwrap_or("")
+            linked(&p.source),
+            linked(p.via.as_deref().unwrap_or("the source")),
+            linked(p.note.as_deref().unwrap_or(""))
         );
     }
     let _ = writeln!(
@@ -1279,5 +1279,40 @@ pub fn render_side_by_side(md: &mut String, side: &SideBySide) {
                 &[m, &side.rmcp]
             ),
         );
+    }
+}
+
+/// `text` with every bare `https://` URL in angle brackets: a link in Markdown and in rustdoc
+/// (which refuses bare URLs), the same text to a reader.
+fn linked(text: &str) -> String {
+    text.split(' ')
+        .map(|word| {
+            let Some(at) = word.find("https://").or_else(|| word.find("http://")) else {
+                return word.to_string();
+            };
+            let (before, url) = word.split_at(at);
+            let end = url.find([')', ',', ';', '>']).unwrap_or(url.len());
+            let (url, after) = url.split_at(end);
+            format!("{before}<{url}>{after}")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod linked_tests {
+    use super::linked;
+
+    #[test]
+    fn bare_urls_get_angle_brackets_and_the_rest_of_the_text_stays() {
+        assert_eq!(
+            linked("see https://a.example/x (2026) and https://b.example/y; done"),
+            "see <https://a.example/x> (2026) and <https://b.example/y>; done"
+        );
+        assert_eq!(
+            linked("(same in https://c.example/z)"),
+            "(same in <https://c.example/z>)"
+        );
+        assert_eq!(linked("the source"), "the source");
     }
 }

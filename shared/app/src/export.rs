@@ -19,7 +19,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 /// The export job: its input names the dataset and the purpose.
-pub const KIND: JobKind<ExportInput> = JobKind::new("export");
+pub const KIND: JobKind<ExportInput, ExportResult> = JobKind::new("export");
 /// Rows in every seed dataset, and rows read per window.
 pub const ROWS: u64 = 240;
 pub const WINDOW: u64 = 30;
@@ -77,10 +77,14 @@ pub async fn run(
         let end = (cursor + WINDOW).min(ROWS);
         rows.extend((cursor..end).map(|i| row(&tenant, dataset, i)));
         cursor = end;
-        cx.save_checkpoint_as(&Progress {
-            cursor,
-            rows: rows.clone(),
-        })
+        let progress = format!("read {cursor} of {ROWS} rows");
+        cx.save_progress(
+            &Progress {
+                cursor,
+                rows: rows.clone(),
+            },
+            progress,
+        )
         .await?;
     }
     let csv = std::iter::once(header(dataset).to_string())
@@ -228,19 +232,18 @@ async fn find_export(
         .filter(|job| job.kind == KIND.name()))
 }
 
-pub fn export_start(engine: Arc<Engine>) -> Tool {
+pub fn export_start() -> Tool {
     Tool::typed(
         "export_start",
         "Starts exporting a dataset (customers or orders) for a stated purpose; returns a job id to poll with export_status. Repeating a call with the same operationKey returns the same job. Finished exports are kept 7 days.",
-        move |args: StartArgs, cx: ToolContext| {
-            let engine = engine.clone();
+        |args: StartArgs, cx: ToolContext| {
             async move {
                 if args.purpose.trim().is_empty() {
                     return Err(ToolError::caller(format!("purpose must be 1 to {MAX_PURPOSE_CHARS} characters")));
                 }
                 let input = ExportInput { dataset: args.dataset, purpose: args.purpose };
                 // A client that declared the Tasks extension follows the same job as a task.
-                let job = cx.start_task(&engine, &KIND, args.operation_key.as_deref(), &input).await?;
+                let job = cx.start_task(&KIND, args.operation_key.as_deref(), &input).await?;
                 Ok(StatusView::of(&job))
             }
         },

@@ -26,7 +26,7 @@ pub mod shop;
 use std::sync::Arc;
 use std::time::Duration;
 
-use relevo_protocol::{App, Ports};
+use relevo_protocol::{App, Ports, TaskAccess};
 
 use crate::notes::NotesPorts;
 use crate::shop::ShopPorts;
@@ -136,12 +136,17 @@ pub fn features(ports: &Ports) -> App {
     }
     if let Some(engine) = &ports.jobs {
         app = app
-            .tool(export::export_start(engine.clone()))
+            .tool(export::export_start())
             .tool(export::export_status(engine.clone()))
             .tool(export::export_result(engine.clone()))
             .template(export::export_resource(engine.clone()))
             // export_start's jobs are tasks too: reading one is reading the export.
-            .task_kind(export::KIND.name(), &["exports:read"], &["exports:write"]);
+            .task_kind(
+                &export::KIND,
+                TaskAccess::owner()
+                    .read_scopes(["exports:read"])
+                    .write_scopes(["exports:write"]),
+            );
     }
     app
 }

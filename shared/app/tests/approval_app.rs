@@ -43,6 +43,7 @@ async fn call(app: &App, who: Principal, name: &str, arguments: Value) -> Result
         principal: who,
         notifier: Notifier::silent(),
         answers: None,
+        jobs: None,
     };
     match (tool.handler)(call).await {
         Ok(Outcome::Complete(result)) if result.get("isError") != Some(&json!(true)) => {
@@ -123,6 +124,7 @@ async fn the_view_reads_as_self_contained_html_speaking_the_bridge() {
         principal: approver(),
         notifier: Notifier::silent(),
         answers: None,
+        jobs: None,
     };
     let Ok(Outcome::Complete(read)) = (view.handler)(call).await else {
         panic!("the contents")

@@ -199,6 +199,8 @@ pub struct McpServer {
     pub(crate) auth: Arc<dyn Authenticator>,
     clock: Arc<dyn Clock>,
     tasks: Option<Arc<Engine>>,
+    /// The same engine as tools reach it ([`crate::author::Jobs`]), with the kinds the app runs.
+    jobs: Option<crate::author::Jobs>,
     pub(crate) events: broadcast::Sender<ResourceEvent>,
     pub(crate) legacy: Option<Legacy>,
     store: Option<Arc<dyn RecordStore>>,
@@ -256,6 +258,7 @@ impl McpServer {
             auth,
             clock: Arc::new(SystemClock),
             tasks: None,
+            jobs: None,
             events,
             legacy: None,
             store: None,
@@ -314,6 +317,7 @@ impl McpServer {
     /// Offers the Tasks extension, with tasks stored in `engine`; a worker built by
     /// [`App::worker`] runs them.
     pub fn with_tasks(mut self, engine: Arc<Engine>) -> Self {
+        self.jobs = Some(self.app.jobs(engine.clone()));
         self.tasks = Some(engine);
         self
     }

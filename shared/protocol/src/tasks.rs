@@ -10,6 +10,9 @@
 //! `completed` (a tool error is `completed` with `result.isError`), failed → `failed` (protocol
 //! errors only, with `error`), cancelled → `cancelled`.
 //!
+//! A `working` task's `statusMessage` is the progress its job last reported
+//! (`JobContext::progress`, bounded), and nothing when it reported none.
+//!
 //! A `failed` task's `statusMessage` is the `message` of the JSON-RPC error it carries in
 //! `error`, nothing more: the worker stores only the error object a handler chose to answer
 //! (never a Debug rendering of a cause), so the message exposes nothing the error does not.
@@ -28,6 +31,7 @@ use relevo_state::{Job, JobContext, JobFailure, JobRunner, JobStatus};
 use serde_json::{Value, json};
 
 use crate::auth::Principal;
+use crate::author::Jobs;
 use crate::error::McpError;
 use crate::notify::Notifier;
 use crate::registry::{App, Call, ClientContext, Outcome};
@@ -110,8 +114,8 @@ pub fn task_fields(job: &Job) -> JsonObject {
         json!(job.expires_at.saturating_sub(job.created_at) * 1000),
     );
     task.insert("pollIntervalMs".into(), json!(POLL_INTERVAL_MS));
-    if let (JobStatus::Running, Some(checkpoint)) = (job.status, &job.checkpoint)
-        && let Some(message) = checkpoint.get("statusMessage").and_then(Value::as_str)
+    if matches!(job.status, JobStatus::Queued | JobStatus::Running)
+        && let Some(message) = &job.progress
     {
         task.insert("statusMessage".into(), json!(message));
     }
@@ -172,12 +176,13 @@ fn tool_result_of(job: &Job) -> Value {
 /// Runs a tool call as a task, in a worker ([`App::worker`] registers it).
 pub struct ToolTaskRunner {
     app: Arc<App>,
+    jobs: Jobs,
 }
 
 impl ToolTaskRunner {
-    /// A runner calling the tools of `app`.
-    pub fn new(app: Arc<App>) -> Self {
-        ToolTaskRunner { app }
+    /// A runner calling the tools of `app`, which reach `jobs` as they do in a direct call.
+    pub fn new(app: Arc<App>, jobs: Jobs) -> Self {
+        ToolTaskRunner { app, jobs }
     }
 }
 
@@ -222,6 +227,7 @@ impl JobRunner for ToolTaskRunner {
                 principal: Principal::new(&job.job.tenant, &job.job.subject, Vec::<String>::new()),
                 notifier: Notifier::silent(),
                 answers: None,
+                jobs: Some(self.jobs.clone()),
             };
             let run = AssertUnwindSafe((tool.handler)(call)).catch_unwind();
             let outcome = tokio::select! {

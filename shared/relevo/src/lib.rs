@@ -199,11 +199,16 @@ pub mod prelude {
     // An HTTP surface beside `/mcp` (`App::pages`), answered with the `relevo::http` types.
     pub use relevo_protocol::{CallerFuture, PageFuture, Pages};
 
-    // Durable jobs are typed functions, like tools: `App::job(&KIND, f)` runs
-    // `async fn f(I, JobContext) -> Result<O, JobError>`; a tool starts one with
-    // `ToolContext::start_job(&engine, &KIND, key, &input)`. `JobRunner` and `App::job_runner`
-    // stay for runners that need the raw job.
-    pub use relevo_protocol::author::{JobContext, JobError, JobKind};
+    // Durable jobs are typed functions, like tools: `const KIND: JobKind<I, O>`, and
+    // `App::job(&KIND, f)` runs `async fn f(I, JobContext) -> Result<O, JobError>` (reporting
+    // progress with `cx.save_progress(&checkpoint, message)`); a tool starts one with
+    // `cx.start_job(&KIND, key, &input)` (or `cx.start_task`) and reads it back typed with
+    // `cx.find_job(&KIND, id)`. `JobRunner` and `App::job_runner` stay for runners that need
+    // the raw job.
+    pub use relevo_protocol::TaskAccess;
+    pub use relevo_protocol::author::{
+        JobContext, JobError, JobKind, JobState, JobView, Jobs, JobsError,
+    };
     pub use relevo_state::{Engine, Job, JobRunner, JobStatus};
 
     pub use schemars::{self, JsonSchema};
@@ -300,5 +305,8 @@ pub mod aws {
 /// ```
 #[cfg(feature = "testkit")]
 pub mod testkit {
+    // Inlined: the pages are `relevo::testkit`'s own, in a docs.rs-style build
+    // (`cargo doc -p relevo --all-features`, what `make lint` checks).
+    #[doc(inline)]
     pub use relevo_testkit::{PROTOCOL_VERSION, TestServer, accept, decline};
 }

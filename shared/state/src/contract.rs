@@ -389,6 +389,8 @@ pub async fn job_store_contract(store: Arc<dyn crate::JobStore>) {
         revision: 1,
         lease: None,
         checkpoint: None,
+        progress: None,
+        task: false,
         result: None,
         error: None,
         attempts: 0,
@@ -473,8 +475,15 @@ pub async fn job_store_contract(store: Arc<dyn crate::JobStore>) {
 
     let mut running = first.next(NOW + 2);
     running.status = JobStatus::Running;
+    running.progress = Some("step 1 of 3 · ünïcode".into());
+    running.task = true;
     let written = store.put_job(&running, 1).await.unwrap();
     assert_eq!(written.revision, 2);
+    assert_eq!(
+        store.get_job(&alice_j1).await.unwrap().as_ref(),
+        Some(&running),
+        "a put keeps every field, progress and the task flag included"
+    );
     let mut stale = first.next(NOW + 3);
     stale.status = JobStatus::Cancelled;
     let error = store.put_job(&stale, 1).await.unwrap_err();

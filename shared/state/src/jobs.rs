@@ -86,6 +86,23 @@ impl JobRef {
     }
 }
 
+/// The longest progress message a job keeps (longer ones are cut at a character boundary and end
+/// with `…`): the message is stored on every checkpoint and shown on every `tasks/get`.
+pub const MAX_PROGRESS_BYTES: usize = 512;
+
+/// `message` cut to [`MAX_PROGRESS_BYTES`] at a character boundary, ending with `…` when cut.
+pub fn bounded_progress(message: &str) -> String {
+    if message.len() <= MAX_PROGRESS_BYTES {
+        return message.to_string();
+    }
+    let ellipsis = '…';
+    let mut end = MAX_PROGRESS_BYTES - ellipsis.len_utf8();
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{ellipsis}", &message[..end])
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Job {
     pub job: JobRef,
@@ -101,6 +118,14 @@ pub struct Job {
     pub lease: Option<Lease>,
     /// What the runner saved to resume from, written only under a live lease.
     pub checkpoint: Option<Value>,
+    /// What the runner last said about how far it got ([`crate::JobContext::progress`]): a task's
+    /// `statusMessage` while it works. At most [`MAX_PROGRESS_BYTES`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<String>,
+    /// Started as a task ([`crate::Engine::start_task`]): its owner may follow it through
+    /// `tasks/*` whether or not the app declared its kind.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub task: bool,
     pub result: Option<Value>,
     pub error: Option<String>,
     /// How many times a worker has claimed the job.

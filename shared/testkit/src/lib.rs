@@ -21,6 +21,8 @@ use tower::ServiceExt;
 pub const PROTOCOL_VERSION: &str = "2026-07-28";
 /// The most rounds [`TestServer::call_tool_answering`] drives before it gives up.
 const MAX_ROUNDS: usize = 8;
+/// The most runs [`TestServer::run_jobs`] gives one job (its attempt budget ends it sooner).
+const MAX_RUNS: usize = 64;
 
 /// An app served in-process, called as a 2026-07-28 client calls it: over the real router and
 /// validation ladder, with SQLite in memory for records and jobs.
@@ -50,7 +52,7 @@ const MAX_ROUNDS: usize = 8;
 /// struct WipeInput {
 ///     folder: String,
 /// }
-/// const WIPE: JobKind<WipeInput> = JobKind::new("wipe");
+/// const WIPE: JobKind<WipeInput, String> = JobKind::new("wipe");
 ///
 /// #[derive(serde::Serialize, schemars::JsonSchema)]
 /// struct Started {
@@ -61,22 +63,19 @@ const MAX_ROUNDS: usize = 8;
 ///     Ok(format!("{} is empty", input.folder))
 /// }
 ///
-/// fn app(ports: &Ports) -> App {
-///     let engine = ports.jobs.clone().expect("TestServer gives the app durable jobs");
-///     let wipe = move |args: Wipe, cx: ToolContext| {
-///         let engine = engine.clone();
-///         async move {
-///             let question = format!("Wipe {}?", args.folder);
-///             match cx.elicit::<Confirm>("confirm", &question)? {
-///                 Elicited::Accept(Confirm { confirm: true }) => {
-///                     let input = WipeInput { folder: args.folder };
-///                     let job = cx.start_job(&engine, &WIPE, None, &input).await?;
-///                     Ok(Started { job: job.job.id })
-///                 }
-///                 _ => Err(ToolError::caller("not confirmed; nothing was wiped")),
-///             }
+/// async fn wipe(args: Wipe, cx: ToolContext) -> Result<Started, ToolError> {
+///     let question = format!("Wipe {}?", args.folder);
+///     match cx.elicit::<Confirm>("confirm", &question)? {
+///         Elicited::Accept(Confirm { confirm: true }) => {
+///             let input = WipeInput { folder: args.folder };
+///             let job = cx.start_job(&WIPE, None, &input).await?;
+///             Ok(Started { job: job.job.id })
 ///         }
-///     };
+///         _ => Err(ToolError::caller("not confirmed; nothing was wiped")),
+///     }
+/// }
+///
+/// fn app(_: &Ports) -> App {
 ///     App::new("wiper", "1.0.0")
 ///         .tool(Tool::typed("wipe", "Wipes a folder, once confirmed.", wipe))
 ///         .job(&WIPE, wiped)
@@ -291,7 +290,9 @@ impl TestServer {
         result(self.rpc("tasks/cancel", json!({ "taskId": task_id })).await)
     }
 
-    /// Runs every queued job to its end, as the worker function would.
+    /// Runs every queued job to its end, as the worker function would: a run that asks to run
+    /// again ([`relevo_protocol::author::JobError::Retry`]) runs again at once, until the job
+    /// succeeds, fails or spends its attempt budget.
     pub async fn run_jobs(&self) {
         loop {
             let messages = self
@@ -303,13 +304,42 @@ impl TestServer {
                 return;
             }
             for message in messages {
-                let _ = self.worker.process_message(&message.body).await;
+                for _ in 0..MAX_RUNS {
+                    if self.worker.process_message(&message.body).await.is_ok() {
+                        break;
+                    }
+                }
                 self.queue
                     .delete(&message.receipt)
                     .await
                     .expect("the queue deletes");
             }
         }
+    }
+
+    /// Runs each queued job once, as one delivery of its message would: a job that asks to run
+    /// again stays queued for the next call, so a test sees what a client sees in between (a
+    /// task's `statusMessage`, a job's progress). Returns how many runs it made.
+    pub async fn run_jobs_once(&self) -> usize {
+        let messages = self
+            .queue
+            .receive(10, 0, now())
+            .await
+            .expect("the queue reads");
+        for message in &messages {
+            if self.worker.process_message(&message.body).await.is_ok() {
+                self.queue
+                    .delete(&message.receipt)
+                    .await
+                    .expect("the queue deletes");
+            }
+        }
+        messages.len()
+    }
+
+    /// The job engine the app's tools reach: what a test reads the store through.
+    pub fn engine(&self) -> &Arc<Engine> {
+        self.worker.engine()
     }
 }
 

@@ -4,11 +4,8 @@
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
-use std::sync::Arc;
-
 use relevo_protocol::author::{Elicited, JobContext, JobError, JobKind, ToolContext, ToolError};
 use relevo_protocol::{App, Ports, Tool};
-use relevo_state::{Engine, JobRef};
 use relevo_testkit::{TestServer, accept, decline};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -71,56 +68,39 @@ struct JobResult {
     result: Option<u64>,
 }
 
-fn app(ports: &Ports) -> App {
-    let engine = ports.jobs.clone();
-    let reader = ports.jobs.clone();
+/// Reads the caller's `tally` job back, typed: a plain `async fn`, the engine reached through
+/// the context.
+async fn read_job(args: JobId, cx: ToolContext) -> Result<JobResult, ToolError> {
+    let view = cx
+        .find_job(&TALLY, &args.id)
+        .await?
+        .ok_or_else(|| ToolError::caller("no such job"))?;
+    Ok(JobResult {
+        status: view.status().into(),
+        result: view.state.output().map(|tallied| tallied.tally),
+    })
+}
+
+/// Starts the one `tally` job.
+async fn start(_: relevo_protocol::author::NoArgs, cx: ToolContext) -> Result<Receipt, ToolError> {
+    let job = cx
+        .start_job(&TALLY, Some("once"), &TallyInput { n: 3 })
+        .await?;
+    Ok(Receipt {
+        moved: 0,
+        to: job.job.id,
+    })
+}
+
+fn app(_: &Ports) -> App {
     App::new("typed", "1")
-        .tool(Tool::typed(
-            "job",
-            "Reads a job.",
-            move |args: JobId, cx: ToolContext| {
-                let engine: Arc<Engine> = reader.clone().unwrap();
-                async move {
-                    let principal = cx.principal();
-                    let id = JobRef {
-                        tenant: principal.tenant.clone(),
-                        subject: principal.subject.clone(),
-                        id: args.id,
-                    };
-                    let job = engine
-                        .store
-                        .get_job(&id)
-                        .await?
-                        .ok_or_else(|| ToolError::caller("no such job"))?;
-                    let result = job.result.as_ref().and_then(|r| r["tally"].as_u64());
-                    Ok(JobResult {
-                        status: job.status.as_str().into(),
-                        result,
-                    })
-                }
-            },
-        ))
+        .tool(Tool::typed("job", "Reads a job.", read_job))
         .tool(Tool::typed(
             "transfer",
             "Moves units after a confirmation.",
             transfer,
         ))
-        .tool(Tool::typed(
-            "start",
-            "Starts a job.",
-            move |_: relevo_protocol::author::NoArgs, cx: ToolContext| {
-                let engine: Arc<Engine> = engine.clone().unwrap();
-                async move {
-                    let job = cx
-                        .start_job(&engine, &TALLY, Some("once"), &TallyInput { n: 3 })
-                        .await?;
-                    Ok(Receipt {
-                        moved: 0,
-                        to: job.job.id,
-                    })
-                }
-            },
-        ))
+        .tool(Tool::typed("start", "Starts a job.", start))
         .job(&TALLY, tally)
 }
 
@@ -129,12 +109,12 @@ struct TallyInput {
     n: u64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 struct Tallied {
     tally: u64,
 }
 
-const TALLY: JobKind<TallyInput> = JobKind::new("tally");
+const TALLY: JobKind<TallyInput, Tallied> = JobKind::new("tally");
 
 async fn tally(input: TallyInput, _: JobContext) -> Result<Tallied, JobError> {
     Ok(Tallied { tally: input.n * 2 })

@@ -167,7 +167,7 @@ pub struct Inventory {
 
 /// The job that settles one operation if its executor dies: the inventory starts one, deferred,
 /// before every execution ([`Inventory::execute`]); the worker runs it with [`Inventory::settle_job`].
-pub const SETTLE: JobKind<SettleInput> = JobKind::new("inventory.settle");
+pub const SETTLE: JobKind<SettleInput, Settled> = JobKind::new("inventory.settle");
 
 /// The operation a settle job settles, in the job's tenant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -28,6 +28,8 @@ use serde_json::{Value, json};
 use relevo_state::{Engine, Ids, Job, JobRef, Owner, RandomIds, canonical_digest};
 
 use super::error::ToolError;
+use super::job_engine::{Jobs, JobsError};
+use super::job_view::{JobView, ReadError};
 use super::jobs::JobKind;
 use super::schema::form_schema;
 use crate::auth::Principal;
@@ -71,6 +73,7 @@ pub enum Elicited<T> {
 /// #         principal: Principal::new("acme", "ada", ["notes:read"]),
 /// #         notifier: Notifier::silent(),
 /// #         answers: None,
+/// #         jobs: None,
 /// #     }
 /// # }
 /// # #[tokio::main(flavor = "current_thread")]
@@ -140,11 +143,13 @@ pub enum Elicited<T> {
 /// # }
 /// ```
 ///
-/// A durable job, started once per operation key:
+/// A durable job, started once per operation key and read back typed. The tool is a plain
+/// `async fn`: the server hands it the job engine through the context.
 ///
 /// ```
 /// # use relevo_protocol::{Call, ClientContext, Notifier, Outcome, Principal};
-/// # fn call(arguments: serde_json::Value) -> Call {
+/// # use relevo_protocol::author::Jobs;
+/// # fn call(arguments: serde_json::Value, jobs: &Jobs) -> Call {
 /// #     Call {
 /// #         arguments: arguments.as_object().cloned().unwrap_or_default(),
 /// #         uri: None,
@@ -154,6 +159,7 @@ pub enum Elicited<T> {
 /// #         principal: Principal::new("acme", "ada", ["notes:read"]),
 /// #         notifier: Notifier::silent(),
 /// #         answers: None,
+/// #         jobs: Some(jobs.clone()),
 /// #     }
 /// # }
 /// # #[tokio::main(flavor = "current_thread")]
@@ -162,7 +168,7 @@ pub enum Elicited<T> {
 ///
 /// use relevo_embedded::{SqliteQueue, SqliteStore};
 /// use relevo_protocol::Tool;
-/// use relevo_protocol::author::{JobKind, ToolContext, ToolError};
+/// use relevo_protocol::author::{JobKind, JobState, ToolContext, ToolError};
 /// use relevo_state::{Engine, EngineConfig, RandomIds, SystemClock};
 /// use serde_json::json;
 ///
@@ -171,7 +177,12 @@ pub enum Elicited<T> {
 /// struct ExportInput {
 ///     dataset: String,
 /// }
-/// const EXPORT: JobKind<ExportInput> = JobKind::new("export");
+/// /// Its output: `find_job` reads only this type back.
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct Exported {
+///     rows: u64,
+/// }
+/// const EXPORT: JobKind<ExportInput, Exported> = JobKind::new("export");
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct StartArgs {
@@ -183,9 +194,23 @@ pub enum Elicited<T> {
 /// #[derive(serde::Serialize, schemars::JsonSchema)]
 /// struct Started {
 ///     job: String,
+///     /// Set once the export is done
+///     rows: Option<u64>,
 /// }
 ///
-/// // What `Ports::jobs` holds in a runner: the store and the queue (here SQLite in memory).
+/// async fn export_start(args: StartArgs, cx: ToolContext) -> Result<Started, ToolError> {
+///     let input = ExportInput { dataset: args.dataset };
+///     let job = cx.start_job(&EXPORT, Some(&args.key), &input).await?;
+///     let view = cx.find_job(&EXPORT, &job.job.id).await?;
+///     let rows = match view.map(|view| view.state) {
+///         Some(JobState::Succeeded(exported)) => Some(exported.rows),
+///         _ => None, // queued: a worker runs it
+///     };
+///     Ok(Started { job: job.job.id, rows })
+/// }
+///
+/// // What the server hands every call: the engine over the deployment's store and queue (here
+/// // SQLite in memory), and the kinds the app runs (`App::job` registers them).
 /// let sqlite = SqliteStore::in_memory().expect("an in-memory SQLite opens");
 /// let queue = SqliteQueue::new(sqlite.clone(), 5);
 /// let engine = Arc::new(Engine::new(
@@ -195,25 +220,26 @@ pub enum Elicited<T> {
 ///     Arc::new(RandomIds),
 ///     EngineConfig::default(),
 /// ));
+/// let jobs = Jobs::new(engine, [EXPORT.name().to_string()]);
 ///
-/// let tool = Tool::typed("export_start", "Starts an export.", move |args: StartArgs, cx: ToolContext| {
-///     let engine = engine.clone();
-///     async move {
-///         let input = ExportInput { dataset: args.dataset };
-///         let job = cx.start_job(&engine, &EXPORT, Some(&args.key), &input).await?;
-///         Ok(Started { job: job.job.id })
-///     }
-/// });
-///
+/// let tool = Tool::typed("export_start", "Starts an export.", export_start);
 /// let start = || async {
-///     match (tool.handler)(call(json!({ "dataset": "customers", "key": "k1" }))).await {
-///         Ok(Outcome::Complete(result)) => result["structuredContent"]["job"].clone(),
+///     let args = json!({ "dataset": "customers", "key": "k1" });
+///     match (tool.handler)(call(args, &jobs)).await {
+///         Ok(Outcome::Complete(result)) => result["structuredContent"].clone(),
 ///         other => panic!("a started job: {other:?}"),
 ///     }
 /// };
 /// let first = start().await;
-/// assert!(first.is_string());
-/// assert_eq!(start().await, first, "the same key and input name the same job");
+/// assert!(first["job"].is_string());
+/// assert_eq!(first["rows"], json!(null), "not run yet");
+/// assert_eq!(start().await["job"], first["job"], "the same key and input name the same job");
+///
+/// // A kind the app runs no function for is refused before anything is written: -32603 to the
+/// // client, and a log line naming the kind and `App::job`.
+/// let unrun = Jobs::new(jobs.engine().clone(), []);
+/// let refused = (tool.handler)(call(json!({ "dataset": "orders", "key": "k2" }), &unrun)).await;
+/// assert!(matches!(refused, Err(relevo_protocol::McpError::Internal)), "{refused:?}");
 /// # }
 /// ```
 pub struct ToolContext {
@@ -249,6 +275,14 @@ impl ToolContext {
     pub fn state<S: DeserializeOwned>(&self) -> Option<S> {
         let data = self.call.state.as_ref()?.get(DATA)?;
         serde_json::from_value(data.clone()).ok()
+    }
+
+    /// The id of the question this call answers: fresh for every question asked (every
+    /// `input_required`), sealed in `requestState`, so the same for every retry of one answer.
+    /// `None` on a first round. The operation key of what an answer starts: one answer, one
+    /// effect, on whichever instance the retry lands.
+    pub fn round(&self) -> Option<&str> {
+        self.call.state.as_ref()?.get(ROUND)?.as_str()
     }
 
     /// Asks the user for a `T` (a form derived from `T`) under `key`, or returns the answer this
@@ -324,32 +358,47 @@ impl ToolContext {
         ToolError::Answer(Box::new(Outcome::ask(key, request, Some(state))))
     }
 
+    /// The server's job engine, for what the typed job API does not cover; `Err` without one
+    /// (a deployment with `RELEVO_STORE=none`).
+    pub fn jobs(&self) -> Result<&Jobs, ToolError> {
+        self.call
+            .jobs
+            .as_ref()
+            .ok_or_else(|| ToolError::internal(JobsError::NoEngine))
+    }
+
+    /// The engine, if the app runs jobs of `kind`: a start of a kind nobody runs is refused
+    /// before anything is written.
+    fn engine_for(&self, kind: &str) -> Result<&Engine, ToolError> {
+        self.jobs()?.engine_for(kind).map_err(ToolError::internal)
+    }
+
     /// Starts a durable job of `kind` for the caller (one per `operation_key`, if given): the
     /// job is written before this returns, and a worker runs it. The input is the kind's own
-    /// type: another does not compile.
+    /// type: another does not compile. A kind the app registered no runner for
+    /// ([`crate::App::job`]) is refused, naming it ([`JobsError::NoRunner`]).
     ///
     /// ```compile_fail
     /// # use relevo_protocol::author::{JobKind, ToolContext, ToolError};
-    /// # use relevo_state::Engine;
     /// #[derive(serde::Serialize)]
     /// struct ExportInput { dataset: String }
     /// #[derive(serde::Serialize)]
     /// struct SettleInput { operation_id: String }
-    /// const EXPORT: JobKind<ExportInput> = JobKind::new("export");
+    /// const EXPORT: JobKind<ExportInput, u64> = JobKind::new("export");
     ///
-    /// async fn start(cx: &ToolContext, engine: &Engine) -> Result<(), ToolError> {
+    /// async fn start(cx: &ToolContext) -> Result<(), ToolError> {
     ///     let wrong = SettleInput { operation_id: "op-1".into() };
-    ///     cx.start_job(engine, &EXPORT, None, &wrong).await?; // expected `&ExportInput`
+    ///     cx.start_job(&EXPORT, None, &wrong).await?; // expected `&ExportInput`
     ///     Ok(())
     /// }
     /// ```
-    pub async fn start_job<I: Serialize>(
+    pub async fn start_job<I: Serialize, O>(
         &self,
-        engine: &Engine,
-        kind: &JobKind<I>,
+        kind: &JobKind<I, O>,
         operation_key: Option<&str>,
         input: &I,
     ) -> Result<Job, ToolError> {
+        let engine = self.engine_for(kind.name())?;
         let principal = &self.call.principal;
         Ok(kind
             .start(
@@ -362,39 +411,51 @@ impl ToolContext {
             .await?)
     }
 
-    /// The caller's job `id` of `kind`, or `None`: absent, another principal's (jobs are keyed by
-    /// the verified tenant and subject, so another caller's id reads as absent, never as
-    /// forbidden), or of another kind.
-    pub async fn find_job<I>(
+    /// The caller's job `id` of `kind`, read back typed ([`JobView`]: its progress while it
+    /// works, its output once it succeeded), or `None`: absent, another principal's (jobs are
+    /// keyed by the verified tenant and subject, so another caller's id reads as absent, never
+    /// as forbidden), or of another kind.
+    pub async fn find_job<I, O: DeserializeOwned>(
         &self,
-        engine: &Engine,
-        kind: &JobKind<I>,
+        kind: &JobKind<I, O>,
         id: &str,
-    ) -> Result<Option<Job>, ToolError> {
+    ) -> Result<Option<JobView<O>>, ToolError> {
         let principal = &self.call.principal;
         let job = JobRef {
             tenant: principal.tenant.clone(),
             subject: principal.subject.clone(),
             id: id.to_string(),
         };
-        Ok(engine
-            .store
-            .get_job(&job)
-            .await?
-            .filter(|job| job.kind == kind.name()))
+        kind.read(self.jobs()?.engine(), &job)
+            .await
+            .map_err(|error| match error {
+                ReadError::Store(error) => ToolError::from(error),
+                other => ToolError::internal(other),
+            })
     }
 
-    /// Starts a durable job of `kind` as [`ToolContext::start_job`] does; a client that declared
-    /// the Tasks extension follows it as a task (`?` answers with the created task), any other
-    /// client gets the job back to answer with.
-    pub async fn start_task<I: Serialize>(
+    /// Starts a durable job of `kind` as [`ToolContext::start_job`] does, marked as a task: a
+    /// client that declared the Tasks extension follows it through `tasks/get`, `tasks/cancel`
+    /// (`?` answers with the created task), any other client gets the job back to answer with.
+    /// Starting it is all the registration a task needs: its owner reaches it through `tasks/*`
+    /// under the scopes [`crate::App::task_kind`] set for its kind, or none.
+    pub async fn start_task<I: Serialize, O>(
         &self,
-        engine: &Engine,
-        kind: &JobKind<I>,
+        kind: &JobKind<I, O>,
         operation_key: Option<&str>,
         input: &I,
     ) -> Result<Job, ToolError> {
-        let job = self.start_job(engine, kind, operation_key, input).await?;
+        let engine = self.engine_for(kind.name())?;
+        let principal = &self.call.principal;
+        let job = kind
+            .start_task(
+                engine,
+                &principal.tenant,
+                &principal.subject,
+                operation_key,
+                input,
+            )
+            .await?;
         if self.call.client.declares_tasks() {
             return Err(ToolError::Answer(Box::new(Outcome::TaskCreated(Box::new(
                 job,

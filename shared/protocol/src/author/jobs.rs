@@ -1,11 +1,13 @@
 //! Typed jobs: a durable job is an async function over a typed input and output, as a tool is.
 //!
-//! A [`JobKind<I>`] constant names a kind of job and the type of its input. [`App::job`]
-//! registers the function that runs the jobs of that kind; [`ToolContext::start_job`] (from a
-//! tool) and [`JobKind::start`] / [`JobKind::start_deferred`] (from anywhere else holding the
-//! engine) start one with an `&I`, so a start with an input of another type does not compile.
-//! The untyped form ([`App::job_runner`] with a [`JobRunner`]) stays for runners that need the
-//! raw job, such as the tool-task runner.
+//! A [`JobKind<I, O>`] constant names a kind of job, the type of its input and the type of its
+//! output. [`App::job`] registers the function that runs the jobs of that kind (it must return
+//! an `O`); [`ToolContext::start_job`] (from a tool) and [`JobKind::start`] /
+//! [`JobKind::start_deferred`] (from anywhere else holding the engine) start one with an `&I`,
+//! and [`ToolContext::find_job`] / [`JobKind::read`] read one back as a [`JobView<O>`]: its
+//! progress while it works, its typed output once it succeeded. An input or an output of another
+//! type does not compile. The untyped form ([`App::job_runner`] with a [`JobRunner`]) stays for
+//! runners that need the raw job, such as the tool-task runner.
 //!
 //! ```
 //! use relevo_protocol::App;
@@ -17,12 +19,12 @@
 //!     month: u32,
 //! }
 //!
-//! #[derive(Serialize)]
-//! struct Report {
+//! #[derive(Serialize, Deserialize)]
+//! pub struct Report {
 //!     lines: u32,
 //! }
 //!
-//! pub const REPORT: JobKind<ReportInput> = JobKind::new("report");
+//! pub const REPORT: JobKind<ReportInput, Report> = JobKind::new("report");
 //!
 //! async fn report(input: ReportInput, _: JobContext) -> Result<Report, JobError> {
 //!     if input.month > 12 {
@@ -44,6 +46,9 @@
 //!   good, with the kind and the field path in its reason: a retry would read the same bytes.
 //! - The output is serialized into the job's result. One that does not serialize, or holds a
 //!   non-finite number (which JSON would store as `null`), fails the job for good.
+//! - A stored result is decoded as an `O` when read ([`JobView`]); one that does not fit (an
+//!   older version of the app wrote another shape) is an error naming the kind and the path,
+//!   never a panic and never a silent `None`.
 //!
 //! Threat model: the stored input came from the app's own start, but the store is outside the
 //! process, so the runner treats it as untrusted data: a value that does not fit is a reason,
@@ -61,15 +66,17 @@ use serde_json::Value;
 
 pub use relevo_state::JobContext;
 use relevo_state::work::BoxFuture;
-use relevo_state::{Engine, Job, JobFailure, JobRunner, StartError, StoreError};
+use relevo_state::{Engine, Job, JobFailure, JobRef, JobRunner, StartError, StoreError};
 
+use super::job_view::{JobView, ReadError};
 use crate::registry::App;
 
 #[cfg(doc)]
 use super::ToolContext;
 
-/// A kind of job and the type of its input: declare one constant per kind and use it both to
-/// register the runner ([`App::job`]) and to start jobs, so the two cannot disagree.
+/// A kind of job, the type of its input and the type of its output: declare one constant per
+/// kind and use it to register the runner ([`App::job`]), to start jobs and to read them back, so
+/// none of the three can disagree.
 ///
 /// ```
 /// use relevo_protocol::author::JobKind;
@@ -77,22 +84,27 @@ use super::ToolContext;
 /// pub struct ExportInput {
 ///     dataset: String,
 /// }
-/// pub const EXPORT: JobKind<ExportInput> = JobKind::new("export");
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// pub struct Exported {
+///     rows: u64,
+/// }
+/// pub const EXPORT: JobKind<ExportInput, Exported> = JobKind::new("export");
 /// assert_eq!(EXPORT.name(), "export");
 /// ```
-pub struct JobKind<I> {
+pub struct JobKind<I, O> {
     name: &'static str,
-    // `fn() -> I`: the kind neither owns nor borrows an `I`, so it is `Send`, `Sync` and `Copy`
-    // whatever `I` is.
-    input: PhantomData<fn() -> I>,
+    // `fn() -> (I, O)`: the kind neither owns nor borrows an `I` or an `O`, so it is `Send`,
+    // `Sync` and `Copy` whatever they are.
+    types: PhantomData<fn() -> (I, O)>,
 }
 
-impl<I> JobKind<I> {
-    /// The kind named `name` (the job's `kind` in the store), taking inputs of type `I`.
+impl<I, O> JobKind<I, O> {
+    /// The kind named `name` (the job's `kind` in the store), taking inputs of type `I` and
+    /// ending with an output of type `O`.
     pub const fn new(name: &'static str) -> Self {
         JobKind {
             name,
-            input: PhantomData,
+            types: PhantomData,
         }
     }
 
@@ -102,26 +114,42 @@ impl<I> JobKind<I> {
     }
 }
 
-impl<I> Clone for JobKind<I> {
+impl<I, O> Clone for JobKind<I, O> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<I> Copy for JobKind<I> {}
+impl<I, O> Copy for JobKind<I, O> {}
 
-impl<I> fmt::Debug for JobKind<I> {
+impl<I, O> fmt::Debug for JobKind<I, O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "JobKind({:?}: {})",
+            "JobKind({:?}: {} -> {})",
             self.name,
-            std::any::type_name::<I>()
+            std::any::type_name::<I>(),
+            std::any::type_name::<O>()
         )
     }
 }
 
-impl<I: Serialize> JobKind<I> {
+impl<I, O: DeserializeOwned> JobKind<I, O> {
+    /// The job `job` if it is of this kind, read consistently and decoded: `None` when absent
+    /// or of another kind (the key includes the owner, so another owner's id is absent too).
+    pub async fn read(
+        &self,
+        engine: &Engine,
+        job: &JobRef,
+    ) -> Result<Option<JobView<O>>, ReadError> {
+        match engine.store.get_job(job).await? {
+            Some(job) if job.kind == self.name => JobView::decode(job).map(Some),
+            Some(_) | None => Ok(None),
+        }
+    }
+}
+
+impl<I: Serialize, O> JobKind<I, O> {
     /// Starts a job of this kind for `subject` in `tenant` ([`Engine::start`]): written before
     /// this returns, then enqueued.
     pub async fn start(
@@ -134,6 +162,27 @@ impl<I: Serialize> JobKind<I> {
     ) -> Result<Job, StartError> {
         engine
             .start(
+                tenant,
+                subject,
+                self.name,
+                operation_key,
+                self.encode(input)?,
+            )
+            .await
+    }
+
+    /// Starts a job of this kind marked as a task ([`Engine::start_task`]): its owner follows it
+    /// through `tasks/*`.
+    pub async fn start_task(
+        &self,
+        engine: &Engine,
+        tenant: &str,
+        subject: &str,
+        operation_key: Option<&str>,
+        input: &I,
+    ) -> Result<Job, StartError> {
+        engine
+            .start_task(
                 tenant,
                 subject,
                 self.name,
@@ -172,12 +221,11 @@ impl<I: Serialize> JobKind<I> {
     }
 }
 
-impl<I: DeserializeOwned + Send + 'static> JobKind<I> {
+impl<I: DeserializeOwned + Send + 'static, O: Serialize + 'static> JobKind<I, O> {
     /// The untyped runner of `run`, for a [`relevo_state::Worker`] built by hand; an app
     /// registers it with [`App::job`] instead.
-    pub fn runner<O, F, Fut>(&self, run: F) -> Arc<dyn JobRunner>
+    pub fn runner<F, Fut>(&self, run: F) -> Arc<dyn JobRunner>
     where
-        O: Serialize + 'static,
         F: Fn(I, JobContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, JobError>> + Send + 'static,
     {
@@ -205,7 +253,7 @@ impl<I: DeserializeOwned + Send + 'static> JobKind<I> {
 
 impl App {
     /// Runs the app's jobs of `kind` with `run`, an async function of the job's typed input and
-    /// its [`JobContext`] returning a serializable output (stored as the job's result).
+    /// its [`JobContext`] returning the kind's output (stored as the job's result).
     ///
     /// ```
     /// use relevo_protocol::App;
@@ -217,7 +265,7 @@ impl App {
     ///     upto: u64,
     /// }
     ///
-    /// pub const TALLY: JobKind<Tally> = JobKind::new("tally");
+    /// pub const TALLY: JobKind<Tally, u64> = JobKind::new("tally");
     ///
     /// async fn tally(input: Tally, cx: JobContext) -> Result<u64, JobError> {
     ///     let mut sum = cx.checkpoint_as::<u64>().unwrap_or(0);
@@ -226,19 +274,21 @@ impl App {
     ///             return Err(JobError::Cancelled);
     ///         }
     ///         sum += n;
+    ///         // Where to resume and what a task's statusMessage says, in one write.
+    ///         cx.save_progress(&sum, format!("added {n} of {}", input.upto)).await?;
     ///     }
-    ///     cx.save_checkpoint_as(&sum).await?;
     ///     Ok(sum)
     /// }
     ///
     /// // A closure works as well, with the app's own state moved in.
     /// let offset = std::sync::Arc::new(1u64);
-    /// let app = App::new("sums", "1.0.0").job(&TALLY, tally).job(&JobKind::<Tally>::new("shifted"), move |t: Tally, _| {
+    /// const SHIFTED: JobKind<Tally, u64> = JobKind::new("shifted");
+    /// let app = App::new("sums", "1.0.0").job(&TALLY, tally).job(&SHIFTED, move |t: Tally, _| {
     ///     let offset = offset.clone();
     ///     async move { Ok::<_, JobError>(t.upto + *offset) }
     /// });
     /// ```
-    pub fn job<I, O, F, Fut>(self, kind: &JobKind<I>, run: F) -> Self
+    pub fn job<I, O, F, Fut>(self, kind: &JobKind<I, O>, run: F) -> Self
     where
         I: DeserializeOwned + Send + 'static,
         O: Serialize + 'static,
@@ -249,12 +299,12 @@ impl App {
     }
 }
 
-struct TypedRunner<I, F> {
-    kind: JobKind<I>,
+struct TypedRunner<I, O, F> {
+    kind: JobKind<I, O>,
     run: F,
 }
 
-impl<I, O, F, Fut> JobRunner for TypedRunner<I, F>
+impl<I, O, F, Fut> JobRunner for TypedRunner<I, O, F>
 where
     I: DeserializeOwned + Send + 'static,
     O: Serialize + 'static,
@@ -363,6 +413,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::author::JobState;
 
     #[derive(Debug, PartialEq, Serialize, Deserialize)]
     struct Line {
@@ -375,16 +426,16 @@ mod tests {
         lines: Vec<Line>,
     }
 
-    #[derive(Serialize)]
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
     struct Total {
         units: u32,
         skus: Vec<String>,
     }
 
-    const ORDER: JobKind<Order> = JobKind::new("order");
+    const ORDER: JobKind<Order, Total> = JobKind::new("order");
 
-    /// One app with `ORDER` run by `run`, its engine and its worker, on in-memory SQLite.
-    fn harness<O, F, Fut>(run: F) -> (Arc<Engine>, Worker)
+    /// One app with `kind` run by `run`, its engine and its worker, on in-memory SQLite.
+    fn harness<O, F, Fut>(kind: JobKind<Order, O>, run: F) -> (Arc<Engine>, Worker)
     where
         O: Serialize + 'static,
         F: Fn(Order, JobContext) -> Fut + Send + Sync + 'static,
@@ -403,7 +454,7 @@ mod tests {
             Arc::new(RandomIds),
             config,
         ));
-        let app = Arc::new(App::new("jobs", "1").job(&ORDER, run));
+        let app = Arc::new(App::new("jobs", "1").job(&kind, run));
         let worker = app.worker(engine.clone());
         (engine, worker)
     }
@@ -435,7 +486,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_typed_job_runs_on_its_decoded_input_and_stores_its_output_serialized() {
-        let (engine, worker) = harness(total);
+        let (engine, worker) = harness(ORDER, total);
         let job = ORDER
             .start(&engine, "acme", "alice", None, &two_lines())
             .await
@@ -458,7 +509,7 @@ mod tests {
     {
         let ran = Arc::new(AtomicUsize::new(0));
         let counted = ran.clone();
-        let (engine, worker) = harness(move |order, cx| {
+        let (engine, worker) = harness(ORDER, move |order, cx| {
             counted.fetch_add(1, Ordering::SeqCst);
             total(order, cx)
         });
@@ -500,7 +551,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_missing_field_is_named_at_the_top_level() {
-        let (engine, worker) = harness(total);
+        let (engine, worker) = harness(ORDER, total);
         let job = engine
             .start("acme", "alice", ORDER.name(), None, json!({ "line": [] }))
             .await
@@ -516,7 +567,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_error_ends_the_job_and_a_retry_error_runs_it_again() {
-        let (engine, worker) = harness(|order: Order, _| async move {
+        let (engine, worker) = harness(ORDER, |order: Order, _| async move {
             match order.lines.len() {
                 0 => Err::<Total, _>(JobError::failed("an empty order")),
                 _ => Err(JobError::retry("the warehouse is busy")),
@@ -553,9 +604,11 @@ mod tests {
         struct Ratio {
             ratio: f64,
         }
-        let (engine, worker) =
-            harness(|_: Order, _| async { Ok::<_, JobError>(Ratio { ratio: f64::NAN }) });
-        let job = ORDER
+        let ratio: JobKind<Order, Ratio> = JobKind::new("order");
+        let (engine, worker) = harness(ratio, |_: Order, _| async {
+            Ok::<_, JobError>(Ratio { ratio: f64::NAN })
+        });
+        let job = ratio
             .start(&engine, "acme", "alice", None, &two_lines())
             .await
             .unwrap();
@@ -567,7 +620,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_typed_checkpoint_is_read_back_by_the_next_run() {
-        let (engine, worker) = harness(|order: Order, cx: JobContext| async move {
+        let lines: JobKind<Order, Vec<String>> = JobKind::new("order");
+        let (engine, worker) = harness(lines, |order: Order, cx: JobContext| async move {
             let done: Vec<String> = cx.checkpoint_as().unwrap_or_default();
             if done.is_empty() {
                 cx.save_checkpoint_as(&vec![order.lines[0].sku.clone()])
@@ -586,8 +640,82 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_job_reads_back_typed_with_its_progress_while_it_works_and_its_output_when_done() {
+        let (engine, worker) = harness(ORDER, |order: Order, cx: JobContext| async move {
+            let done: usize = cx.checkpoint_as().unwrap_or_default();
+            if done < order.lines.len() {
+                cx.save_progress(
+                    &(done + 1),
+                    format!("line {} of {}", done + 1, order.lines.len()),
+                )
+                .await?;
+                return Err(JobError::retry("one line a run"));
+            }
+            total(order, cx).await
+        });
+        let job = ORDER
+            .start(&engine, "acme", "alice", None, &two_lines())
+            .await
+            .unwrap();
+        let queued = ORDER.read(&engine, &job.job).await.unwrap().unwrap();
+        assert_eq!(queued.state, JobState::Working { progress: None });
+
+        assert!(
+            worker.process(&job.job).await.is_err(),
+            "the first run retries"
+        );
+        let working = ORDER.read(&engine, &job.job).await.unwrap().unwrap();
+        assert_eq!(working.state.progress(), Some("line 1 of 2"));
+        assert_eq!(
+            working.job.checkpoint,
+            Some(json!(1)),
+            "saved in the same write"
+        );
+
+        assert!(worker.process(&job.job).await.is_err());
+        let (processed, _) = run_once(&engine, &worker, &job).await;
+        assert_eq!(processed, Processed::Finished(JobStatus::Succeeded));
+        let done = ORDER.read(&engine, &job.job).await.unwrap().unwrap();
+        assert_eq!(
+            done.state,
+            JobState::Succeeded(Total {
+                units: 5,
+                skus: vec!["tea".into(), "cup".into()]
+            })
+        );
+
+        let other_kind: JobKind<Order, Total> = JobKind::new("invoice");
+        assert!(
+            other_kind.read(&engine, &job.job).await.unwrap().is_none(),
+            "a job of another kind reads as absent"
+        );
+    }
+
+    #[tokio::test]
+    async fn progress_is_bounded_and_cut_at_a_character_boundary() {
+        let (engine, worker) = harness(ORDER, |_: Order, cx: JobContext| async move {
+            cx.progress("é".repeat(1_000)).await?;
+            Err::<Total, _>(JobError::retry("again"))
+        });
+        let job = ORDER
+            .start(&engine, "acme", "alice", None, &two_lines())
+            .await
+            .unwrap();
+        assert!(worker.process(&job.job).await.is_err());
+        let read = ORDER.read(&engine, &job.job).await.unwrap().unwrap();
+        let progress = read.state.progress().unwrap();
+        assert!(
+            progress.len() <= relevo_state::jobs::MAX_PROGRESS_BYTES,
+            "{}",
+            progress.len()
+        );
+        assert!(progress.ends_with('…'), "says it was cut");
+        assert!(progress.trim_end_matches('…').chars().all(|c| c == 'é'));
+    }
+
+    #[tokio::test]
     async fn typed_starts_stay_idempotent_per_owner_kind_and_operation_key() {
-        let (engine, _) = harness(total);
+        let (engine, _) = harness(ORDER, total);
         let first = ORDER
             .start(&engine, "acme", "alice", Some("k"), &two_lines())
             .await
@@ -610,7 +738,7 @@ mod tests {
             .await
             .unwrap();
         assert_ne!(theirs.job.id, first.job.id, "keys are per owner");
-        let later: JobKind<Order> = JobKind::new("later");
+        let later: JobKind<Order, Total> = JobKind::new("later");
         let deferred = later
             .start_deferred(&engine, "acme", "alice", Some("k"), &other)
             .await
@@ -621,8 +749,8 @@ mod tests {
     #[tokio::test]
     async fn an_input_that_does_not_serialize_is_refused_before_anything_is_written() {
         use std::collections::BTreeMap;
-        let (engine, _) = harness(total);
-        let bad: JobKind<BTreeMap<(u8, u8), u8>> = JobKind::new("pairs");
+        let (engine, _) = harness(ORDER, total);
+        let bad: JobKind<BTreeMap<(u8, u8), u8>, ()> = JobKind::new("pairs");
         let refused = bad
             .start(
                 &engine,

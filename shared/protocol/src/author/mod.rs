@@ -43,6 +43,8 @@
 mod context;
 mod error;
 mod finite;
+mod job_engine;
+mod job_view;
 mod jobs;
 pub mod rounds;
 pub mod schema;
@@ -50,6 +52,8 @@ mod typed;
 
 pub use context::{Elicited, ToolContext};
 pub use error::{Fault, Required, ToolError};
+pub use job_engine::{Jobs, JobsError};
+pub use job_view::{JobState, JobView, ReadError};
 pub use jobs::{JobContext, JobError, JobKind};
 pub use rounds::RoundLedger;
 pub use typed::{NoArgs, Structured};

@@ -51,6 +51,7 @@ impl Tool {
     /// #         principal: Principal::new("acme", "ada", ["notes:read"]),
     /// #         notifier: Notifier::silent(),
     /// #         answers: None,
+    /// #         jobs: None,
     /// #     }
     /// # }
     /// # #[tokio::main(flavor = "current_thread")]

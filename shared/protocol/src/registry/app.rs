@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use relevo_state::{Engine, JobRunner, Worker};
 
+use crate::author::JobKind;
 use crate::pages::Pages;
 use crate::tasks::{TOOL_TASK_KIND, ToolTaskRunner};
 
@@ -13,7 +14,7 @@ use serde_json::{Value, json};
 use super::rules::{self, Refused, refuse};
 use super::skill::{self, RegisteredSkill, Skill};
 use super::{
-    Outcome, Prompt, Resource, ResourceTemplate, Tool, handler, insert_icons, insert_some, owned,
+    Outcome, Prompt, Resource, ResourceTemplate, Tool, handler, insert_icons, insert_some,
 };
 use crate::wire::Icon;
 
@@ -30,13 +31,45 @@ fn unique<T>(kind: &'static str, held: &BTreeMap<String, T>, key: &str) -> Resul
 }
 
 /// Who may reach the jobs of one kind through `tasks/get` (`read`) and `tasks/update` /
-/// `tasks/cancel` (`write`). A kind the app does not declare is not reachable through them.
+/// `tasks/cancel` (`write`), beside being their owner (a task is only ever its owner's).
+///
+/// A job started as a task ([`crate::author::ToolContext::start_task`]) is reachable by its
+/// owner under [`TaskAccess::owner`] unless [`App::task_kind`] declares more for its kind; a kind
+/// declared here makes its jobs reachable however they were started.
+///
+/// ```
+/// use relevo_protocol::TaskAccess;
+/// let access = TaskAccess::owner()
+///     .read_scopes(["exports:read"])
+///     .write_scopes(["exports:write"]);
+/// assert_eq!(access.read, ["exports:read"]);
+/// assert_eq!(TaskAccess::owner().write, Vec::<String>::new());
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskAccess {
     /// Scopes for `tasks/get`.
     pub read: Vec<String>,
     /// Scopes for `tasks/update` and `tasks/cancel`.
     pub write: Vec<String>,
+}
+
+impl TaskAccess {
+    /// The owner, holding no particular scope, reads and writes their own tasks.
+    pub fn owner() -> Self {
+        TaskAccess::default()
+    }
+
+    /// `tasks/get` also needs every one of `scopes`.
+    pub fn read_scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.read = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// `tasks/update` and `tasks/cancel` also need every one of `scopes`.
+    pub fn write_scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.write = scopes.into_iter().map(Into::into).collect();
+        self
+    }
 }
 
 /// An app: its identity and its registries, each kept sorted by its unique key so every list
@@ -446,17 +479,35 @@ impl App {
         self.templates.values()
     }
 
-    /// Makes jobs of `kind` (started by the app's own tools) reachable as tasks, for callers
-    /// holding `read` (get) or `write` (update, cancel). Tool tasks are declared by their tool.
-    pub fn task_kind(mut self, kind: &str, read: &[&str], write: &[&str]) -> Self {
-        self.task_kinds.insert(
-            kind.into(),
-            TaskAccess {
-                read: owned(read),
-                write: owned(write),
-            },
-        );
+    /// Makes every job of `kind` reachable as a task by its owner, under `access`
+    /// ([`TaskAccess`]: scopes named, not positional). A job a tool starts with
+    /// [`crate::author::ToolContext::start_task`] is reachable without this; declare the kind to
+    /// ask for scopes, or to reach jobs started otherwise. Tool tasks are declared by their tool.
+    ///
+    /// ```
+    /// use relevo_protocol::author::JobKind;
+    /// use relevo_protocol::{App, TaskAccess};
+    /// const EXPORT: JobKind<String, u64> = JobKind::new("export");
+    /// let app = App::new("exports", "1.0.0").task_kind(
+    ///     &EXPORT,
+    ///     TaskAccess::owner().read_scopes(["exports:read"]).write_scopes(["exports:write"]),
+    /// );
+    /// assert_eq!(app.task_kinds().count(), 1);
+    /// ```
+    pub fn task_kind<I, O>(mut self, kind: &JobKind<I, O>, access: TaskAccess) -> Self {
+        self.task_kinds.insert(kind.name().into(), access);
         self
+    }
+
+    /// The job engine as this app's tools reach it: `engine`, starting only the kinds the app
+    /// runs (its [`App::job`] / [`App::job_runner`] kinds, and its tools' tasks).
+    pub fn jobs(&self, engine: Arc<Engine>) -> crate::author::Jobs {
+        let kinds = self
+            .job_runners
+            .keys()
+            .cloned()
+            .chain([TOOL_TASK_KIND.to_string()]);
+        crate::author::Jobs::new(engine, kinds)
     }
 
     /// Runs the app's jobs of `kind` (started by its tools through `Ports::jobs`) in the worker
@@ -487,8 +538,8 @@ impl App {
     /// The worker of this app: the runner of each job kind it declared, and the runner of its
     /// tools' tasks. Built after the app, so nothing is bound later.
     pub fn worker(self: &Arc<Self>, engine: Arc<Engine>) -> Worker {
-        let worker =
-            Worker::new(engine).runner(TOOL_TASK_KIND, Arc::new(ToolTaskRunner::new(self.clone())));
+        let tools = ToolTaskRunner::new(self.clone(), self.jobs(engine.clone()));
+        let worker = Worker::new(engine).runner(TOOL_TASK_KIND, Arc::new(tools));
         self.job_runners
             .iter()
             .fold(worker, |worker, (kind, runner)| {

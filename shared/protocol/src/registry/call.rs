@@ -68,6 +68,9 @@ pub struct Call {
     /// `None` without a store, and for a tool's round the server claimed (its record holds the
     /// answer: [`crate::author::rounds`]).
     pub answers: Option<RoundLedger>,
+    /// The server's job engine, which tools start and read jobs through
+    /// ([`crate::author::ToolContext::start_job`]); `None` without a store.
+    pub jobs: Option<crate::author::Jobs>,
 }
 
 impl Call {

@@ -100,6 +100,7 @@ impl PromptArgument {
 /// #         principal: Principal::new("acme", "ada", ["notes:read"]),
 /// #         notifier: Notifier::silent(),
 /// #         answers: None,
+/// #         jobs: None,
 /// #     }
 /// # }
 /// # #[tokio::main(flavor = "current_thread")]

@@ -25,6 +25,7 @@ use relevo_state::RecordKey;
 /// #         principal: Principal::new("acme", "ada", ["notes:read"]),
 /// #         notifier: Notifier::silent(),
 /// #         answers: None,
+/// #         jobs: None,
 /// #     }
 /// # }
 /// # #[tokio::main(flavor = "current_thread")]

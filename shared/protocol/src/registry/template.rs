@@ -39,6 +39,7 @@ use serde::de::DeserializeOwned;
 /// #         principal: Principal::new("acme", "ada", ["notes:read"]),
 /// #         notifier: Notifier::silent(),
 /// #         answers: None,
+/// #         jobs: None,
 /// #     }
 /// # }
 /// # #[tokio::main(flavor = "current_thread")]

@@ -288,6 +288,7 @@ impl McpServer {
             principal,
             notifier,
             answers,
+            jobs: self.jobs.clone(),
         };
 
         if let Some((name, support, gather)) = task_tool {

@@ -53,7 +53,9 @@ use crate::method::Method;
 use crate::quota::{QuotaScope, Quotas, Rate};
 use crate::registry::skill::{DIRECTORY_MIME, SCHEME};
 use crate::registry::uri_template::leading_literal;
-use crate::registry::{Candidates, Handler, Prompt, RegisteredSkill, Tool, WatchRecord, apps};
+use crate::registry::{
+    Candidates, Handler, Prompt, RegisteredSkill, TaskAccess, Tool, WatchRecord, apps,
+};
 use crate::tasks::TOOL_TASK_KIND;
 use crate::wire::JsonObject;
 use relevo_state::Job;
@@ -528,10 +530,16 @@ impl McpServer {
                 None => return Ok(false),
             }
         } else {
-            match self.app.task_kinds().find(|(kind, _)| **kind == job.kind) {
-                Some((_, access)) if usage == TaskUse::Read => access.read.clone(),
-                Some((_, access)) => access.write.clone(),
+            // A declared kind's scopes; a job started as a task and of no declared kind is its
+            // owner's to follow with no particular scope (`TaskAccess::owner`).
+            let access = match self.app.task_kinds().find(|(kind, _)| **kind == job.kind) {
+                Some((_, access)) => access.clone(),
+                None if job.task => TaskAccess::owner(),
                 None => return Ok(false),
+            };
+            match usage {
+                TaskUse::Read => access.read,
+                TaskUse::Write => access.write,
             }
         };
         require(principal, &scopes)?;

@@ -186,6 +186,7 @@ impl Watch {
             principal: self.principal.clone(),
             notifier: Notifier::silent(),
             answers: None,
+            jobs: None,
         };
         match run_handler(
             handler,

@@ -231,28 +231,60 @@ impl JobContext {
         self.cancel_requested()
     }
 
-    /// Saves a checkpoint and extends the lease, only while this worker still holds the lease.
-    pub async fn save_checkpoint(&self, checkpoint: Value) -> Result<(), JobFailure> {
-        let lease_secs = self.lease_secs;
-        let owner = self.lease_owner.clone();
-        self.write(move |job, now| {
-            job.checkpoint = Some(checkpoint.clone());
-            job.lease = Some(Lease {
-                owner: owner.clone(),
-                expires_at: now + lease_secs,
-            });
+    /// The last progress the job reported (by this run or an earlier one).
+    pub fn last_progress(&self) -> Option<String> {
+        self.job().progress
+    }
+
+    /// Says how far the job got: a task's `statusMessage` while it works, and what
+    /// [`Job::progress`] reads. One fenced write (which also extends the lease); a message over
+    /// [`crate::jobs::MAX_PROGRESS_BYTES`] is cut. To save where to resume in the same write,
+    /// use [`JobContext::save_progress`].
+    pub async fn progress(&self, message: impl std::fmt::Display) -> Result<(), JobFailure> {
+        let message = crate::jobs::bounded_progress(&message.to_string());
+        self.write_leased(move |job| job.progress = Some(message.clone()))
+            .await
+    }
+
+    /// Saves a typed checkpoint and the progress it stands for in one fenced write: what a step
+    /// of a long job calls once it is done. A checkpoint that does not serialize fails the job
+    /// for good.
+    pub async fn save_progress<C: serde::Serialize>(
+        &self,
+        checkpoint: &C,
+        message: impl std::fmt::Display,
+    ) -> Result<(), JobFailure> {
+        let value = serde_json::to_value(checkpoint).map_err(|error| {
+            JobFailure::Failed(format!("the checkpoint does not serialize: {error}"))
+        })?;
+        let message = crate::jobs::bounded_progress(&message.to_string());
+        self.write_leased(move |job| {
+            job.checkpoint = Some(value.clone());
+            job.progress = Some(message.clone());
         })
         .await
     }
 
+    /// Saves a checkpoint and extends the lease, only while this worker still holds the lease.
+    pub async fn save_checkpoint(&self, checkpoint: Value) -> Result<(), JobFailure> {
+        self.write_leased(move |job| job.checkpoint = Some(checkpoint.clone()))
+            .await
+    }
+
     /// Extends the lease by a full term, only while this worker still holds it.
     pub async fn renew_lease(&self) -> Result<(), JobFailure> {
+        self.write_leased(|_| {}).await
+    }
+
+    /// [`JobContext::write`] of `change`, extending the lease by a full term in the same write.
+    async fn write_leased(&self, change: impl Fn(&mut Job)) -> Result<(), JobFailure> {
         let (lease_secs, owner) = (self.lease_secs, self.lease_owner.clone());
         self.write(move |job, now| {
+            change(job);
             job.lease = Some(Lease {
                 owner: owner.clone(),
                 expires_at: now + lease_secs,
-            })
+            });
         })
         .await
     }
@@ -309,6 +341,17 @@ impl JobContext {
     }
 }
 
+/// How [`Engine`] starts a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StartMode {
+    /// Written, then enqueued.
+    Enqueue,
+    /// Written marked as a task, then enqueued.
+    Task,
+    /// Written only: the reconciler enqueues it if nothing else finishes it first.
+    Deferred,
+}
+
 /// Starts, runs and reconciles jobs over the store and queue ports.
 pub struct Engine {
     pub store: Arc<dyn JobStore>,
@@ -354,7 +397,29 @@ impl Engine {
         operation_key: Option<&str>,
         input: Value,
     ) -> Result<Job, StartError> {
-        self.start_job(tenant, subject, kind, operation_key, input, true)
+        self.start_job(
+            tenant,
+            subject,
+            kind,
+            operation_key,
+            input,
+            StartMode::Enqueue,
+        )
+        .await
+    }
+
+    /// [`Engine::start`] of a job its owner follows as a task: the job is marked so, and
+    /// `tasks/*` reach it for its owner whether or not the app declared its kind. A key that
+    /// already names a job started by [`Engine::start`] returns that job, unmarked.
+    pub async fn start_task(
+        &self,
+        tenant: &str,
+        subject: &str,
+        kind: &str,
+        operation_key: Option<&str>,
+        input: Value,
+    ) -> Result<Job, StartError> {
+        self.start_job(tenant, subject, kind, operation_key, input, StartMode::Task)
             .await
     }
 
@@ -369,8 +434,15 @@ impl Engine {
         operation_key: Option<&str>,
         input: Value,
     ) -> Result<Job, StartError> {
-        self.start_job(tenant, subject, kind, operation_key, input, false)
-            .await
+        self.start_job(
+            tenant,
+            subject,
+            kind,
+            operation_key,
+            input,
+            StartMode::Deferred,
+        )
+        .await
     }
 
     async fn start_job(
@@ -380,8 +452,10 @@ impl Engine {
         kind: &str,
         operation_key: Option<&str>,
         input: Value,
-        enqueue: bool,
+        mode: StartMode,
     ) -> Result<Job, StartError> {
+        let enqueue = mode != StartMode::Deferred;
+        let task = mode == StartMode::Task;
         let now = self.clock.now_unix();
         let job = Job {
             job: JobRef {
@@ -397,6 +471,8 @@ impl Engine {
             revision: 1,
             lease: None,
             checkpoint: None,
+            progress: None,
+            task,
             result: None,
             error: None,
             attempts: 0,

@@ -5,14 +5,13 @@
 //! - `book`: asks the user first (MRTR elicitation), then starts the durable `confirm` job.
 //! - `booking`: what became of a booking: its job's status and typed result.
 //!
-//! Invariant: one confirmed quote is one booking. The quote's id travels sealed in
+//! Every tool is a plain `async fn`: the job engine comes with its [`ToolContext`].
+//!
+//! Invariant: one confirmed quote is one booking. The question's round id travels sealed in
 //! `requestState` (bound to the caller, the tool and its arguments) and is the job's operation
 //! key, so a confirmed call retried on any instance, or sent twice, finds the same job.
 
-use std::sync::Arc;
-
 use relevo::prelude::*;
-use relevo::state::Ids;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(crate = "relevo::serde", deny_unknown_fields)]
@@ -49,7 +48,6 @@ pub struct BookArgs {
 #[derive(Serialize, Deserialize)]
 #[serde(crate = "relevo::serde")]
 struct Quote {
-    id: String,
     deposit_cents: u32,
 }
 
@@ -80,11 +78,14 @@ pub struct Confirmation {
 }
 
 /// A durable job: started by `book`, run by the worker (SQS in production, the embedded queue
-/// locally), retried within its attempt budget.
-pub const CONFIRM: JobKind<Booking> = JobKind::new("confirm");
+/// locally), retried within its attempt budget. `Booking` in, `Confirmation` out: starting it
+/// with anything else, or reading anything else back, does not compile.
+pub const CONFIRM: JobKind<Booking, Confirmation> = JobKind::new("confirm");
 
 /// Where a real app would call the restaurant's API (with the job's id as its idempotency key).
-pub async fn confirm(booking: Booking, _: JobContext) -> Result<Confirmation, JobError> {
+pub async fn confirm(booking: Booking, cx: JobContext) -> Result<Confirmation, JobError> {
+    // What `booking` (and a Tasks client's `statusMessage`) shows while the job works.
+    cx.progress("calling the restaurant").await?;
     let code = format!("T{}-{}", booking.day.replace('-', ""), booking.guests);
     Ok(Confirmation {
         code,
@@ -104,15 +105,9 @@ pub struct Booked {
 }
 
 /// Asks the user to confirm the deposit (the first call answers `input_required`); the
-/// confirmed retry starts the `confirm` job, once per quote.
-pub async fn book(
-    engine: &Engine,
-    ids: &dyn Ids,
-    args: BookArgs,
-    cx: ToolContext,
-) -> Result<Booked, ToolError> {
-    let quote = cx.state::<Quote>().unwrap_or_else(|| Quote {
-        id: ids.new_id(),
+/// confirmed retry starts the `confirm` job, once per question asked.
+pub async fn book(args: BookArgs, cx: ToolContext) -> Result<Booked, ToolError> {
+    let quote = cx.state::<Quote>().unwrap_or(Quote {
         deposit_cents: args.guests * 500,
     });
     let question = format!(
@@ -128,9 +123,8 @@ pub async fn book(
                 guests: args.guests,
                 deposit_cents: quote.deposit_cents,
             };
-            let job = cx
-                .start_job(engine, &CONFIRM, Some(&quote.id), &booking)
-                .await?;
+            // The answered round's id: the same for a retry of this answer, new for every question.
+            let job = cx.start_job(&CONFIRM, cx.round(), &booking).await?;
             Ok(Booked {
                 booking_id: job.job.id,
                 day: booking.day,
@@ -157,26 +151,20 @@ pub struct BookingArgs {
 pub struct BookingStatus {
     /// queued, running, succeeded, failed or cancelled
     pub status: String,
+    /// What the job last said while it works
+    pub progress: Option<String>,
     /// Set once the booking is confirmed
     pub confirmation: Option<Confirmation>,
 }
 
 /// The caller's booking: another caller's id reads as unknown.
-pub async fn booking(
-    engine: &Engine,
-    args: BookingArgs,
-    cx: ToolContext,
-) -> Result<BookingStatus, ToolError> {
-    let job = cx.find_job(engine, &CONFIRM, &args.booking_id).await?;
+pub async fn booking(args: BookingArgs, cx: ToolContext) -> Result<BookingStatus, ToolError> {
+    let job = cx.find_job(&CONFIRM, &args.booking_id).await?;
     let job = job.or_caller(format!("No booking {}", args.booking_id))?;
-    let confirmation = job
-        .result
-        .map(relevo::serde_json::from_value)
-        .transpose()
-        .internal_fault()?;
     Ok(BookingStatus {
-        status: job.status.as_str().into(),
-        confirmation,
+        status: job.status().into(),
+        progress: job.state.progress().map(String::from),
+        confirmation: job.state.output().cloned(),
     })
 }
 
@@ -188,16 +176,7 @@ pub fn app(ports: &Ports) -> App {
     let mut app = App::new("{{name}}", env!("CARGO_PKG_VERSION"))
         .tool(Tool::typed("hello", "Greets a person by name.", hello).annotations(pure.clone()));
     // Bookings need the durable jobs (a store and a queue): without them they are left out.
-    if let Some(engine) = ports.jobs.clone() {
-        let (for_book, ids) = (engine.clone(), ports.ids.clone());
-        let book = move |args: BookArgs, cx: ToolContext| {
-            let (engine, ids) = (for_book.clone(), ids.clone());
-            async move { book(&engine, &*ids, args, cx).await }
-        };
-        let booking = move |args: BookingArgs, cx: ToolContext| {
-            let engine = Arc::clone(&engine);
-            async move { booking(&engine, args, cx).await }
-        };
+    if ports.jobs.is_some() {
         app = app
             .tool(
                 Tool::typed(
