@@ -22,7 +22,7 @@ run:
 	RELEVO_AUTH=$(AUTH) $(CARGO) run --quiet $(GATEWAY_PACKAGE) -- --port $(PORT) --routing $(ROUTING)
 
 ## run-lambda: the stack of template.yaml on one machine (FRONT_DOOR=a: custom domain, routing rules, REST APIs;
-## b: the HTTP API): the real function binaries under a local Lambda Runtime API, DynamoDB/SQS/Secrets Manager on moto
+## b: the HTTP API; c: the Function URL, streamed): the real function binaries under a local Lambda Runtime API, DynamoDB/SQS/Secrets Manager on moto
 FRONT_DOOR ?= a
 run-lambda:
 	$(CARGO) build --quiet --workspace --bins
@@ -128,7 +128,7 @@ clients:
 	infra/scripts/transcript.sh
 	infra/scripts/with-moto.sh infra/scripts/python-client.sh
 	infra/scripts/ts-client.sh
-	infra/scripts/ts2-client.sh
+	infra/scripts/with-moto.sh infra/scripts/ts2-client.sh
 	infra/scripts/inspector.sh
 
 ## browser: the approval page in headless Chromium (Debian package), approve once, then the agent's apply succeeds once;

@@ -5,7 +5,8 @@
 # 2026-07-28 requirement set and then, the same process still serving, on the 2025-11-25 set
 # (handshake-era clients: sessions in the store, server-to-client requests on SSE).
 # With the emulator, also the real function binaries in local Lambda mode: front door A (lambda),
-# front door B (lambda-b), and lambda-mi: front door A with every function built with the
+# front door B (lambda-b), front door C (lambda-c: the Function URL, streamed), and lambda-mi: front
+# door A with every function built with the
 # `managed-instances` feature and 8 invocations in flight per execution environment (Lambda
 # Managed Instances), judged on the 2026-07-28 set only (the revision the MI profile is for; the
 # other runs already cover the 2025-11-25 set on the same handlers, and CI time is bounded).
@@ -85,6 +86,7 @@ run_suite() {
     # API, payload 2.0, buffered); DynamoDB, SQS and the secret on the moto emulator.
     local door=a function=relevo-conformance-function mi=()
     [[ "$routing" == lambda-b ]] && door=b
+    [[ "$routing" == lambda-c ]] && door=c
     if [[ "$routing" == lambda-mi ]]; then
       function=relevo-conformance-function-mi
       mi=(--max-concurrency 8)
@@ -115,7 +117,7 @@ run_suite() {
     # Front door B buffers every answer (HTTP APIs cannot stream): server-to-client requests of a
     # 2025-11-25 call and subscriptions are not offered there (docs/clients.md, "Two generations").
     run_requirements "$port" "$routing" 2025-11-25 "$lambda_b_expected_failing" || status=1
-  elif [[ "$routing" == lambda ]]; then
+  elif [[ "$routing" == lambda || "$routing" == lambda-c ]]; then
     # Sessions in DynamoDB; server-to-client requests ride on the catch-all's streamed answer and
     # the client's answers reach another environment. Resource updates happen in other
     # environments than one holding a GET stream, so subscriptions are not offered there
@@ -154,7 +156,7 @@ install_suite
 cargo build --quiet --workspace --bins
 failed=0
 topologies=(per-method single)
-if [[ -n "${RELEVO_TEST_AWS_ENDPOINT:-}" ]]; then topologies+=(lambda lambda-b lambda-mi); fi
+if [[ -n "${RELEVO_TEST_AWS_ENDPOINT:-}" ]]; then topologies+=(lambda lambda-b lambda-c lambda-mi); fi
 if [[ -n "${RELEVO_CONFORMANCE_TOPOLOGIES:-}" ]]; then read -ra topologies <<<"$RELEVO_CONFORMANCE_TOPOLOGIES"; fi
 if [[ " ${topologies[*]} " == *" lambda-mi "* ]]; then
   # The fixtures' binary with the feature: a bin of its own, so the plain one stays as it was.
@@ -168,5 +170,5 @@ full=()
 for routing in "${topologies[@]}"; do [[ "$routing" == lambda-mi ]] || full+=("$routing"); done
 echo "conformance: every scored 2026-07-28 scenario, the pending header/schema scenarios and the Tasks extension passed (${topologies[*]}; lambda-mi: 8 invocations in flight per environment)"
 if [[ ${#full[@]} -gt 0 ]]; then
-  echo "conformance: the Skills extension (every check) passed and every scored 2025-11-25 scenario passed (${full[*]}; lambda: all but subscribe/unsubscribe; lambda-b: also not the server-to-client requests)"
+  echo "conformance: the Skills extension (every check) passed and every scored 2025-11-25 scenario passed (${full[*]}; lambda and lambda-c: all but subscribe/unsubscribe; lambda-b: also not the server-to-client requests)"
 fi

@@ -36,7 +36,7 @@ if [[ -n "${RELEVO_TEST_AWS_ENDPOINT:-}" ]]; then
   unset RELEVO_AUTH_ISSUER RELEVO_AUTH_AUDIENCE RELEVO_STATE_KEYS
   export RELEVO_DEV_ISSUER_FILE="$work/dev-issuer-lambda.json"
   token() { "$root/target/debug/relevo-token" --tenant "$1" --sub "$2" --scopes "$3"; }
-  for door in a b; do
+  for door in a b c; do
     lambda_port=$(free_port)
     AWS_ENDPOINT_URL="$RELEVO_TEST_AWS_ENDPOINT" \
       start_lambda_mode "$lambda_port" "$work/lambda-mode-$door.log" --front-door "$door" --iam-log "$(iam_log "clients-$door")"

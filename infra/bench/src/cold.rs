@@ -200,6 +200,17 @@ pub(crate) async fn aws_stub(
     listener: tokio::net::TcpListener,
     jwks: Value,
 ) -> std::io::Result<(String, std::sync::Arc<StubCalls>)> {
+    aws_stub_with(listener, jwks, false).await
+}
+
+/// [`aws_stub`]; with `full_windows`, every conditional UpdateItem (a quota lease) is refused as
+/// DynamoDB refuses one whose condition fails: the tenant's window is already spent, by other
+/// environments.
+pub(crate) async fn aws_stub_with(
+    listener: tokio::net::TcpListener,
+    jwks: Value,
+    full_windows: bool,
+) -> std::io::Result<(String, std::sync::Arc<StubCalls>)> {
     let address = listener.local_addr()?;
     let calls = std::sync::Arc::new(StubCalls::default());
     let counted = calls.clone();
@@ -216,6 +227,27 @@ pub(crate) async fn aws_stub(
                     .and_then(|v| v.to_str().ok())
                     .unwrap_or("other")
                     .to_string();
+                if full_windows && target == "DynamoDB_20120810.UpdateItem" {
+                    if let Ok(mut calls) = calls.0.lock() {
+                        *calls.entry(target).or_default() += 1;
+                    }
+                    return (
+                        http::StatusCode::BAD_REQUEST,
+                        [(http::header::CONTENT_TYPE, "application/x-amz-json-1.0")],
+                        // The window's item as it stands: its count at the deployed limit, and
+                        // an expiry far ahead (the window has not turned).
+                        json!({
+                            "__type": "com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException",
+                            "message": "The conditional request failed",
+                            "Item": {
+                                "count": { "N": "1000000" },
+                                "rev": { "N": "7" },
+                                "expires_at": { "N": "4102444800" }
+                            }
+                        })
+                        .to_string(),
+                    );
+                }
                 let body = match target.as_str() {
                     "secretsmanager.GetSecretValue" => json!({
                         "ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:bench-AbCdEf",
@@ -233,6 +265,7 @@ pub(crate) async fn aws_stub(
                     *calls.entry(target).or_default() += 1;
                 }
                 (
+                    http::StatusCode::OK,
                     [(http::header::CONTENT_TYPE, "application/x-amz-json-1.0")],
                     body,
                 )

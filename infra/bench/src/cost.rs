@@ -194,6 +194,9 @@ pub enum FrontDoor {
     Rest,
     /// API Gateway HTTP API.
     Http,
+    /// A Lambda Function URL: no charge of its own, "included in Lambda's request and duration
+    /// pricing" (https://aws.amazon.com/lambda/pricing/, Function URLs).
+    FunctionUrl,
 }
 
 /// Invocations of one function within one call of a path.
@@ -268,7 +271,7 @@ pub fn bill(usage: &Usage, prices: &Prices, arch: Arch) -> Bill {
     let api = match usage.api {
         Some(FrontDoor::Rest) => prices.value("api_gateway_rest_requests"),
         Some(FrontDoor::Http) => prices.value("api_gateway_http_requests"),
-        None => 0.0,
+        Some(FrontDoor::FunctionUrl) | None => 0.0,
     };
     Bill {
         lambda_duration: gb_seconds * gb_second * MILLION,
@@ -322,6 +325,9 @@ pub struct Inputs {
     pub relevo: Measured,
     /// relevo's `mcp` function with a token behind the HTTP API (front door B), if measured.
     pub relevo_http: Option<Measured>,
+    /// relevo's streamed `mcp` function with a token behind its Function URL (front door C), if
+    /// measured.
+    pub relevo_url: Option<Measured>,
     /// rmcp on lambda_http.
     pub rmcp: Option<Measured>,
     /// Units of one checkout's store calls (all five tools/calls), and its in-process CPU.
@@ -360,7 +366,11 @@ pub fn paths(inputs: &Inputs) -> Vec<PathCost> {
             duration_ms: measured.wall_ms,
         }],
         api: Some(api),
-        api_requests: 1.0,
+        api_requests: if api == FrontDoor::FunctionUrl {
+            0.0
+        } else {
+            1.0
+        },
         read_units: measured.rru,
         write_units: measured.wru,
         sqs_requests: 0.0,
@@ -373,6 +383,11 @@ pub fn paths(inputs: &Inputs) -> Vec<PathCost> {
             "tools/call, HTTP API",
             FrontDoor::Http,
             inputs.relevo_http.as_ref().unwrap_or(&inputs.relevo),
+        ),
+        (
+            "tools/call, Function URL",
+            FrontDoor::FunctionUrl,
+            inputs.relevo_url.as_ref().unwrap_or(&inputs.relevo),
         ),
     ] {
         rows.push(PathCost {
@@ -580,6 +595,12 @@ mod tests {
                 wall_ms: 2.5,
                 ..Measured::default()
             }),
+            relevo_url: Some(Measured {
+                wall_ms: 0.6,
+                log_bytes: 600.0,
+                rru: 0.0,
+                wru: 0.01,
+            }),
             rmcp: Some(Measured {
                 wall_ms: 1.2,
                 ..Measured::default()
@@ -617,6 +638,26 @@ mod tests {
         );
         assert!((http.lambda_duration - 0.25 * 0.003 * 0.0000166667 * 1e6).abs() < 1e-9);
         assert!((http.api_gateway - 1.0).abs() < 1e-12);
+        // The Function URL row: front door C's measurement, no charge but Lambda's (1 ms billed,
+        // $0.20 of requests), the lease's share of a write and its log bytes.
+        let url = bill(
+            &find("tools/call, Function URL", "relevo").usage,
+            &prices,
+            Arch::X86_64,
+        );
+        assert_eq!(
+            url.api_gateway, 0.0,
+            "a Function URL costs nothing of its own"
+        );
+        assert!((url.lambda_duration - 0.25 * 0.001 * 0.0000166667 * 1e6).abs() < 1e-9);
+        assert!((url.lambda_requests - 0.2).abs() < 1e-12);
+        assert!((url.dynamodb - 0.01 * 0.625).abs() < 1e-12);
+        let rmcp_url = bill(
+            &find("tools/call, Function URL", "rmcp on lambda_http").usage,
+            &prices,
+            Arch::X86_64,
+        );
+        assert_eq!(rmcp_url.api_gateway, 0.0);
         // The checkout: five invocations of 0.4 + 0.6 ms → 1 ms each; 6 RRU, 7 + 5 WRU.
         let checkout = &find("shop checkout", "relevo").usage;
         assert_eq!(checkout.invocations[0].gb_seconds(), 0.25 * 0.001);

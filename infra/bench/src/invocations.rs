@@ -44,31 +44,91 @@ use crate::load::Error;
 use crate::rig::{self, Rig};
 
 /// The subjects, in report order: (name, binary file, whether relevo checks a bearer token,
-/// whether the event comes through the HTTP API: front door B's one buffered `mcp` function).
-pub const SUBJECTS: [(&str, &str, Token, bool); 4] = [
-    ("relevo tools-call", "tools-call", Token::None, false),
+/// which front door's event it gets and which of the template's functions it is).
+pub const SUBJECTS: [(&str, &str, Token, Door); 8] = [
+    ("relevo tools-call", "tools-call", Token::None, Door::Rest),
     (
         "relevo tools-call (token)",
         "tools-call",
         Token::Bearer,
-        false,
+        Door::Rest,
     ),
-    (HTTP_API_SUBJECT, "mcp", Token::Bearer, true),
+    (HTTP_API_SUBJECT, "mcp", Token::Bearer, Door::HttpApi),
+    (
+        FUNCTION_URL_SUBJECT,
+        "mcp",
+        Token::Bearer,
+        Door::FunctionUrl,
+    ),
+    // What anyone on the internet can make front door C run (no gateway in front of it).
+    (
+        "relevo mcp, Function URL, no token",
+        "mcp",
+        Token::Missing,
+        Door::FunctionUrl,
+    ),
+    (
+        "relevo mcp, Function URL, forged token",
+        "mcp",
+        Token::Forged,
+        Door::FunctionUrl,
+    ),
+    (
+        "relevo mcp, Function URL, over the tenant quota",
+        "mcp",
+        Token::OverQuota,
+        Door::FunctionUrl,
+    ),
     (
         "rmcp on lambda_http",
         "peer-rmcp-lambda",
         Token::None,
-        false,
+        Door::Rest,
     ),
 ];
 
 /// The subject of front door B: `tools/call` through the HTTP API to the `mcp` function.
 pub const HTTP_API_SUBJECT: &str = "relevo mcp, HTTP API, buffered, token";
+/// The subject of front door C: `tools/call` through the Function URL to the `mcp` function
+/// that streams (`McpUrlFunction`).
+pub const FUNCTION_URL_SUBJECT: &str = "relevo mcp, Function URL, streamed, token";
+
+/// The front door a subject's invocation comes through, and so its event and its function.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Door {
+    /// Front door A: a REST API event (payload 1.0) to the per-method function.
+    Rest,
+    /// Front door B: an HTTP API event (payload 2.0) to the buffered `mcp` function.
+    HttpApi,
+    /// Front door C: a Function URL event (payload 2.0, `$default`) to the streamed `mcp` function.
+    FunctionUrl,
+}
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Token {
+    /// Token verification off (`RELEVO_AUTH=off`).
     None,
+    /// A valid token of the bench's issuer.
     Bearer,
+    /// No `Authorization` header: answered 401.
+    Missing,
+    /// A well-formed token signed by a key the issuer never published: answered 401.
+    Forged,
+    /// A valid token whose tenant's window is spent (the store refuses the quota lease, as it
+    /// does when other environments took the window): the first call answered 429 after one
+    /// refused write, every later one from the environment's memory, writing nothing.
+    OverQuota,
+}
+
+impl Token {
+    /// The status every warm invocation must answer (the cold one greets, but for a refusal).
+    fn warm_status(self) -> u16 {
+        match self {
+            Token::None | Token::Bearer => 200,
+            Token::Missing | Token::Forged => 401,
+            Token::OverQuota => 429,
+        }
+    }
 }
 
 /// What one subject measured.
@@ -293,7 +353,7 @@ fn slug(subject: &str) -> String {
 /// The `invocations` child: prints `invocation\tcold\tMICROS` per fresh process and one
 /// `invocation\twarm\tCOUNT\tCPU_US\tP50_US\tP99_US\tRSS_KIB\tFOREIGN` line.
 pub fn child(options: &Child) -> Result<(), Error> {
-    let (_, _, token, http_api) = SUBJECTS
+    let (_, _, token, door) = SUBJECTS
         .iter()
         .find(|(name, ..)| *name == options.subject)
         .ok_or("unknown --subject")?;
@@ -314,7 +374,7 @@ pub fn child(options: &Child) -> Result<(), Error> {
             &launcher,
             &options.template,
             *token,
-            *http_api,
+            *door,
             options.subject.starts_with("rmcp"),
             warm,
             ticks,
@@ -384,7 +444,7 @@ async fn one_process(
     launcher: &Path,
     template: &Path,
     token: Token,
-    http_api: bool,
+    door: Door,
     peer: bool,
     warm: u64,
     ticks: f64,
@@ -392,22 +452,55 @@ async fn one_process(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let issuer_url = format!("http://{}", listener.local_addr()?);
     let issuer = relevo_auth::DevIssuer::generate(&issuer_url, cold::AUDIENCE);
-    let (endpoint, calls) = cold::aws_stub(listener, serde_json::to_value(issuer.jwks())?).await?;
-    let mut deployed = if http_api {
+    let jwks = serde_json::to_value(issuer.jwks())?;
+    let (endpoint, calls) = cold::aws_stub_with(listener, jwks, token == Token::OverQuota).await?;
+    let no_domain_mcp = |streamed: bool| -> Result<crate::deployed::Deployment, Error> {
         crate::deployed::functions(template, &issuer_url, cold::AUDIENCE, false)?
             .into_iter()
-            .find(|f| f.binary == "mcp")
-            .ok_or("template.yaml's front door B deploys no mcp function")?
-    } else {
-        crate::deployed::function(template, "tools-call", &issuer_url, cold::AUDIENCE)?
+            .find(|f| {
+                f.binary == "mcp"
+                    && f.template_env
+                        .get("RELEVO_RESPONSE_STREAMING")
+                        .map(String::as_str)
+                        == streamed.then_some("true")
+            })
+            .ok_or_else(|| {
+                format!(
+                    "template.yaml deploys no {} mcp function without a domain",
+                    if streamed { "streamed" } else { "buffered" }
+                )
+                .into()
+            })
     };
-    let mut event = cold::event_through("tools-call", http_api);
+    let mut deployed = match door {
+        Door::Rest => {
+            crate::deployed::function(template, "tools-call", &issuer_url, cold::AUDIENCE)?
+        }
+        Door::HttpApi => no_domain_mcp(false)?,
+        Door::FunctionUrl => no_domain_mcp(true)?,
+    };
+    let mut event = cold::event_through("tools-call", door != Door::Rest);
+    if door == Door::FunctionUrl {
+        event = relevo_gateway::lambda_local::events::as_function_url_event(event);
+    }
+    let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
     match token {
         Token::Bearer => {
-            let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
             cold::authorize(&mut event, &issuer.mint("bench", "bench", &[], now, 3600)?);
         }
         Token::None => deployed.set("RELEVO_AUTH", "off", NO_TOKEN),
+        Token::Missing => {}
+        Token::Forged => {
+            let stranger = relevo_auth::DevIssuer::generate(&issuer_url, cold::AUDIENCE);
+            cold::authorize(
+                &mut event,
+                &stranger.mint("bench", "bench", &[], now, 3600)?,
+            );
+        }
+        Token::OverQuota => {
+            // The deployed quota (the template's RatePerTenant); the stub refuses its lease.
+            cold::authorize(&mut event, &issuer.mint("bench", "bench", &[], now, 3600)?);
+        }
     }
     if peer {
         deployed.logging = relevo_template::Logging::default();
@@ -424,7 +517,11 @@ async fn one_process(
     };
     let function = relevo_gateway::lambda_local::start_function(spec).await?;
     let wait = Duration::from_secs(30);
-    greeted(&cold::answer(&function, event.clone(), wait).await?)?;
+    let first = cold::answer(&function, event.clone(), wait).await?;
+    match token.warm_status() {
+        200 => greeted(&first)?,
+        status => refused(&first, status)?,
+    }
     let cold = started.elapsed().as_micros() as u64;
     if warm == 0 {
         return Ok((cold, None));
@@ -442,7 +539,11 @@ async fn one_process(
     let mut walls = Vec::with_capacity(warm as usize);
     for _ in 0..warm {
         let sent = Instant::now();
-        greeted(&cold::answer(&function, event.clone(), wait).await?)?;
+        let answer = cold::answer(&function, event.clone(), wait).await?;
+        match token.warm_status() {
+            200 => greeted(&answer)?,
+            status => refused(&answer, status)?,
+        }
         walls.push(sent.elapsed().as_secs_f64() * 1e6);
     }
     let cpu = rig::process_run_secs(&pid)? - before;
@@ -480,6 +581,14 @@ async fn one_process(
             ..Invocations::empty()
         }),
     ))
+}
+
+/// The answer is the refusal `status`, as a client gets it.
+fn refused(answer: &Value, status: u16) -> Result<(), Error> {
+    if answer["statusCode"] != status {
+        return Err(format!("expected a {status}: {answer}").into());
+    }
+    Ok(())
 }
 
 /// Why the row without a token sets `RELEVO_AUTH=off`.

@@ -843,6 +843,7 @@ fn render(
     );
 
     let bills = render_bill(&mut md, invocations, durable, checkout, deployments, prices);
+    render_unpaid(&mut md, invocations, deployments, prices);
 
     let _ = writeln!(md, "\n## Targets, from this run\n");
     if options.short {
@@ -856,7 +857,11 @@ fn render(
         "The goals of issue 36 (\"What a call costs on Lambda\"), each against rmcp as its users \
          build and deploy it.\n"
     );
-    for (path, relevo, rmcp) in &bills {
+    // Issue 36's goal is the API Gateway paths'; front door C's line follows.
+    for (path, relevo, rmcp) in bills
+        .iter()
+        .filter(|(path, ..)| !path.contains("Function URL"))
+    {
         let _ = writeln!(
             md,
             "- the bill per million calls, {path}: relevo {} vs rmcp {} ({}), goal ≤ 1.10× (at or \
@@ -871,10 +876,25 @@ fn render(
             }
         );
     }
+    if let Some((_, url, rmcp)) = bills
+        .iter()
+        .find(|(path, ..)| path.contains("Function URL"))
+    {
+        let _ = writeln!(
+            md,
+            "- front door C's whole bill per million tools/call (issue 39): {} (rmcp behind a \
+             Function URL: {}, {}), goal < $0.50: {}",
+            dollars(*url),
+            dollars(*rmcp),
+            ratio(*url, *rmcp),
+            if *url < 0.5 { "met" } else { "NOT met" }
+        );
+    }
     let rmcp_invocation = invocations.iter().find(|i| i.subject.starts_with("rmcp"));
     for (subject, how) in [
         ("relevo tools-call (token)", "streamed (front door A)"),
         (invocations::HTTP_API_SUBJECT, "buffered (front door B)"),
+        (invocations::FUNCTION_URL_SUBJECT, "streamed (front door C)"),
     ] {
         let relevo = invocations.iter().find(|i| i.subject == subject);
         if let (Some(relevo), Some(rmcp)) = (relevo, rmcp_invocation) {
@@ -973,6 +993,62 @@ fn dollars(value: f64) -> String {
     }
 }
 
+/// What a caller without a gateway in front of the function (front door C) can make the operator
+/// pay: an invocation without a token, with a forged one, over the tenant's quota, beside an
+/// admitted call, each priced per million (Lambda requests, duration at the function's memory,
+/// its log bytes).
+fn render_unpaid(
+    md: &mut String,
+    invocations: &[Invocations],
+    deployments: &Deployments,
+    prices: &Prices,
+) {
+    let rows: Vec<&Invocations> = invocations
+        .iter()
+        .filter(|i| i.subject.starts_with("relevo mcp, Function URL"))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "\n## What a caller can make front door C cost\n\nA Function URL has no gateway in front of \
+         it: every request is an invocation the operator pays for, answered by the function. Each \
+         row: the invocation one at a time under the local Runtime API, priced per million as the \
+         bill below prices a call (the function's `MemorySize`, {} MB, × the wall p50 rounded up to \
+         the ms; its log bytes); the reserved concurrency caps how many run at once (Lambda answers \
+         429 past it).\n",
+        deployments.tools_call.memory_mb
+    );
+    let _ = writeln!(
+        md,
+        "| request | CPU/invocation | wall p50 | billed | log bytes | $ per million (x86_64) |\n|---|---:|---:|---:|---:|---:|"
+    );
+    for row in rows {
+        let usage = cost::Usage {
+            invocations: vec![cost::Invocation {
+                count: 1.0,
+                memory_mb: deployments.tools_call.memory_mb,
+                duration_ms: row.wall_p50_us / 1000.0,
+            }],
+            api: Some(cost::FrontDoor::FunctionUrl),
+            log_bytes: row.log_bytes,
+            ..cost::Usage::default()
+        };
+        let bill = cost::bill(&usage, prices, cost::Arch::X86_64);
+        let _ = writeln!(
+            md,
+            "| {} | {:.0} µs | {} | {} ms | {:.0} | {} |",
+            row.subject.trim_start_matches("relevo mcp, Function URL, "),
+            row.cpu_us,
+            latency(row.wall_p50_us),
+            (row.wall_p50_us / 1000.0).ceil(),
+            row.log_bytes,
+            dollars(bill.total())
+        );
+    }
+}
+
 /// The bill per million calls: the price table, then each path's components and totals.
 /// Returns the `tools/call` paths' totals (x86_64), relevo's and rmcp's, for the targets.
 fn render_bill(
@@ -1010,6 +1086,10 @@ fn render_bill(
         relevo_http: invocations
             .iter()
             .find(|i| i.subject == invocations::HTTP_API_SUBJECT)
+            .map(per_call),
+        relevo_url: invocations
+            .iter()
+            .find(|i| i.subject == invocations::FUNCTION_URL_SUBJECT)
             .map(per_call),
         rmcp: rmcp.map(per_call),
         checkout_rru: steps.iter().map(|s| s.rru).sum(),
@@ -1063,7 +1143,9 @@ fn render_bill(
          `LoggingConfig`, so its log bytes are Lambda's START/END/REPORT lines (the local Runtime \
          API writes them as Lambda documents them); \
          the HTTP API row prices front door B's own measurement (the one buffered `mcp` function the \
-         template deploys behind the HTTP API, payload 2.0 events). **Checkout**: five invocations, each the tools/call's wall \
+         template deploys behind the HTTP API, payload 2.0 events), the Function URL row front door \
+         C's (the streamed `mcp` function behind its own URL, Function URL events; a Function URL \
+         has no charge of its own). **Checkout**: five invocations, each the tools/call's wall \
          p50 plus a fifth of the checkout's in-process CPU ({:.2} ms), DynamoDB round trips not \
          included (the bench's store is in-process); units from the counted store calls and the \
          sizes they carry ({:.0} RRU, {:.0} WRU, plus the quota's WRU per call). **Durable job**: a \

@@ -186,6 +186,9 @@ pub struct Parts {
     pub pages: bool,
     /// Front door A: a custom domain whose routing rules send each method to its own function.
     pub per_method_front_door: bool,
+    /// Front door C: the all-methods function's own Lambda Function URL, streamed (no API
+    /// Gateway, no domain), beside front door B where there is no domain.
+    pub function_url: bool,
 }
 
 impl Default for Parts {
@@ -194,6 +197,7 @@ impl Default for Parts {
             jobs: true,
             pages: true,
             per_method_front_door: true,
+            function_url: true,
         }
     }
 }

@@ -434,15 +434,11 @@ async fn keep_alives_hold_a_quiet_stream_past_the_idle_limit_and_silence_is_cut(
     );
 }
 
-/// Front door B: one HTTP API (payload 2.0 events, no remapping) in front of the all-methods
-/// function, the metadata function and the approval page.
-#[tokio::test(flavor = "multi_thread")]
-async fn front_door_b_serves_through_the_http_api() {
-    let _turn = ONE_AT_A_TIME.lock().await;
-    let lambda = start_lambda_mode("http-api", &translated(), &["--front-door", "b"], &[]).await;
-    let http = reqwest::Client::new();
+/// A front door without header remapping serves `greet` with the token, and answers a request
+/// without one 401 with the protected-resource metadata's address.
+async fn greets_and_challenges(http: &reqwest::Client, lambda: &LambdaMode) {
     let answer = rpc(
-        &http,
+        http,
         &lambda.url,
         &lambda.token,
         "greet",
@@ -462,12 +458,70 @@ async fn front_door_b_serves_through_the_http_api() {
         .await
         .unwrap();
     assert_eq!(unauthenticated.status(), 401);
+    let metadata = unauthenticated.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(metadata.contains("resource_metadata="), "{metadata}");
+}
+
+/// Front door C: the all-methods function's own Function URL (payload 2.0, `$default`), streamed
+/// as `InvokeMode: RESPONSE_STREAM` says: one URL serves `/mcp`, the protected-resource metadata,
+/// the server card and the catalogs; the function answers every other path itself.
+#[tokio::test(flavor = "multi_thread")]
+async fn front_door_c_serves_everything_from_the_function_url_streamed() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let lambda =
+        start_lambda_mode("function-url", &translated(), &["--front-door", "c"], &[]).await;
+    let http = reqwest::Client::new();
+    greets_and_challenges(&http, &lambda).await;
+    for document in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/mcp/server-card",
+        "/.well-known/ai-catalog.json",
+        "/.well-known/mcp/catalog.json",
+    ] {
+        let answer = http
+            .get(lambda.url.replace("/mcp", document))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200, "{document} from the same URL");
+    }
+    // No gateway answers a path nobody routes: the all-methods function does, as front door A's
+    // catch-all does (a GET is refused with its 405 and `Allow: POST`).
+    let unknown = http
+        .get(lambda.url.replace("/mcp", "/nothing"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 405);
+    assert_eq!(unknown.headers()["allow"], "POST");
+    let called: Vec<String> = lambda
+        .decisions()
+        .into_iter()
+        .map(|d| format!("{} {}", d.function, d.action))
+        .collect();
     assert!(
-        unauthenticated.headers()["www-authenticate"]
-            .to_str()
-            .unwrap()
-            .contains("resource_metadata=")
+        called
+            .iter()
+            .any(|c| c == "McpUrlFunction secretsmanager:GetSecretValue"),
+        "the Function URL's function served it: {called:?}"
     );
+    assert!(
+        !called.iter().any(|c| c.starts_with("McpFunction ")),
+        "front door B's function was not started: {called:?}"
+    );
+}
+
+/// Front door B: one HTTP API (payload 2.0 events, no remapping) in front of the all-methods
+/// function, the metadata function and the approval page.
+#[tokio::test(flavor = "multi_thread")]
+async fn front_door_b_serves_through_the_http_api() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let lambda = start_lambda_mode("http-api", &translated(), &["--front-door", "b"], &[]).await;
+    let http = reqwest::Client::new();
+    greets_and_challenges(&http, &lambda).await;
     let login = http
         .get(lambda.url.replace("/mcp", "/approvals/login"))
         .send()

@@ -42,6 +42,21 @@ impl Function {
     }
 }
 
+/// A Lambda Function URL (`AWS::Lambda::Url`): the function it invokes and how.
+#[derive(Debug, Clone)]
+pub struct FunctionUrl {
+    pub logical_id: String,
+    /// The logical id of the function it invokes (`TargetFunctionArn`); `None` when that names
+    /// no function of the stack.
+    pub function: Option<String>,
+    /// `AuthType`: `NONE` or `AWS_IAM`.
+    pub auth_type: String,
+    /// `InvokeMode: RESPONSE_STREAM` (else `BUFFERED`, the default).
+    pub streaming: bool,
+    /// The resolved properties, for what the fields above leave out (`Cors`).
+    pub properties: serde_json::Value,
+}
+
 #[derive(Debug, Clone)]
 pub struct Queue {
     pub logical_id: String,
@@ -116,6 +131,24 @@ impl Stack {
             });
         }
         Ok(functions)
+    }
+
+    /// Every Function URL of the stack.
+    pub fn function_urls(&self, ids: &PhysicalIds) -> Result<Vec<FunctionUrl>, TemplateError> {
+        let mut urls = Vec::new();
+        for resource in self.of_type("AWS::Lambda::Url") {
+            let properties = self.properties(ids, &resource.logical_id)?;
+            let function = text(&properties["TargetFunctionArn"])
+                .and_then(|arn| ids.logical_id_of(&arn).map(String::from));
+            urls.push(FunctionUrl {
+                logical_id: resource.logical_id.clone(),
+                function,
+                auth_type: text(&properties["AuthType"]).unwrap_or_default(),
+                streaming: text(&properties["InvokeMode"]).as_deref() == Some("RESPONSE_STREAM"),
+                properties,
+            });
+        }
+        Ok(urls)
     }
 
     pub fn queues(&self, ids: &PhysicalIds) -> Result<Vec<Queue>, TemplateError> {

@@ -187,6 +187,22 @@ fn synthesize(stack: &str, resource: &Resource) -> (String, BTreeMap<String, Str
                 .unwrap_or_else(|| format!("{short_id}.example.com"));
             attributes_of_domain(domain, &short_id)
         }
+        "AWS::Lambda::Url" => {
+            // `https://<url-id>.lambda-url.<region>.on.aws/`, the id 32 lower-case letters and
+            // digits; `Ref` gives the function's ARN
+            // (https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-lambda-url.html).
+            let url_id: String = format!("{short_id}{}", suffix(id).to_ascii_lowercase())
+                .chars()
+                .cycle()
+                .take(32)
+                .collect();
+            let url = format!("https://{url_id}.lambda-url.{REGION}.on.aws/");
+            let arn = format!("arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:{id}");
+            (
+                arn.clone(),
+                attributes(vec![("FunctionArn", arn), ("FunctionUrl", url)]),
+            )
+        }
         "AWS::Logs::LogGroup" => {
             let group = name("LogGroupName", 512);
             let arn = format!("arn:aws:logs:{REGION}:{ACCOUNT_ID}:log-group:{group}:*");

@@ -866,3 +866,85 @@ fn the_operator_policy_is_allowed_on_the_operator_role_only() {
     });
     assert!(broader.contains("least-privilege"), "{broader:?}");
 }
+
+/// The rules that refuse the translated template once `mutate` has changed it, and only those
+/// (so a test of one rule cannot pass on another's finding).
+fn only(mutate: impl FnOnce(&mut Value)) -> BTreeSet<&'static str> {
+    let rules = refused(mutate);
+    assert!(rules.len() <= 1, "one rule refuses it: {rules:?}");
+    rules
+}
+
+#[test]
+fn a_public_function_url_without_either_permission_is_refused() {
+    for permission in [
+        "McpUrlFunctionUrlPublicPermissions",
+        "McpUrlFunctionURLInvokeAllowPublicAccess",
+    ] {
+        let rules = only(|t| {
+            t["Resources"].as_object_mut().unwrap().remove(permission);
+        });
+        assert_eq!(
+            rules,
+            BTreeSet::from(["function-url-permissions"]),
+            "without {permission}"
+        );
+    }
+    // lambda:InvokeFunction for anyone, not only through the URL, is not the grant AWS asks for.
+    let rules = only(|t| {
+        properties(t, "McpUrlFunctionURLInvokeAllowPublicAccess")
+            .as_object_mut()
+            .unwrap()
+            .remove("InvokedViaFunctionUrl");
+    });
+    assert_eq!(rules, BTreeSet::from(["function-url-permissions"]));
+}
+
+#[test]
+fn a_buffered_url_for_a_streaming_function_or_the_reverse_is_refused() {
+    let rules = only(|t| {
+        properties(t, "McpUrlFunctionUrl")
+            .as_object_mut()
+            .unwrap()
+            .remove("InvokeMode");
+    });
+    assert_eq!(
+        rules,
+        BTreeSet::from(["function-url-streaming"]),
+        "BUFFERED by default"
+    );
+    let rules = refused(|t| {
+        properties(t, "McpUrlFunction")["Environment"]["Variables"]
+            .as_object_mut()
+            .unwrap()
+            .remove("RELEVO_RESPONSE_STREAMING");
+    });
+    assert!(rules.contains("function-url-streaming"), "{rules:?}");
+}
+
+#[test]
+fn cors_with_credentials_from_any_origin_is_refused() {
+    let rules = only(|t| {
+        properties(t, "McpUrlFunctionUrl")["Cors"] =
+            json!({ "AllowOrigins": ["*"], "AllowCredentials": true });
+    });
+    assert_eq!(rules, BTreeSet::from(["function-url-cors"]));
+    let rules = refused(|t| {
+        properties(t, "McpUrlFunctionUrl")["Cors"] =
+            json!({ "AllowOrigins": ["https://app.example"], "AllowCredentials": true });
+    });
+    assert!(rules.is_empty(), "one named origin may: {rules:?}");
+}
+
+#[test]
+fn a_public_url_without_reserved_concurrency_is_refused() {
+    let rules = only(|t| {
+        properties(t, "McpUrlFunction")
+            .as_object_mut()
+            .unwrap()
+            .remove("ReservedConcurrentExecutions");
+    });
+    assert_eq!(rules, BTreeSet::from(["function-url-concurrency"]));
+    let rules = refused_with(&[("UrlReservedConcurrency", "0")]);
+    assert!(rules.contains("function-url-concurrency"), "{rules:?}");
+}

@@ -43,6 +43,9 @@ pub struct Function<'a> {
     pub events: String,
     /// How the errors alarm names the function ("tools-call", "catch-all mcp").
     pub label: &'a str,
+    /// Properties written after the events, already indented (front door C's URL and its
+    /// reserved concurrency); empty for most functions.
+    pub extra: String,
 }
 
 impl Function<'_> {
@@ -69,6 +72,7 @@ impl Function<'_> {
             out.push_str("      Events:\n");
             out.push_str(&self.events);
         }
+        out.push_str(&self.extra);
         out.push_str(&function_tail(self.id, self.condition, self.label));
         out
     }

@@ -38,6 +38,9 @@ pub fn render(config: &Config) -> String {
         out.push_str(&durable_work(config));
     }
     out.push_str(&front_door_b(config));
+    if config.parts.function_url {
+        out.push_str(&front_door_c(config));
+    }
     if config.parts.per_method_front_door {
         out.push_str(&front_door_a(config));
     }
@@ -112,6 +115,9 @@ fn head(config: &Config) -> String {
             ("burst", quotas.throttling_burst.to_string()),
         ],
     ));
+    if parts.function_url {
+        out.push_str(FUNCTION_URL_PARAMETERS);
+    }
     if config.managed_instances.is_some() {
         out.push_str(MANAGED_INSTANCES_PARAMETERS);
     }
@@ -672,6 +678,7 @@ fn durable_work(config: &Config) -> String {
         policies: Role::Worker.policies(parts),
         events: String::new(),
         label: "worker",
+        extra: String::new(),
     }
     .render();
     // The log group and alarm come after the event source mapping.
@@ -706,10 +713,80 @@ fn durable_work(config: &Config) -> String {
             policies: Role::Reconciler.policies(parts),
             events: "        Reconcile:\n          Type: Schedule\n          Properties: { Schedule: !Ref ReconcileSchedule }\n".into(),
             label: "reconciler",
+            extra: String::new(),
         }
         .render(),
     );
     out
+}
+
+/// The guard a public Function URL needs in place of API Gateway's throttling.
+const FUNCTION_URL_PARAMETERS: &str = "  UrlReservedConcurrency:
+    Type: Number
+    Default: 50
+    MinValue: 1
+    Description: Front door C's reserved concurrency, its only guard (no API Gateway throttles a Function URL) - the most invocations of the URL's function at once, which Lambda refuses past (429), so an unauthenticated flood cannot take the account's concurrency. Reserving needs the account's unreserved concurrency to stay at 100 or more.
+";
+
+/// Front door C: the all-methods function behind its own Lambda Function URL (`AuthType: NONE`:
+/// the function authenticates every request), streamed, reserved concurrency as its guard.
+///
+/// AWS's documents: a `NONE` URL needs a resource-based policy granting `lambda:InvokeFunctionUrl`
+/// and, for URLs created since October 2025, also `lambda:InvokeFunction` conditioned on
+/// `lambda:InvokedViaFunctionUrl` (<https://docs.aws.amazon.com/lambda/latest/dg/urls-auth.html>):
+/// the pinned SAM translator writes both from `FunctionUrlConfig`, and the deploy check refuses a
+/// translated template without either; `InvokeMode: RESPONSE_STREAM`
+/// streams the function's response (<https://docs.aws.amazon.com/lambda/latest/dg/config-rs-invoke-furls.html>).
+/// One URL serves `/mcp`, the protected-resource metadata, the server card and the catalogs (the
+/// all-methods function answers them); the app's pages stay on front door A or B.
+fn front_door_c(config: &Config) -> String {
+    let parts = &config.parts;
+    let timeouts = &config.timeouts;
+    let when = parts.per_method_front_door.then_some("NoDomain");
+    let environment = streaming_environment(config);
+    let mut out = String::from(
+        "\n  # ---- Front door C (no domain, no API Gateway): the all-methods function's own URL, streamed ----\n  # SAM grants the URL's two public permissions (lambda:InvokeFunctionUrl, and lambda:InvokeFunction\n  # via the URL only, which URLs created since October 2025 need).",
+    );
+    out.push_str(
+        &Function {
+            id: "McpUrl",
+            condition: when,
+            binary: "mcp",
+            description: "Every MCP method behind its own Function URL (front door C), streamed.",
+            timeout: Some(timeouts.streaming.to_string()),
+            memory: None,
+            environment,
+            policy_comment: &[],
+            policies: Role::AllMethods.policies(parts),
+            events: String::new(),
+            label: "function-url mcp",
+            extra: "      # The URL's only guard: Lambda answers 429 past it.\n      ReservedConcurrentExecutions: !Ref UrlReservedConcurrency\n      # NONE: no IAM signature; the function verifies the bearer token on every request.\n      FunctionUrlConfig:\n        AuthType: NONE\n        InvokeMode: RESPONSE_STREAM\n".into(),
+        }
+        .render(),
+    );
+    out
+}
+
+/// The environment of an all-methods function that streams (front door A's catch-all, front door
+/// C's): streaming on, and the streams it holds bounded under its timeout.
+fn streaming_environment(config: &Config) -> Vec<Variable<'static>> {
+    let timeouts = &config.timeouts;
+    vec![
+        ("RELEVO_RESPONSE_STREAMING", "true".into(), &[]),
+        (
+            "RELEVO_LISTEN_MAX_SECS",
+            timeouts.listen_max.to_string(),
+            &[],
+        ),
+        (
+            "RELEVO_LEGACY_INPUT_WAIT_SECS",
+            timeouts.legacy_input_wait.to_string(),
+            &[
+                "A 2025-11-25 confirmation (the client answering a request on the open stream) must end",
+                "before the function times out.",
+            ],
+        ),
+    ]
 }
 
 /// Front door B: one HTTP API, the all-methods function, well-known and the pages.
@@ -739,6 +816,7 @@ fn front_door_b(config: &Config) -> String {
                 "/mcp",
             ),
             label: "mcp",
+            extra: String::new(),
         }
         .render(),
     );
@@ -769,6 +847,7 @@ fn front_door_b(config: &Config) -> String {
                 + &http_event("AiCatalog", &[], "GET", "/.well-known/ai-catalog.json")
                 + &http_event("McpCatalog", &[], "GET", "/.well-known/mcp/catalog.json"),
             label: "well-known",
+            extra: String::new(),
         }
         .render(),
     );
@@ -826,6 +905,7 @@ fn pages<'a>(
         policies: Role::Pages.policies(&config.parts),
         events: String::new(),
         label,
+        extra: String::new(),
     }
 }
 
@@ -917,6 +997,7 @@ fn front_door_a(config: &Config) -> String {
                 policies: method.role.policies(parts),
                 events: rest_event(&[], &format!("{}Api", method.id), "/mcp", stream_millis),
                 label: method.binary,
+                extra: String::new(),
             }
             .render(),
         );
@@ -932,22 +1013,7 @@ fn front_door_a(config: &Config) -> String {
             config.pages_prefix
         )],
     ));
-    let environment: Vec<Variable<'_>> = vec![
-        ("RELEVO_RESPONSE_STREAMING", "true".into(), &[]),
-        (
-            "RELEVO_LISTEN_MAX_SECS",
-            timeouts.listen_max.to_string(),
-            &[],
-        ),
-        (
-            "RELEVO_LEGACY_INPUT_WAIT_SECS",
-            timeouts.legacy_input_wait.to_string(),
-            &[
-                "A 2025-11-25 confirmation (the client answering a request on the open stream) must end",
-                "before the function times out.",
-            ],
-        ),
-    ];
+    let environment = streaming_environment(config);
     out.push_str(
         &Function {
             id: "CatchAll",
@@ -961,6 +1027,7 @@ fn front_door_a(config: &Config) -> String {
             policies: Role::AllMethods.policies(parts),
             events: rest_event(&[], "CatchAllApi", "\"/{proxy+}\"", Some(timeouts.streaming * 1000)),
             label: "catch-all mcp",
+            extra: String::new(),
         }
         .render(),
     );
@@ -1091,6 +1158,16 @@ fn outputs(config: &Config) -> String {
         out.push_str(&format!(
             "  PagesUrl:\n    Description: Where the app's pages are reached.\n    Value: {}\n",
             url(&config.pages_prefix)
+        ));
+    }
+    if config.parts.function_url {
+        let when = if door_a {
+            "    Condition: NoDomain\n"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "  FunctionMcpUrl:\n{when}    Description: Front door C - point MCP clients here (streamed, no API Gateway); the protected-resource metadata, the server card and the catalogs are under the same URL.\n    Value: !Sub \"${{McpUrlFunctionUrl.FunctionUrl}}mcp\"\n"
         ));
     }
     if door_a {

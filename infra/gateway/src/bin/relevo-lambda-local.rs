@@ -1,4 +1,4 @@
-//! `relevo-lambda-local [--template TRANSLATED.json] [--front-door a|b] [--parameter KEY=VALUE]...
+//! `relevo-lambda-local [--template TRANSLATED.json] [--front-door a|b|c] [--parameter KEY=VALUE]...
 //!  [--port N|0] [--issuer-port N|0] [--bin-dir DIR] [--one-binary FILE] [--inject-dev-token TENANT:SUB[:SCOPES]]
 //!  [--iam-log FILE] [--schedule-every SECS] [--stream-idle-secs SECS] [--environments N]
 //!  [--oauth-identity TENANT:SUB] [--max-concurrency N]`
@@ -88,7 +88,7 @@ fn parse_args() -> Result<Args, String> {
                 args.template = PathBuf::from(argv.next().ok_or("--template needs a path")?)
             }
             "--front-door" => {
-                args.topology = argv.next().ok_or("--front-door needs a or b")?.parse()?
+                args.topology = argv.next().ok_or("--front-door needs a, b or c")?.parse()?
             }
             "--parameter" => {
                 let pair = argv.next().ok_or("--parameter needs KEY=VALUE")?;

@@ -211,6 +211,31 @@ pub fn http_event(request: &Incoming, route_key: &str) -> Value {
     })
 }
 
+/// A Function URL's event (payload 2.0): as the HTTP API's, with `routeKey` and `stage`
+/// `$default`, no path parameters, and `accountId` `anonymous` (an `AuthType: NONE` URL's
+/// caller): <https://docs.aws.amazon.com/lambda/latest/dg/urls-invocation.html#urls-payloads>.
+pub fn function_url_event(request: &Incoming) -> Value {
+    as_function_url_event(http_event(request, "$default"))
+}
+
+/// An HTTP API event (payload 2.0) as a Function URL sends the same request.
+pub fn as_function_url_event(mut event: Value) -> Value {
+    event["routeKey"] = json!("$default");
+    let context = &mut event["requestContext"];
+    context["routeKey"] = json!("$default");
+    context["stage"] = json!("$default");
+    context["accountId"] = json!("anonymous");
+    let domain = context["domainName"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    context["apiId"] = json!(domain.split('.').next().unwrap_or_default());
+    if let Some(object) = event.as_object_mut() {
+        object.remove("pathParameters");
+    }
+    event
+}
+
 /// Which API a response passes through: REST remaps headers, HTTP APIs pass them on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Door {

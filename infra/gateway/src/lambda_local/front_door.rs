@@ -1,9 +1,14 @@
-//! API Gateway in front of the functions, as the translated template declares it.
+//! API Gateway (or a Function URL) in front of the functions, as the translated template
+//! declares it.
 //!
 //! Front door A (the stack has a custom domain with routing rules): the rules, by priority with
 //! API Gateway's glob semantics, pick a REST API stage; the API's routes pick the function; the
 //! event is payload 1.0 and response headers are remapped as REST remaps them. Front door B (an
-//! HTTP API): its routes pick the function, payload 2.0, headers passed on.
+//! HTTP API): its routes pick the function, payload 2.0, headers passed on. Front door C (a
+//! Function URL): every path and method reaches the URL's function, with the Function URL event
+//! (payload 2.0, `routeKey` and `stage` `$default`, `accountId` `anonymous` for a `NONE` URL),
+//! streamed when its `InvokeMode` is `RESPONSE_STREAM`, cut at the function's own timeout (no
+//! integration timeout): <https://docs.aws.amazon.com/lambda/latest/dg/urls-invocation.html>.
 //!
 //! The limits a client can see are API Gateway's and Lambda's: a request over 10 MB is refused
 //! (413), an event over 6 MB is refused by Lambda (500), a buffered answer over 6 MB fails (502),
@@ -26,8 +31,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::events::{
-    Door, Failure, Incoming, buffered_response, gateway_error, http_event, rest_event,
-    streamed_response,
+    Door, Failure, Incoming, buffered_response, function_url_event, gateway_error, http_event,
+    rest_event, streamed_response,
 };
 use super::runtime::{Answer, Function, InvokeError};
 use relevo_local::InjectedToken;
@@ -63,9 +68,38 @@ pub enum Routes {
     },
     /// One HTTP API.
     Http { api: Api },
+    /// One Function URL: every request reaches its function.
+    Url { route: Route },
 }
 
 impl Routes {
+    /// Front door C: the stack's one Function URL, as a route to its function that lasts as long
+    /// as the function may run.
+    pub fn from_function_urls(
+        urls: Vec<relevo_template::functions::FunctionUrl>,
+        functions: &[relevo_template::functions::Function],
+    ) -> Result<Routes, String> {
+        let mut urls = urls.into_iter();
+        let (Some(url), None) = (urls.next(), urls.next()) else {
+            return Err("front door C needs exactly one Function URL in the stack".into());
+        };
+        let function = functions
+            .iter()
+            .find(|f| Some(&f.logical_id) == url.function.as_ref())
+            .ok_or_else(|| format!("{} invokes no function of the stack", url.logical_id))?;
+        Ok(Routes::Url {
+            route: Route {
+                path: "/{proxy+}".into(),
+                method: "ANY".into(),
+                function: function.logical_id.clone(),
+                streaming: url.streaming,
+                timeout_ms: function.timeout_secs * 1000,
+                streaming_uri: url.streaming,
+                payload_format: Some("2.0".into()),
+            },
+        })
+    }
+
     /// Front door A when the stack has routing rules, else its HTTP API.
     pub fn from_stack(rules: Vec<RoutingRule>, apis: Vec<Api>) -> Result<Routes, String> {
         if !rules.is_empty() {
@@ -115,7 +149,7 @@ async fn handle(State(door): State<FrontDoor>, request: Request) -> Response {
     let (mut parts, body) = request.into_parts();
     let kind = match inner.routes {
         Routes::Domain { .. } => Door::Rest,
-        Routes::Http { .. } => Door::Http,
+        Routes::Http { .. } | Routes::Url { .. } => Door::Http,
     };
     if let Some(injected) = &inner.inject_token
         && !parts.headers.contains_key(http::header::AUTHORIZATION)
@@ -192,6 +226,20 @@ async fn handle(State(door): State<FrontDoor>, request: Request) -> Response {
             };
             let route_key = format!("{} {}", route.method, route.path);
             invoke(inner, kind, route, http_event(&incoming, &route_key)).await
+        }
+        Routes::Url { route } => {
+            let incoming = Incoming {
+                method: &parts.method,
+                path,
+                query: parts.uri.query(),
+                headers: &parts.headers,
+                body: &bytes,
+                resource: path,
+                stage: "$default",
+                domain: &domain,
+                request_id: &request_id,
+            };
+            invoke(inner, kind, route, function_url_event(&incoming)).await
         }
     }
 }

@@ -44,6 +44,8 @@ pub enum Topology {
     A,
     /// No domain: one HTTP API.
     B,
+    /// No domain, no API Gateway: the all-methods function's own Function URL, streamed.
+    C,
 }
 
 impl std::str::FromStr for Topology {
@@ -52,8 +54,9 @@ impl std::str::FromStr for Topology {
         match value {
             "a" | "A" => Ok(Topology::A),
             "b" | "B" => Ok(Topology::B),
+            "c" | "C" => Ok(Topology::C),
             other => Err(format!(
-                "unknown front door {other:?}: a (custom domain) or b (HTTP API)"
+                "unknown front door {other:?}: a (custom domain), b (HTTP API) or c (Function URL)"
             )),
         }
     }
@@ -234,8 +237,25 @@ pub async fn start(options: &LocalOptions) -> Result<FrontDoor, LocalError> {
     tokio::spawn(async move { axum::serve(listener, proxy.router()).await });
     describe(&stack, &ids, &proxy_url)?;
 
+    // The stack without a domain has front doors B and C: only the one served runs its
+    // functions (the others would be processes nothing reaches); the worker and the reconciler
+    // run whichever it is.
+    let url_functions: Vec<String> = stack
+        .function_urls(&ids)?
+        .into_iter()
+        .filter_map(|url| url.function)
+        .collect();
+    let api_functions: Vec<String> = stack
+        .apis(&ids)?
+        .into_iter()
+        .flat_map(|api| api.routes.into_iter().map(|route| route.function))
+        .collect();
+    let served = |id: &String| match options.topology {
+        Topology::C => !api_functions.contains(id) || url_functions.contains(id),
+        Topology::A | Topology::B => !url_functions.contains(id),
+    };
     let mut running = HashMap::new();
-    for function in &functions {
+    for function in functions.iter().filter(|f| served(&f.logical_id)) {
         let key = keys.get(&function.logical_id).cloned().unwrap_or_default();
         let mut env: Vec<(String, String)> = function.environment.clone().into_iter().collect();
         env.extend([
@@ -332,8 +352,13 @@ pub async fn start(options: &LocalOptions) -> Result<FrontDoor, LocalError> {
             ));
         }
     }
-    let routes = Routes::from_stack(stack.routing_rules(&ids)?, stack.apis(&ids)?)
-        .map_err(LocalError::Stack)?;
+    let routes = match options.topology {
+        Topology::C => Routes::from_function_urls(stack.function_urls(&ids)?, &functions),
+        Topology::A | Topology::B => {
+            Routes::from_stack(stack.routing_rules(&ids)?, stack.apis(&ids)?)
+        }
+    }
+    .map_err(LocalError::Stack)?;
     Ok(FrontDoor::new(
         routes,
         running,

@@ -17,6 +17,7 @@ mod metrics_rules;
 mod operations;
 mod queue_rules;
 mod routing_rules;
+mod url_rules;
 
 use std::collections::BTreeMap;
 
@@ -104,6 +105,17 @@ pub fn front_doors() -> Vec<Topology> {
                 (
                     "AuthAudience",
                     "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com/mcp",
+                ),
+            ],
+        ),
+        (
+            // The same stack as B's (no domain: B and C both), its audience C's URL.
+            "front-door-c",
+            vec![
+                ("AuthIssuer", "https://auth.example.com"),
+                (
+                    "AuthAudience",
+                    "https://abcdefghijklmnopqrstuvwxyz234567.lambda-url.us-east-1.on.aws/mcp",
                 ),
             ],
         ),
@@ -234,6 +246,26 @@ pub const RULES: &[Rule] = &[
         source: "https://docs.aws.amazon.com/apigateway/latest/developerguide/response-transfer-mode.html",
     },
     Rule {
+        id: "function-url-permissions",
+        refuses: "an AuthType NONE Function URL without both public grants: lambda:InvokeFunctionUrl (FunctionUrlAuthType NONE) and, since October 2025, lambda:InvokeFunction with InvokedViaFunctionUrl true",
+        source: "https://docs.aws.amazon.com/lambda/latest/dg/urls-auth.html",
+    },
+    Rule {
+        id: "function-url-streaming",
+        refuses: "a Function URL whose InvokeMode (BUFFERED by default) does not match how its function answers (RELEVO_RESPONSE_STREAMING)",
+        source: "https://docs.aws.amazon.com/lambda/latest/dg/config-rs-invoke-furls.html",
+    },
+    Rule {
+        id: "function-url-cors",
+        refuses: "a Function URL whose CORS allows credentials from any origin",
+        source: "https://docs.aws.amazon.com/lambda/latest/dg/urls-configuration.html",
+    },
+    Rule {
+        id: "function-url-concurrency",
+        refuses: "a public (AuthType NONE) Function URL whose function has no reserved concurrency (nothing else throttles it)",
+        source: "https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html",
+    },
+    Rule {
         id: "lambda-limits",
         refuses: "a timeout outside 1–900 s, memory outside 128–10,240 MB, a description over 256 characters",
         source: "https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html",
@@ -356,6 +388,7 @@ pub fn check(template: &Template, topologies: &[Topology]) -> Vec<Finding> {
         graph_rules::stack_rules(&mut context);
         routing_rules::run(&mut context);
         lambda_rules::run(&mut context);
+        url_rules::run(&mut context);
         queue_rules::run(&mut context);
         operations::run(&mut context);
         metrics_rules::run(&mut context);
