@@ -1015,7 +1015,7 @@ fn render_unpaid(
         "\n## What a caller can make front door C cost\n\nA Function URL has no gateway in front of \
          it: every request is an invocation the operator pays for, answered by the function. Each \
          row: the invocation one at a time under the local Runtime API, priced per million as the \
-         bill below prices a call (the function's `MemorySize`, {} MB, × the wall p50 rounded up to \
+         bill above prices a call (the function's `MemorySize`, {} MB, × the wall p50 rounded up to \
          the ms; its log bytes); the reserved concurrency caps how many run at once (Lambda answers \
          429 past it).\n",
         deployments.tools_call.memory_mb
