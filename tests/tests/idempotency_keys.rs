@@ -210,12 +210,14 @@ async fn an_export_key_reused_with_other_arguments_is_refused(kind: Backend) {
     ));
     let jobs = shop_jobs(records, queue, None);
     let (settings, issuer, auth) = dev_auth();
+    // The tools reach the engine through the server, as every runner's server has it.
     let server = relevo_protocol::McpServer::new(
         jobs.app.clone(),
         test_config(),
         test_keys(),
         Arc::new(auth),
-    );
+    )
+    .with_tasks(jobs.engine.clone());
     let options = relevo_local::GatewayOptions {
         auth: Some(settings),
         ..gateway_options()

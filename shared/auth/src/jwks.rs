@@ -1,12 +1,12 @@
 //! Where verification keys come from: the issuer's JWKS over HTTPS, or a fixed set (dev, tests),
-//! and the process's cache in front of it ([`KeyCache`]).
+//! and the process's cache in front of it (`KeyCache`).
 //!
 //! The fetch goes through `relevo-https`, the client stack the AWS SDK's calls use too: one TLS
 //! configuration per process, the system's roots read at the first `https://` connection (a
 //! loopback `http://` issuer, as in tests and the bench, never reads them).
 //!
 //! Key revocation: a fetch whose key set lacks a key the cache held, or holds it changed, starts
-//! a new key generation ([`KeyCache::generation`]): every token remembered as verified under an
+//! a new key generation (`KeyCache::generation`): every token remembered as verified under an
 //! earlier generation is forgotten (`crate::verifier`), so a key the issuer removed admits no
 //! remembered token after that fetch. Keys are fetched again only as the invariants below allow
 //! (a token naming a `kid` not held), so the worst case of a key's removal reaching a warm

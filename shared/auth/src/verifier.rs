@@ -1,6 +1,6 @@
 //! Bearer-token verification: the [`Authenticator`] every function uses.
 //!
-//! A token that verified is remembered by its SHA-256 ([`VerifiedTokens`]) until its `exp` (plus
+//! A token that verified is remembered by its SHA-256 (`VerifiedTokens`) until its `exp` (plus
 //! the leeway) or for [`REMEMBER_VERIFIED_SECS`], whichever comes first, so a client's later calls
 //! with the same token skip the signature check (one ES256 verification is the dominant CPU cost
 //! of a warm request). Only the exact same bytes hit: a token differing anywhere, its signature

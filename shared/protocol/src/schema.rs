@@ -60,7 +60,7 @@ impl CompiledSchema {
 }
 
 /// Readies the validator on a thread of its own: the first schema compiled in a process waits for
-/// the 2020-12 metaschema's compile (see [`compile`]), about 2 ms. A function that validates tool
+/// the 2020-12 metaschema's compile (see `compile`), about 2 ms. A function that validates tool
 /// arguments calls this at init, so that work overlaps its init's waits (the keys secret, the
 /// Runtime API's first event, the issuer's JWKS) instead of lengthening its first `tools/call`;
 /// a call that comes first waits for the thread's compile, never repeats it. Without a thread

@@ -4,11 +4,14 @@
 //!
 //! # Layout
 //!
+//! (The modules behind a feature are linked only where it is on; a docs.rs-style build,
+//! `cargo doc -p relevo --all-features`, has them all.)
+//!
 //! | Path | Feature | What it holds |
 //! |---|---|---|
 //! | [`prelude`] | always | what a tool author writes with: [`App`](prelude::App), [`Tool`](prelude::Tool), resources, prompts, the typed context and errors, annotations, icons, jobs, the derives, `json!`/`Value` |
-//! | [`local`] | `local` (default) | [`local::run`]: the whole `main` of a local server on 127.0.0.1 |
-//! | [`sqlite`] | `sqlite` (default) | the embedded store (SQLite) and its queue |
+//! | `local` | `local` (default) | `local::run`: the whole `main` of a local server on 127.0.0.1 |
+//! | `sqlite` | `sqlite` (default) | the embedded store (SQLite) and its queue |
 //! | `lambda` | `lambda` | `lambda::run`, `lambda::run_function`, `lambda::run_worker`: the `main` of each function |
 //! | `aws` | `aws` (with `lambda`) | the DynamoDB and SQS adapters |
 //! | (`lambda`) | `managed-instances` | the same runners, several invocations in flight per execution environment (Lambda Managed Instances) |
