@@ -860,12 +860,15 @@ async fn read_statuses(
 /// runs finds it busy; the job runs once.
 async fn a_run_longer_than_its_lease_is_claimed_once(kind: Backend) {
     let seed = Seed::from_env(&format!("lease race on {kind:?}"));
-    // Two seconds (the clock counts whole seconds), renewed every two thirds of a second.
+    // A lease of three seconds, renewed every second. The clock counts whole seconds, so a lease
+    // holds at least two seconds after each renewal: a renewal slowed by a loaded machine (the
+    // emulator answering in hundreds of milliseconds) still lands in time, where a two-second
+    // lease (at least one second) let a second worker claim the job while the first ran.
     let runner = Arc::new(Slow {
         runs: Default::default(),
-        millis: 5_000,
+        millis: 7_000,
     });
-    let (_, engines) = engines(kind, seed, runner.clone(), 2).await;
+    let (_, engines) = engines(kind, seed, runner.clone(), 3).await;
     let job = engines[0]
         .start("acme", "fay", "slow", None, json!({}))
         .await
@@ -875,6 +878,7 @@ async fn a_run_longer_than_its_lease_is_claimed_once(kind: Backend) {
         let (engine, job) = (engines[0].clone(), job.clone());
         tokio::spawn(async move { engine.process(&job).await })
     };
+    // Four looks, about a second apart, all well before the run's seven seconds end.
     for _ in 0..4 {
         tokio::time::sleep(Duration::from_millis(1_000)).await;
         let second = engines[1].process(&job).await;
