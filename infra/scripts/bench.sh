@@ -45,6 +45,7 @@ if $short; then
   # One workspace build, as `make unit` does, so CI reuses it.
   $cargo build --quiet --workspace --bins
   $cargo build --quiet --locked --manifest-path infra/bench-peers/Cargo.toml --target-dir "$target/peers"
+  $cargo build --quiet --locked --manifest-path infra/bench-peers/rmcp-echo/Cargo.toml --target-dir "$target/peers"
   $cargo bench --quiet --profile dev -p relevo-bench --bench inprocess --bench aws_sdk -- \
     --warm-up-time 0.05 --measurement-time 0.1 --sample-size 10 >/dev/null
   report_args=(--short)
@@ -71,9 +72,10 @@ else
   ln -s "$target/release/relevo-gateway" "$target/release/relevo-bench" "$bench_bin/"
   $cargo build --release --quiet --locked --manifest-path infra/bench-peers/Cargo.toml --target-dir "$target/peers"
   ln -s "$target/peers/release/peer-rmcp" "$target/peers/release/peer-hyper" "$peers_bin/"
-  # The goal rows' rmcp, built as the reference harness builds its echo server (profile `tuned`).
-  $cargo build --profile tuned --quiet --locked --manifest-path infra/bench-peers/Cargo.toml --target-dir "$target/peers" --bin peer-rmcp-echo
-  ln -s "$target/peers/tuned/peer-rmcp-echo" "$peers_bin/"
+  # The goal rows' rmcp, a project of its own built as the reference harness builds its echo
+  # server (its release profile: thin LTO, four codegen units; its dependencies' features).
+  $cargo build --release --quiet --locked --manifest-path infra/bench-peers/rmcp-echo/Cargo.toml --target-dir "$target/peers"
+  ln -s "$target/peers/release/peer-rmcp-echo" "$peers_bin/"
   CARGO_TARGET_DIR="$target/peers" lambda --locked --manifest-path infra/bench-peers/Cargo.toml \
     --bin peer-rmcp-lambda --bin peer-rmcp-lambda-concurrent
   for f in peer-rmcp-lambda peer-rmcp-lambda-concurrent; do cp "$target/peers/lambda/$f/bootstrap" "$peers_bin/$f"; done

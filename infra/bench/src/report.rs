@@ -1331,8 +1331,9 @@ pub fn render_side_by_side(md: &mut String, side: &SideBySide) {
         "Command: `make bench` (or `relevo-bench side-by-side`). relevo: `relevo-gateway` started \
          as `make run` starts it (fresh folder, environment cleared but `PATH`: default log level, \
          store and dev issuer), one dev token (tenant `acme`, scope `shop`), `greet`. rmcp: \
-         `peer-rmcp-echo` (rmcp 3.11's macros, hyper directly with `TCP_NODELAY`, thin LTO, 4 \
-         codegen units), `echo`. wrk -t1 -c16 on the load core checking every answer's body, each \
+         `peer-rmcp-echo` (rmcp 3.11's macros, hyper-util's HTTP/1 connections with `TCP_NODELAY`, \
+         its own project built as the reference harness builds it: thin LTO, 4 codegen units), \
+         `echo`. wrk -t1 -c16 on the load core checking every answer's body, each \
          server alone on the server core while the other is stopped, {} s measured after {} s of \
          warm-up, {} alternating rounds averaged: the reference harness's method.\n",
         side.secs, side.warmup, side.rounds
@@ -1344,7 +1345,7 @@ pub fn render_side_by_side(md: &mut String, side: &SideBySide) {
     let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|");
     for (name, m) in [
         ("relevo (dev token, greet)", &side.relevo),
-        ("rmcp echo (tuned)", &side.rmcp),
+        ("rmcp echo", &side.rmcp),
     ] {
         let _ = writeln!(
             md,

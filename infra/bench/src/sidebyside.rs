@@ -5,7 +5,9 @@
 //!   environment cleared but `PATH` (no `RUST_LOG`, default store, the dev issuer in
 //!   `.relevo/`), the shop app — called with one dev token (tenant `acme`, scope `shop`) on
 //!   `greet`;
-//! - rmcp: `peer-rmcp-echo` (rmcp's macros, hyper directly, `TCP_NODELAY`, thin LTO) on `echo`.
+//! - rmcp: `peer-rmcp-echo` (rmcp's macros, hyper-util's HTTP/1 connections, `TCP_NODELAY`, thin
+//!   LTO; a project of its own, `infra/bench-peers/rmcp-echo`, built as the reference harness
+//!   builds its echo server) on `echo`.
 //!
 //! Each server is alone on the server core while the other is stopped (SIGSTOP), wrk with one
 //! thread and 16 connections on the load core checks every answer's body (200 and the echoed
