@@ -12,8 +12,11 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 project=$(cd "${1:-$root}" && pwd)
 (cd "$root" && cargo build --quiet -p cargo-relevo)
-"$root/target/debug/cargo-relevo" relevo validate --tools "$root/.tools/sam" "$project/template.yaml"
+# The tools, under the tools cache's lock, before two validations may look for them at once.
+"$root/infra/scripts/sam-tools.sh" >/dev/null
 if [ -z "${1:-}" ]; then
+  # The variant is checked at the same time as the template, in its own process (each check is
+  # one Python at a time); its output follows the template's.
   variant="$root/target/managed-instances"
   mkdir -p "$variant/src"
   : > "$variant/src/lib.rs"
@@ -32,5 +35,14 @@ description = "the Managed Instances variant of this repository's template (make
 managed-instances = {}
 TOML
   "$root/target/debug/cargo-relevo" relevo template --manifest-path "$variant/Cargo.toml"
-  "$root/target/debug/cargo-relevo" relevo validate --tools "$root/.tools/sam" "$variant/template.yaml"
+  "$root/target/debug/cargo-relevo" relevo validate --tools "$root/.tools/sam" "$variant/template.yaml" \
+    >"$variant/validate.log" 2>&1 &
+  variant_pid=$!
+fi
+"$root/target/debug/cargo-relevo" relevo validate --tools "$root/.tools/sam" "$project/template.yaml"
+if [ -n "${variant_pid:-}" ]; then
+  rc=0
+  wait "$variant_pid" || rc=$?
+  cat "$variant/validate.log"
+  [ "$rc" -eq 0 ] || { echo "validate: the Managed Instances variant failed" >&2; exit "$rc"; }
 fi

@@ -190,7 +190,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     }
     let script = tools.join("sam_translate.py");
     if std::fs::read_to_string(&script).ok().as_deref() != Some(TRANSLATE) {
-        std::fs::write(&script, TRANSLATE).map_err(|source| io("write", &script, source))?;
+        // Written aside and renamed into place: another validation may be reading it (make
+        // validate checks two templates at once).
+        let aside = tools.join(format!("sam_translate.py.{}", std::process::id()));
+        std::fs::write(&aside, TRANSLATE).map_err(|source| io("write", &aside, source))?;
+        std::fs::rename(&aside, &script).map_err(|source| io("rename", &script, source))?;
     }
     step(
         "the SAM translation",
