@@ -6,7 +6,7 @@
 #
 # A STAGE written `bg:NAME` runs in the background instead, from the start, beside the others:
 # `nice -n 19` and idle-class I/O, so it takes only the CPU the stages in turn leave (most of them
-# wait on servers, timeouts and processes). For a stage that only builds and checks what it built
+# wait on servers, timeouts and processes), its compiles too (a compile cache server of its own). For a stage that only builds and checks what it built
 # (`size-test`: release links of the functions) and shares nothing with the others. Its output
 # goes to target/stages/NAME.log and is printed whole once the stages in turn have passed; then
 # this waits for it, and it fails the run as any stage does. A stage in turn that fails stops the
@@ -53,10 +53,19 @@ for stage in "$@"; do
   name=${stage#bg:}
   mkdir -p "$logs"
   rm -f "$logs/$name.status"
+  # Under the compile cache (RUSTC_WRAPPER set by compile-cache.sh), a cacheable rustc runs in the
+  # cache's server, not under the stage's nice: the background stage gets a server of its own,
+  # started at its priority, on its own port and cache folder (what it compiles, nothing else does).
+  command=("$make" --no-print-directory "$name")
+  if [[ -n "${RUSTC_WRAPPER:-}" && -n "${SCCACHE_DIR:-}" ]]; then
+    command=(env -u RUSTC_WRAPPER SCCACHE_SERVER_PORT=$((${SCCACHE_SERVER_PORT:-4226} + 1 + ${#bg_names[@]}))
+      RELEVO_COMPILE_CACHE="$SCCACHE_DIR-background" SCCACHE_CACHE_SIZE=4G
+      "$(dirname "${BASH_SOURCE[0]}")/compile-cache.sh" "${command[@]}")
+  fi
   # setsid: its own process group, so that stopping it stops every cargo, rustc and linker under it.
   setsid bash -c 'began=$SECONDS; nice -n 19 ionice -c 3 "$@" >"'"$logs/$name"'.log" 2>&1; rc=$?
     echo "$rc $((SECONDS - began))" >"'"$logs/$name"'.status"' \
-    _ "$make" --no-print-directory "$name" &
+    _ "${command[@]}" &
   bg_names+=("$name") bg_pids+=($!)
   echo "$label: stage $name started in the background (nice 19; its output: $logs/$name.log)"
 done
