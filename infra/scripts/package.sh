@@ -3,27 +3,60 @@
 #   1. relevo-package-check: every workspace crate not marked `publish = false` has the crates.io
 #      metadata (description, license, repository, readme, keywords, categories, version), its path
 #      dependencies carry a version and are publishable themselves, and LICENSE exists;
-#   2. `cargo package` of exactly those crates (the list comes from step 1, so a new crate is
-#      packaged the day it is added): each one's tarball, then a build of it from that tarball alone,
-#      the others resolved from their own tarballs as a registry would serve them.
-# The verify builds use the workspace's target folder; the --config lines give them the workspace's
-# dev profile (their own manifests carry none), so what they share with `cargo build` is not rebuilt.
+#   2. `cargo package --no-verify` of exactly those crates (the list comes from step 1, so a new
+#      crate is packaged the day it is added): each one's tarball;
+#   3. each tarball checked alone, as a registry would serve it: unpacked outside this checkout,
+#      its dependencies on the others resolved to their unpacked tarballs (a [patch] of crates.io,
+#      as if they were published), the versions of this workspace's Cargo.lock, and `cargo check`
+#      of its library and binaries with its own features only (one crate per cargo invocation, so
+#      no other crate's features hide one it forgot to enable).
+# Why not `cargo package`'s own verification: it builds (codegen and links) each crate from its
+# tarball, and each resolves its dependencies' features apart, so a shared crate is compiled once
+# per crate depending on it (relevo-protocol seven times). `cargo check` resolves, reads and
+# type-checks the same sources without codegen or links: 103 s against about 230 s for the stage.
+# What a tarball can get wrong (a file left out, a path outside the crate, a missing feature or
+# dependency, a build script that needs the checkout) fails `cargo check` as it fails a build;
+# what only a link would find is not a packaging fault, and `make unit` links every crate. Not
+# checked, which cargo's verification also checks: that a build leaves the crate's sources as
+# they were.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$root"
 cargo build --quiet -p relevo-package-check
-# The verify builds unpack each tarball from a temporary local registry into
-# $CARGO_HOME/registry/src/-<hash of that registry's path>/<crate>-<version>, and cargo reuses an
-# unpacked folder it finds there (it checks only its `.cargo-ok` marker). A checkout at a path
-# that was packaged before, at the same version, would then build against the old sources. Those
-# folders (named `-…`, never crates.io's `index.crates.io-…`) hold only such verify copies.
-rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/
 target/debug/relevo-package-check
-packages=()
-while read -r name; do packages+=(-p "$name"); done < <(target/debug/relevo-package-check --list)
+names=()
+while read -r name; do names+=("$name"); done < <(target/debug/relevo-package-check --list)
 # Without a -p, cargo would package every member, the publish = false ones too.
-[ ${#packages[@]} -gt 0 ] || { echo "package: no crate is publishable" >&2; exit 1; }
-cargo package --quiet --allow-dirty \
-  --config 'profile.dev.debug="line-tables-only"' --config 'profile.dev.package."*".debug=false' \
-  "${packages[@]}"
-echo "package: $(( ${#packages[@]} / 2 )) crates packaged, each built from its own tarball"
+[ ${#names[@]} -gt 0 ] || { echo "package: no crate is publishable" >&2; exit 1; }
+packages=()
+for name in "${names[@]}"; do packages+=(-p "$name"); done
+cargo package --quiet --allow-dirty --no-verify "${packages[@]}"
+
+# Outside the checkout, so that no crate finds this workspace above it.
+unpacked=$(mktemp -d)
+trap 'rm -rf "$unpacked"' EXIT
+mkdir -p "$unpacked/.cargo"
+{
+  echo "[patch.crates-io]"
+  for name in "${names[@]}"; do
+    version=$("$xtask" package-version "$name")
+    tar -xzf "target/package/$name-$version.crate" -C "$unpacked"
+    echo "$name = { path = \"$unpacked/$name-$version\" }"
+  done
+  # The workspace's dev profile (the tarballs' manifests carry none).
+  printf '[profile.dev]\ndebug = "line-tables-only"\n[profile.dev.package."*"]\ndebug = false\n'
+} >"$unpacked/.cargo/config.toml"
+# One after another in one target folder (cargo lets one build at a time use a folder, and what
+# two crates compile alike is compiled once): in folders of their own, two at a time, the checks
+# took three times as long, each compiling and running every build script again.
+for name in "${names[@]}"; do
+  version=$("$xtask" package-version "$name")
+  crate="$unpacked/$name-$version"
+  cp Cargo.lock "$crate/Cargo.lock"
+  (cd "$unpacked" && cargo check --quiet --offline --manifest-path "$crate/Cargo.toml" \
+    --target-dir "$root/target/package/check") || {
+    echo "package: $name-$version does not build from its tarball" >&2
+    exit 1
+  }
+done
+echo "package: ${#names[@]} crates packaged, each checked from its own tarball"

@@ -4,13 +4,17 @@
 # the end, a table of every stage run and the total. Stops at the first stage that fails, with
 # its exit status, as make stops at a failing prerequisite.
 #
-# A STAGE written `bg:NAME` runs in the background instead, from the start, beside the others:
-# `nice -n 19` and idle-class I/O, so it takes only the CPU the stages in turn leave (most of them
-# wait on servers, timeouts and processes), its compiles too (a compile cache server of its own). For a stage that only builds and checks what it built
-# (`size-test`: release links of the functions) and shares nothing with the others. Its output
-# goes to target/stages/NAME.log and is printed whole once the stages in turn have passed; then
-# this waits for it, and it fails the run as any stage does. A stage in turn that fails stops the
-# background ones (their process groups).
+# A STAGE written `bg:NAME` starts in the background when its turn comes and runs beside the
+# stages after it: `nice -n 19` and idle-class I/O, so it takes only the CPU the stages in turn
+# leave (most of them wait on servers, timeouts and processes), its compiles too (a compile cache
+# server of its own). For a stage that only builds and checks what it built (`size-test`: release
+# links of the functions) and shares nothing with the others but cargo's locks: a stage that
+# needs one exclusively must come before it (`package`: `cargo package` unpacks its tarballs
+# under cargo's package cache lock, which every cargo build holds shared; behind a background
+# build that lock made `package` wait minutes). Its output goes to target/stages/NAME.log and is
+# printed whole once the stages in turn have passed; then this waits for it, and it fails the
+# run as any stage does. A stage in turn that fails stops the background ones (their process
+# groups).
 set -uo pipefail
 label=$1 make=$2
 shift 2
@@ -49,29 +53,27 @@ table() {
 }
 
 for stage in "$@"; do
-  [[ $stage == bg:* ]] || continue
-  name=${stage#bg:}
-  mkdir -p "$logs"
-  rm -f "$logs/$name.status"
-  # Under the compile cache (RUSTC_WRAPPER set by compile-cache.sh), a cacheable rustc runs in the
-  # cache's server, not under the stage's nice: the background stage gets a server of its own,
-  # started at its priority, on its own port and cache folder (what it compiles, nothing else does).
-  command=("$make" --no-print-directory "$name")
-  if [[ -n "${RUSTC_WRAPPER:-}" && -n "${SCCACHE_DIR:-}" ]]; then
-    command=(env -u RUSTC_WRAPPER SCCACHE_SERVER_PORT=$((${SCCACHE_SERVER_PORT:-4226} + 1 + ${#bg_names[@]}))
-      RELEVO_COMPILE_CACHE="$SCCACHE_DIR-background" SCCACHE_CACHE_SIZE=4G
-      "$(dirname "${BASH_SOURCE[0]}")/compile-cache.sh" "${command[@]}")
+  if [[ $stage == bg:* ]]; then
+    name=${stage#bg:}
+    mkdir -p "$logs"
+    rm -f "$logs/$name.status"
+    # Under the compile cache (RUSTC_WRAPPER set by compile-cache.sh), a cacheable rustc runs in the
+    # cache's server, not under the stage's nice: the background stage gets a server of its own,
+    # started at its priority, on its own port and cache folder (what it compiles, nothing else does).
+    command=("$make" --no-print-directory "$name")
+    if [[ -n "${RUSTC_WRAPPER:-}" && -n "${SCCACHE_DIR:-}" ]]; then
+      command=(env -u RUSTC_WRAPPER SCCACHE_SERVER_PORT=$((${SCCACHE_SERVER_PORT:-4226} + 1 + ${#bg_names[@]}))
+        RELEVO_COMPILE_CACHE="$SCCACHE_DIR-background" SCCACHE_CACHE_SIZE=4G
+        "$(dirname "${BASH_SOURCE[0]}")/compile-cache.sh" "${command[@]}")
+    fi
+    # setsid: its own process group, so that stopping it stops every cargo, rustc and linker under it.
+    setsid bash -c 'began=$SECONDS; nice -n 19 ionice -c 3 "$@" >"'"$logs/$name"'.log" 2>&1; rc=$?
+      echo "$rc $((SECONDS - began))" >"'"$logs/$name"'.status"' \
+      _ "${command[@]}" &
+    bg_names+=("$name") bg_pids+=($!)
+    echo "$label: stage $name started in the background (nice 19; its output: $logs/$name.log)"
+    continue
   fi
-  # setsid: its own process group, so that stopping it stops every cargo, rustc and linker under it.
-  setsid bash -c 'began=$SECONDS; nice -n 19 ionice -c 3 "$@" >"'"$logs/$name"'.log" 2>&1; rc=$?
-    echo "$rc $((SECONDS - began))" >"'"$logs/$name"'.status"' \
-    _ "${command[@]}" &
-  bg_names+=("$name") bg_pids+=($!)
-  echo "$label: stage $name started in the background (nice 19; its output: $logs/$name.log)"
-done
-
-for stage in "$@"; do
-  [[ $stage == bg:* ]] && continue
   began=$SECONDS mark=$(cpu_mark)
   "$make" --no-print-directory "$stage"
   rc=$?
