@@ -35,12 +35,9 @@ token:
 ## test: lint, the publishable crates' metadata and packages, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python and TypeScript SDK clients, the approval page and the approval app in Chromium, the benchmark harness in its short mode, every function under 8,000,000 bytes as `sam build` builds it for the template's architecture
 ## Its stages run in this order, each through infra/scripts/stages.sh, which prints each one's duration as
 ## it ends ("make test: stage unit took 612 s") and a table of them all and the total; the first to fail stops it.
-## `size-test` (bg:) runs beside the stages after `package` at the lowest CPU priority, its output printed at
-## the end (after `package`: cargo package needs cargo's package cache lock alone, and a build holds it shared;
-## first, so that the background build can use what `package`, `lint` and the rest leave idle).
 ## Every rustc runs through the per-user compile cache (infra/scripts/compile-cache.sh: sccache; RELEVO_COMPILE_CACHE=off
 ## compiles without it), so a second clone compiles only this workspace's own crates.
-TEST_STAGES = package bg:size-test lint validate unit conformance clients browser iam-report starter bench-smoke
+TEST_STAGES = lint package validate unit conformance clients browser iam-report starter bench-smoke size-test
 test:
 	@infra/scripts/compile-cache.sh infra/scripts/stages.sh "make test" $(MAKE) $(TEST_STAGES)
 
@@ -84,7 +81,8 @@ fmt:
 	$(CARGO) fmt --all
 
 ## package: the crates.io metadata of every crate not marked publish = false (relevo-package-check), then
-## `cargo package` of exactly those crates, each built from its own tarball (nothing is published)
+## `cargo package` of exactly those crates, each checked (`cargo check`) from its own tarball with the others'
+## tarballs as its dependencies (nothing is published)
 package:
 	infra/scripts/package.sh
 
