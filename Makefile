@@ -25,7 +25,7 @@ run:
 ## b: the HTTP API; c: the Function URL, streamed): the real function binaries under a local Lambda Runtime API, DynamoDB/SQS/Secrets Manager on moto
 FRONT_DOOR ?= a
 run-lambda:
-	$(CARGO) build --quiet --workspace --bins
+	CARGO="$(CARGO)" infra/scripts/bins.sh
 	infra/scripts/with-moto.sh bash -c 'source infra/scripts/lib.sh && AWS_ENDPOINT_URL=$$RELEVO_TEST_AWS_ENDPOINT RELEVO_DEV_ISSUER_FILE=.relevo/dev-issuer.json target/debug/relevo-lambda-local --template "$$(translated)" --front-door $(FRONT_DOOR) --port $(PORT)'
 
 ## token: a bearer token from the dev issuer of a running `make run` (TENANT=, SUB=, SCOPES=)
@@ -61,14 +61,13 @@ starter:
 ## iam-report: what every function called in the local Lambda mode runs of `make test`, against its policy in
 ## template.yaml: fails on any refused call, lists the granted actions no run used
 iam-report:
-	$(CARGO) build --quiet -p relevo-gateway --bin relevo-iam-report
+	CARGO="$(CARGO)" infra/scripts/bins.sh
 	target/debug/relevo-iam-report target/iam/*.log
 
 ## unit: every cargo test (`cargo test --workspace`, its test binaries run RELEVO_TEST_JOBS at a time, 3 unless
 ## set: infra/scripts/run_tests.py), with the DynamoDB/SQS emulator (moto) running for the AWS adapters
 unit:
-	$(CARGO) build --quiet --workspace --bins
-	$(CARGO) build --quiet -p relevo-conformance --features managed-instances --bin relevo-conformance-function-mi
+	CARGO="$(CARGO)" infra/scripts/bins.sh --managed-instances
 	CARGO="$(CARGO)" infra/scripts/with-moto.sh python3 infra/scripts/run_tests.py
 	.tools/moto/bin/python infra/scripts/test_moto_serial.py
 

@@ -39,14 +39,14 @@ fi
 
 if $short; then
   profile=debug
-  # The Managed Instances subject: `mcp` with the `managed-instances` feature, kept as `mi-mcp`.
-  $cargo build --quiet -p relevo-functions --features managed-instances --bin mcp
-  cp "$target/debug/mcp" "$target/debug/mi-mcp"
-  # One workspace build, as `make unit` does, so CI reuses it.
-  $cargo build --quiet --workspace --bins
+  # Every binary as `make unit` builds them (so CI reuses them), and the Managed Instances
+  # subject, `mcp` with the `managed-instances` feature, kept as `mi-mcp`.
+  CARGO=$cargo "$root/infra/scripts/bins.sh" --managed-instances
   $cargo build --quiet --locked --manifest-path infra/bench-peers/Cargo.toml --target-dir "$target/peers"
   $cargo build --quiet --locked --manifest-path infra/bench-peers/rmcp-echo/Cargo.toml --target-dir "$target/peers"
-  $cargo bench --quiet --profile dev -p relevo-bench --bench inprocess --bench aws_sdk -- \
+  # --workspace, not -p relevo-bench: the libraries resolve as `cargo test --workspace` resolves
+  # them (one package alone would resolve its own features, and compile every library again).
+  $cargo bench --quiet --profile dev --workspace --bench inprocess --bench aws_sdk -- \
     --warm-up-time 0.05 --measurement-time 0.1 --sample-size 10 >/dev/null
   report_args=(--short)
 else

@@ -20,7 +20,7 @@ fi
 ensure_node_packages "$tools" "playwright-core@$playwright_version"
 
 # The whole workspace, as `make unit` builds it: the same feature set, so nothing is rebuilt.
-(cd "$root" && cargo build --quiet --workspace --bins)
+"$root/infra/scripts/bins.sh"
 token() { "$root/target/debug/relevo-token" --tenant acme --ttl 600 "$@"; }
 # The test files are copied into target/browser/tests, next to a link to the modules, so
 # `import 'playwright-core'` resolves there (the tools cache is shared: nothing of a checkout goes in).

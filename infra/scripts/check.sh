@@ -44,6 +44,5 @@ if [[ ${#packages[@]} -eq 0 || -z "${packages[0]}" ]]; then
   exit 0
 fi
 echo "check: testing the crates changed since $base: ${packages[*]}"
-"$cargo" build --quiet --workspace --bins
-"$cargo" build --quiet -p relevo-conformance --features managed-instances --bin relevo-conformance-function-mi
+CARGO="$cargo" infra/scripts/bins.sh --managed-instances
 infra/scripts/with-moto.sh "$cargo" test --quiet "${packages[@]/#/--package=}"

@@ -153,14 +153,14 @@ lambda_b_expected_failing="resources-subscribe resources-unsubscribe tools-call-
   elicitation-sep1034-defaults elicitation-sep1330-enums"
 
 install_suite
-cargo build --quiet --workspace --bins
+"$root/infra/scripts/bins.sh"
 failed=0
 topologies=(per-method single)
 if [[ -n "${RELEVO_TEST_AWS_ENDPOINT:-}" ]]; then topologies+=(lambda lambda-b lambda-c lambda-mi); fi
 if [[ -n "${RELEVO_CONFORMANCE_TOPOLOGIES:-}" ]]; then read -ra topologies <<<"$RELEVO_CONFORMANCE_TOPOLOGIES"; fi
 if [[ " ${topologies[*]} " == *" lambda-mi "* ]]; then
   # The fixtures' binary with the feature: a bin of its own, so the plain one stays as it was.
-  cargo build --quiet -p relevo-conformance --features managed-instances --bin relevo-conformance-function-mi
+  "$root/infra/scripts/bins.sh" --managed-instances
 fi
 # Three lanes at once, as the suite mostly waits (the stage used under a third of the machine's
 # CPU one topology after another): the gateway topologies (each its own SQLite store), and the

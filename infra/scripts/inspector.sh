@@ -14,7 +14,7 @@ inspector_version="2.12.0"
 tools="$root/.tools/inspector"
 
 ensure_node_packages "$tools" "@modelcontextprotocol/inspector@$inspector_version"
-[[ -n "${RELEVO_BIN_DIR:-}" ]] || cargo build --quiet --workspace --bins
+[[ -n "${RELEVO_BIN_DIR:-}" ]] || "$root/infra/scripts/bins.sh"
 start_shop inspector
 mkdir -p "$work/inspector-home"
 # Every scope the shop's tools declare, so that tools/list (and the lint) covers all of them.

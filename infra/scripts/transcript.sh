@@ -6,7 +6,7 @@
 # ids, sealed state and times are the page's `…`). Fails at the first step that answers otherwise.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-[[ -n "${RELEVO_BIN_DIR:-}" ]] || cargo build --quiet --workspace --bins
+[[ -n "${RELEVO_BIN_DIR:-}" ]] || "$root/infra/scripts/bins.sh"
 start_shop transcript --routing per-method
 trap 'kill "$gateway_pid" 2>/dev/null || true' EXIT
 export URL="http://127.0.0.1:$port/mcp"

@@ -11,7 +11,7 @@ sdk_version="2.4.0"
 tools="$root/.tools/ts2-client"
 
 ensure_node_packages "$tools" "@modelcontextprotocol/client@$sdk_version"
-[[ -n "${RELEVO_BIN_DIR:-}" ]] || cargo build --quiet --workspace --bins
+[[ -n "${RELEVO_BIN_DIR:-}" ]] || "$root/infra/scripts/bins.sh"
 work="$root/target/clients"
 mkdir -p "$work"
 start_gateway_pair ts2-shop

@@ -45,10 +45,12 @@ async fn a_slow_tool_ends_with_the_retryable_deadline_error_before_the_function_
         Arc::new(ManualClock::at(1_800_000_000)),
     );
     let mut request = call("sleepy");
+    // Taken before the deadline is set: the deadline is 200 ms from its own creation, so a clock
+    // started after it could see the answer come a little under 200 ms.
+    let started = Instant::now();
     request
         .extensions_mut()
         .insert(Deadline::after(Duration::from_millis(200)));
-    let started = Instant::now();
     let reply = server.handle(Route::All, request).await;
     let waited = started.elapsed();
 
