@@ -123,13 +123,9 @@ validate:
 conformance:
 	infra/scripts/with-moto.sh infra/scripts/conformance.sh
 
-## clients: the official Python SDK client (mcp 2.3, auto and legacy mode), the TypeScript SDK v1 client (1.32, 2025-11-25), the TypeScript SDK v2 client (2.4, pinned 2026-07-28: discover, MRTR checkout, listen) and the MCP Inspector CLI (2.12, modern, tools/list --strict fails on any warning) against the shop, and the curl transcript of docs/protocol.md replayed step by step
+## clients: the official Python SDK client (mcp 2.3, auto and legacy mode), the TypeScript SDK v1 client (1.32, 2025-11-25), the TypeScript SDK v2 client (2.4, pinned 2026-07-28: discover, MRTR checkout, listen) and the MCP Inspector CLI (2.12, modern, tools/list --strict fails on any warning) against the shop, and the curl transcript of docs/protocol.md replayed step by step; all five side by side, each output printed whole when all have ended (infra/scripts/clients.sh)
 clients:
-	infra/scripts/transcript.sh
-	infra/scripts/with-moto.sh infra/scripts/python-client.sh
-	infra/scripts/ts-client.sh
-	infra/scripts/with-moto.sh infra/scripts/ts2-client.sh
-	infra/scripts/inspector.sh
+	infra/scripts/clients.sh
 
 ## browser: the approval page in headless Chromium (Debian package), approve once, then the agent's apply succeeds once;
 ## the approval as an MCP App in a host page (sandboxed iframe, the ext-apps bridge): approve, decline, replay
@@ -171,7 +167,8 @@ release-size:
 
 ## clean: cargo clean, and the checkout's links to the tools cache (.tools, .venv); the shared per-user
 ## caches themselves (${RELEVO_TOOLS_CACHE:-${XDG_CACHE_HOME:-~/.cache}/relevo/tools}, and the compile cache
-## ${XDG_CACHE_HOME:-~/.cache}/relevo/sccache) stay: remove them by hand
+## ${XDG_CACHE_HOME:-~/.cache}/relevo/sccache, and the target folders `make package` and `make starter` keep beside
+## it, package-check-target and starter-target) stay: remove them by hand
 clean:
 	$(CARGO) clean
 	rm -rf .tools .venv

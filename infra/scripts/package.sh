@@ -29,18 +29,38 @@ while read -r name; do names+=("$name"); done < <(target/debug/relevo-package-ch
 # Without a -p, cargo would package every member, the publish = false ones too.
 [ ${#names[@]} -gt 0 ] || { echo "package: no crate is publishable" >&2; exit 1; }
 packages=()
-for name in "${names[@]}"; do packages+=(-p "$name"); done
+declare -A versions
+for name in "${names[@]}"; do
+  packages+=(-p "$name")
+  versions[$name]=$("$xtask" package-version "$name")
+done
 cargo package --quiet --allow-dirty --no-verify "${packages[@]}"
 
-# Outside the checkout, so that no crate finds this workspace above it.
-unpacked=$(mktemp -d)
+# Outside the checkout, so that no crate finds this workspace above it, and at one path for
+# every checkout of this user, with a target folder kept beside it: the compile cache keys a
+# compile by its crate's folder, so a crate whose tarball is as it was in an earlier run (of any
+# clone) is checked from the cache, and the registry's crates, their build scripts and proc
+# macros (which the cache cannot keep) are fresh in the kept folder. Every file is unpacked with
+# the time of unpacking (tar -m), so cargo checks each crate again (it judges a path crate by
+# its files' times) and only the cache decides, by content. One run at a time holds both
+# (tools-cache.sh's hold_build_folder). Without flock: folders of this run.
+hold_build_folder package-check-target
+if [[ -n "$build_folder" ]]; then
+  check_target=$build_folder
+  unpacked="${XDG_CACHE_HOME:-$HOME/.cache}/relevo/package-check"
+  rm -rf "$unpacked"
+  mkdir -p "$unpacked"
+else
+  check_target="$root/target/package/check"
+  unpacked=$(mktemp -d)
+fi
 trap 'rm -rf "$unpacked"' EXIT
 mkdir -p "$unpacked/.cargo"
 {
   echo "[patch.crates-io]"
   for name in "${names[@]}"; do
-    version=$("$xtask" package-version "$name")
-    tar -xzf "target/package/$name-$version.crate" -C "$unpacked"
+    version=${versions[$name]}
+    tar -xzmf "target/package/$name-$version.crate" -C "$unpacked"
     echo "$name = { path = \"$unpacked/$name-$version\" }"
   done
   # The workspace's dev profile (the tarballs' manifests carry none).
@@ -50,11 +70,11 @@ mkdir -p "$unpacked/.cargo"
 # two crates compile alike is compiled once): in folders of their own, two at a time, the checks
 # took three times as long, each compiling and running every build script again.
 for name in "${names[@]}"; do
-  version=$("$xtask" package-version "$name")
+  version=${versions[$name]}
   crate="$unpacked/$name-$version"
   cp Cargo.lock "$crate/Cargo.lock"
   (cd "$unpacked" && cargo check --quiet --offline --manifest-path "$crate/Cargo.toml" \
-    --target-dir "$root/target/package/check") || {
+    --target-dir "$check_target") || {
     echo "package: $name-$version does not build from its tarball" >&2
     exit 1
   }

@@ -8,7 +8,7 @@ mcp_version="2.3.0"
 venv="$root/.venv"
 
 ensure_venv "$venv" "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$mcp_version')" "mcp==$mcp_version"
-"$root/infra/scripts/bins.sh"
+[[ -n "${RELEVO_BIN_DIR:-}" ]] || "$root/infra/scripts/bins.sh"
 work="$root/target/clients"
 mkdir -p "$work"
 rm -f "$work/store.db"*

@@ -12,8 +12,12 @@
 #   5. `cargo relevo dev` serves it on 127.0.0.1, `cargo relevo token` mints a token, and a
 #      `tools/call` of its own `hello` tool by curl answers with the greeting.
 # (`make package` checks the packaged crates, each built from its tarball.) The project builds in
-# target/starter (shared between runs; the binaries have our names), set in a .cargo/config.toml
-# one folder above the project, so the project's own files stay as `new` wrote them.
+# a target folder kept for every checkout of this user (${XDG_CACHE_HOME:-~/.cache}/relevo/
+# starter-target: the registry's crates, their build scripts and proc macros, which the compile
+# cache cannot keep, stay built; this checkout's crates and the project's are compiled again, at
+# their own paths; tools-cache.sh's hold_build_folder), set in a
+# .cargo/config.toml one folder above the project, so the project's own files stay as `new` wrote
+# them.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$root"
@@ -30,7 +34,9 @@ mkdir -p "$work/.cargo"
 # The target folders are set here, not by CARGO_TARGET_DIR: the compile cache keys a compile by
 # the CARGO_* environment, and this checkout's path in it would miss every crate a clone at another
 # path compiled. The project's own .cargo/config.toml (the patch) is merged with this one.
-printf '[build]\ntarget-dir = "%s"\n' "$root/target/starter" >"$work/.cargo/config.toml"
+hold_build_folder starter-target
+starter_target=${build_folder:-$root/target/starter}
+printf '[build]\ntarget-dir = "%s"\n' "$starter_target" >"$work/.cargo/config.toml"
 version=$("$xtask" package-version relevo)
 
 # 1. The CLI, installed as the README says, then the project, as a newcomer makes it.

@@ -101,3 +101,21 @@ node_install() {
   printf '{"name":"relevo-tools","private":true}\n' >"$entry/package.json"
   (cd "$entry" && npm install --no-audit --no-fund --loglevel=error "$@" >/dev/null)
 }
+
+# hold_build_folder NAME: sets build_folder to ${XDG_CACHE_HOME:-$HOME/.cache}/relevo/NAME, a
+# cargo target folder kept for every checkout of this user (what the compile cache cannot keep:
+# build scripts, proc macros, links of the registry's crates), held by this shell until it exits
+# (flock on NAME.lock: one run at a time) and emptied first when it holds over 4 GB. Without
+# flock, build_folder is empty and the caller uses a folder of its own.
+hold_build_folder() {
+  local cache="${XDG_CACHE_HOME:-$HOME/.cache}/relevo"
+  build_folder=""
+  command -v flock >/dev/null || return 0
+  mkdir -p "$cache"
+  exec 9>"$cache/$1.lock"
+  flock 9
+  build_folder="$cache/$1"
+  if [[ -d "$build_folder" ]] && (($(du -sm "$build_folder" | cut -f1) > 4096)); then
+    rm -rf "$build_folder"
+  fi
+}

@@ -10,7 +10,7 @@ sdk_version="1.32.2"
 tools="$root/.tools/ts-client"
 
 ensure_node_packages "$tools" "@modelcontextprotocol/sdk@$sdk_version"
-"$root/infra/scripts/bins.sh"
+[[ -n "${RELEVO_BIN_DIR:-}" ]] || "$root/infra/scripts/bins.sh"
 work="$root/target/clients"
 mkdir -p "$work"
 start_gateway_pair ts-shop

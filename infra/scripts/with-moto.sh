@@ -11,13 +11,15 @@ venv="$root/.tools/moto"
 ensure_venv "$venv" "import importlib.metadata as m, sys; sys.exit(m.version('moto') != '$moto_version')" "moto[server]==$moto_version"
 port=$(free_port)
 mkdir -p "$root/target"
+# A log per emulator: `make clients` runs two at once.
+log="$root/target/moto-$port.log"
 # moto's server, with DynamoDB requests serialised as DynamoDB's own isolation requires (see the script).
-MOTO_PORT="$port" "$venv/bin/python" "$(dirname "$0")/moto_serial.py" 127.0.0.1 "$port" >"$root/target/moto.log" 2>&1 &
+MOTO_PORT="$port" "$venv/bin/python" "$(dirname "$0")/moto_serial.py" 127.0.0.1 "$port" >"$log" 2>&1 &
 moto_pid=$!
 trap 'kill $moto_pid 2>/dev/null || true; wait $moto_pid 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do
   if curl -sf "http://127.0.0.1:$port/moto-api/" >/dev/null 2>&1; then break; fi
-  if ! kill -0 "$moto_pid" 2>/dev/null; then echo "with-moto: moto exited; see target/moto.log" >&2; exit 1; fi
+  if ! kill -0 "$moto_pid" 2>/dev/null; then echo "with-moto: moto exited; see $log" >&2; exit 1; fi
   sleep 0.1
 done
 curl -sf "http://127.0.0.1:$port/moto-api/" >/dev/null || { echo "with-moto: moto did not start on $port" >&2; exit 1; }

@@ -23,6 +23,11 @@ pub const PROTOCOL_VERSION: &str = "2026-07-28";
 /// The build runs without the variables cargo sets for this test's process (such as
 /// `CARGO_MANIFEST_DIR`): a build script watching one (`ring`'s does) would otherwise see it
 /// change and rebuild half the tree on every run, here and again in the next plain build.
+///
+/// `--workspace` (the example names are unique in it) rather than `-p relevo`: the libraries then
+/// resolve their features as `cargo test --workspace` resolves them, so the examples that test
+/// built are reused; `-p relevo` alone would resolve its own features and compile the facade's
+/// whole tree again.
 pub fn build_examples(names: &[&str]) -> HashMap<String, PathBuf> {
     let set_for_this_test = std::env::vars().map(|(name, _)| name).filter(|name| {
         [
@@ -40,7 +45,7 @@ pub fn build_examples(names: &[&str]) -> HashMap<String, PathBuf> {
         cargo.env_remove(name);
     }
     let output = cargo
-        .args(["build", "--quiet", "-p", "relevo", "--message-format=json"])
+        .args(["build", "--quiet", "--workspace", "--message-format=json"])
         .args(names.iter().flat_map(|name| ["--example", name]))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stderr(Stdio::inherit())
