@@ -42,8 +42,14 @@ if $short; then
   # Every binary as `make unit` builds them (so CI reuses them), and the Managed Instances
   # subject, `mcp` with the `managed-instances` feature, kept as `mi-mcp`.
   CARGO=$cargo "$root/infra/scripts/bins.sh" --managed-instances
-  $cargo build --quiet --locked --manifest-path infra/bench-peers/Cargo.toml --target-dir "$target/peers"
-  $cargo build --quiet --locked --manifest-path infra/bench-peers/rmcp-echo/Cargo.toml --target-dir "$target/peers"
+  # The peers' debug builds in a target folder kept for every checkout of this user
+  # (tools-cache.sh's hold_build_folder: their registry crates, build scripts and proc macros stay
+  # built; held until this script ends), else target/peers.
+  source "$root/infra/scripts/tools-cache.sh"
+  hold_build_folder bench-peers-target
+  peers_target=${build_folder:-$target/peers}
+  $cargo build --quiet --locked --manifest-path infra/bench-peers/Cargo.toml --target-dir "$peers_target"
+  $cargo build --quiet --locked --manifest-path infra/bench-peers/rmcp-echo/Cargo.toml --target-dir "$peers_target"
   # --workspace, not -p relevo-bench: the libraries resolve as `cargo test --workspace` resolves
   # them (one package alone would resolve its own features, and compile every library again).
   $cargo bench --quiet --profile dev --workspace --bench inprocess --bench aws_sdk -- \
@@ -85,7 +91,7 @@ fi
 
 if $short; then
   bin="$target/debug"
-  peers="$target/peers/debug"
+  peers="$peers_target/debug"
 else
   bin="$target/bench/bin"
   peers="$target/bench/peers"

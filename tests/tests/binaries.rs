@@ -1,6 +1,6 @@
 //! What the built function binaries link: the app the deployment names (the example shop here),
 //! never the conformance fixtures, which only `relevo-conformance-function` and
-//! `relevo-conformance-gateway` carry. Reads the debug binaries `cargo build --workspace --bins`
+//! `relevo-conformance-gateway` carry. Reads the debug binaries `infra/scripts/bins.sh`
 //! makes (`make unit` builds them first); a missing binary fails rather than passes.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
@@ -22,7 +22,7 @@ fn binary(name: &str) -> Vec<u8> {
     let path = target.join("debug").join(name);
     std::fs::read(&path).unwrap_or_else(|e| {
         panic!(
-            "{}: {e} (run `cargo build --workspace --bins` first)",
+            "{}: {e} (run `infra/scripts/bins.sh` first)",
             path.display()
         )
     })

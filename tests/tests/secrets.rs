@@ -3,7 +3,7 @@
 //! key list, and must exit non-zero with an error that names the bad entry's position, while no
 //! 8-character piece of any key's text appears on stdout or stderr (where a Lambda's logs go).
 //!
-//! Reads the debug binaries `cargo build --workspace --bins` makes (as `binaries.rs` does); a
+//! Reads the debug binaries `infra/scripts/bins.sh` makes (as `binaries.rs` does); a
 //! missing binary fails rather than passes.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
@@ -22,7 +22,7 @@ fn binary(name: &str) -> PathBuf {
     let path = target.join("debug").join(name);
     assert!(
         path.exists(),
-        "{}: missing (run `cargo build --workspace --bins` first)",
+        "{}: missing (run `infra/scripts/bins.sh` first)",
         path.display()
     );
     path

@@ -19,14 +19,25 @@ use common::*;
 use serde_json::{Value, json};
 
 const LIMIT: usize = 25;
-const WINDOW_SECS: u64 = 3600;
 const REQUESTS: usize = 100;
 const CLIENTS: usize = 16;
+/// The least time left in the window when the test starts: the whole test runs inside it.
+const MARGIN_SECS: u64 = 180;
 
 fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+/// The quota's window: the functions count on the real clock in windows that start at multiples
+/// of their length, so the test takes the first of an hour, 70 minutes, 80 minutes, ... that
+/// has [`MARGIN_SECS`] left at `now` (their ends fall at different times, so one of them does),
+/// rather than waiting up to three minutes for the next hour.
+fn window_secs(now: u64) -> Option<u64> {
+    (0..12)
+        .map(|i| 3600 + 600 * i)
+        .find(|window| window - now % window >= MARGIN_SECS)
 }
 
 /// What one `greet` call got: status, `Retry-After`, body.
@@ -109,13 +120,16 @@ fn environments_that_served(lambda: &LambdaMode, function: &str) -> BTreeMap<usi
 async fn a_tenant_quota_admits_exactly_its_limit_across_two_environments_of_tools_call() {
     let _turn = ONE_AT_A_TIME.lock().await;
     // The functions count on the real clock: start well inside one window.
-    let left = WINDOW_SECS - now() % WINDOW_SECS;
-    if left < 180 {
-        tokio::time::sleep(Duration::from_secs(left + 1)).await;
-    }
+    let window = match window_secs(now()) {
+        Some(window) => window,
+        None => {
+            tokio::time::sleep(Duration::from_secs(MARGIN_SECS)).await;
+            window_secs(now()).expect("a window with time left, three minutes later")
+        }
+    };
     // The quota as a deployment sets it: the template's parameter, which also lets the read-only
     // functions write the table (their counted calls below are refused by IAM otherwise).
-    let quota = format!("RatePerTenant={LIMIT}/{WINDOW_SECS}");
+    let quota = format!("RatePerTenant={LIMIT}/{window}");
     let lambda = start_lambda_mode(
         "quotas",
         &translated(),
@@ -174,13 +188,13 @@ async fn a_tenant_quota_admits_exactly_its_limit_across_two_environments_of_tool
                 &json!("rate_limited"),
                 &json!("tenant"),
                 &json!(LIMIT),
-                &json!(WINDOW_SECS)
+                &json!(window)
             ),
             "{answer:?}"
         );
         let retry_after = answer.retry_after.expect("a Retry-After header in seconds");
         assert!(
-            (1..=WINDOW_SECS).contains(&retry_after),
+            (1..=window).contains(&retry_after),
             "Retry-After {retry_after} is within the window"
         );
         assert_eq!(
@@ -257,4 +271,12 @@ async fn a_tenant_quota_admits_exactly_its_limit_across_two_environments_of_tool
         LIMIT as u64 + 4,
         "globex's four calls were counted: {windows:?}"
     );
+}
+
+#[test]
+fn a_window_with_time_left_is_found_at_every_second_of_a_week() {
+    for now in 1_800_000_000..1_800_000_000 + 7 * 24 * 3600 {
+        let window = window_secs(now).expect("a window");
+        assert!(window - now % window >= MARGIN_SECS, "{now}: {window}");
+    }
 }

@@ -147,7 +147,7 @@ pub async fn start_lambda_mode(
     let bin_dir = exe.parent().unwrap().to_path_buf();
     assert!(
         bin_dir.join("worker").exists(),
-        "build the function binaries first (`cargo build --workspace --bins`)"
+        "build the function binaries first (`infra/scripts/bins.sh`)"
     );
     let dir = std::env::temp_dir().join(format!("relevo-lambda-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
