@@ -167,8 +167,8 @@ release-size:
 
 ## clean: cargo clean, and the checkout's links to the tools cache (.tools, .venv); the shared per-user
 ## caches themselves (${RELEVO_TOOLS_CACHE:-${XDG_CACHE_HOME:-~/.cache}/relevo/tools}, and the compile cache
-## ${XDG_CACHE_HOME:-~/.cache}/relevo/sccache, and the target folders `make package` and `make starter` keep beside
-## it, package-check-target and starter-target) stay: remove them by hand
+## ${XDG_CACHE_HOME:-~/.cache}/relevo/sccache, and the target folders kept beside it: package-check-target,
+## starter-target, size-target-ARCH, bench-peers-target) stay: remove them by hand
 clean:
 	$(CARGO) clean
 	rm -rf .tools .venv

@@ -47,7 +47,7 @@ cargo package --quiet --allow-dirty --no-verify "${packages[@]}"
 hold_build_folder package-check-target
 if [[ -n "$build_folder" ]]; then
   check_target=$build_folder
-  unpacked="${XDG_CACHE_HOME:-$HOME/.cache}/relevo/package-check"
+  unpacked="$(dirname "$build_folder")/package-check"
   rm -rf "$unpacked"
   mkdir -p "$unpacked"
 else
