@@ -9,7 +9,7 @@ SUB ?= developer
 SCOPES ?= notes:read notes:write
 CARGO ?= cargo
 
-.PHONY: new-app starter run run-lambda build sam-build deploy logs token test check unit lint fmt package validate conformance clients browser bench bench-smoke bench-durable release-size size size-test clean
+.PHONY: new-app starter run run-lambda build sam-build deploy logs token test tools check unit lint fmt package validate conformance clients browser bench bench-smoke bench-durable release-size size size-test clean
 
 ## run: the server on http://127.0.0.1:$(PORT)/mcp (APP=shop|conformance, ROUTING=per-method|single, AUTH=dev|required|off)
 GATEWAY_PACKAGE = $(if $(filter conformance,$(APP)),-p relevo-conformance --bin relevo-conformance-gateway,-p relevo-gateway --bin relevo-gateway)
@@ -35,11 +35,18 @@ token:
 ## test: lint, the publishable crates' metadata and packages, template checks, every cargo test (DynamoDB/SQS on the moto emulator), the conformance suite, the Python and TypeScript SDK clients, the approval page and the approval app in Chromium, the benchmark harness in its short mode, every function under 8,000,000 bytes as `sam build` builds it for the template's architecture
 ## Its stages run in this order, each through infra/scripts/stages.sh, which prints each one's duration as
 ## it ends ("make test: stage unit took 612 s") and a table of them all and the total; the first to fail stops it.
+## `lint+tools` runs `make tools` beside lint, so that a fresh machine installs while lint compiles.
 ## Every rustc runs through the per-user compile cache (infra/scripts/compile-cache.sh: sccache; RELEVO_COMPILE_CACHE=off
 ## compiles without it), so a second clone compiles only this workspace's own crates.
-TEST_STAGES = lint package validate unit conformance clients browser iam-report starter bench-smoke size-test
+TEST_STAGES = lint+tools package validate unit conformance clients browser iam-report starter bench-smoke size-test
 test:
 	@infra/scripts/compile-cache.sh infra/scripts/stages.sh "make test" $(MAKE) $(TEST_STAGES)
+
+## tools: every pinned tool make test uses (infra/scripts/tools.sh: the SAM CLI, cfn-lint, cargo-lambda, moto, the
+## conformance suite, the Python and TypeScript SDK clients, the Inspector, Chromium and playwright-core, wrk), installed
+## once per user into the tools cache (Debian's packages once per machine) and linked into .tools/ and .venv/
+tools:
+	infra/scripts/tools.sh
 
 ## check: the inner loop: cargo fmt --check, clippy -D warnings over the workspace, and the cargo tests of
 ## the workspace crates changed relative to origin/main (or main; CHECK_BASE=ref), with the moto emulator
@@ -70,6 +77,7 @@ unit:
 	CARGO="$(CARGO)" infra/scripts/bins.sh --managed-instances
 	CARGO="$(CARGO)" infra/scripts/with-moto.sh python3 infra/scripts/run_tests.py
 	.tools/moto/bin/python infra/scripts/test_moto_serial.py
+	python3 infra/scripts/test_stages.py
 
 lint:
 	$(CARGO) fmt --all --check

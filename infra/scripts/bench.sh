@@ -22,11 +22,9 @@ target=${CARGO_TARGET_DIR:-$root/target}
 short=false
 [[ "${1:-}" == "--short" ]] && short=true
 
-if ! command -v wrk >/dev/null; then
-  echo "bench: installing wrk (the HTTP load generator) from Debian's packages"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
-fi
+# The pinned tools (ensure_wrk; the tools cache's hold_build_folder): tools.sh.
+source "$root/infra/scripts/tools.sh"
+ensure_wrk
 
 mapfile -t functions < <("$root/infra/scripts/functions.sh")
 
@@ -45,7 +43,6 @@ if $short; then
   # The peers' debug builds in a target folder kept for every checkout of this user
   # (tools-cache.sh's hold_build_folder: their registry crates, build scripts and proc macros stay
   # built; held until this script ends), else target/peers.
-  source "$root/infra/scripts/tools-cache.sh"
   hold_build_folder bench-peers-target
   peers_target=${build_folder:-$target/peers}
   $cargo build --quiet --locked --manifest-path infra/bench-peers/Cargo.toml --target-dir "$peers_target"

@@ -7,17 +7,11 @@
 # mode (DynamoDB on moto).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-tools="$root/.tools/browser"
-playwright_version="1.65.1"
+tools=$browser_tools
 out="$root/target/browser"
-chromium=${CHROMIUM:-/usr/bin/chromium}
 
-if [[ ! -x "$chromium" ]]; then
-  echo "browser: installing chromium from Debian's packages"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
-fi
-ensure_node_packages "$tools" "playwright-core@$playwright_version"
+# Chromium at $chromium (tools.sh: CHROMIUM, or Debian's /usr/bin/chromium), playwright-core at $tools.
+ensure_browser
 
 # The whole workspace, as `make unit` builds it: the same feature set, so nothing is rebuilt.
 "$root/infra/scripts/bins.sh"

@@ -18,8 +18,7 @@
 set -euo pipefail
 
 source "$(dirname "$0")/lib.sh"
-tools="$root/.tools/conformance"
-suite_version="0.2.0-alpha.12"
+tools=$conformance_tools
 results="$root/target/conformance"
 # Not scored by --requirements (pending, or the Tasks extension), but this project requires them too.
 also_required=(json-schema-2020-12 http-header-validation http-custom-header-server-validation
@@ -30,10 +29,6 @@ also_required=(json-schema-2020-12 http-header-validation http-custom-header-ser
 # skipped without --force), so each runs alone with --force and is judged check by check: a skipped
 # scenario or a SKIPPED check fails (`relevo-xtask conformance-checks`).
 skills_scenarios=(sep-2640-skills-enumeration sep-2640-skills-manifest sep-2640-skills-directory)
-
-install_suite() {
-  ensure_node_packages "$tools" "@modelcontextprotocol/conformance@$suite_version"
-}
 
 # judge OUT LABEL [EXPECTED_FAILING]: every scored scenario of a run, plus the pending ones this
 # project requires, must pass, except those named in EXPECTED_FAILING, which must fail (a baseline
@@ -152,7 +147,7 @@ no_panics() {
 lambda_b_expected_failing="resources-subscribe resources-unsubscribe tools-call-sampling tools-call-elicitation
   elicitation-sep1034-defaults elicitation-sep1330-enums"
 
-install_suite
+ensure_conformance_suite
 "$root/infra/scripts/bins.sh"
 failed=0
 topologies=(per-method single)

@@ -10,10 +10,9 @@
 # the tools cache, see lib.sh).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-inspector_version="2.12.0"
-tools="$root/.tools/inspector"
+tools=$inspector_tools
 
-ensure_node_packages "$tools" "@modelcontextprotocol/inspector@$inspector_version"
+ensure_inspector
 [[ -n "${RELEVO_BIN_DIR:-}" ]] || "$root/infra/scripts/bins.sh"
 start_shop inspector
 mkdir -p "$work/inspector-home"

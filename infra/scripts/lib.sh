@@ -12,8 +12,8 @@ xtask="${CARGO_TARGET_DIR:-$root/target}/debug/relevo-xtask"
 bin="${RELEVO_BIN_DIR:-$root/target/debug}"
 gateway_pid=""
 
-# The tools cache (cached_tools, ensure_venv, ensure_node_packages): tools-cache.sh.
-source "$root/infra/scripts/tools-cache.sh"
+# The pinned tools (ensure_moto, ensure_browser, ...) and the tools cache they go to: tools.sh.
+source "$root/infra/scripts/tools.sh"
 
 free_port() {
   "$xtask" free-port

@@ -4,10 +4,9 @@
 # cache, see lib.sh).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-mcp_version="2.3.0"
-venv="$root/.venv"
+venv=$python_client_venv
 
-ensure_venv "$venv" "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$mcp_version')" "mcp==$mcp_version"
+ensure_python_client
 [[ -n "${RELEVO_BIN_DIR:-}" ]] || "$root/infra/scripts/bins.sh"
 work="$root/target/clients"
 mkdir -p "$work"

@@ -6,6 +6,10 @@
 #
 # Each stage's line also says how much of the machine's CPU it used: a stage that leaves most of
 # it idle waits (on servers, timeouts, processes) and is the place to look for time.
+#
+# A stage named A+B runs `MAKE A` and `MAKE B` side by side (make test's `lint+tools`: downloads
+# beside a compile) and ends when both have, failing if either fails; B's output is held in
+# target/stages/B.log and printed whole once B ends, with B's own duration.
 set -uo pipefail
 label=$1 make=$2
 shift 2
@@ -31,9 +35,36 @@ table() {
   printf '  %-14s %6d s\n' total $((SECONDS - start))
 }
 
+# run_stage STAGE: `MAKE STAGE`, or for A+B, `MAKE A` beside `MAKE B`; the first failure's status.
+run_stage() {
+  local stage=$1
+  if [[ "$stage" != *+* ]]; then
+    "$make" --no-print-directory "$stage"
+    return
+  fi
+  local first=${stage%%+*} second=${stage#*+} log pid rc_first rc_second
+  mkdir -p target/stages
+  log="target/stages/$second.log"
+  (
+    began=$SECONDS
+    "$make" --no-print-directory "$second"
+    rc=$?
+    echo "$label: $second took $((SECONDS - began)) s beside $first (exit status $rc)"
+    exit "$rc"
+  ) >"$log" 2>&1 &
+  pid=$!
+  "$make" --no-print-directory "$first"
+  rc_first=$?
+  wait "$pid"
+  rc_second=$?
+  cat "$log"
+  ((rc_first != 0)) && return "$rc_first"
+  return "$rc_second"
+}
+
 for stage in "$@"; do
   began=$SECONDS mark=$(cpu_mark)
-  "$make" --no-print-directory "$stage"
+  run_stage "$stage"
   rc=$?
   stages+=("$stage") took+=($((SECONDS - began)))
   if [[ $rc -ne 0 ]]; then

@@ -6,10 +6,9 @@
 # (git-ignored; a link into the tools cache, see lib.sh).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-sdk_version="1.32.2"
-tools="$root/.tools/ts-client"
+tools=$ts_client_tools
 
-ensure_node_packages "$tools" "@modelcontextprotocol/sdk@$sdk_version"
+ensure_ts_client
 [[ -n "${RELEVO_BIN_DIR:-}" ]] || "$root/infra/scripts/bins.sh"
 work="$root/target/clients"
 mkdir -p "$work"

@@ -7,10 +7,9 @@
 # (git-ignored; a link into the tools cache, see lib.sh).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-sdk_version="2.4.0"
-tools="$root/.tools/ts2-client"
+tools=$ts2_client_tools
 
-ensure_node_packages "$tools" "@modelcontextprotocol/client@$sdk_version"
+ensure_ts2_client
 [[ -n "${RELEVO_BIN_DIR:-}" ]] || "$root/infra/scripts/bins.sh"
 work="$root/target/clients"
 mkdir -p "$work"

@@ -5,10 +5,9 @@
 # afterwards, whatever the command's outcome.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-moto_version="5.2.5"
-venv="$root/.tools/moto"
+venv=$moto_venv
 
-ensure_venv "$venv" "import importlib.metadata as m, sys; sys.exit(m.version('moto') != '$moto_version')" "moto[server]==$moto_version"
+ensure_moto
 port=$(free_port)
 mkdir -p "$root/target"
 # A log per emulator: `make clients` runs two at once.
