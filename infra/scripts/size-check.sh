@@ -19,6 +19,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
+# The pinned tools (ensure_sam_tools: cargo-lambda and zig) and the tools cache's hold_build_folder.
+source "$root/infra/scripts/tools.sh"
 
 limit=${RELEVO_SIZE_LIMIT:-8000000}
 arch=${1:-}
@@ -52,14 +54,13 @@ if ((${#covered[@]})); then
   [[ " ${build[*]} " == *" $representative "* ]] || build+=("$representative")
 fi
 
-infra/scripts/sam-tools.sh >/dev/null
+ensure_sam_tools >/dev/null
 echo "size-check: building ${build[*]} (release, $arch); ${#covered[@]} per-method functions stand with mcp and $representative: ${covered[*]}"
 # The build in a target folder kept for every checkout of this user (tools-cache.sh's
 # hold_build_folder: the registry's crates for this target, their build scripts and proc macros
 # stay built; held until this script ends), the binaries in target/lambda as `make build` leaves
 # them. CARGO_TARGET_DIR, as cargo-lambda passes --target-dir on to `cargo metadata`, which
 # refuses it; the compile cache keys a compile by it, and it names the same folder every run.
-source "$root/infra/scripts/tools-cache.sh"
 hold_build_folder "size-target-$arch"
 CARGO_TARGET_DIR="${build_folder:-${CARGO_TARGET_DIR:-$root/target}}" PATH="$root/.tools/sam/bin:$PATH" \
   "${CARGO:-cargo}" lambda build --release "$flag" --quiet --lambda-dir "$root/target/lambda" \
